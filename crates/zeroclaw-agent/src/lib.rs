@@ -1,0 +1,1 @@
+//! zeroclaw-agent (being built).

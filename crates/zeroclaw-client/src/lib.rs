@@ -1,0 +1,1 @@
+//! zeroclaw-client (being built).

@@ -1,0 +1,1 @@
+//! zeroclaw-config (being built).

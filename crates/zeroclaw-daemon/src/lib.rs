@@ -1,0 +1,1 @@
+//! zeroclaw-daemon (being built).

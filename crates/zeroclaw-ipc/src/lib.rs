@@ -1,0 +1,1 @@
+//! zeroclaw-ipc (being built).

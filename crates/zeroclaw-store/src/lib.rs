@@ -1,0 +1,1 @@
+//! zeroclaw-store (being built).

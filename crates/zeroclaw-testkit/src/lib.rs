@@ -1,0 +1,1 @@
+//! zeroclaw-testkit (being built).
