@@ -34,7 +34,11 @@ pub struct ErrorObject {
 
 impl ErrorObject {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        ErrorObject { code, message: message.into(), data: None }
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
 
     pub fn with_data(mut self, data: Value) -> Self {
@@ -49,7 +53,10 @@ impl ErrorObject {
         Self::new(code::INVALID_REQUEST, message)
     }
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(code::METHOD_NOT_FOUND, format!("method not found: {method}"))
+        Self::new(
+            code::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+        )
     }
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(code::INVALID_PARAMS, message)
@@ -65,14 +72,20 @@ impl ErrorObject {
         Self::new(code::SESSION_NOT_FOUND, message)
     }
     pub fn session_limit(limit: usize) -> Self {
-        Self::new(code::SESSION_LIMIT, format!("session limit reached ({limit} live sessions)"))
-            .with_data(json!({"limit": limit}))
+        Self::new(
+            code::SESSION_LIMIT,
+            format!("session limit reached ({limit} live sessions)"),
+        )
+        .with_data(json!({"limit": limit}))
     }
     pub fn session_busy(message: impl Into<String>) -> Self {
         Self::new(code::SESSION_BUSY, message)
     }
     pub fn not_owner(session_id: &str) -> Self {
-        Self::new(code::NOT_OWNER, format!("caller does not own session {session_id}"))
+        Self::new(
+            code::NOT_OWNER,
+            format!("caller does not own session {session_id}"),
+        )
     }
     pub fn not_initialized(message: impl Into<String>) -> Self {
         Self::new(code::NOT_INITIALIZED, message)

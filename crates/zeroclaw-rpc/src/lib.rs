@@ -1,2 +1,13 @@
+//! zeroclaw's JSON-RPC 2.0 wire protocol, reusable by any client: the message model and
+//! envelope rules ([`message`]), capped NDJSON framing ([`codec`]), error codes
+//! ([`error`]) and bookkeeping for our own outbound requests ([`peer`]).
+
+pub mod codec;
 pub mod error;
+pub mod message;
+pub mod peer;
+
+pub use codec::{Frame, FrameReader, MAX_FRAME_BYTES};
 pub use error::{ErrorObject, code};
+pub use message::{Inbound, Request, Response, classify, classify_value};
+pub use peer::{PeerError, Pending};
