@@ -1,1 +1,10 @@
-//! zeroclaw-testkit (being built).
+//! Test helpers shared by the zeroclaw crates.
+//!
+//! [`FakeOpenAi`] is a real HTTP/1.1 server on `127.0.0.1:0` that answers
+//! `POST /v1/chat/completions` with scripted `text/event-stream` responses, so
+//! the agent's OpenAI provider (and the daemon's integration tests) can be
+//! exercised over a real socket without a network.
+
+mod fake_openai;
+
+pub use fake_openai::{FakeOpenAi, FakeToolCall, RecordedRequest, Scripted};

@@ -1,0 +1,640 @@
+//! A scriptable fake of the OpenAI `chat/completions` streaming endpoint.
+//!
+//! Owns: one accept loop on `127.0.0.1:0` and one task per connection, all
+//! stopped when the [`FakeOpenAi`] is dropped. Each request to
+//! `POST /v1/chat/completions` takes the next [`Scripted`] response from a
+//! FIFO queue (a default text answer when the queue is empty) and records the
+//! request (path, headers, JSON body). Responses are real HTTP/1.1:
+//! `text/event-stream` with chunked transfer encoding, `Connection: close`
+//! (one request per connection, so a dropped client is visible as a write
+//! failure, counted by [`FakeOpenAi::aborted_responses`]).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// One tool call the fake model asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeToolCall {
+    pub id: String,
+    pub name: String,
+    /// The JSON arguments as the model would send them (a string).
+    pub arguments: String,
+    /// How many `arguments` fragments to split the string into (at least 1).
+    pub fragments: usize,
+}
+
+impl FakeToolCall {
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        FakeToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.to_string(),
+            fragments: 3,
+        }
+    }
+}
+
+/// One scripted answer, consumed by one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scripted {
+    /// Content chunks, `delay` before each chunk after the first.
+    Text {
+        chunks: Vec<String>,
+        delay: Duration,
+    },
+    /// Optional text chunks, then tool calls split across many deltas (id
+    /// and name in the first delta of each call, arguments in fragments),
+    /// then `finish_reason: "tool_calls"`.
+    ToolCalls {
+        text: Vec<String>,
+        calls: Vec<FakeToolCall>,
+    },
+    /// `reasoning_content` chunks, then content chunks.
+    Reasoning {
+        reasoning: Vec<String>,
+        text: Vec<String>,
+    },
+    /// A non-2xx answer with an OpenAI error JSON body.
+    HttpError { status: u16, message: String },
+    /// Headers and these content chunks, then the connection is closed
+    /// without `[DONE]`, without a finish reason and without the final
+    /// chunk of the chunked encoding.
+    BrokenStream { chunks: Vec<String> },
+    /// Waits `delay` before the first byte, then answers with `then`.
+    Slow {
+        delay: Duration,
+        then: Box<Scripted>,
+    },
+    /// These `data:` payloads written verbatim (no automatic `[DONE]`), then
+    /// a clean end of the response body.
+    Raw { events: Vec<String> },
+}
+
+impl Scripted {
+    /// Text streamed word by word (chunks keep their spaces).
+    pub fn text(text: &str) -> Self {
+        Scripted::Text {
+            chunks: split_words(text),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// Text streamed in the given chunks with `delay` between them.
+    pub fn chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>, delay: Duration) -> Self {
+        Scripted::Text {
+            chunks: chunks.into_iter().map(Into::into).collect(),
+            delay,
+        }
+    }
+
+    /// A single tool call, arguments split into 3 fragments.
+    pub fn tool_call(id: &str, name: &str, arguments: Value) -> Self {
+        Scripted::ToolCalls {
+            text: Vec::new(),
+            calls: vec![FakeToolCall::new(id, name, arguments)],
+        }
+    }
+
+    /// Several tool calls in one response.
+    pub fn tool_calls(calls: Vec<FakeToolCall>) -> Self {
+        Scripted::ToolCalls {
+            text: Vec::new(),
+            calls,
+        }
+    }
+
+    /// Reasoning chunks, then text, both streamed word by word.
+    pub fn reasoning(reasoning: &str, text: &str) -> Self {
+        Scripted::Reasoning {
+            reasoning: split_words(reasoning),
+            text: split_words(text),
+        }
+    }
+
+    pub fn http_error(status: u16, message: &str) -> Self {
+        Scripted::HttpError {
+            status,
+            message: message.to_string(),
+        }
+    }
+
+    pub fn broken<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Self {
+        Scripted::BrokenStream {
+            chunks: chunks.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    pub fn slow(delay: Duration, then: Scripted) -> Self {
+        Scripted::Slow {
+            delay,
+            then: Box::new(then),
+        }
+    }
+
+    pub fn raw<S: Into<String>>(events: impl IntoIterator<Item = S>) -> Self {
+        Scripted::Raw {
+            events: events.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// Splits text into word chunks that keep their trailing whitespace, so the
+/// chunks concatenate to the input exactly.
+pub fn split_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            in_space = true;
+        } else if in_space {
+            out.push(std::mem::take(&mut cur));
+            in_space = false;
+        }
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// What the fake server saw for one request.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON (`Value::Null` when it was not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct State {
+    queue: Mutex<VecDeque<Scripted>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    default_text: Mutex<String>,
+    aborted: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The fake server. Dropping it stops the server and every open response.
+pub struct FakeOpenAi {
+    addr: SocketAddr,
+    state: Arc<State>,
+    task: JoinHandle<()>,
+}
+
+impl FakeOpenAi {
+    /// Binds `127.0.0.1:0` and starts serving on the current tokio runtime.
+    pub async fn start() -> std::io::Result<FakeOpenAi> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            queue: Mutex::new(VecDeque::new()),
+            requests: Mutex::new(Vec::new()),
+            default_text: Mutex::new("Hello from the fake model.".to_string()),
+            aborted: AtomicUsize::new(0),
+        });
+        let st = state.clone();
+        let task = tokio::spawn(async move {
+            let mut conns = JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => {
+                            let st = st.clone();
+                            conns.spawn(async move { handle_conn(stream, st).await });
+                        }
+                        Err(e) => {
+                            tracing::warn!("fake openai accept failed: {e}");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    },
+                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
+                }
+            }
+        });
+        Ok(FakeOpenAi { addr, state, task })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Appends one scripted response to the queue.
+    pub fn push(&self, response: Scripted) -> &Self {
+        lock(&self.state.queue).push_back(response);
+        self
+    }
+
+    /// Appends several scripted responses, in order.
+    pub fn push_all(&self, responses: impl IntoIterator<Item = Scripted>) -> &Self {
+        lock(&self.state.queue).extend(responses);
+        self
+    }
+
+    /// The text answered (word by word) once the queue is empty.
+    pub fn set_default_text(&self, text: &str) {
+        *lock(&self.state.default_text) = text.to_string();
+    }
+
+    /// Scripted responses not consumed yet.
+    pub fn pending(&self) -> usize {
+        lock(&self.state.queue).len()
+    }
+
+    /// The JSON bodies of every request received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.state.requests)
+            .iter()
+            .map(|r| r.body.clone())
+            .collect()
+    }
+
+    /// Every request received so far with its method, path and headers.
+    pub fn recorded(&self) -> Vec<RecordedRequest> {
+        lock(&self.state.requests).clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        lock(&self.state.requests).len()
+    }
+
+    /// Responses that could not be written completely because the client
+    /// went away (e.g. a cancelled turn dropped its stream).
+    pub fn aborted_responses(&self) -> usize {
+        self.state.aborted.load(Ordering::SeqCst)
+    }
+
+    /// Waits until at least `n` requests were received, or `timeout` passes.
+    /// Returns whether the count was reached.
+    pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.request_count() >= n {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Head {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+}
+
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(Head, Vec<u8>)>> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut tmp = [0u8; 8192];
+    let head_end = loop {
+        if let Some(pos) = find(&buf, b"\r\n\r\n") {
+            break pos;
+        }
+        if buf.len() > MAX_HEAD {
+            return Ok(None);
+        }
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head_text = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head_text.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let content_length = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(MAX_BODY);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < content_length {
+        let n = stream.read(&mut tmp).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&tmp[..n]);
+    }
+    body.truncate(content_length);
+    Ok(Some((
+        Head {
+            method,
+            path,
+            headers,
+        },
+        body,
+    )))
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
+    let Ok(Some((head, body))) = read_request(&mut stream).await else {
+        return;
+    };
+    let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let is_completions = head.method == "POST" && head.path.ends_with("/chat/completions");
+    lock(&state.requests).push(RecordedRequest {
+        method: head.method,
+        path: head.path,
+        headers: head.headers,
+        body: body_json.clone(),
+    });
+    if !is_completions {
+        let _ = write_error(&mut stream, 404, "not found").await;
+        return;
+    }
+    let model = body_json
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fake-model")
+        .to_string();
+    let script = lock(&state.queue).pop_front().unwrap_or_else(|| {
+        let text = lock(&state.default_text).clone();
+        Scripted::text(&text)
+    });
+    let mut w = Writer {
+        stream,
+        model,
+        started: false,
+    };
+    if w.play(script).await.is_err() {
+        state.aborted.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn write_error(stream: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
+    let body =
+        json!({"error": {"message": message, "type": "server_error", "code": null}}).to_string();
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        reason(status),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.flush().await?;
+    let _ = stream.shutdown().await;
+    Ok(())
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Error",
+    }
+}
+
+struct Writer {
+    stream: TcpStream,
+    model: String,
+    started: bool,
+}
+
+impl Writer {
+    async fn play(&mut self, script: Scripted) -> std::io::Result<()> {
+        let mut script = script;
+        // Unroll `Slow` wrappers iteratively (no async recursion needed).
+        while let Scripted::Slow { delay, then } = script {
+            tokio::time::sleep(delay).await;
+            script = *then;
+        }
+        match script {
+            Scripted::Slow { .. } => unreachable!("unrolled above"),
+            Scripted::HttpError { status, message } => {
+                write_error(&mut self.stream, status, &message).await
+            }
+            Scripted::Text { chunks, delay } => {
+                for (i, c) in chunks.iter().enumerate() {
+                    if i > 0 && !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    self.delta(json!({"content": c}), None).await?;
+                }
+                self.finish("stop").await
+            }
+            Scripted::Reasoning { reasoning, text } => {
+                for r in reasoning {
+                    self.delta(json!({"reasoning_content": r}), None).await?;
+                }
+                for t in text {
+                    self.delta(json!({"content": t}), None).await?;
+                }
+                self.finish("stop").await
+            }
+            Scripted::ToolCalls { text, calls } => {
+                for t in text {
+                    self.delta(json!({"content": t}), None).await?;
+                }
+                for (index, call) in calls.iter().enumerate() {
+                    self.delta(
+                        json!({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                            "function": {"name": call.name, "arguments": ""}}]}),
+                        None,
+                    )
+                    .await?;
+                    for frag in split_n(&call.arguments, call.fragments.max(1)) {
+                        self.delta(
+                            json!({"tool_calls": [{"index": index, "function": {"arguments": frag}}]}),
+                            None,
+                        )
+                        .await?;
+                    }
+                }
+                self.finish("tool_calls").await
+            }
+            Scripted::BrokenStream { chunks } => {
+                for c in chunks {
+                    self.delta(json!({"content": c}), None).await?;
+                }
+                // Close without the terminating chunk: the body is cut short.
+                self.stream.flush().await?;
+                let _ = self.stream.shutdown().await;
+                Ok(())
+            }
+            Scripted::Raw { events } => {
+                self.headers().await?;
+                for e in events {
+                    self.chunk(format!("data: {e}\n\n").as_bytes()).await?;
+                }
+                self.end_body().await
+            }
+        }
+    }
+
+    async fn headers(&mut self) -> std::io::Result<()> {
+        if !self.started {
+            self.started = true;
+            self.stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                )
+                .await?;
+            self.stream.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn chunk(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.headers().await?;
+        let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+        self.stream.write_all(&out).await?;
+        self.stream.flush().await
+    }
+
+    async fn event(&mut self, value: &Value) -> std::io::Result<()> {
+        self.chunk(format!("data: {value}\n\n").as_bytes()).await
+    }
+
+    async fn delta(&mut self, delta: Value, finish: Option<&str>) -> std::io::Result<()> {
+        let mut delta = delta;
+        if !self.started
+            && let Some(obj) = delta.as_object_mut()
+        {
+            obj.insert("role".into(), json!("assistant"));
+        }
+        let v = json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        self.event(&v).await
+    }
+
+    async fn finish(&mut self, reason: &str) -> std::io::Result<()> {
+        self.delta(json!({}), Some(reason)).await?;
+        let usage = json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self.model,
+            "choices": [],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        });
+        self.event(&usage).await?;
+        self.chunk(b"data: [DONE]\n\n").await?;
+        self.end_body().await
+    }
+
+    async fn end_body(&mut self) -> std::io::Result<()> {
+        self.headers().await?;
+        self.stream.write_all(b"0\r\n\r\n").await?;
+        self.stream.flush().await?;
+        let _ = self.stream.shutdown().await;
+        Ok(())
+    }
+}
+
+/// Splits `s` into `n` pieces on char boundaries (some may be empty).
+fn split_n(s: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let size = chars.len().div_ceil(n).max(1);
+    let mut out: Vec<String> = chars.chunks(size).map(|c| c.iter().collect()).collect();
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_words_round_trips() {
+        for s in ["hello world", "  a  b ", "", "one", "x\ny\tz"] {
+            assert_eq!(split_words(s).concat(), s);
+        }
+        assert_eq!(split_words("hi there you"), vec!["hi ", "there ", "you"]);
+    }
+
+    #[test]
+    fn split_n_round_trips() {
+        let s = r#"{"command":"echo hi"}"#;
+        let parts = split_n(s, 3);
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts.concat(), s);
+    }
+
+    #[tokio::test]
+    async fn serves_sse_and_records() {
+        let fake = FakeOpenAi::start().await.unwrap();
+        fake.push(Scripted::text("hi there"));
+        let mut s = TcpStream::connect(fake.addr()).await.unwrap();
+        let body = r#"{"model":"m","stream":true}"#;
+        let req = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK"));
+        assert!(out.contains("text/event-stream"));
+        assert!(out.contains("\"hi \""));
+        assert!(out.contains("[DONE]"));
+        assert_eq!(fake.requests(), vec![json!({"model":"m","stream":true})]);
+    }
+}
