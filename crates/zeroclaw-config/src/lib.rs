@@ -1,1 +1,14 @@
-//! zeroclaw-config (being built).
+//! zeroclaw-config: the daemon's configuration (SPEC §4, §6).
+//!
+//! - [`schema`]: typed, strict config (serde) and cross-reference checks;
+//! - [`path`]: property paths and `config_write_paths` patterns;
+//! - [`shape`]: the schema as data, for checking files and coercing JSON values;
+//! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
+//! - [`policy`]: principals, grants and the method → grant table.
+
+pub mod path;
+pub mod schema;
+pub mod shape;
+
+pub use path::{PathError, PropPath, WritePattern};
+pub use schema::{Agent, Autonomy, Config, Limits, Profile, Provider, ProviderKind, Security, User, Wss};

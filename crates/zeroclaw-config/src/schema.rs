@@ -1,0 +1,496 @@
+//! The typed configuration (SPEC §6): serde types, defaults, the default file text, and the
+//! cross-reference checks that types alone cannot express.
+//!
+//! Every struct is `deny_unknown_fields` and `default`, so a missing key or section takes
+//! its default and a missing map (agents, providers, …) is empty. Types and key names are
+//! checked first by [`crate::shape`] (which can name the offending property); this module
+//! then checks references ([`Config::validate`]), and serde builds the view from the text.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::path::{PropPath, WritePattern};
+
+/// The verbs a grant may name (SPEC §4.1).
+pub const VERBS: &[&str] = &["create", "read", "update", "delete", "execute"];
+/// The resources a grant may name.
+pub const RESOURCES: &[&str] = &["system", "sessions", "files", "config"];
+/// The tools an agent may list.
+pub const TOOLS: &[&str] = &["bash", "read_file", "write_file", "ask_user"];
+/// Provider kinds.
+pub const PROVIDER_KINDS: &[&str] = &["echo", "openai"];
+/// Agent autonomy levels.
+pub const AUTONOMY: &[&str] = &["supervised", "full", "read_only"];
+
+/// What a fresh config dir gets (mode 0600). Valid under the schema; see the tests.
+pub const DEFAULT_CONFIG_TOML: &str = r#"# zeroclaw configuration.
+# Unknown keys are errors; missing keys and sections take their defaults.
+# Edit by hand or with `zeroclaw rpc config/set '{"prop":"…","value":…}'`.
+
+[security]
+# The daemon's own uid is the admin principal `operator` while this is true.
+trust_daemon_uid = true
+
+[providers.echo]
+kind = "echo"                      # offline: streams the prompt back, word by word
+
+# An OpenAI-compatible chat-completions server:
+# [providers.local]
+# kind = "openai"
+# base_url = "http://127.0.0.1:11434/v1"
+# api_key_env = "OPENAI_API_KEY"   # or api_key = "…" (secret: masked on read)
+# model = "llama3.2"
+
+[agents.default]
+provider = "echo"
+model = ""                         # empty = the provider's model
+system_prompt = "You are a helpful assistant."
+tools = ["bash", "read_file", "write_file", "ask_user"]
+autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only
+max_context_tokens = 32000
+max_tool_iterations = 20
+workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
+
+# Local users and what they may do:
+# [permission_profiles.operator]
+# admin = false
+# grants = { sessions = ["create", "read", "update", "execute", "delete"], files = ["create"], config = ["read", "update"] }
+# allowed_agents = ["default"]     # "*" = all
+# config_write_paths = ["users.*"] # "*" = all; "a.*" covers the subtree under a
+#
+# [users.example]
+# uid = 1001
+# permission_profiles = ["operator"]
+
+[limits]
+connections_per_principal = 32
+connections_total = 1024
+
+[wss]
+enabled = false
+bind = "127.0.0.1"
+port = 9781
+cert_path = ""                     # TLS is required when bind is not a loopback address
+key_path = ""
+allowed_origins = []               # browser origins allowed to open a WebSocket
+"#;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub security: Security,
+    pub providers: BTreeMap<String, Provider>,
+    pub agents: BTreeMap<String, Agent>,
+    pub limits: Limits,
+    pub users: BTreeMap<String, User>,
+    pub permission_profiles: BTreeMap<String, Profile>,
+    pub wss: Wss,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Security {
+    pub trust_daemon_uid: bool,
+}
+
+impl Default for Security {
+    fn default() -> Self {
+        Security { trust_daemon_uid: true }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    #[default]
+    Echo,
+    Openai,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Provider {
+    pub kind: ProviderKind,
+    /// Empty = [`Provider::DEFAULT_OPENAI_BASE_URL`] for `openai`.
+    pub base_url: String,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: String,
+    /// Secret: read back as `"***"` by `config/get`.
+    pub api_key: String,
+    pub model: String,
+    pub timeout_secs: u64,
+}
+
+impl Default for Provider {
+    fn default() -> Self {
+        Provider {
+            kind: ProviderKind::Echo,
+            base_url: String::new(),
+            api_key_env: String::new(),
+            api_key: String::new(),
+            model: String::new(),
+            timeout_secs: 120,
+        }
+    }
+}
+
+impl Provider {
+    pub const DEFAULT_OPENAI_BASE_URL: &'static str = "https://api.openai.com/v1";
+
+    /// `base_url`, or the OpenAI default when empty.
+    pub fn effective_base_url(&self) -> &str {
+        if self.base_url.is_empty() { Self::DEFAULT_OPENAI_BASE_URL } else { &self.base_url }
+    }
+
+    /// The API key: `api_key` if set, else the variable named by `api_key_env` if set.
+    pub fn resolve_api_key(&self) -> Option<String> {
+        if !self.api_key.is_empty() {
+            return Some(self.api_key.clone());
+        }
+        if self.api_key_env.is_empty() {
+            return None;
+        }
+        std::env::var(&self.api_key_env).ok().filter(|k| !k.is_empty())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Autonomy {
+    #[default]
+    Supervised,
+    Full,
+    ReadOnly,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Agent {
+    /// Required: the name of an entry of `providers`.
+    pub provider: String,
+    /// Empty = the provider's model.
+    pub model: String,
+    pub system_prompt: String,
+    pub tools: Vec<String>,
+    pub autonomy: Autonomy,
+    pub max_context_tokens: u32,
+    pub max_tool_iterations: u32,
+    /// Empty = `<config dir>/agents/<alias>/workspace`; relative = under the config dir.
+    pub workspace: String,
+}
+
+impl Default for Agent {
+    fn default() -> Self {
+        Agent {
+            provider: String::new(),
+            model: String::new(),
+            system_prompt: String::new(),
+            tools: Vec::new(),
+            autonomy: Autonomy::Supervised,
+            max_context_tokens: 32000,
+            max_tool_iterations: 20,
+            workspace: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    pub connections_per_principal: u32,
+    pub connections_total: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { connections_per_principal: 32, connections_total: 1024 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct User {
+    /// Local peer uid mapped to this user; `None` for a token-only (WebSocket) user.
+    pub uid: Option<u32>,
+    pub permission_profiles: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Profile {
+    /// Every grant, every path, every agent.
+    pub admin: bool,
+    /// resource → verbs.
+    pub grants: BTreeMap<String, Vec<String>>,
+    /// Agent aliases, or `"*"` for all. Names need not exist (yet).
+    pub allowed_agents: Vec<String>,
+    /// Write-path patterns ([`WritePattern`]).
+    pub config_write_paths: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Wss {
+    pub enabled: bool,
+    pub bind: String,
+    pub port: u16,
+    pub cert_path: String,
+    pub key_path: String,
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for Wss {
+    fn default() -> Self {
+        Wss {
+            enabled: false,
+            bind: "127.0.0.1".into(),
+            port: 9781,
+            cert_path: String::new(),
+            key_path: String::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+impl Wss {
+    /// Whether `bind` is a loopback address (`localhost` counts).
+    pub fn is_loopback(&self) -> bool {
+        self.bind == "localhost"
+            || self.bind.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// A cross-reference problem, located at a property.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub prop: PropPath,
+    pub message: String,
+}
+
+fn at(segs: &[&str]) -> PropPath {
+    // Segments here are never empty: they come from literals and map keys checked earlier.
+    PropPath::from_segments(segs.iter().copied()).unwrap_or_else(|| {
+        PropPath::from_segments(["config"]).expect("literal segment is non-empty")
+    })
+}
+
+/// Map keys become principal ids, workspace directory names and log labels, so they are
+/// limited to a safe set (dots allowed, as in `agents."my.agent"`).
+fn check_map_key(section: &str, key: &str, out: &mut Vec<Violation>) {
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && !key.starts_with('.')
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !ok {
+        out.push(Violation {
+            prop: at(&[section, key]),
+            message: "invalid name: use 1-64 of A-Z a-z 0-9 _ - . (not starting with .)".into(),
+        });
+    }
+}
+
+impl Config {
+    /// The default configuration (the parsed [`DEFAULT_CONFIG_TOML`]).
+    pub fn default_file() -> Config {
+        toml_edit::de::from_str(DEFAULT_CONFIG_TOML).expect("default config is valid")
+    }
+
+    /// Checks what types cannot: references, names, verbs, tools, patterns, TLS.
+    /// Returns every violation found (empty = valid).
+    pub fn validate(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        for name in self.providers.keys() {
+            check_map_key("providers", name, &mut out);
+        }
+        for (name, p) in &self.providers {
+            if p.timeout_secs == 0 {
+                out.push(Violation {
+                    prop: at(&["providers", name, "timeout_secs"]),
+                    message: "must be at least 1".into(),
+                });
+            }
+        }
+        for (alias, a) in &self.agents {
+            check_map_key("agents", alias, &mut out);
+            if a.provider.is_empty() {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "provider"]),
+                    message: "provider is required".into(),
+                });
+            } else if !self.providers.contains_key(&a.provider) {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "provider"]),
+                    message: format!("unknown provider {:?}", a.provider),
+                });
+            }
+            for (i, t) in a.tools.iter().enumerate() {
+                if !TOOLS.contains(&t.as_str()) {
+                    out.push(Violation {
+                        prop: at(&["agents", alias, "tools"]),
+                        message: format!(
+                            "unknown tool {t:?} at index {i} (known: {})",
+                            TOOLS.join(", ")
+                        ),
+                    });
+                }
+            }
+            if a.max_context_tokens == 0 {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "max_context_tokens"]),
+                    message: "must be at least 1".into(),
+                });
+            }
+        }
+        let mut uids: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+        for (name, u) in &self.users {
+            check_map_key("users", name, &mut out);
+            if let Some(uid) = u.uid {
+                uids.entry(uid).or_default().push(name);
+            }
+            for p in &u.permission_profiles {
+                if !self.permission_profiles.contains_key(p) {
+                    out.push(Violation {
+                        prop: at(&["users", name, "permission_profiles"]),
+                        message: format!("unknown permission profile {p:?}"),
+                    });
+                }
+            }
+        }
+        for (uid, names) in &uids {
+            if names.len() > 1 {
+                for n in names {
+                    out.push(Violation {
+                        prop: at(&["users", n, "uid"]),
+                        message: format!("uid {uid} is mapped to several users: {}", names.join(", ")),
+                    });
+                }
+            }
+        }
+        for (name, p) in &self.permission_profiles {
+            check_map_key("permission_profiles", name, &mut out);
+            for (res, verbs) in &p.grants {
+                if !RESOURCES.contains(&res.as_str()) {
+                    out.push(Violation {
+                        prop: at(&["permission_profiles", name, "grants", res]),
+                        message: format!("unknown resource (known: {})", RESOURCES.join(", ")),
+                    });
+                }
+                for v in verbs {
+                    if !VERBS.contains(&v.as_str()) {
+                        out.push(Violation {
+                            prop: at(&["permission_profiles", name, "grants", res]),
+                            message: format!("unknown verb {v:?} (known: {})", VERBS.join(", ")),
+                        });
+                    }
+                }
+            }
+            for pat in &p.config_write_paths {
+                if let Err(e) = WritePattern::parse(pat) {
+                    out.push(Violation {
+                        prop: at(&["permission_profiles", name, "config_write_paths"]),
+                        message: e.0,
+                    });
+                }
+            }
+        }
+        self.validate_wss(&mut out);
+        out
+    }
+
+    fn validate_wss(&self, out: &mut Vec<Violation>) {
+        let w = &self.wss;
+        if w.bind != "localhost" && w.bind.parse::<std::net::IpAddr>().is_err() {
+            out.push(Violation {
+                prop: at(&["wss", "bind"]),
+                message: format!("{:?} is not an IP address", w.bind),
+            });
+        }
+        if w.cert_path.is_empty() != w.key_path.is_empty() {
+            let missing = if w.cert_path.is_empty() { "cert_path" } else { "key_path" };
+            out.push(Violation {
+                prop: at(&["wss", missing]),
+                message: "cert_path and key_path must be set together".into(),
+            });
+        } else if w.enabled && w.cert_path.is_empty() && !w.is_loopback() {
+            out.push(Violation {
+                prop: at(&["wss", "cert_path"]),
+                message: "TLS is required when bind is not a loopback address".into(),
+            });
+        }
+    }
+
+    /// The workspace directory of agent `alias`: its `workspace` if set (relative paths
+    /// are taken under `config_dir`), else `<config_dir>/agents/<alias>/workspace`.
+    /// Unknown aliases get the default location.
+    pub fn agent_workspace(&self, alias: &str, config_dir: &Path) -> PathBuf {
+        match self.agents.get(alias) {
+            Some(a) if !a.workspace.is_empty() => config_dir.join(&a.workspace),
+            _ => config_dir.join("agents").join(alias).join("workspace"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_file_is_valid_and_round_trips() {
+        let c = Config::default_file();
+        assert!(c.validate().is_empty(), "{:?}", c.validate());
+        assert_eq!(c.providers["echo"].kind, ProviderKind::Echo);
+        let a = &c.agents["default"];
+        assert_eq!(a.provider, "echo");
+        assert_eq!(a.tools, TOOLS);
+        assert_eq!(a.autonomy, Autonomy::Supervised);
+        assert_eq!(c.limits, Limits::default());
+        assert_eq!(c.wss, Wss::default());
+        assert!(c.security.trust_daemon_uid);
+        // Serialize → parse gives the same typed view.
+        let text = toml_edit::ser::to_string(&c).unwrap();
+        let back: Config = toml_edit::de::from_str(&text).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn empty_file_has_no_agents() {
+        let c: Config = toml_edit::de::from_str("").unwrap();
+        assert!(c.agents.is_empty() && c.providers.is_empty());
+        assert!(c.security.trust_daemon_uid);
+        assert!(c.validate().is_empty());
+    }
+
+    #[test]
+    fn dangling_references_name_the_prop() {
+        let c: Config = toml_edit::de::from_str(
+            "[agents.a]\nprovider = \"nope\"\n[users.u]\nuid = 5\npermission_profiles = [\"ghost\"]\n",
+        )
+        .unwrap();
+        let v = c.validate();
+        let props: Vec<String> = v.iter().map(|v| v.prop.to_string()).collect();
+        assert!(props.contains(&"agents.a.provider".to_string()), "{v:?}");
+        assert!(props.contains(&"users.u.permission_profiles".to_string()), "{v:?}");
+    }
+
+    #[test]
+    fn workspace_helper() {
+        let c = Config::default_file();
+        let d = Path::new("/cfg");
+        assert_eq!(c.agent_workspace("default", d), Path::new("/cfg/agents/default/workspace"));
+        let mut c2 = c.clone();
+        c2.agents.get_mut("default").unwrap().workspace = "/w".into();
+        assert_eq!(c2.agent_workspace("default", d), Path::new("/w"));
+    }
+
+    #[test]
+    fn wss_tls_rule() {
+        let mut c = Config::default();
+        c.wss.enabled = true;
+        c.wss.bind = "0.0.0.0".into();
+        assert_eq!(c.validate()[0].prop.to_string(), "wss.cert_path");
+        c.wss.bind = "::1".into();
+        assert!(c.validate().is_empty());
+    }
+}

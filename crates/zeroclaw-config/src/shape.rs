@@ -1,0 +1,387 @@
+//! The schema as data: which keys exist, what type each holds, and the allowed range or
+//! values. Used to (a) check a parsed `config.toml` so that errors name the property
+//! (`users.x.uid: expected integer, found string`), (b) find the type a property path
+//! expects, and (c) check and coerce a JSON value before it is written (SPEC §6: a JSON
+//! string is accepted for a number or bool property only if it parses as one).
+//!
+//! Must agree with the serde types in [`crate::schema`]; a test checks the default file
+//! against both, and every check here is re-done by serde on the resulting text.
+
+use serde_json::Value as Json;
+use toml_edit::{Array, InlineTable, Item, Table, Value};
+
+use crate::path::PropPath;
+use crate::schema::{AUTONOMY, PROVIDER_KINDS};
+
+/// The type of one property.
+#[derive(Debug)]
+pub enum Shape {
+    Bool,
+    Int { min: i64, max: i64 },
+    Str,
+    /// A string from a fixed list.
+    Enum(&'static [&'static str]),
+    StrList,
+    /// A table with fixed keys.
+    Struct(&'static [(&'static str, Shape)]),
+    /// A table whose keys are names chosen by the user.
+    Map(&'static Shape),
+}
+
+const U32: Shape = Shape::Int { min: 0, max: u32::MAX as i64 };
+const POSITIVE_U32: Shape = Shape::Int { min: 1, max: u32::MAX as i64 };
+
+static PROVIDER: Shape = Shape::Struct(&[
+    ("kind", Shape::Enum(PROVIDER_KINDS)),
+    ("base_url", Shape::Str),
+    ("api_key_env", Shape::Str),
+    ("api_key", Shape::Str),
+    ("model", Shape::Str),
+    ("timeout_secs", Shape::Int { min: 1, max: 86_400 }),
+]);
+
+static AGENT: Shape = Shape::Struct(&[
+    ("provider", Shape::Str),
+    ("model", Shape::Str),
+    ("system_prompt", Shape::Str),
+    ("tools", Shape::StrList),
+    ("autonomy", Shape::Enum(AUTONOMY)),
+    ("max_context_tokens", POSITIVE_U32),
+    ("max_tool_iterations", Shape::Int { min: 0, max: 10_000 }),
+    ("workspace", Shape::Str),
+]);
+
+static USER: Shape = Shape::Struct(&[("uid", U32), ("permission_profiles", Shape::StrList)]);
+
+static PROFILE: Shape = Shape::Struct(&[
+    ("admin", Shape::Bool),
+    ("grants", Shape::Map(&Shape::StrList)),
+    ("allowed_agents", Shape::StrList),
+    ("config_write_paths", Shape::StrList),
+]);
+
+/// The whole configuration.
+pub static ROOT: Shape = Shape::Struct(&[
+    ("security", Shape::Struct(&[("trust_daemon_uid", Shape::Bool)])),
+    ("providers", Shape::Map(&PROVIDER)),
+    ("agents", Shape::Map(&AGENT)),
+    ("limits", Shape::Struct(&[
+        ("connections_per_principal", POSITIVE_U32),
+        ("connections_total", POSITIVE_U32),
+    ])),
+    ("users", Shape::Map(&USER)),
+    ("permission_profiles", Shape::Map(&PROFILE)),
+    ("wss", Shape::Struct(&[
+        ("enabled", Shape::Bool),
+        ("bind", Shape::Str),
+        ("port", Shape::Int { min: 0, max: 65_535 }),
+        ("cert_path", Shape::Str),
+        ("key_path", Shape::Str),
+        ("allowed_origins", Shape::StrList),
+    ])),
+]);
+
+/// A problem at a property.
+pub type Located = (PropPath, String);
+
+fn seg_path(parent: Option<&PropPath>, key: &str) -> PropPath {
+    match parent {
+        Some(p) => p.child(key),
+        None => PropPath::from_segments([key]).unwrap_or_else(|| {
+            PropPath::from_segments(["\"\""]).expect("literal segment is non-empty")
+        }),
+    }
+}
+
+impl Shape {
+    /// The shape of the property at `path`, or a message if the schema has no such key.
+    pub fn at(path: &PropPath) -> Result<&'static Shape, Located> {
+        let mut shape: &'static Shape = &ROOT;
+        for (i, seg) in path.segments().iter().enumerate() {
+            shape = match shape {
+                Shape::Struct(fields) => match fields.iter().find(|(k, _)| k == seg) {
+                    Some((_, s)) => s,
+                    None => return Err((path.clone(), "unknown property".into())),
+                },
+                Shape::Map(value) => value,
+                _ => {
+                    let parent = PropPath::from_segments(&path.segments()[..i])
+                        .unwrap_or_else(|| path.clone());
+                    return Err((path.clone(), format!("{parent} is not a table")));
+                }
+            };
+        }
+        Ok(shape)
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Shape::Bool => "boolean".into(),
+            Shape::Int { .. } => "integer".into(),
+            Shape::Str => "string".into(),
+            Shape::Enum(v) => format!("one of {}", v.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")),
+            Shape::StrList => "array of strings".into(),
+            Shape::Struct(_) | Shape::Map(_) => "table".into(),
+        }
+    }
+
+    fn check_int(&self, n: i64) -> Result<(), String> {
+        match self {
+            Shape::Int { min, max } if n < *min || n > *max => {
+                Err(format!("{n} is out of range ({min}..={max})"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn check_enum(&self, s: &str) -> Result<(), String> {
+        match self {
+            Shape::Enum(v) if !v.contains(&s) => Err(format!("expected {}, found {s:?}", self.describe())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks a parsed TOML item against this shape. `path` is where the item sits (None =
+    /// the document root).
+    pub fn check_item(&self, item: &Item, path: Option<&PropPath>) -> Result<(), Located> {
+        let here = || path.cloned().unwrap_or_else(|| seg_path(None, "config"));
+        let mismatch = |found: &str| (here(), format!("expected {}, found {found}", self.describe()));
+        match (self, item) {
+            (Shape::Struct(_) | Shape::Map(_), _) => {
+                let Some(t) = item.as_table_like() else {
+                    return Err(mismatch(item_kind(item)));
+                };
+                for (k, v) in t.iter() {
+                    let child = seg_path(path, k);
+                    let shape = match self {
+                        Shape::Struct(fields) => match fields.iter().find(|(f, _)| *f == k) {
+                            Some((_, s)) => s,
+                            None => return Err((child, "unknown key".into())),
+                        },
+                        Shape::Map(value) => value,
+                        _ => unreachable!("matched above"),
+                    };
+                    shape.check_item(v, Some(&child))?;
+                }
+                Ok(())
+            }
+            (_, Item::Value(v)) => self.check_value(v).map_err(|m| (here(), m)),
+            _ => Err(mismatch(item_kind(item))),
+        }
+    }
+
+    fn check_value(&self, v: &Value) -> Result<(), String> {
+        let found = value_kind(v);
+        let mismatch = || format!("expected {}, found {found}", self.describe());
+        match (self, v) {
+            (Shape::Bool, Value::Boolean(_)) => Ok(()),
+            (Shape::Int { .. }, Value::Integer(n)) => self.check_int(*n.value()),
+            (Shape::Str, Value::String(_)) => Ok(()),
+            (Shape::Enum(_), Value::String(s)) => self.check_enum(s.value()),
+            (Shape::StrList, Value::Array(a)) => {
+                match a.iter().position(|e| !matches!(e, Value::String(_))) {
+                    Some(i) => Err(format!("expected array of strings, element {i} is not a string")),
+                    None => Ok(()),
+                }
+            }
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Checks a JSON value against this shape and converts it to a TOML item, coercing a
+    /// string to a number or bool only when it parses as one. Tables at `depth` 1 and 2
+    /// (sections and map entries) become `[header]` tables; deeper ones are inline.
+    pub fn to_item(&self, v: &Json, path: &PropPath) -> Result<Item, Located> {
+        let err = |m: String| (path.clone(), m);
+        let mismatch = || err(format!("expected {}, found {}", self.describe(), json_kind(v)));
+        let item = match self {
+            Shape::Bool => match v {
+                Json::Bool(b) => toml_edit::value(*b),
+                Json::String(s) => match s.as_str() {
+                    "true" => toml_edit::value(true),
+                    "false" => toml_edit::value(false),
+                    _ => return Err(err(format!("expected boolean, found string {s:?}"))),
+                },
+                _ => return Err(mismatch()),
+            },
+            Shape::Int { .. } => {
+                let n = match v {
+                    Json::Number(n) => match n.as_i64() {
+                        Some(n) => n,
+                        None if n.is_u64() => return Err(err(format!("{n} is out of range"))),
+                        None => return Err(err(format!("expected integer, found {n}"))),
+                    },
+                    Json::String(s) => s
+                        .parse::<i64>()
+                        .map_err(|_| err(format!("expected integer, found string {s:?}")))?,
+                    _ => return Err(mismatch()),
+                };
+                self.check_int(n).map_err(err)?;
+                toml_edit::value(n)
+            }
+            Shape::Str | Shape::Enum(_) => match v {
+                Json::String(s) => {
+                    self.check_enum(s).map_err(err)?;
+                    toml_edit::value(s.as_str())
+                }
+                _ => return Err(mismatch()),
+            },
+            Shape::StrList => match v {
+                Json::Array(a) => {
+                    let mut arr = Array::new();
+                    for (i, e) in a.iter().enumerate() {
+                        match e {
+                            Json::String(s) => arr.push(s.as_str()),
+                            _ => {
+                                return Err(err(format!(
+                                    "expected array of strings, element {i} is {}",
+                                    json_kind(e)
+                                )));
+                            }
+                        }
+                    }
+                    Item::Value(Value::Array(arr))
+                }
+                _ => return Err(mismatch()),
+            },
+            Shape::Struct(_) | Shape::Map(_) => {
+                let Json::Object(map) = v else { return Err(mismatch()) };
+                let mut table = Table::new();
+                for (k, ev) in map {
+                    if k.is_empty() {
+                        return Err(err("empty key".into()));
+                    }
+                    let child = path.child(k.as_str());
+                    let shape = match self {
+                        Shape::Struct(fields) => match fields.iter().find(|(f, _)| f == k) {
+                            Some((_, s)) => s,
+                            None => return Err((child, "unknown key".into())),
+                        },
+                        Shape::Map(value) => *value,
+                        _ => unreachable!("matched above"),
+                    };
+                    table.insert(k, shape.to_item(ev, &child)?);
+                }
+                if path.len() <= 2 {
+                    Item::Table(table)
+                } else {
+                    Item::Value(Value::InlineTable(table.into_inline_table()))
+                }
+            }
+        };
+        Ok(item)
+    }
+}
+
+/// An empty container to create on the way to a deeper property.
+pub fn new_container(inline_parent: bool) -> Item {
+    if inline_parent {
+        Item::Value(Value::InlineTable(InlineTable::new()))
+    } else {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    }
+}
+
+fn item_kind(item: &Item) -> &'static str {
+    match item {
+        Item::None => "nothing",
+        Item::Value(v) => value_kind(v),
+        Item::Table(_) => "table",
+        Item::ArrayOfTables(_) => "array of tables",
+    }
+}
+
+fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Integer(_) => "integer",
+        Value::Float(_) => "float",
+        Value::Boolean(_) => "boolean",
+        Value::Datetime(_) => "datetime",
+        Value::Array(_) => "array",
+        Value::InlineTable(_) => "table",
+    }
+}
+
+fn json_kind(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(n) if n.is_f64() => "float",
+        Json::Number(_) => "integer",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(s: &str) -> PropPath {
+        PropPath::parse(s).unwrap()
+    }
+
+    fn check(text: &str) -> Result<(), Located> {
+        let doc: toml_edit::DocumentMut = text.parse().unwrap();
+        ROOT.check_item(doc.as_item(), None)
+    }
+
+    #[test]
+    fn default_file_matches_shape() {
+        check(crate::schema::DEFAULT_CONFIG_TOML).unwrap();
+    }
+
+    #[test]
+    fn file_errors_name_the_property() {
+        let (at, m) = check("[security]\nbogus = 1\n").unwrap_err();
+        assert_eq!((at.to_string(), m.as_str()), ("security.bogus".into(), "unknown key"));
+        let (at, m) = check("[users.x]\nuid = \"1001\"\n").unwrap_err();
+        assert_eq!(at.to_string(), "users.x.uid");
+        assert_eq!(m, "expected integer, found string");
+        let (at, _) = check("[agents.a]\nautonomy = \"yolo\"\n").unwrap_err();
+        assert_eq!(at.to_string(), "agents.a.autonomy");
+        let (at, _) = check("[[agents]]\nprovider = \"x\"\n").unwrap_err();
+        assert_eq!(at.to_string(), "agents");
+        let (at, _) = check("[users.x]\nuid = -1\n").unwrap_err();
+        assert_eq!(at.to_string(), "users.x.uid");
+        let (at, _) = check("nope = 1\n").unwrap_err();
+        assert_eq!(at.to_string(), "nope");
+    }
+
+    #[test]
+    fn shape_lookup() {
+        assert!(matches!(Shape::at(&p("users.example.uid")), Ok(Shape::Int { .. })));
+        assert!(matches!(Shape::at(&p("permission_profiles.op.grants.files")), Ok(Shape::StrList)));
+        assert!(Shape::at(&p("users.example.nope")).is_err());
+        assert!(Shape::at(&p("wss.port.x")).is_err());
+    }
+
+    #[test]
+    fn coercion() {
+        let uid = Shape::at(&p("users.x.uid")).unwrap();
+        assert_eq!(uid.to_item(&json!("1001"), &p("users.x.uid")).unwrap().as_integer(), Some(1001));
+        assert_eq!(uid.to_item(&json!(1001), &p("users.x.uid")).unwrap().as_integer(), Some(1001));
+        assert_eq!(uid.to_item(&json!("abc"), &p("users.x.uid")).unwrap_err().1, "expected integer, found string \"abc\"");
+        assert!(uid.to_item(&json!(1.5), &p("users.x.uid")).is_err());
+        assert!(uid.to_item(&json!(-1), &p("users.x.uid")).is_err());
+        assert!(uid.to_item(&json!(null), &p("users.x.uid")).is_err());
+        let b = Shape::at(&p("wss.enabled")).unwrap();
+        assert_eq!(b.to_item(&json!("true"), &p("wss.enabled")).unwrap().as_bool(), Some(true));
+        assert!(b.to_item(&json!("yes"), &p("wss.enabled")).is_err());
+        let s = Shape::at(&p("agents.a.model")).unwrap();
+        assert!(s.to_item(&json!(5), &p("agents.a.model")).is_err());
+        let prof = Shape::at(&p("permission_profiles.op")).unwrap();
+        let (at, m) = prof
+            .to_item(&json!({"admin": false, "grants": {"files": [1]}}), &p("permission_profiles.op"))
+            .unwrap_err();
+        assert_eq!(at.to_string(), "permission_profiles.op.grants.files");
+        assert!(m.contains("element 0"), "{m}");
+        let (at, _) = prof.to_item(&json!({"adm": true}), &p("permission_profiles.op")).unwrap_err();
+        assert_eq!(at.to_string(), "permission_profiles.op.adm");
+    }
+}
