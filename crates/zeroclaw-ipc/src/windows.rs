@@ -1,0 +1,136 @@
+//! The Windows named-pipe endpoint: `LocalListener` (daemon side) and `connect` (client
+//! side), with the same API as the Unix socket endpoint.
+//!
+//! The first instance is created with `first_pipe_instance(true)`, so binding fails if any
+//! other process already owns the name ("another daemon owns <name>"). Remote clients are
+//! rejected and the pipe keeps the default ACL. One server instance is always pending: when
+//! it gets a client, the next instance is created before the connected one is handed over,
+//! so the name never disappears (which would let another process claim it).
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use tokio::net::windows::named_pipe::{ClientOptions, NamedPipeServer, ServerOptions};
+use tokio::sync::Mutex;
+
+use crate::{Dirs, IpcError, LocalConnection, PeerInfo};
+
+/// `ERROR_ACCESS_DENIED`: the first-instance flag was refused, the name is taken.
+const ERROR_ACCESS_DENIED: i32 = 5;
+/// `ERROR_PIPE_BUSY`: every server instance is busy; the client retries briefly.
+const ERROR_PIPE_BUSY: i32 = 231;
+/// How long `connect` keeps retrying a busy pipe.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Options for [`LocalListener::bind_with`]; nothing to tighten for a pipe.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BindOptions {
+    /// Ignored on Windows (kept for a platform-independent call site).
+    pub tighten_parent: bool,
+}
+
+impl BindOptions {
+    /// Same signature as on Unix; pipes have no parent directory.
+    pub fn for_endpoint(_dirs: &Dirs, _path: &Path) -> BindOptions {
+        BindOptions::default()
+    }
+}
+
+/// A named pipe accepting local connections.
+pub struct LocalListener {
+    name: PathBuf,
+    pending: Mutex<NamedPipeServer>,
+}
+
+impl fmt::Debug for LocalListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalListener")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn server_instance(name: &Path, first: bool) -> io::Result<NamedPipeServer> {
+    ServerOptions::new()
+        .first_pipe_instance(first)
+        .reject_remote_clients(true)
+        .create(name)
+}
+
+impl LocalListener {
+    /// Creates the first instance of pipe `path`. Must be called within a tokio runtime.
+    pub fn bind(path: &Path) -> Result<LocalListener, IpcError> {
+        LocalListener::bind_with(path, BindOptions::default())
+    }
+
+    /// Same as [`LocalListener::bind`]; `options` has no effect on Windows.
+    pub fn bind_with(path: &Path, _options: BindOptions) -> Result<LocalListener, IpcError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(IpcError::NoRuntime {
+                path: path.to_path_buf(),
+            });
+        }
+        let first = server_instance(path, true).map_err(|e| {
+            if e.raw_os_error() == Some(ERROR_ACCESS_DENIED) {
+                IpcError::Locked {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                IpcError::io("create pipe", path)(e)
+            }
+        })?;
+        Ok(LocalListener {
+            name: path.to_path_buf(),
+            pending: Mutex::new(first),
+        })
+    }
+
+    /// The pipe name.
+    pub fn path(&self) -> &Path {
+        &self.name
+    }
+
+    /// Waits for the next client. Peer label `pipe:local`.
+    pub async fn accept(&self) -> io::Result<LocalConnection> {
+        let mut pending = self.pending.lock().await;
+        if let Err(e) = pending.connect().await {
+            // This instance is unusable now; put a fresh one in its place.
+            *pending = server_instance(&self.name, false)?;
+            return Err(e);
+        }
+        let next = server_instance(&self.name, false)?;
+        let connected = std::mem::replace(&mut *pending, next);
+        drop(pending);
+        let (reader, writer) = tokio::io::split(connected);
+        Ok(LocalConnection {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+            peer: PeerInfo::pipe_local(),
+        })
+    }
+}
+
+/// Connects to a daemon's pipe (client side), retrying briefly while it is busy.
+pub async fn connect(path: &Path) -> io::Result<LocalConnection> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let client = loop {
+        match ClientOptions::new().open(path) {
+            Ok(client) => break client,
+            Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY) && Instant::now() < deadline => {}
+            Err(e) => return Err(e),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (reader, writer) = tokio::io::split(client);
+    Ok(LocalConnection {
+        reader: Box::new(reader),
+        writer: Box::new(writer),
+        peer: PeerInfo {
+            pid: None,
+            uid: None,
+            label: "pipe:server".to_string(),
+        },
+    })
+}
