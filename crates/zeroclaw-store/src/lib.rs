@@ -1,1 +1,346 @@
-//! zeroclaw-store (being built).
+//! zeroclaw-store: the durable session history of the zeroclaw daemon, in one SQLite file
+//! (`<data dir>/zeroclaw.db`). It knows nothing about sockets or providers: provider
+//! messages are opaque JSON ([`serde_json::Value`]).
+//!
+//! Three records, three jobs (see DURABILITY.md):
+//! - the **transcript** (what clients see): append-only rows numbered by `seq`, dense from
+//!   1 per session, never renumbered or deleted by trimming;
+//! - **checkpoints**: one per ACP turn, opened with the user prompt, progress events
+//!   upserted as steps complete, closed when the turn ends;
+//! - **snapshots**: the retained provider context, each naming the transcript `seq` it
+//!   covers.
+//!
+//! # Threading
+//!
+//! One dedicated OS thread owns the [`rusqlite::Connection`]. [`Store`] is a cheap
+//! `Clone + Send + Sync` handle: every async method sends a closure over a bounded channel
+//! and awaits a oneshot reply. Each writing call is exactly one transaction and returns
+//! only after it committed. Dropping a call's future does not cancel it: a write that
+//! reached the thread still commits. The thread ends (and the database is closed) when the
+//! last handle is dropped.
+//!
+//! # A turn (ACP)
+//!
+//! ```text
+//! begin_turn(key, turn, prompt)          -> user row + checkpoint `open`
+//! record_progress(key, turn, Progress)*  -> checkpoint events (text upserted per segment)
+//! finish_turn(key, turn, status, rows)   -> final rows + checkpoint closed
+//! save_snapshot(key, covers_seq, msgs)   -> after a trim; send `history_trimmed` after Ok
+//! ```
+//! After a crash, [`Store::recover_all_interrupted`] (daemon start) or [`Store::recover`]
+//! (rehydrating one session) turn open checkpoints into transcript rows plus one
+//! `[interrupted]` marker, and return the context to restore.
+
+mod db;
+mod error;
+mod history;
+mod recovery;
+mod schema;
+mod sessions;
+mod turns;
+mod types;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+pub use error::{Result, StoreError};
+pub use history::json_size as message_json_size;
+pub use recovery::provider_safe;
+pub use schema::SCHEMA_VERSION;
+pub use types::*;
+
+use db::Db;
+
+/// Calls waiting for the store thread; senders wait (asynchronously) when it is full.
+const QUEUE_DEPTH: usize = 256;
+
+type Job = Box<dyn FnOnce(&mut Db) + Send>;
+
+/// Handle to the store. Clone freely; all clones share one connection thread.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    jobs: Option<mpsc::Sender<Job>>,
+    fail_writes: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    path: PathBuf,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop once queued jobs ran; joining makes the
+        // database closed by the time the last handle is gone (a reopen sees a clean file).
+        self.jobs.take();
+        let handle = self.thread.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle
+            && handle.thread().id() != std::thread::current().id()
+        {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed, mode 0600) the database at `path`, sets WAL, foreign keys,
+    /// busy timeout and `synchronous = FULL`, and runs pending migrations. Blocks the caller
+    /// for the time it takes; see [`Store::open`] for async callers.
+    pub fn open_blocking(path: impl AsRef<Path>) -> Result<Store> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let store = Self::spawn(path.as_ref(), move |r| {
+            let _ = tx.send(r);
+        })?;
+        rx.recv().map_err(|_| StoreError::Closed)??;
+        Ok(store)
+    }
+
+    /// Async form of [`Store::open_blocking`]: the file is opened on the store thread.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let (tx, rx) = oneshot::channel();
+        let store = Self::spawn(path.as_ref(), move |r| {
+            let _ = tx.send(r);
+        })?;
+        rx.await.map_err(|_| StoreError::Closed)??;
+        Ok(store)
+    }
+
+    fn spawn(path: &Path, ready: impl FnOnce(Result<()>) + Send + 'static) -> Result<Store> {
+        let (jobs, mut rx) = mpsc::channel::<Job>(QUEUE_DEPTH);
+        let fail_writes = Arc::new(AtomicBool::new(false));
+        let thread_fail = fail_writes.clone();
+        let thread_path = path.to_path_buf();
+        let handle = std::thread::Builder::new()
+            .name("zeroclaw-store".into())
+            .spawn(move || {
+                let conn = match schema::open_connection(&thread_path) {
+                    Ok(conn) => {
+                        ready(Ok(()));
+                        conn
+                    }
+                    Err(e) => return ready(Err(e)),
+                };
+                let mut db = Db {
+                    conn,
+                    fail_writes: thread_fail,
+                };
+                while let Some(job) = rx.blocking_recv() {
+                    // A panicking job drops its reply sender (its caller sees `Closed`) and
+                    // its open transaction (rolled back); the thread keeps serving.
+                    if catch_unwind(AssertUnwindSafe(|| job(&mut db))).is_err() {
+                        tracing::error!("store job panicked; its transaction was rolled back");
+                    }
+                }
+            })
+            .map_err(|source| StoreError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                jobs: Some(jobs),
+                fail_writes,
+                thread: Mutex::new(Some(handle)),
+                path: path.to_path_buf(),
+            }),
+        })
+    }
+
+    /// Runs `f` on the store thread and returns its result.
+    async fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Db) -> Result<R> + Send + 'static,
+    ) -> Result<R> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |db| {
+            let _ = tx.send(f(db));
+        });
+        let jobs = self.inner.jobs.as_ref().ok_or(StoreError::Closed)?;
+        jobs.send(job).await.map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Path of the database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Failure injection for tests: while set, every writing call runs its statements and
+    /// then rolls back and returns [`StoreError::InjectedFailure`]. Reads keep working.
+    #[doc(hidden)]
+    pub fn set_fail_writes(&self, fail: bool) {
+        self.inner.fail_writes.store(fail, Ordering::SeqCst);
+    }
+
+    /// Schema version of the open database (equals [`SCHEMA_VERSION`] after open).
+    pub async fn schema_version(&self) -> Result<i64> {
+        self.call(|db| schema::user_version(&db.conn)).await
+    }
+
+    // ----- sessions -------------------------------------------------------------------
+
+    /// Creates the session row, or finds an existing one (`resumed: true`; the row is not
+    /// modified). A killed row is [`StoreError::Killed`].
+    pub async fn open_session(&self, new: NewSession) -> Result<OpenedSession> {
+        self.call(move |db| sessions::open_session(db, new)).await
+    }
+
+    /// The row, killed or not, with its message count.
+    pub async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRow>> {
+        let key = key.clone();
+        self.call(move |db| sessions::get_session(db, &key)).await
+    }
+
+    /// Non-killed rows (of `mode`, if given), oldest first, with message counts.
+    pub async fn list_sessions(&self, mode: Option<Mode>) -> Result<Vec<SessionRow>> {
+        self.call(move |db| sessions::list_sessions(db, mode)).await
+    }
+
+    /// Tombstones the row: never resumed or recovered again; its transcript stays readable.
+    /// [`StoreError::NotFound`] if there is no row; killing twice is a no-op.
+    pub async fn kill(&self, key: &SessionKey) -> Result<()> {
+        let key = key.clone();
+        self.call(move |db| sessions::kill(db, &key)).await
+    }
+
+    /// Removes the row of exactly this `(mode, session_id)` with its transcript,
+    /// checkpoints and snapshots. Returns whether a row existed.
+    pub async fn delete(&self, key: &SessionKey) -> Result<bool> {
+        let key = key.clone();
+        self.call(move |db| sessions::delete(db, &key)).await
+    }
+
+    /// Appends rows without a checkpoint (chat sessions' plain history); returns their seqs.
+    pub async fn append_rows(
+        &self,
+        key: &SessionKey,
+        turn_id: Option<&str>,
+        rows: Vec<NewRow>,
+    ) -> Result<Vec<i64>> {
+        let key = key.clone();
+        let turn_id = turn_id.map(str::to_owned);
+        self.call(move |db| sessions::append_rows(db, &key, turn_id.as_deref(), &rows))
+            .await
+    }
+
+    // ----- turns (ACP) ----------------------------------------------------------------
+
+    /// One transaction: the user prompt row and an `open` checkpoint whose `started_seq` is
+    /// that row's seq (returned). Refuses killed rows, chat sessions, a reused turn id, and
+    /// a session whose previous turn is still open ([`StoreError::TurnStillOpen`]: call
+    /// [`Store::recover`] first).
+    pub async fn begin_turn(&self, key: &SessionKey, turn_id: &str, prompt: &str) -> Result<i64> {
+        let (key, turn_id, prompt) = (key.clone(), turn_id.to_owned(), prompt.to_owned());
+        self.call(move |db| turns::begin_turn(db, &key, &turn_id, &prompt))
+            .await
+    }
+
+    /// One transaction recording a step of an open turn; returns its event number. Text is
+    /// upserted per segment (pass the accumulated text of the segment, at every step
+    /// boundary and at least every 250 ms while streaming); tool calls and results are
+    /// upserted per tool call id, so recording the same step twice never duplicates it.
+    pub async fn record_progress(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        progress: Progress,
+    ) -> Result<u32> {
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
+        self.call(move |db| turns::record_progress(db, &key, &turn_id, &progress))
+            .await
+    }
+
+    /// One transaction appending the turn's final rows (build them with
+    /// [`Progress::to_row`] / [`NewRow`] helpers) and closing its checkpoint with `status`
+    /// (`Completed`, `Cancelled` or `Failed`). Returns the rows' seqs. Fails with
+    /// [`StoreError::TurnNotOpen`] if the turn was already closed (e.g. recovered).
+    pub async fn finish_turn(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        status: CheckpointStatus,
+        rows: Vec<NewRow>,
+    ) -> Result<Vec<i64>> {
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
+        self.call(move |db| turns::finish_turn(db, &key, &turn_id, status, &rows))
+            .await
+    }
+
+    /// A turn's checkpoint and events (`None` if the turn is unknown).
+    pub async fn checkpoint(&self, key: &SessionKey, turn_id: &str) -> Result<Option<Checkpoint>> {
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
+        self.call(move |db| turns::checkpoint(db, &key, &turn_id))
+            .await
+    }
+
+    /// One transaction saving the retained provider context `messages` as covering
+    /// transcript rows `..= covers_seq`; returns the snapshot id only after commit (send
+    /// `history_trimmed` then, never before). Older snapshots of the session are dropped.
+    /// Take snapshots between turns: `covers_seq` is a transcript boundary, and rows after
+    /// it are replayed on recovery.
+    pub async fn save_snapshot(
+        &self,
+        key: &SessionKey,
+        covers_seq: i64,
+        messages: Value,
+    ) -> Result<i64> {
+        let key = key.clone();
+        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages))
+            .await
+    }
+
+    // ----- reading ----------------------------------------------------------------------
+
+    /// The visible transcript, ascending by seq: the last `limit` rows before `before_seq`
+    /// (exclusive) that fit `max_bytes`; `total` counts every row of the session. Killed
+    /// sessions stay readable.
+    pub async fn messages(&self, key: &SessionKey, query: MessagesQuery) -> Result<MessagesPage> {
+        let key = key.clone();
+        self.call(move |db| history::messages(db, &key, query))
+            .await
+    }
+
+    /// The model context as it stands (no recovery, no writes). See [`RestoredContext`].
+    pub async fn context(&self, key: &SessionKey) -> Result<RestoredContext> {
+        let key = key.clone();
+        self.call(move |db| recovery::context(db, &key)).await
+    }
+
+    // ----- recovery ---------------------------------------------------------------------
+
+    /// Rehydration of one session, in ONE transaction: every `open` checkpoint's visible
+    /// progress not yet in the transcript is appended, then one `[interrupted]` row, and
+    /// the checkpoint is marked `interrupted`; then the context to restore is read.
+    /// Idempotent: a second call appends nothing. Refuses killed rows
+    /// ([`StoreError::Killed`]) and rows of another surface
+    /// ([`StoreError::UnsupportedSurface`], nothing touched).
+    pub async fn recover(&self, key: &SessionKey, surface: &str) -> Result<Recovery> {
+        let (key, surface) = (key.clone(), surface.to_owned());
+        self.call(move |db| recovery::recover(db, &key, &surface))
+            .await
+    }
+
+    /// Daemon start-up: recovers every non-killed ACP row of `surface` (normally
+    /// [`RPC_SURFACE`]) that has an open checkpoint, one transaction per session. Rows of
+    /// other surfaces are left byte-for-byte unchanged.
+    pub async fn recover_all_interrupted(&self, surface: &str) -> Result<Vec<RecoveredSession>> {
+        let surface = surface.to_owned();
+        self.call(move |db| recovery::recover_all(db, &surface))
+            .await
+    }
+}

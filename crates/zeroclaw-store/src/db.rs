@@ -1,0 +1,191 @@
+//! The connection owned by the store thread, and the row helpers every operation shares.
+//!
+//! Invariants kept here:
+//! - every write runs in one `BEGIN IMMEDIATE` transaction ([`Db::write`]); an error at any
+//!   step, or an injected failure, rolls the whole of it back;
+//! - transcript `seq` is allocated as `max(seq) + 1` inside that transaction, so a
+//!   session's seqs are dense from 1 and, since rows are never updated or deleted (except
+//!   with their session), never change.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::error::{Result, StoreError};
+use crate::types::{Mode, Role, SessionKey, SessionRow};
+
+pub(crate) struct Db {
+    pub(crate) conn: Connection,
+    pub(crate) fail_writes: Arc<AtomicBool>,
+}
+
+impl Db {
+    /// Runs `f` in one write transaction and commits it.
+    pub(crate) fn write<R>(&mut self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        if self.fail_writes.load(Ordering::SeqCst) {
+            // Everything above really ran; dropping the transaction rolls it back, which is
+            // what a failing COMMIT (disk full, I/O error) leaves behind too.
+            drop(tx);
+            return Err(StoreError::InjectedFailure);
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in one read transaction (a consistent snapshot under WAL).
+    pub(crate) fn read<R>(&mut self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let tx = self.conn.transaction()?;
+        let out = f(&tx)?;
+        tx.finish()?;
+        Ok(out)
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+const SESSION_COLUMNS: &str = "s.pk, s.mode, s.session_id, s.agent_alias, s.owner, s.cwd, \
+     s.interaction_surface, s.created_at, s.last_activity, s.killed_at, \
+     (SELECT COUNT(*) FROM transcript t WHERE t.session = s.pk)";
+
+fn session_from_row(r: &Row<'_>) -> rusqlite::Result<(i64, SessionRow, String)> {
+    Ok((
+        r.get(0)?,
+        SessionRow {
+            mode: Mode::Acp, // replaced by the caller after parsing column 1
+            session_id: r.get(2)?,
+            agent_alias: r.get(3)?,
+            owner: r.get(4)?,
+            cwd: r.get(5)?,
+            interaction_surface: r.get(6)?,
+            created_at: r.get(7)?,
+            last_activity: r.get(8)?,
+            killed_at: r.get(9)?,
+            message_count: r.get(10)?,
+        },
+        r.get(1)?,
+    ))
+}
+
+fn finish_session((pk, mut row, mode): (i64, SessionRow, String)) -> Result<(i64, SessionRow)> {
+    row.mode = mode.parse()?;
+    Ok((pk, row))
+}
+
+/// The row for `key`, with its primary key.
+pub(crate) fn find_session(
+    conn: &Connection,
+    key: &SessionKey,
+) -> Result<Option<(i64, SessionRow)>> {
+    let sql =
+        format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.mode = ?1 AND s.session_id = ?2");
+    conn.query_row(
+        &sql,
+        params![key.mode.as_str(), key.session_id],
+        session_from_row,
+    )
+    .optional()?
+    .map(finish_session)
+    .transpose()
+}
+
+/// Like [`find_session`], but a missing row is [`StoreError::NotFound`].
+pub(crate) fn require_session(conn: &Connection, key: &SessionKey) -> Result<(i64, SessionRow)> {
+    find_session(conn, key)?.ok_or_else(|| StoreError::NotFound {
+        mode: key.mode,
+        session_id: key.session_id.clone(),
+    })
+}
+
+/// Like [`require_session`], but a killed row is [`StoreError::Killed`].
+pub(crate) fn require_live(conn: &Connection, key: &SessionKey) -> Result<(i64, SessionRow)> {
+    let (pk, row) = require_session(conn, key)?;
+    if row.is_killed() {
+        return Err(StoreError::Killed {
+            mode: key.mode,
+            session_id: key.session_id.clone(),
+        });
+    }
+    Ok((pk, row))
+}
+
+pub(crate) fn require_acp(key: &SessionKey) -> Result<()> {
+    if key.mode != Mode::Acp {
+        return Err(StoreError::WrongMode {
+            mode: key.mode,
+            session_id: key.session_id.clone(),
+            expected: Mode::Acp,
+        });
+    }
+    Ok(())
+}
+
+/// Every session row, optionally only `mode`, optionally including killed rows.
+pub(crate) fn list_sessions(
+    conn: &Connection,
+    mode: Option<Mode>,
+    include_killed: bool,
+) -> Result<Vec<(i64, SessionRow)>> {
+    let sql = format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions s \
+         WHERE (?1 IS NULL OR s.mode = ?1) AND (?2 OR s.killed_at IS NULL) \
+         ORDER BY s.created_at, s.pk"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(
+        params![mode.map(Mode::as_str), include_killed],
+        session_from_row,
+    )?;
+    rows.map(|r| finish_session(r?)).collect()
+}
+
+pub(crate) fn last_seq(conn: &Connection, pk: i64) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT COALESCE(MAX(seq), 0) FROM transcript WHERE session = ?1",
+        [pk],
+        |r| r.get(0),
+    )?)
+}
+
+/// Appends one transcript row at the next seq and returns that seq.
+pub(crate) fn append_row(
+    conn: &Connection,
+    pk: i64,
+    turn_id: Option<&str>,
+    role: Role,
+    content: &str,
+    event_n: Option<u32>,
+    now: i64,
+) -> Result<i64> {
+    let seq = last_seq(conn, pk)? + 1;
+    conn.prepare_cached(
+        "INSERT INTO transcript (session, seq, turn_id, role, content, created_at, event_n) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        pk,
+        seq,
+        turn_id,
+        role.as_str(),
+        content,
+        now,
+        event_n
+    ])?;
+    Ok(seq)
+}
+
+pub(crate) fn touch(conn: &Connection, pk: i64, now: i64) -> Result<()> {
+    conn.prepare_cached("UPDATE sessions SET last_activity = ?2 WHERE pk = ?1")?
+        .execute(params![pk, now])?;
+    Ok(())
+}

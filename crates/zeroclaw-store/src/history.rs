@@ -1,0 +1,109 @@
+//! `session/messages`: the raw visible transcript, paged so that one page never exceeds a
+//! byte budget (the daemon never writes a line over 8 MiB).
+
+use std::io;
+
+use rusqlite::params;
+
+use crate::db::{self, Db};
+use crate::error::Result;
+use crate::types::{MessageRow, MessagesPage, MessagesQuery, SessionKey};
+
+/// Counts bytes written without keeping them.
+struct Counter(usize);
+
+impl io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Bytes `row` takes in a JSON array: its compact serialization plus a separator.
+pub fn json_size(row: &MessageRow) -> usize {
+    let mut c = Counter(0);
+    // Serializing plain strings and integers into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut c, row);
+    c.0 + 1
+}
+
+/// Bytes `ch` takes inside a JSON string, as serde_json escapes it.
+fn escaped_len(ch: char) -> usize {
+    match ch {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf8(),
+    }
+}
+
+/// Cuts `row.content` so that the row fits `budget` bytes (a row larger than a whole page).
+fn truncate_to_fit(row: &mut MessageRow, budget: usize) {
+    let content = std::mem::take(&mut row.content);
+    row.truncated = true;
+    let overhead = json_size(row);
+    let mut room = budget.saturating_sub(overhead);
+    let mut end = 0;
+    for (i, ch) in content.char_indices() {
+        let len = escaped_len(ch);
+        if len > room {
+            break;
+        }
+        room -= len;
+        end = i + ch.len_utf8();
+    }
+    row.content = content[..end].to_owned();
+}
+
+pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Result<MessagesPage> {
+    db.read(|conn| {
+        let (pk, row) = db::require_session(conn, key)?;
+        let before = q.before_seq.unwrap_or(i64::MAX);
+        // SQLite treats a negative LIMIT as "no limit".
+        let limit = q.limit.map_or(-1, i64::from);
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, role, content, turn_id, created_at FROM transcript \
+             WHERE session = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
+        )?;
+        let mut cursor = stmt.query(params![pk, before, limit])?;
+        let mut rows: Vec<MessageRow> = Vec::new();
+        let mut used = 0usize;
+        while let Some(r) = cursor.next()? {
+            let mut m = MessageRow {
+                seq: r.get(0)?,
+                role: r.get::<_, String>(1)?.parse()?,
+                content: r.get(2)?,
+                turn_id: r.get(3)?,
+                created_at: r.get(4)?,
+                truncated: false,
+            };
+            let size = json_size(&m);
+            if used + size > q.max_bytes {
+                if rows.is_empty() {
+                    truncate_to_fit(&mut m, q.max_bytes);
+                    rows.push(m);
+                }
+                break;
+            }
+            used += size;
+            rows.push(m);
+        }
+        drop(cursor);
+        rows.reverse();
+        let has_more = match rows.first() {
+            Some(first) => conn.query_row(
+                "SELECT EXISTS (SELECT 1 FROM transcript WHERE session = ?1 AND seq < ?2)",
+                params![pk, first.seq],
+                |r| r.get(0),
+            )?,
+            None => false,
+        };
+        Ok(MessagesPage {
+            rows,
+            total: row.message_count,
+            has_more,
+        })
+    })
+}

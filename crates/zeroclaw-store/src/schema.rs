@@ -1,0 +1,157 @@
+//! Connection set-up and schema migrations.
+//!
+//! Migrations are keyed by `PRAGMA user_version` and run inside `BEGIN IMMEDIATE`, so two
+//! processes opening the same file at once cannot both migrate (the second waits on the
+//! write lock, then sees the new version and does nothing). Opening twice is a no-op.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::{Result, StoreError};
+
+/// Ordered migrations; index + 1 is the `user_version` after applying it. Never edit a
+/// released entry: append a new one.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE sessions (
+    pk                  INTEGER PRIMARY KEY,
+    mode                TEXT    NOT NULL CHECK (mode IN ('acp', 'chat')),
+    session_id          TEXT    NOT NULL,
+    agent_alias         TEXT    NOT NULL,
+    owner               TEXT    NOT NULL,
+    cwd                 TEXT,
+    interaction_surface TEXT    NOT NULL,
+    created_at          INTEGER NOT NULL,
+    last_activity       INTEGER NOT NULL,
+    killed_at           INTEGER,
+    UNIQUE (mode, session_id)
+);
+
+-- The raw visible transcript. Append-only: seq is per session, dense from 1, and rows are
+-- only removed together with their session.
+CREATE TABLE transcript (
+    session    INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    turn_id    TEXT,
+    role       TEXT    NOT NULL
+               CHECK (role IN ('user', 'assistant', 'tool_call', 'tool_result', 'interruption')),
+    content    TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    -- checkpoint event number this row was recovered from (NULL for ordinary rows); lets
+    -- recovery skip progress already in the transcript.
+    event_n    INTEGER,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+
+CREATE UNIQUE INDEX transcript_recovered_event
+    ON transcript (session, turn_id, event_n) WHERE event_n IS NOT NULL;
+
+CREATE TABLE checkpoints (
+    session     INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+    turn_id     TEXT    NOT NULL,
+    status      TEXT    NOT NULL
+                CHECK (status IN ('open', 'completed', 'cancelled', 'failed', 'interrupted')),
+    started_seq INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    PRIMARY KEY (session, turn_id)
+) WITHOUT ROWID;
+
+CREATE INDEX checkpoints_open ON checkpoints (session) WHERE status = 'open';
+
+CREATE TABLE checkpoint_events (
+    session    INTEGER NOT NULL,
+    turn_id    TEXT    NOT NULL,
+    n          INTEGER NOT NULL,
+    -- upsert key within the turn: text:<segment>, call:<id>, result:<id>
+    event_key  TEXT    NOT NULL,
+    kind       TEXT    NOT NULL CHECK (kind IN ('text', 'tool_call', 'tool_result')),
+    payload    TEXT    NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session, turn_id, n),
+    UNIQUE (session, turn_id, event_key),
+    FOREIGN KEY (session, turn_id) REFERENCES checkpoints (session, turn_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+
+-- Retained provider context; the latest snapshot of a session is the one with max(id).
+CREATE TABLE snapshots (
+    session    INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+    id         INTEGER NOT NULL,
+    covers_seq INTEGER NOT NULL,
+    messages   TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (session, id)
+) WITHOUT ROWID;
+"#];
+
+/// Schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Opens (creating if needed) the database at `path`, sets the connection pragmas and
+/// migrates the schema.
+pub(crate) fn open_connection(path: &Path) -> Result<Connection> {
+    create_private_file(path)?;
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(journal_mode = %mode, "SQLite did not switch to WAL");
+    }
+    // FULL, not NORMAL: in WAL mode NORMAL survives a process crash but a power loss may
+    // roll back the last commits. The daemon acknowledges turns (`turn_complete`) and
+    // trims (`history_trimmed`) only after commit, so a commit must be on disk when it
+    // returns. The extra fsync per transaction is small next to a provider round trip
+    // (see examples/recovery_bench.rs).
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// The database holds session history: create it owner-only (SQLite gives the -wal and
+/// -shm files the same permissions as the main file).
+fn create_private_file(path: &Path) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path).map(drop).map_err(|source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tracing::info!(version = i + 1, "applied store migration");
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Reads the schema version (for tests).
+pub(crate) fn user_version(conn: &Connection) -> Result<i64> {
+    Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+}

@@ -1,0 +1,280 @@
+//! A turn's durable life: `begin_turn` (prompt row + open checkpoint), `record_progress`
+//! (checkpoint events, upserted by key), `finish_turn` (final rows + closed checkpoint), and
+//! snapshots of the retained provider context. Each call is one transaction.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use crate::db::{self, Db, now_ms};
+use crate::error::{Result, StoreError};
+use crate::types::{
+    Checkpoint, CheckpointEvent, CheckpointStatus, NewRow, Progress, Role, SessionKey, Snapshot,
+};
+
+/// Status of `turn_id`'s checkpoint, or `TurnNotFound`.
+fn checkpoint_status(
+    conn: &Connection,
+    pk: i64,
+    key: &SessionKey,
+    turn_id: &str,
+) -> Result<CheckpointStatus> {
+    let status: Option<String> = conn
+        .prepare_cached("SELECT status FROM checkpoints WHERE session = ?1 AND turn_id = ?2")?
+        .query_row(params![pk, turn_id], |r| r.get(0))
+        .optional()?;
+    match status {
+        Some(s) => s.parse(),
+        None => Err(StoreError::TurnNotFound {
+            session_id: key.session_id.clone(),
+            turn_id: turn_id.to_owned(),
+        }),
+    }
+}
+
+fn require_open(conn: &Connection, pk: i64, key: &SessionKey, turn_id: &str) -> Result<()> {
+    match checkpoint_status(conn, pk, key, turn_id)? {
+        CheckpointStatus::Open => Ok(()),
+        status => Err(StoreError::TurnNotOpen {
+            session_id: key.session_id.clone(),
+            turn_id: turn_id.to_owned(),
+            status,
+        }),
+    }
+}
+
+/// Turn ids of the session's open checkpoints, oldest first.
+pub(crate) fn open_turns(conn: &Connection, pk: i64) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT turn_id FROM checkpoints WHERE session = ?1 AND status = 'open' \
+         ORDER BY started_seq",
+    )?;
+    let ids = stmt.query_map([pk], |r| r.get(0))?;
+    Ok(ids.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(crate) fn begin_turn(
+    db: &mut Db,
+    key: &SessionKey,
+    turn_id: &str,
+    prompt: &str,
+) -> Result<i64> {
+    db::require_acp(key)?;
+    db.write(|conn| {
+        let (pk, _) = db::require_live(conn, key)?;
+        if let Some(open) = open_turns(conn, pk)?.into_iter().next() {
+            return Err(StoreError::TurnStillOpen {
+                session_id: key.session_id.clone(),
+                turn_id: open,
+            });
+        }
+        if checkpoint_status(conn, pk, key, turn_id).is_ok() {
+            return Err(StoreError::TurnExists {
+                session_id: key.session_id.clone(),
+                turn_id: turn_id.to_owned(),
+            });
+        }
+        let now = now_ms();
+        let seq = db::append_row(conn, pk, Some(turn_id), Role::User, prompt, None, now)?;
+        conn.execute(
+            "INSERT INTO checkpoints (session, turn_id, status, started_seq, created_at, updated_at) \
+             VALUES (?1, ?2, 'open', ?3, ?4, ?4)",
+            params![pk, turn_id, seq, now],
+        )?;
+        db::touch(conn, pk, now)?;
+        Ok(seq)
+    })
+}
+
+/// Records one step; returns the event's number within the turn.
+///
+/// Allowed on a killed session: a kill cancels the running turn, which may still persist
+/// what it did. Only `begin_turn` refuses killed rows.
+pub(crate) fn record_progress(
+    db: &mut Db,
+    key: &SessionKey,
+    turn_id: &str,
+    progress: &Progress,
+) -> Result<u32> {
+    db::require_acp(key)?;
+    let payload = serde_json::to_string(progress)?;
+    let event_key = progress.event_key();
+    db.write(|conn| {
+        let (pk, _) = db::require_session(conn, key)?;
+        require_open(conn, pk, key, turn_id)?;
+        let now = now_ms();
+        let existing: Option<u32> = conn
+            .prepare_cached(
+                "SELECT n FROM checkpoint_events WHERE session = ?1 AND turn_id = ?2 AND event_key = ?3",
+            )?
+            .query_row(params![pk, turn_id, event_key], |r| r.get(0))
+            .optional()?;
+        let n = match existing {
+            Some(n) => {
+                conn.prepare_cached(
+                    "UPDATE checkpoint_events SET payload = ?4, updated_at = ?5 \
+                     WHERE session = ?1 AND turn_id = ?2 AND n = ?3",
+                )?
+                .execute(params![pk, turn_id, n, payload, now])?;
+                n
+            }
+            None => {
+                let n: u32 = conn
+                    .prepare_cached(
+                        "SELECT COALESCE(MAX(n) + 1, 0) FROM checkpoint_events \
+                         WHERE session = ?1 AND turn_id = ?2",
+                    )?
+                    .query_row(params![pk, turn_id], |r| r.get(0))?;
+                conn.prepare_cached(
+                    "INSERT INTO checkpoint_events \
+                     (session, turn_id, n, event_key, kind, payload, updated_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )?
+                .execute(params![pk, turn_id, n, event_key, progress.kind(), payload, now])?;
+                n
+            }
+        };
+        conn.prepare_cached(
+            "UPDATE checkpoints SET updated_at = ?3 WHERE session = ?1 AND turn_id = ?2",
+        )?
+        .execute(params![pk, turn_id, now])?;
+        Ok(n)
+    })
+}
+
+/// Appends the turn's final rows and closes its checkpoint; returns the rows' seqs.
+pub(crate) fn finish_turn(
+    db: &mut Db,
+    key: &SessionKey,
+    turn_id: &str,
+    status: CheckpointStatus,
+    rows: &[NewRow],
+) -> Result<Vec<i64>> {
+    db::require_acp(key)?;
+    if !matches!(
+        status,
+        CheckpointStatus::Completed | CheckpointStatus::Cancelled | CheckpointStatus::Failed
+    ) {
+        return Err(StoreError::InvalidFinishStatus(status));
+    }
+    db.write(|conn| {
+        let (pk, _) = db::require_session(conn, key)?;
+        require_open(conn, pk, key, turn_id)?;
+        let now = now_ms();
+        let seqs = rows
+            .iter()
+            .map(|r| db::append_row(conn, pk, Some(turn_id), r.role, &r.content, None, now))
+            .collect::<Result<Vec<_>>>()?;
+        conn.execute(
+            "UPDATE checkpoints SET status = ?3, updated_at = ?4 WHERE session = ?1 AND turn_id = ?2",
+            params![pk, turn_id, status.as_str(), now],
+        )?;
+        db::touch(conn, pk, now)?;
+        Ok(seqs)
+    })
+}
+
+pub(crate) fn load_events(
+    conn: &Connection,
+    pk: i64,
+    turn_id: &str,
+) -> Result<Vec<CheckpointEvent>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT n, payload FROM checkpoint_events WHERE session = ?1 AND turn_id = ?2 ORDER BY n",
+    )?;
+    let rows = stmt.query_map(params![pk, turn_id], |r| {
+        Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?))
+    })?;
+    rows.map(|r| {
+        let (n, payload) = r?;
+        Ok(CheckpointEvent {
+            n,
+            progress: serde_json::from_str(&payload)?,
+        })
+    })
+    .collect()
+}
+
+pub(crate) fn checkpoint(
+    db: &mut Db,
+    key: &SessionKey,
+    turn_id: &str,
+) -> Result<Option<Checkpoint>> {
+    db.read(|conn| {
+        let (pk, _) = db::require_session(conn, key)?;
+        let head = conn
+            .query_row(
+                "SELECT status, started_seq, updated_at FROM checkpoints \
+                 WHERE session = ?1 AND turn_id = ?2",
+                params![pk, turn_id],
+                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let Some((status, started_seq, updated_at)) = head else {
+            return Ok(None);
+        };
+        Ok(Some(Checkpoint {
+            turn_id: turn_id.to_owned(),
+            status: status.parse()?,
+            started_seq,
+            updated_at,
+            events: load_events(conn, pk, turn_id)?,
+        }))
+    })
+}
+
+/// Inserts a snapshot covering transcript rows `..= covers_seq` and drops older ones.
+pub(crate) fn save_snapshot(
+    db: &mut Db,
+    key: &SessionKey,
+    covers_seq: i64,
+    messages: &Value,
+) -> Result<i64> {
+    let json = serde_json::to_string(messages)?;
+    db.write(|conn| {
+        let (pk, _) = db::require_live(conn, key)?;
+        let last = db::last_seq(conn, pk)?;
+        if !(0..=last).contains(&covers_seq) {
+            return Err(StoreError::InvalidBoundary {
+                covers_seq,
+                last_seq: last,
+            });
+        }
+        let id: i64 = conn.query_row(
+            "SELECT COALESCE(MAX(id), 0) + 1 FROM snapshots WHERE session = ?1",
+            [pk],
+            |r| r.get(0),
+        )?;
+        conn.execute(
+            "INSERT INTO snapshots (session, id, covers_seq, messages, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![pk, id, covers_seq, json, now_ms()],
+        )?;
+        // Only the latest snapshot is ever read; keep the file from growing with each trim.
+        conn.execute(
+            "DELETE FROM snapshots WHERE session = ?1 AND id < ?2",
+            params![pk, id],
+        )?;
+        Ok(id)
+    })
+}
+
+pub(crate) fn latest_snapshot(conn: &Connection, pk: i64) -> Result<Option<Snapshot>> {
+    let row = conn
+        .prepare_cached(
+            "SELECT id, covers_seq, messages, created_at FROM snapshots \
+             WHERE session = ?1 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([pk], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?))
+        })
+        .optional()?;
+    row.map(|(id, covers_seq, messages, created_at)| {
+        Ok(Snapshot {
+            id,
+            covers_seq,
+            messages: serde_json::from_str(&messages)?,
+            created_at,
+        })
+    })
+    .transpose()
+}

@@ -1,0 +1,401 @@
+//! Plain data types that cross the store's API. Nothing here touches SQLite.
+//!
+//! Transcript `content` is text. For `tool_call` and `tool_result` rows it is compact JSON
+//! in the same shape as the wire updates ([`ToolCall`], [`ToolResult`]); use
+//! [`Progress::to_row`] (or [`NewRow::tool_call`] / [`NewRow::tool_result`]) to build them so
+//! recovery, which turns checkpoint events into rows itself, writes exactly the same shape.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::StoreError;
+
+/// Content of an `interruption` row.
+pub const INTERRUPTED: &str = "[interrupted]";
+
+/// The interaction surface of sessions created over the daemon's RPC socket.
+pub const RPC_SURFACE: &str = "rpc";
+
+macro_rules! str_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vm])* $var),+ }
+
+        impl $name {
+            /// The spelling stored in SQLite and used on the wire.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$var => $s),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = StoreError;
+            fn from_str(s: &str) -> Result<Self, StoreError> {
+                match s {
+                    $($s => Ok(Self::$var),)+
+                    other => Err(StoreError::Corrupt(format!(
+                        concat!("unknown ", stringify!($name), " {:?}"), other))),
+                }
+            }
+        }
+    };
+}
+
+str_enum!(
+    /// Session mode: ACP sessions have checkpoints and snapshots; chat sessions keep plain
+    /// history. The two never share rows, even with the same `session_id`.
+    Mode { Acp = "acp", Chat = "chat" }
+);
+
+str_enum!(
+    /// Role of a transcript row, as clients see it.
+    Role {
+        User = "user",
+        Assistant = "assistant",
+        ToolCall = "tool_call",
+        ToolResult = "tool_result",
+        /// Marker for an unfinished turn; content is exactly [`INTERRUPTED`]. Never part of
+        /// the model context.
+        Interruption = "interruption",
+    }
+);
+
+str_enum!(
+    /// State of a turn's checkpoint.
+    CheckpointStatus {
+        Open = "open",
+        Completed = "completed",
+        Cancelled = "cancelled",
+        Failed = "failed",
+        Interrupted = "interrupted",
+    }
+);
+
+/// Addresses one session row: `(mode, session_id)` is unique.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionKey {
+    pub mode: Mode,
+    pub session_id: String,
+}
+
+impl SessionKey {
+    pub fn acp(session_id: impl Into<String>) -> Self {
+        Self {
+            mode: Mode::Acp,
+            session_id: session_id.into(),
+        }
+    }
+
+    pub fn chat(session_id: impl Into<String>) -> Self {
+        Self {
+            mode: Mode::Chat,
+            session_id: session_id.into(),
+        }
+    }
+}
+
+/// Input of [`crate::Store::open_session`].
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub key: SessionKey,
+    pub agent_alias: String,
+    pub owner: String,
+    pub cwd: Option<String>,
+    /// [`RPC_SURFACE`] for sessions made over the daemon's socket.
+    pub interaction_surface: String,
+}
+
+/// A session row. Times are milliseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRow {
+    pub mode: Mode,
+    pub session_id: String,
+    pub agent_alias: String,
+    pub owner: String,
+    pub cwd: Option<String>,
+    pub interaction_surface: String,
+    pub created_at: i64,
+    pub last_activity: i64,
+    /// Set when the session was killed (tombstone).
+    pub killed_at: Option<i64>,
+    /// Number of transcript rows.
+    pub message_count: i64,
+}
+
+impl SessionRow {
+    pub fn key(&self) -> SessionKey {
+        SessionKey {
+            mode: self.mode,
+            session_id: self.session_id.clone(),
+        }
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed_at.is_some()
+    }
+}
+
+/// Result of [`crate::Store::open_session`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedSession {
+    pub row: SessionRow,
+    /// An existing, non-killed row was found (its history should be restored).
+    pub resumed: bool,
+}
+
+/// A transcript row to append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRow {
+    pub role: Role,
+    pub content: String,
+}
+
+impl NewRow {
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+        }
+    }
+
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+
+    pub fn tool_call(call: &ToolCall) -> Self {
+        Self::new(Role::ToolCall, call.to_content())
+    }
+
+    pub fn tool_result(result: &ToolResult) -> Self {
+        Self::new(Role::ToolResult, result.to_content())
+    }
+}
+
+/// A visible transcript row, as `session/messages` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRow {
+    pub seq: i64,
+    pub role: Role,
+    pub content: String,
+    pub turn_id: Option<String>,
+    pub created_at: i64,
+    /// The content was cut to fit the page's byte budget (only for a single row larger than
+    /// the whole budget).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// A tool call, as recorded in a checkpoint and as `tool_call` row content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub tool_call_id: String,
+    pub name: String,
+    pub raw_input: Value,
+}
+
+impl ToolCall {
+    /// Compact JSON `{"toolCallId","name","rawInput"}`.
+    pub fn to_content(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn from_content(content: &str) -> Option<Self> {
+        serde_json::from_str(content).ok()
+    }
+}
+
+/// A tool result, as recorded in a checkpoint and as `tool_result` row content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub name: String,
+    pub raw_output: Value,
+}
+
+impl ToolResult {
+    /// Compact JSON `{"toolCallId","name","rawOutput"}`.
+    pub fn to_content(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn from_content(content: &str) -> Option<Self> {
+        serde_json::from_str(content).ok()
+    }
+}
+
+/// One step of a running turn, recorded in its checkpoint by
+/// [`crate::Store::record_progress`].
+///
+/// Events are upserted by a key, so re-recording is never a duplicate:
+/// - `Text` by `segment`: the daemon passes the text accumulated so far in the current text
+///   segment (its own counter, 0, 1, … within the turn); a later call with the same segment
+///   replaces the earlier text in place and keeps its position;
+/// - `ToolCall` / `ToolResult` by `tool_call_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Progress {
+    Text { segment: u32, text: String },
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+}
+
+impl Progress {
+    /// The stored `kind` column: `text`, `tool_call` or `tool_result`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Progress::Text { .. } => "text",
+            Progress::ToolCall(_) => "tool_call",
+            Progress::ToolResult(_) => "tool_result",
+        }
+    }
+
+    /// Upsert key within the turn.
+    pub(crate) fn event_key(&self) -> String {
+        match self {
+            Progress::Text { segment, .. } => format!("text:{segment}"),
+            Progress::ToolCall(c) => format!("call:{}", c.tool_call_id),
+            Progress::ToolResult(r) => format!("result:{}", r.tool_call_id),
+        }
+    }
+
+    /// The transcript row this step becomes; `None` for empty text.
+    pub fn to_row(&self) -> Option<NewRow> {
+        match self {
+            Progress::Text { text, .. } if text.is_empty() => None,
+            Progress::Text { text, .. } => Some(NewRow::assistant(text.clone())),
+            Progress::ToolCall(c) => Some(NewRow::tool_call(c)),
+            Progress::ToolResult(r) => Some(NewRow::tool_result(r)),
+        }
+    }
+}
+
+/// A recorded checkpoint event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointEvent {
+    /// Position within the turn, from 0; stable across text updates.
+    pub n: u32,
+    pub progress: Progress,
+}
+
+/// A turn's checkpoint with its events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub turn_id: String,
+    pub status: CheckpointStatus,
+    /// Seq of the turn's user prompt row.
+    pub started_seq: i64,
+    pub updated_at: i64,
+    pub events: Vec<CheckpointEvent>,
+}
+
+/// Input of [`crate::Store::messages`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessagesQuery {
+    /// At most this many rows: the last ones before `before_seq`. `None` = no row limit.
+    pub limit: Option<u32>,
+    /// Exclusive upper bound on `seq`.
+    pub before_seq: Option<i64>,
+    /// Upper bound on the JSON size of the returned rows (serialized as [`MessageRow`], plus
+    /// one separator byte each). Older rows that do not fit are left for the next page.
+    pub max_bytes: usize,
+}
+
+impl Default for MessagesQuery {
+    fn default() -> Self {
+        Self {
+            limit: None,
+            before_seq: None,
+            max_bytes: DEFAULT_PAGE_BYTES,
+        }
+    }
+}
+
+/// 4 MiB: half the daemon's 8 MiB line limit, leaving room for the envelope.
+pub const DEFAULT_PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Result of [`crate::Store::messages`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessagesPage {
+    /// Ascending by `seq`.
+    pub rows: Vec<MessageRow>,
+    /// Every row of the session.
+    pub total: i64,
+    /// Rows before `rows[0]` within the request's range were left out (by `limit` or by the
+    /// byte budget); ask again with `before_seq = rows[0].seq`.
+    pub has_more: bool,
+}
+
+/// Row of [`crate::Store::list_sessions`]; same as [`SessionRow`].
+pub type SessionSummary = SessionRow;
+
+/// A saved snapshot of the retained provider context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub id: i64,
+    /// Highest transcript seq the snapshot reflects.
+    pub covers_seq: i64,
+    /// Provider messages, opaque to the store. `[]` is authoritative (nothing before the
+    /// boundary).
+    pub messages: Value,
+    pub created_at: i64,
+}
+
+/// A transcript row for replay into the model context (never an `interruption`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextRow {
+    pub seq: i64,
+    pub turn_id: Option<String>,
+    pub role: Role,
+    pub content: String,
+}
+
+/// The model context to restore for a session.
+///
+/// The context is `snapshot.messages` (if any, even when empty) followed by `rows` converted
+/// to provider messages. `rows` are the transcript rows after the snapshot's boundary (all
+/// rows without a snapshot), which after recovery include the interrupted turn's checkpoint
+/// progress. `interruption` rows are never included, and tool calls without their result
+/// (and results without their call) are already dropped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestoredContext {
+    pub snapshot: Option<Snapshot>,
+    pub rows: Vec<ContextRow>,
+}
+
+/// Result of [`crate::Store::recover`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovery {
+    /// Turns whose open checkpoint this call closed as `interrupted` (empty when there was
+    /// nothing to recover, e.g. the second time).
+    pub interrupted_turns: Vec<String>,
+    /// Transcript rows appended (progress rows plus markers).
+    pub appended_rows: usize,
+    pub context: RestoredContext,
+}
+
+/// One session touched by [`crate::Store::recover_all_interrupted`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredSession {
+    pub key: SessionKey,
+    pub interrupted_turns: Vec<String>,
+    pub appended_rows: usize,
+}
