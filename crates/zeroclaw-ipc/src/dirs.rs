@@ -46,12 +46,16 @@ impl Dirs {
     ///
     /// `cli_config_dir` is the value of `--config-dir`, if given.
     pub fn resolve(cli_config_dir: Option<&Path>) -> Result<Dirs, IpcError> {
-        // A non-unicode value is reported rather than silently mangled.
-        for name in [ENV_CONFIG_DIR, ENV_DATA_DIR] {
-            if let Some(value) = std::env::var_os(name)
-                && value.to_str().is_none()
-            {
-                return Err(IpcError::NotUnicode { name });
+        // A non-unicode value that would be consulted is reported, not silently mangled.
+        if cli_config_dir.is_none() {
+            for name in [ENV_CONFIG_DIR, ENV_DATA_DIR] {
+                match std::env::var_os(name) {
+                    Some(value) if value.to_str().is_none() => {
+                        return Err(IpcError::NotUnicode { name });
+                    }
+                    Some(_) => break,
+                    None => {}
+                }
             }
         }
         let env = |name: &str| std::env::var(name).ok();
@@ -127,7 +131,8 @@ pub(crate) fn absolute(path: &Path) -> Result<PathBuf, IpcError> {
     })
 }
 
-#[cfg(test)]
+// The expected values are Unix paths; the rules themselves are platform-independent.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::collections::HashMap;

@@ -108,6 +108,40 @@ async fn sticky_world_writable_parent_is_accepted() {
 }
 
 #[tokio::test]
+async fn taken_staging_names_are_skipped_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::set_permissions(tmp.path(), Permissions::from_mode(0o1777)).unwrap();
+    let squatted = tmp.path().join(".zc0");
+    fs::create_dir(&squatted).unwrap();
+    fs::write(squatted.join("s"), "not ours").unwrap();
+    let path = tmp.path().join("zc.sock");
+    let listener = LocalListener::bind(&path).unwrap();
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(fs::read(squatted.join("s")).unwrap(), b"not ours");
+    assert_eq!(leftovers(tmp.path()), vec![squatted]);
+    round_trip(&listener).await;
+}
+
+#[tokio::test]
+async fn shared_parent_without_room_for_staging_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    // `<parent>/z` fits in sun_path, but `<parent>/.zc0/s` would not.
+    let parent = path_of_len(tmp.path(), SUN_PATH_MAX - 3);
+    fs::create_dir_all(&parent).unwrap();
+    fs::set_permissions(&parent, Permissions::from_mode(0o1777)).unwrap();
+    let path = parent.join("z");
+    assert_eq!(path.as_os_str().len(), SUN_PATH_MAX - 1);
+    let err = LocalListener::bind(&path).unwrap_err();
+    assert!(matches!(err, IpcError::StagingPathTooLong { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+    assert!(!path.exists());
+    assert!(leftovers(&parent).is_empty());
+}
+
+#[tokio::test]
 async fn group_writable_non_sticky_parent_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let parent = tmp.path().join("shared");

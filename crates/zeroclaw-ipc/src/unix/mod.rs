@@ -122,7 +122,11 @@ impl LocalListener {
         &self.socket.path
     }
 
-    /// Waits for the next connection and identifies the peer from SO_PEERCRED.
+    /// Waits for the next connection and identifies the peer from SO_PEERCRED
+    /// (`unix:unknown` if the credentials cannot be read).
+    ///
+    /// An error concerns that one attempt (e.g. `EMFILE`); the listener stays usable, so an
+    /// accept loop should log it, back off briefly and call `accept` again.
     pub async fn accept(&self) -> io::Result<LocalConnection> {
         let (stream, _addr) = self.listener.accept().await?;
         let peer = match stream.peer_cred() {
