@@ -1,1 +1,20 @@
-//! zeroclaw-agent (being built).
+//! zeroclaw-agent: providers, tools and the turn loop.
+//!
+//! Knows nothing about sockets, JSON-RPC or storage: the daemon drives a turn
+//! with [`run_turn`] and receives its events through a [`TurnHost`].
+
+pub mod message;
+pub mod provider;
+pub mod tools;
+pub mod turn;
+
+pub use message::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
+pub use provider::{
+    EchoProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderEvent,
+    ProviderRequest, ProviderStream, ToolSchema, Usage,
+};
+pub use tools::{AskUser, ToolLimits, ToolName};
+pub use turn::{
+    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, TurnEvent, TurnHost, TurnOutcome,
+    TurnResult, run_turn,
+};

@@ -1,0 +1,90 @@
+//! The provider abstraction: one streaming chat completion per call.
+//!
+//! A provider turns a [`ProviderRequest`] (system prompt, context, offered
+//! tools) into a stream of [`ProviderEvent`]s. Tool calls come out already
+//! assembled. A well-formed stream ends with [`ProviderEvent::Done`]; any
+//! failure (HTTP status, timeout, malformed data, truncated stream) is a
+//! [`ProviderError`] item, after which the stream yields nothing more.
+//! Dropping the stream aborts the underlying request.
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{ChatMessage, ToolCallRequest};
+
+pub mod echo;
+pub mod openai;
+
+pub use echo::EchoProvider;
+pub use openai::{OpenAiConfig, OpenAiProvider};
+
+/// A function the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Everything one provider call needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderRequest {
+    /// Empty = the provider's own default model.
+    pub model: String,
+    /// Sent first, as the system message (omitted when empty).
+    pub system_prompt: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSchema>,
+}
+
+/// Token usage, when the provider reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderEvent {
+    TextDelta(String),
+    ThoughtDelta(String),
+    ToolCall(ToolCallRequest),
+    Usage(Usage),
+    Done,
+}
+
+/// A provider failure; `Display` carries the provider's own message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    #[error("provider returned HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("provider request failed: {0}")]
+    Request(String),
+    #[error("provider timed out: {0}")]
+    Timeout(String),
+    #[error("provider stream error: {0}")]
+    Stream(String),
+    #[error("provider error: {0}")]
+    Api(String),
+    #[error("provider configuration error: {0}")]
+    Config(String),
+}
+
+pub type ProviderStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderError>> + Send>>;
+
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Starts one streaming completion. Errors that happen before the first
+    /// event (connect, HTTP status) may be returned here or as the first
+    /// stream item.
+    async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError>;
+
+    /// Short name for logs (`"echo"`, `"openai"`).
+    fn kind(&self) -> &'static str;
+}

@@ -1,0 +1,461 @@
+//! The `openai` provider: any OpenAI-compatible `POST {base_url}/chat/completions`
+//! with `stream: true`, parsed as server-sent events.
+//!
+//! Mapping: `choices[0].delta.content` → text, `delta.reasoning_content` /
+//! `delta.reasoning` → thought, `delta.tool_calls` fragments assembled by
+//! `index` (id and name first, arguments concatenated) and emitted when the
+//! choice finishes (or at `[DONE]`), `usage` when reported. Errors: HTTP
+//! status ≥ 400 (with the body's `error.message` when present), an `error`
+//! object inside the stream, malformed event JSON, connect / first-byte /
+//! idle timeouts, and a stream that ends with neither `[DONE]` nor a
+//! `finish_reason` ("stream ended unexpectedly").
+
+use std::collections::{BTreeMap, VecDeque};
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use eventsource_stream::Eventsource;
+use futures_util::{Stream, StreamExt, stream};
+use serde_json::{Value, json};
+
+use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
+use crate::message::{ChatMessage, ToolCallRequest};
+
+/// Connection settings of one OpenAI-compatible endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// e.g. `http://127.0.0.1:11434/v1` (no trailing `/chat/completions`).
+    pub base_url: String,
+    /// Used as the Bearer token when non-empty.
+    pub api_key: Option<String>,
+    /// Name of an environment variable holding the key (read per request),
+    /// used when `api_key` is empty.
+    pub api_key_env: Option<String>,
+    /// Model used when the request's model is empty.
+    pub model: String,
+    pub connect_timeout: Duration,
+    /// Until the response headers arrive.
+    pub first_byte_timeout: Duration,
+    /// Longest silence allowed between two pieces of the body.
+    pub idle_timeout: Duration,
+}
+
+impl OpenAiConfig {
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            api_key_env: None,
+            model: model.into(),
+            connect_timeout: Duration::from_secs(30),
+            first_byte_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+pub struct OpenAiProvider {
+    config: OpenAiConfig,
+    client: reqwest::Client,
+}
+
+impl OpenAiProvider {
+    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| ProviderError::Config(e.to_string()))?;
+        Ok(OpenAiProvider { config, client })
+    }
+
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    fn api_key(&self) -> Option<String> {
+        if let Some(k) = self.config.api_key.as_ref().filter(|k| !k.is_empty()) {
+            return Some(k.clone());
+        }
+        let var = self.config.api_key_env.as_ref().filter(|v| !v.is_empty())?;
+        std::env::var(var).ok().filter(|k| !k.is_empty())
+    }
+
+    fn endpoint(&self) -> String {
+        format!(
+            "{}/chat/completions",
+            self.config.base_url.trim_end_matches('/')
+        )
+    }
+}
+
+/// The JSON body of one streaming request.
+pub fn request_body(req: &ProviderRequest, default_model: &str) -> Value {
+    let model = if req.model.is_empty() {
+        default_model
+    } else {
+        &req.model
+    };
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if !req.system_prompt.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system_prompt}));
+    }
+    for m in &req.messages {
+        messages.push(match m {
+            ChatMessage::User { content } => json!({"role": "user", "content": content}),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } if !tool_calls.is_empty() => {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments}})
+                    })
+                    .collect();
+                let content = if content.is_empty() {
+                    Value::Null
+                } else {
+                    Value::String(content.clone())
+                };
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            ChatMessage::Assistant { content, .. } => {
+                json!({"role": "assistant", "content": content})
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+        });
+    }
+    let mut body = json!({"model": model, "messages": messages, "stream": true});
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+/// Pulls `error.message` (or a string `error`) out of an error body.
+fn error_message(body: &str) -> String {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        if let Some(m) = v
+            .get("error")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+        {
+            return m.to_string();
+        }
+        if let Some(m) = v.get("error").and_then(Value::as_str) {
+            return m.to_string();
+        }
+        if let Some(m) = v.get("message").and_then(Value::as_str) {
+            return m.to_string();
+        }
+    }
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        "(empty body)".to_string()
+    } else {
+        trimmed.chars().take(2000).collect()
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiProvider {
+    async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
+        let body = request_body(&req, &self.config.model);
+        let mut builder = self
+            .client
+            .post(self.endpoint())
+            .header("accept", "text/event-stream")
+            .json(&body);
+        if let Some(key) = self.api_key() {
+            builder = builder.bearer_auth(key);
+        }
+        let resp = match tokio::time::timeout(self.config.first_byte_timeout, builder.send()).await
+        {
+            Err(_) => {
+                return Err(ProviderError::Timeout(format!(
+                    "no response from {} within {} s",
+                    self.config.base_url,
+                    self.config.first_byte_timeout.as_secs_f64()
+                )));
+            }
+            Ok(Err(e)) if e.is_timeout() || e.is_connect() => {
+                return Err(ProviderError::Request(format!(
+                    "cannot reach {}: {e}",
+                    self.config.base_url
+                )));
+            }
+            Ok(Err(e)) => return Err(ProviderError::Request(e.to_string())),
+            Ok(Ok(r)) => r,
+        };
+        let status = resp.status();
+        if status.as_u16() >= 400 {
+            let text = match tokio::time::timeout(self.config.idle_timeout, resp.text()).await {
+                Ok(Ok(t)) => t,
+                _ => String::new(),
+            };
+            return Err(ProviderError::Http {
+                status: status.as_u16(),
+                message: error_message(&text),
+            });
+        }
+        let events = resp.bytes_stream().eventsource();
+        Ok(sse_to_events(Box::pin(events), self.config.idle_timeout))
+    }
+
+    fn kind(&self) -> &'static str {
+        "openai"
+    }
+}
+
+type SseStream<E> = Pin<
+    Box<
+        dyn Stream<
+                Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<E>>,
+            > + Send,
+    >,
+>;
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+struct SseState<E> {
+    events: SseStream<E>,
+    idle: Duration,
+    pending: VecDeque<Result<ProviderEvent, ProviderError>>,
+    calls: BTreeMap<u64, PartialCall>,
+    saw_finish: bool,
+    finished: bool,
+}
+
+impl<E> SseState<E> {
+    fn flush_calls(&mut self) {
+        for (index, c) in std::mem::take(&mut self.calls) {
+            let id = if c.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                c.id
+            };
+            self.pending
+                .push_back(Ok(ProviderEvent::ToolCall(ToolCallRequest {
+                    id,
+                    name: c.name,
+                    arguments: c.arguments,
+                })));
+        }
+    }
+
+    fn fail(&mut self, e: ProviderError) {
+        self.pending.push_back(Err(e));
+        self.finished = true;
+    }
+
+    /// Handles one `data:` payload (not `[DONE]`).
+    fn on_chunk(&mut self, data: &str) {
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                let shown: String = data.chars().take(200).collect();
+                return self.fail(ProviderError::Stream(format!(
+                    "malformed event JSON ({e}): {shown}"
+                )));
+            }
+        };
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
+            return self.fail(ProviderError::Api(msg));
+        }
+        if let Some(choice) = v
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        {
+            if let Some(delta) = choice.get("delta") {
+                for key in ["reasoning_content", "reasoning"] {
+                    if let Some(t) = delta.get(key).and_then(Value::as_str)
+                        && !t.is_empty()
+                    {
+                        self.pending
+                            .push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
+                        break;
+                    }
+                }
+                if let Some(t) = delta.get("content").and_then(Value::as_str)
+                    && !t.is_empty()
+                {
+                    self.pending
+                        .push_back(Ok(ProviderEvent::TextDelta(t.to_string())));
+                }
+                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                    for (pos, frag) in calls.iter().enumerate() {
+                        let index = frag
+                            .get("index")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(pos as u64);
+                        let entry = self.calls.entry(index).or_default();
+                        if let Some(id) = frag.get("id").and_then(Value::as_str)
+                            && !id.is_empty()
+                            && entry.id.is_empty()
+                        {
+                            entry.id = id.to_string();
+                        }
+                        if let Some(f) = frag.get("function") {
+                            if let Some(n) = f.get("name").and_then(Value::as_str)
+                                && !n.is_empty()
+                                && entry.name.is_empty()
+                            {
+                                entry.name = n.to_string();
+                            }
+                            match f.get("arguments") {
+                                Some(Value::String(a)) => entry.arguments.push_str(a),
+                                // Some servers send the arguments as an object.
+                                Some(a @ Value::Object(_)) => {
+                                    entry.arguments.push_str(&a.to_string())
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
+                self.saw_finish = true;
+                self.flush_calls();
+            }
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            self.pending.push_back(Ok(ProviderEvent::Usage(Usage {
+                prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64),
+                completion_tokens: u.get("completion_tokens").and_then(Value::as_u64),
+                total_tokens: u.get("total_tokens").and_then(Value::as_u64),
+            })));
+        }
+    }
+
+    fn on_end(&mut self) {
+        self.flush_calls();
+        self.pending.push_back(Ok(ProviderEvent::Done));
+        self.finished = true;
+    }
+}
+
+/// Turns a raw SSE stream into provider events (see the module doc).
+fn sse_to_events<E: std::fmt::Display + Send + 'static>(
+    events: SseStream<E>,
+    idle: Duration,
+) -> ProviderStream {
+    let state = SseState {
+        events,
+        idle,
+        pending: VecDeque::new(),
+        calls: BTreeMap::new(),
+        saw_finish: false,
+        finished: false,
+    };
+    Box::pin(stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(item) = st.pending.pop_front() {
+                return Some((item, st));
+            }
+            if st.finished {
+                return None;
+            }
+            match tokio::time::timeout(st.idle, st.events.next()).await {
+                Err(_) => st.fail(ProviderError::Timeout(format!(
+                    "no data for {} s",
+                    st.idle.as_secs_f64()
+                ))),
+                Ok(None) if st.saw_finish => st.on_end(),
+                Ok(None) => st.fail(ProviderError::Stream(
+                    "stream ended unexpectedly".to_string(),
+                )),
+                Ok(Some(Err(e))) => st.fail(ProviderError::Stream(e.to_string())),
+                Ok(Some(Ok(ev))) => {
+                    let data = ev.data.trim();
+                    if data == "[DONE]" {
+                        st.on_end();
+                    } else if !data.is_empty() {
+                        st.on_chunk(data);
+                    }
+                }
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ToolSchema;
+
+    #[test]
+    fn body_shape() {
+        let req = ProviderRequest {
+            model: String::new(),
+            system_prompt: "be nice".into(),
+            messages: vec![
+                ChatMessage::user("hi"),
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCallRequest {
+                        id: "c1".into(),
+                        name: "bash".into(),
+                        arguments: "{\"command\":\"ls\"}".into(),
+                    }],
+                },
+                ChatMessage::tool_result("c1", "bash", "out"),
+            ],
+            tools: vec![ToolSchema {
+                name: "bash".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        let b = request_body(&req, "dflt");
+        assert_eq!(
+            b,
+            json!({
+                "model": "dflt", "stream": true,
+                "messages": [
+                    {"role": "system", "content": "be nice"},
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function",
+                         "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "out"},
+                ],
+                "tools": [{"type": "function", "function": {
+                    "name": "bash", "description": "d", "parameters": {"type": "object"}}}],
+            })
+        );
+    }
+
+    #[test]
+    fn error_message_extraction() {
+        assert_eq!(error_message(r#"{"error":{"message":"boom"}}"#), "boom");
+        assert_eq!(error_message(r#"{"error":"bad"}"#), "bad");
+        assert_eq!(error_message("plain text"), "plain text");
+        assert_eq!(error_message(""), "(empty body)");
+    }
+}

@@ -1,0 +1,595 @@
+//! The turn loop: prompt → provider (streaming) → tools → provider … → answer.
+//!
+//! [`run_turn`] owns one turn. It appends to the caller's context as it goes
+//! and reports everything through the [`TurnHost`], in the order it happens:
+//!
+//! * `ContextAppended` each time a message is appended to the context (the
+//!   user prompt first, then assistant messages and tool results): the step
+//!   boundaries, carrying exactly what the provider will be sent;
+//! * `MessageChunk` / `ThoughtChunk` as the provider streams;
+//! * per tool call: `ToolCall`, then (supervised autonomy, `bash` /
+//!   `write_file`) `TurnHost::approve`, then `ToolResult`;
+//! * `Usage` when the provider reports token usage.
+//!
+//! Cancellation (the token) is raced against every wait: the provider
+//! stream is dropped (closing the HTTP connection), a running `bash` is
+//! killed with its process group, a pending approval or question is
+//! abandoned. Partial assistant text is kept (in `content` and in the
+//! context). Tool calls of the interrupted round that have no result get a
+//! synthesized "cancelled" result, so the context never holds an unmatched
+//! call; a `ToolResult` event is emitted for the call whose `ToolCall` was
+//! already emitted, the others only appear as `ContextAppended`.
+//!
+//! `max_tool_iterations = N`: at most N tool rounds (provider responses that
+//! asked for tools). After the N-th round's results no provider call is made;
+//! the turn ends `Completed` with a note in `content` (the note is not added
+//! to the context). With N = 0 requested calls are answered "not executed".
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{ChatMessage, ToolCallRequest};
+use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, Usage};
+use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Autonomy {
+    /// `bash` and `write_file` need the user's approval.
+    #[default]
+    Supervised,
+    /// Everything runs without asking.
+    Full,
+    /// `bash` and `write_file` are refused without asking.
+    ReadOnly,
+}
+
+/// Everything a turn needs to know about the agent.
+#[derive(Clone)]
+pub struct AgentSpec {
+    pub provider: Arc<dyn Provider>,
+    /// Empty = the provider's own model.
+    pub model: String,
+    pub system_prompt: String,
+    /// Tools offered to the model (`ask_user` only if the host can ask).
+    pub tools: Vec<ToolName>,
+    pub autonomy: Autonomy,
+    pub max_tool_iterations: u32,
+    /// `read_file` / `write_file` are confined here.
+    pub workspace: PathBuf,
+    /// Where `bash` runs.
+    pub cwd: PathBuf,
+    pub limits: ToolLimits,
+}
+
+impl AgentSpec {
+    /// All tools, supervised, 20 tool rounds, cwd = workspace, default limits.
+    pub fn new(provider: Arc<dyn Provider>, workspace: PathBuf) -> Self {
+        AgentSpec {
+            provider,
+            model: String::new(),
+            system_prompt: String::new(),
+            tools: ToolName::ALL.to_vec(),
+            autonomy: Autonomy::Supervised,
+            max_tool_iterations: 20,
+            cwd: workspace.clone(),
+            workspace,
+            limits: ToolLimits::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSpec")
+            .field("provider", &self.provider.kind())
+            .field("model", &self.model)
+            .field("tools", &self.tools)
+            .field("autonomy", &self.autonomy)
+            .field("max_tool_iterations", &self.max_tool_iterations)
+            .field("workspace", &self.workspace)
+            .field("cwd", &self.cwd)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a turn reports to its host, in order (see the module doc).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    MessageChunk {
+        text: String,
+    },
+    ThoughtChunk {
+        text: String,
+    },
+    ToolCall {
+        tool_call_id: String,
+        name: String,
+        /// The parsed arguments (a JSON string value when they were not JSON).
+        raw_input: Value,
+    },
+    ToolResult {
+        tool_call_id: String,
+        name: String,
+        raw_output: String,
+    },
+    /// A message was appended to the provider context.
+    ContextAppended {
+        message: ChatMessage,
+    },
+    Usage {
+        usage: Usage,
+    },
+}
+
+/// An approval question for a tool call (supervised autonomy).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalAsk {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    /// Short human-readable form (the command for `bash`, path and size for
+    /// `write_file`).
+    pub arguments_summary: String,
+    pub raw_input: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApprovalDecision {
+    AllowOnce,
+    AllowAlways,
+    Reject,
+    /// The user refused the call as proposed; with replacement arguments the
+    /// tool runs with those instead (and the model is told), without them
+    /// this is a plain reject.
+    RejectWithEdit(Option<Value>),
+}
+
+/// The daemon's side of a turn. The host owns approval memory
+/// (`allow_always`), the approval timeout and request ids.
+#[async_trait]
+pub trait TurnHost: Send + Sync {
+    async fn emit(&self, event: TurnEvent);
+    async fn approve(&self, ask: ApprovalAsk) -> ApprovalDecision;
+    /// `None` = no answer (declined, cancelled, timed out, failed).
+    async fn ask_user(&self, ask: AskUser) -> Option<String>;
+    /// Whether `ask_user` may be offered to the model.
+    fn can_ask_user(&self) -> bool;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+impl TurnOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnOutcome::Completed => "completed",
+            TurnOutcome::Cancelled => "cancelled",
+            TurnOutcome::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    pub outcome: TurnOutcome,
+    /// Completed: the final assistant text (plus a note when the tool round
+    /// limit stopped the turn). Cancelled: the partial text of the last step.
+    /// Failed: the error message.
+    pub content: String,
+    /// The messages this turn appended to the context, in order.
+    pub new_messages: Vec<ChatMessage>,
+    /// Provider responses requested during the turn.
+    pub provider_calls: u32,
+    /// Tool rounds run.
+    pub tool_rounds: u32,
+}
+
+/// Result text given to the model when the user refused a call.
+pub const REFUSED_BY_USER: &str = "The user refused to run this tool call.";
+/// Result text given to the model when `ask_user` got no answer.
+pub const NO_ANSWER: &str = "(no answer: the user did not answer the question)";
+/// Result text for calls interrupted by a cancelled turn.
+pub const CANCELLED_RESULT: &str =
+    "Cancelled: the user cancelled the turn before this tool call finished.";
+
+struct Turn<'a> {
+    spec: &'a AgentSpec,
+    context: &'a mut Vec<ChatMessage>,
+    host: &'a dyn TurnHost,
+    cancel: CancellationToken,
+    offered: Vec<ToolName>,
+    seen_ids: HashSet<String>,
+}
+
+#[derive(Default)]
+struct Step {
+    text: String,
+    calls: Vec<ToolCallRequest>,
+    error: Option<ProviderError>,
+    cancelled: bool,
+}
+
+enum CallOutcome {
+    Done(String),
+    Cancelled,
+}
+
+/// Runs one turn: appends `prompt` and everything that follows to `context`.
+pub async fn run_turn(
+    spec: &AgentSpec,
+    context: &mut Vec<ChatMessage>,
+    prompt: String,
+    host: &dyn TurnHost,
+    cancel: CancellationToken,
+) -> TurnResult {
+    let start = context.len();
+    let mut offered: Vec<ToolName> = Vec::new();
+    for t in &spec.tools {
+        if !offered.contains(t) && (*t != ToolName::AskUser || host.can_ask_user()) {
+            offered.push(*t);
+        }
+    }
+    let mut turn = Turn {
+        spec,
+        context,
+        host,
+        cancel,
+        offered,
+        seen_ids: HashSet::new(),
+    };
+    let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
+    TurnResult {
+        outcome,
+        content,
+        new_messages: turn.context[start..].to_vec(),
+        provider_calls,
+        tool_rounds,
+    }
+}
+
+impl Turn<'_> {
+    async fn append(&mut self, message: ChatMessage) {
+        self.context.push(message.clone());
+        self.host.emit(TurnEvent::ContextAppended { message }).await;
+    }
+
+    async fn run(&mut self, prompt: String) -> (TurnOutcome, String, u32, u32) {
+        self.append(ChatMessage::user(prompt)).await;
+        let schemas: Vec<_> = self.offered.iter().map(|t| t.schema()).collect();
+        let max = self.spec.max_tool_iterations;
+        let mut rounds = 0u32;
+        let mut calls_made = 0u32;
+        loop {
+            let req = ProviderRequest {
+                model: self.spec.model.clone(),
+                system_prompt: self.spec.system_prompt.clone(),
+                messages: self.context.clone(),
+                tools: schemas.clone(),
+            };
+            calls_made += 1;
+            let step = self.stream_step(req).await;
+            if step.cancelled || step.error.is_some() {
+                if !step.text.is_empty() {
+                    self.append(ChatMessage::assistant(step.text.clone())).await;
+                }
+                return match step.error {
+                    Some(e) if !step.cancelled => {
+                        (TurnOutcome::Failed, e.to_string(), calls_made, rounds)
+                    }
+                    _ => (TurnOutcome::Cancelled, step.text, calls_made, rounds),
+                };
+            }
+            if step.calls.is_empty() {
+                self.append(ChatMessage::assistant(step.text.clone())).await;
+                return (TurnOutcome::Completed, step.text, calls_made, rounds);
+            }
+            let calls = self.unique_ids(step.calls);
+            self.append(ChatMessage::Assistant {
+                content: step.text.clone(),
+                tool_calls: calls.clone(),
+            })
+            .await;
+            if rounds >= max {
+                for c in &calls {
+                    self.append(ChatMessage::tool_result(
+                        &c.id,
+                        &c.name,
+                        "Not executed: the tool round limit of this turn was reached.",
+                    ))
+                    .await;
+                }
+                return (
+                    TurnOutcome::Completed,
+                    with_limit_note(&step.text, max),
+                    calls_made,
+                    rounds,
+                );
+            }
+            rounds += 1;
+            for (i, call) in calls.iter().enumerate() {
+                let outcome = if self.cancel.is_cancelled() {
+                    None
+                } else {
+                    Some(self.run_call(call).await)
+                };
+                match outcome {
+                    Some(CallOutcome::Done(out)) => {
+                        self.host
+                            .emit(TurnEvent::ToolResult {
+                                tool_call_id: call.id.clone(),
+                                name: call.name.clone(),
+                                raw_output: out.clone(),
+                            })
+                            .await;
+                        self.append(ChatMessage::tool_result(&call.id, &call.name, out))
+                            .await;
+                    }
+                    started => {
+                        // This call's ToolCall event was emitted (unless the
+                        // token fired before it started): close it visibly.
+                        if started.is_some() {
+                            self.host
+                                .emit(TurnEvent::ToolResult {
+                                    tool_call_id: call.id.clone(),
+                                    name: call.name.clone(),
+                                    raw_output: CANCELLED_RESULT.to_string(),
+                                })
+                                .await;
+                        }
+                        for c in &calls[i..] {
+                            self.append(ChatMessage::tool_result(&c.id, &c.name, CANCELLED_RESULT))
+                                .await;
+                        }
+                        return (TurnOutcome::Cancelled, step.text, calls_made, rounds);
+                    }
+                }
+            }
+            if rounds >= max {
+                return (
+                    TurnOutcome::Completed,
+                    with_limit_note(&step.text, max),
+                    calls_made,
+                    rounds,
+                );
+            }
+        }
+    }
+
+    /// Gives every call of the turn a distinct, non-empty id.
+    fn unique_ids(&mut self, calls: Vec<ToolCallRequest>) -> Vec<ToolCallRequest> {
+        calls
+            .into_iter()
+            .map(|mut c| {
+                if c.id.is_empty() || self.seen_ids.contains(&c.id) {
+                    let mut n = self.seen_ids.len();
+                    while self.seen_ids.contains(&format!("call_zc_{n}")) {
+                        n += 1;
+                    }
+                    c.id = format!("call_zc_{n}");
+                }
+                self.seen_ids.insert(c.id.clone());
+                c
+            })
+            .collect()
+    }
+
+    async fn stream_step(&mut self, req: ProviderRequest) -> Step {
+        let mut step = Step::default();
+        let started = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => {
+                step.cancelled = true;
+                return step;
+            }
+            r = self.spec.provider.stream(req) => r,
+        };
+        let mut stream = match started {
+            Ok(s) => s,
+            Err(e) => {
+                step.error = Some(e);
+                return step;
+            }
+        };
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {
+                    step.cancelled = true;
+                    return step;
+                }
+                it = stream.next() => it,
+            };
+            match item {
+                None | Some(Ok(ProviderEvent::Done)) => return step,
+                Some(Ok(ProviderEvent::TextDelta(text))) => {
+                    step.text.push_str(&text);
+                    self.host.emit(TurnEvent::MessageChunk { text }).await;
+                }
+                Some(Ok(ProviderEvent::ThoughtDelta(text))) => {
+                    self.host.emit(TurnEvent::ThoughtChunk { text }).await;
+                }
+                Some(Ok(ProviderEvent::ToolCall(call))) => step.calls.push(call),
+                Some(Ok(ProviderEvent::Usage(usage))) => {
+                    self.host.emit(TurnEvent::Usage { usage }).await;
+                }
+                Some(Err(e)) => {
+                    step.error = Some(e);
+                    return step;
+                }
+            }
+        }
+    }
+
+    async fn run_call(&mut self, call: &ToolCallRequest) -> CallOutcome {
+        let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
+            Ok(Value::Object(Default::default()))
+        } else {
+            serde_json::from_str(&call.arguments).map_err(|e| e.to_string())
+        };
+        let raw_input = match &parsed {
+            Ok(v) => v.clone(),
+            Err(_) => Value::String(call.arguments.clone()),
+        };
+        self.host
+            .emit(TurnEvent::ToolCall {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                raw_input: raw_input.clone(),
+            })
+            .await;
+        let Some(tool) = self
+            .offered
+            .iter()
+            .copied()
+            .find(|t| t.as_str() == call.name)
+        else {
+            let names: Vec<&str> = self.offered.iter().map(|t| t.as_str()).collect();
+            return CallOutcome::Done(format!(
+                "Error: the tool `{}` is not available. Available tools: {}.",
+                call.name,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        };
+        let mut args = match parsed {
+            Ok(v) if v.is_object() => v,
+            Ok(_) => {
+                return CallOutcome::Done(format!(
+                    "Error: the arguments of `{}` must be a JSON object.",
+                    call.name
+                ));
+            }
+            Err(e) => {
+                return CallOutcome::Done(format!(
+                    "Error: the arguments of `{}` are not valid JSON: {e}",
+                    call.name
+                ));
+            }
+        };
+        let mut note = None;
+        if tool.is_mutating() {
+            match self.spec.autonomy {
+                Autonomy::ReadOnly => {
+                    return CallOutcome::Done(format!(
+                        "Refused: the agent runs in read_only autonomy; `{tool}` is not allowed."
+                    ));
+                }
+                Autonomy::Full => {}
+                Autonomy::Supervised => {
+                    let ask = ApprovalAsk {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        arguments_summary: summarize(tool, &args),
+                        raw_input,
+                    };
+                    let decision = tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => return CallOutcome::Cancelled,
+                        d = self.host.approve(ask) => d,
+                    };
+                    match decision {
+                        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {}
+                        ApprovalDecision::Reject | ApprovalDecision::RejectWithEdit(None) => {
+                            return CallOutcome::Done(REFUSED_BY_USER.to_string());
+                        }
+                        ApprovalDecision::RejectWithEdit(Some(replacement)) => {
+                            if !replacement.is_object() {
+                                return CallOutcome::Done(REFUSED_BY_USER.to_string());
+                            }
+                            note = Some(format!(
+                                "The user replaced the arguments with {replacement} before running it.\n"
+                            ));
+                            args = replacement;
+                        }
+                    }
+                }
+            }
+        }
+        let cancel = self.cancel.clone();
+        let out = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return CallOutcome::Cancelled,
+            out = self.execute(tool, &args) => out,
+        };
+        CallOutcome::Done(match note {
+            Some(n) => n + &out,
+            None => out,
+        })
+    }
+
+    async fn execute(&self, tool: ToolName, args: &Value) -> String {
+        let spec = self.spec;
+        match tool {
+            ToolName::Bash => match args.get("command").and_then(Value::as_str) {
+                Some(cmd) => bash::run_bash(cmd, &spec.cwd, &spec.limits).await,
+                None => "Error: bash needs a string argument `command`".to_string(),
+            },
+            ToolName::ReadFile => fs::read_file(&spec.workspace, args, &spec.limits).await,
+            ToolName::WriteFile => fs::write_file(&spec.workspace, args).await,
+            ToolName::AskUser => match AskUser::from_args(args) {
+                Ok(ask) => match self.host.ask_user(ask).await {
+                    Some(answer) => answer,
+                    None => NO_ANSWER.to_string(),
+                },
+                Err(e) => format!("Error: {e}"),
+            },
+        }
+    }
+}
+
+fn with_limit_note(text: &str, max: u32) -> String {
+    let note = format!(
+        "[stopped: reached the limit of {max} tool round{} for this turn (max_tool_iterations)]",
+        if max == 1 { "" } else { "s" }
+    );
+    if text.is_empty() {
+        note
+    } else {
+        format!("{text}\n\n{note}")
+    }
+}
+
+/// Human-readable summary of a call for an approval prompt.
+pub fn summarize(tool: ToolName, args: &Value) -> String {
+    fn clip(s: &str) -> String {
+        const MAX: usize = 500;
+        if s.chars().count() > MAX {
+            let mut t: String = s.chars().take(MAX).collect();
+            t.push('…');
+            t
+        } else {
+            s.to_string()
+        }
+    }
+    match tool {
+        ToolName::Bash => match args.get("command").and_then(Value::as_str) {
+            Some(c) => clip(c),
+            None => clip(&args.to_string()),
+        },
+        ToolName::WriteFile => {
+            let path = args.get("path").and_then(Value::as_str).unwrap_or("?");
+            let len = args
+                .get("content")
+                .and_then(Value::as_str)
+                .map_or(0, str::len);
+            clip(&format!("write {path} ({len} bytes)"))
+        }
+        _ => clip(&args.to_string()),
+    }
+}
