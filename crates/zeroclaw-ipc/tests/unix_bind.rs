@@ -195,6 +195,9 @@ async fn stale_socket_is_replaced() {
     // std's listener does not unlink on drop: this leaves a dead socket file behind.
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     assert!(is_socket(&path));
+    // A second name keeps the old inode allocated, so its number cannot be reused.
+    let keep = tmp.path().join("keep");
+    fs::hard_link(&path, &keep).unwrap();
     let old_ino = fs::symlink_metadata(&path).unwrap().ino();
     let listener = LocalListener::bind(&path).unwrap();
     assert_ne!(fs::symlink_metadata(&path).unwrap().ino(), old_ino);
@@ -315,9 +318,14 @@ async fn drop_leaves_a_replaced_socket_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("daemon.sock");
     let listener = LocalListener::bind(&path).unwrap();
+    let original = fs::symlink_metadata(&path).unwrap().ino();
     fs::remove_file(&path).unwrap();
     let replacement = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let ino = fs::symlink_metadata(&path).unwrap().ino();
+    // The listener pins its inode, so the replacement cannot reuse the number.
+    #[cfg(target_os = "linux")]
+    assert_ne!(ino, original);
+    let _ = original;
     drop(listener);
     assert!(is_socket(&path), "the replacement survives");
     assert_eq!(fs::symlink_metadata(&path).unwrap().ino(), ino);

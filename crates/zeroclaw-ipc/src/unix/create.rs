@@ -14,10 +14,11 @@
 
 use std::fs::{self, DirBuilder, Permissions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
+use super::identity::SocketIdentity;
 use super::prepare::{ParentKind, SUN_PATH_MAX};
 use crate::IpcError;
 
@@ -27,8 +28,7 @@ const STAGING_ATTEMPTS: u32 = 100;
 /// A freshly created socket file and its listener.
 pub(crate) struct Created {
     pub listener: UnixListener,
-    pub dev: u64,
-    pub ino: u64,
+    pub identity: SocketIdentity,
 }
 
 pub(crate) fn create_socket(
@@ -47,17 +47,9 @@ pub(crate) fn create_socket(
         }
         ParentKind::Shared => bind_staged(path, parent)?,
     };
-    let meta = fs::symlink_metadata(path).map_err(IpcError::io("inspect", path))?;
-    if !meta.file_type().is_socket() {
-        return Err(IpcError::NotASocket {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(Created {
-        listener,
-        dev: meta.dev(),
-        ino: meta.ino(),
-    })
+    let identity =
+        SocketIdentity::capture(path).map_err(IpcError::io("inspect new socket", path))?;
+    Ok(Created { listener, identity })
 }
 
 /// Removes the staging socket and directory however `bind_staged` ends.

@@ -7,14 +7,16 @@
 //! dropping it unlinks the socket only if the path still holds the inode it created.
 
 mod create;
+mod identity;
 mod prepare;
 
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use tokio::net::{UnixListener, UnixStream};
+
+use identity::SocketIdentity;
 
 pub use prepare::{SUN_PATH_MAX, check_socket_path_len, lock_path};
 
@@ -37,25 +39,23 @@ impl BindOptions {
     }
 }
 
-/// The socket file we created; unlinked on drop only if the path still has its inode.
+/// The socket file we created; unlinked on drop only if the path still names it.
 #[derive(Debug)]
 struct OwnedSocketFile {
     path: PathBuf,
-    dev: u64,
-    ino: u64,
+    identity: SocketIdentity,
 }
 
 impl Drop for OwnedSocketFile {
     fn drop(&mut self) {
         // A later daemon (or anyone) may have replaced the path; leave theirs alone. The
         // check-then-unlink gap is only reachable by someone who can write the parent.
-        match fs::symlink_metadata(&self.path) {
-            Ok(m) if m.dev() == self.dev && m.ino() == self.ino => {
-                if let Err(e) = fs::remove_file(&self.path) {
-                    tracing::warn!(path = %self.path.display(), error = %e, "cannot remove socket");
-                }
+        if self.identity.still_at(&self.path) {
+            if let Err(e) = fs::remove_file(&self.path) {
+                tracing::warn!(path = %self.path.display(), error = %e, "cannot remove socket");
             }
-            _ => tracing::debug!(path = %self.path.display(), "socket path replaced; left as is"),
+        } else {
+            tracing::debug!(path = %self.path.display(), "socket path replaced; left as is");
         }
     }
 }
@@ -100,8 +100,7 @@ impl LocalListener {
         let created = create::create_socket(&path, &parent, kind)?;
         let socket = OwnedSocketFile {
             path,
-            dev: created.dev,
-            ino: created.ino,
+            identity: created.identity,
         };
         created
             .listener
