@@ -11,4 +11,14 @@ pub mod schema;
 pub mod shape;
 
 pub use path::{PathError, PropPath, WritePattern};
-pub use schema::{Agent, Autonomy, Config, Limits, Profile, Provider, ProviderKind, Security, User, Wss};
+pub use schema::{
+    Agent, Autonomy, Config, Limits, Profile, Provider, ProviderKind, Security, User, Wss,
+};
+pub mod policy;
+pub mod value;
+
+pub use policy::{Credential, Principal, Requirement, required_grant, resolve};
+mod persist;
+pub mod store;
+
+pub use store::{ConfigStore, MAX_SET_MANY, OpenError};

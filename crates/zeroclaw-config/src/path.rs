@@ -35,7 +35,8 @@ impl std::error::Error for PathError {}
 /// Whether `s` can be written as a bare (unquoted) segment.
 pub fn is_bare(s: &str) -> bool {
     !s.is_empty()
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// One token of the path syntax: the segment text and whether it was quoted.
@@ -69,7 +70,9 @@ fn tokenize(input: &str) -> Result<Vec<(String, bool)>, PathError> {
                 }
             }
             if !closed {
-                return Err(PathError(format!("unterminated quote in property path {input:?}")));
+                return Err(PathError(format!(
+                    "unterminated quote in property path {input:?}"
+                )));
             }
             (seg, true)
         } else {
@@ -84,7 +87,9 @@ fn tokenize(input: &str) -> Result<Vec<(String, bool)>, PathError> {
             (seg, false)
         };
         if seg.is_empty() {
-            return Err(PathError(format!("empty segment in property path {input:?}")));
+            return Err(PathError(format!(
+                "empty segment in property path {input:?}"
+            )));
         }
         if !quoted && seg != "*" && !is_bare(&seg) {
             return Err(PathError(format!(
@@ -96,7 +101,9 @@ fn tokenize(input: &str) -> Result<Vec<(String, bool)>, PathError> {
             None => return Ok(out),
             Some('.') => {
                 if chars.peek().is_none() {
-                    return Err(PathError(format!("empty segment in property path {input:?}")));
+                    return Err(PathError(format!(
+                        "empty segment in property path {input:?}"
+                    )));
                 }
             }
             Some(c) => {
@@ -117,7 +124,9 @@ impl PropPath {
                 "wildcard not allowed in property path {input:?}"
             )));
         }
-        Ok(PropPath { segments: toks.into_iter().map(|(s, _)| s).collect() })
+        Ok(PropPath {
+            segments: toks.into_iter().map(|(s, _)| s).collect(),
+        })
     }
 
     /// Builds a path from raw segments. Returns `None` if empty or a segment is empty.
@@ -161,7 +170,11 @@ impl PropPath {
 
     /// Number of leading segments the two paths share.
     pub fn common_prefix_len(&self, other: &PropPath) -> usize {
-        self.segments.iter().zip(&other.segments).take_while(|(a, b)| a == b).count()
+        self.segments
+            .iter()
+            .zip(&other.segments)
+            .take_while(|(a, b)| a == b)
+            .count()
     }
 }
 
@@ -216,9 +229,18 @@ impl WritePattern {
     pub fn parse(input: &str) -> Result<WritePattern, PathError> {
         let segs = tokenize(input)?
             .into_iter()
-            .map(|(s, quoted)| if !quoted && s == "*" { PatSeg::Any } else { PatSeg::Lit(s) })
+            .map(|(s, quoted)| {
+                if !quoted && s == "*" {
+                    PatSeg::Any
+                } else {
+                    PatSeg::Lit(s)
+                }
+            })
             .collect();
-        Ok(WritePattern { segs, source: input.to_string() })
+        Ok(WritePattern {
+            segs,
+            source: input.to_string(),
+        })
     }
 
     /// The pattern as written.
@@ -268,18 +290,37 @@ mod tests {
 
     #[test]
     fn parses_bare_and_quoted() {
-        assert_eq!(p("users.example.uid").segments(), ["users", "example", "uid"]);
-        assert_eq!(p("agents.\"my.agent\".model").segments(), ["agents", "my.agent", "model"]);
+        assert_eq!(
+            p("users.example.uid").segments(),
+            ["users", "example", "uid"]
+        );
+        assert_eq!(
+            p("agents.\"my.agent\".model").segments(),
+            ["agents", "my.agent", "model"]
+        );
         assert_eq!(p("a.\"x\\\"y\\\\z\"").segments(), ["a", "x\"y\\z"]);
         assert_eq!(p("\"users\".example").to_string(), "users.example");
-        assert_eq!(p("agents.\"my.agent\".model").to_string(), "agents.\"my.agent\".model");
+        assert_eq!(
+            p("agents.\"my.agent\".model").to_string(),
+            "agents.\"my.agent\".model"
+        );
         assert_eq!(p("a.\"x\\\"y\"").to_string(), "a.\"x\\\"y\"");
     }
 
     #[test]
     fn rejects_malformed() {
         for bad in [
-            "", ".", "a.", ".a", "a..b", "a.\"b", "a.\"\"", "a.\"b\"c", "a.b c", "a.*", "a.b/c",
+            "",
+            ".",
+            "a.",
+            ".a",
+            "a..b",
+            "a.\"b",
+            "a.\"\"",
+            "a.\"b\"c",
+            "a.b c",
+            "a.*",
+            "a.b/c",
             "a.\"b\\n\"",
         ] {
             assert!(PropPath::parse(bad).is_err(), "{bad:?} should fail");

@@ -97,7 +97,9 @@ pub struct Security {
 
 impl Default for Security {
     fn default() -> Self {
-        Security { trust_daemon_uid: true }
+        Security {
+            trust_daemon_uid: true,
+        }
     }
 }
 
@@ -141,7 +143,11 @@ impl Provider {
 
     /// `base_url`, or the OpenAI default when empty.
     pub fn effective_base_url(&self) -> &str {
-        if self.base_url.is_empty() { Self::DEFAULT_OPENAI_BASE_URL } else { &self.base_url }
+        if self.base_url.is_empty() {
+            Self::DEFAULT_OPENAI_BASE_URL
+        } else {
+            &self.base_url
+        }
     }
 
     /// The API key: `api_key` if set, else the variable named by `api_key_env` if set.
@@ -152,7 +158,9 @@ impl Provider {
         if self.api_key_env.is_empty() {
             return None;
         }
-        std::env::var(&self.api_key_env).ok().filter(|k| !k.is_empty())
+        std::env::var(&self.api_key_env)
+            .ok()
+            .filter(|k| !k.is_empty())
     }
 }
 
@@ -205,7 +213,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { connections_per_principal: 32, connections_total: 1024 }
+        Limits {
+            connections_per_principal: 32,
+            connections_total: 1024,
+        }
     }
 }
 
@@ -258,7 +269,10 @@ impl Wss {
     /// Whether `bind` is a loopback address (`localhost` counts).
     pub fn is_loopback(&self) -> bool {
         self.bind == "localhost"
-            || self.bind.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            || self
+                .bind
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
     }
 }
 
@@ -282,7 +296,9 @@ fn check_map_key(section: &str, key: &str, out: &mut Vec<Violation>) {
     let ok = !key.is_empty()
         && key.len() <= 64
         && !key.starts_with('.')
-        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
     if !ok {
         out.push(Violation {
             prop: at(&[section, key]),
@@ -363,7 +379,10 @@ impl Config {
                 for n in names {
                     out.push(Violation {
                         prop: at(&["users", n, "uid"]),
-                        message: format!("uid {uid} is mapped to several users: {}", names.join(", ")),
+                        message: format!(
+                            "uid {uid} is mapped to several users: {}",
+                            names.join(", ")
+                        ),
                     });
                 }
             }
@@ -408,7 +427,11 @@ impl Config {
             });
         }
         if w.cert_path.is_empty() != w.key_path.is_empty() {
-            let missing = if w.cert_path.is_empty() { "cert_path" } else { "key_path" };
+            let missing = if w.cert_path.is_empty() {
+                "cert_path"
+            } else {
+                "key_path"
+            };
             out.push(Violation {
                 prop: at(&["wss", missing]),
                 message: "cert_path and key_path must be set together".into(),
@@ -471,14 +494,20 @@ mod tests {
         let v = c.validate();
         let props: Vec<String> = v.iter().map(|v| v.prop.to_string()).collect();
         assert!(props.contains(&"agents.a.provider".to_string()), "{v:?}");
-        assert!(props.contains(&"users.u.permission_profiles".to_string()), "{v:?}");
+        assert!(
+            props.contains(&"users.u.permission_profiles".to_string()),
+            "{v:?}"
+        );
     }
 
     #[test]
     fn workspace_helper() {
         let c = Config::default_file();
         let d = Path::new("/cfg");
-        assert_eq!(c.agent_workspace("default", d), Path::new("/cfg/agents/default/workspace"));
+        assert_eq!(
+            c.agent_workspace("default", d),
+            Path::new("/cfg/agents/default/workspace")
+        );
         let mut c2 = c.clone();
         c2.agents.get_mut("default").unwrap().workspace = "/w".into();
         assert_eq!(c2.agent_workspace("default", d), Path::new("/w"));

@@ -17,7 +17,10 @@ use crate::schema::{AUTONOMY, PROVIDER_KINDS};
 #[derive(Debug)]
 pub enum Shape {
     Bool,
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     Str,
     /// A string from a fixed list.
     Enum(&'static [&'static str]),
@@ -28,8 +31,14 @@ pub enum Shape {
     Map(&'static Shape),
 }
 
-const U32: Shape = Shape::Int { min: 0, max: u32::MAX as i64 };
-const POSITIVE_U32: Shape = Shape::Int { min: 1, max: u32::MAX as i64 };
+const U32: Shape = Shape::Int {
+    min: 0,
+    max: u32::MAX as i64,
+};
+const POSITIVE_U32: Shape = Shape::Int {
+    min: 1,
+    max: u32::MAX as i64,
+};
 
 static PROVIDER: Shape = Shape::Struct(&[
     ("kind", Shape::Enum(PROVIDER_KINDS)),
@@ -37,7 +46,13 @@ static PROVIDER: Shape = Shape::Struct(&[
     ("api_key_env", Shape::Str),
     ("api_key", Shape::Str),
     ("model", Shape::Str),
-    ("timeout_secs", Shape::Int { min: 1, max: 86_400 }),
+    (
+        "timeout_secs",
+        Shape::Int {
+            min: 1,
+            max: 86_400,
+        },
+    ),
 ]);
 
 static AGENT: Shape = Shape::Struct(&[
@@ -47,7 +62,13 @@ static AGENT: Shape = Shape::Struct(&[
     ("tools", Shape::StrList),
     ("autonomy", Shape::Enum(AUTONOMY)),
     ("max_context_tokens", POSITIVE_U32),
-    ("max_tool_iterations", Shape::Int { min: 0, max: 10_000 }),
+    (
+        "max_tool_iterations",
+        Shape::Int {
+            min: 0,
+            max: 10_000,
+        },
+    ),
     ("workspace", Shape::Str),
 ]);
 
@@ -62,23 +83,38 @@ static PROFILE: Shape = Shape::Struct(&[
 
 /// The whole configuration.
 pub static ROOT: Shape = Shape::Struct(&[
-    ("security", Shape::Struct(&[("trust_daemon_uid", Shape::Bool)])),
+    (
+        "security",
+        Shape::Struct(&[("trust_daemon_uid", Shape::Bool)]),
+    ),
     ("providers", Shape::Map(&PROVIDER)),
     ("agents", Shape::Map(&AGENT)),
-    ("limits", Shape::Struct(&[
-        ("connections_per_principal", POSITIVE_U32),
-        ("connections_total", POSITIVE_U32),
-    ])),
+    (
+        "limits",
+        Shape::Struct(&[
+            ("connections_per_principal", POSITIVE_U32),
+            ("connections_total", POSITIVE_U32),
+        ]),
+    ),
     ("users", Shape::Map(&USER)),
     ("permission_profiles", Shape::Map(&PROFILE)),
-    ("wss", Shape::Struct(&[
-        ("enabled", Shape::Bool),
-        ("bind", Shape::Str),
-        ("port", Shape::Int { min: 0, max: 65_535 }),
-        ("cert_path", Shape::Str),
-        ("key_path", Shape::Str),
-        ("allowed_origins", Shape::StrList),
-    ])),
+    (
+        "wss",
+        Shape::Struct(&[
+            ("enabled", Shape::Bool),
+            ("bind", Shape::Str),
+            (
+                "port",
+                Shape::Int {
+                    min: 0,
+                    max: 65_535,
+                },
+            ),
+            ("cert_path", Shape::Str),
+            ("key_path", Shape::Str),
+            ("allowed_origins", Shape::StrList),
+        ]),
+    ),
 ]);
 
 /// A problem at a property.
@@ -119,7 +155,13 @@ impl Shape {
             Shape::Bool => "boolean".into(),
             Shape::Int { .. } => "integer".into(),
             Shape::Str => "string".into(),
-            Shape::Enum(v) => format!("one of {}", v.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")),
+            Shape::Enum(v) => format!(
+                "one of {}",
+                v.iter()
+                    .map(|s| format!("{s:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Shape::StrList => "array of strings".into(),
             Shape::Struct(_) | Shape::Map(_) => "table".into(),
         }
@@ -136,7 +178,9 @@ impl Shape {
 
     fn check_enum(&self, s: &str) -> Result<(), String> {
         match self {
-            Shape::Enum(v) if !v.contains(&s) => Err(format!("expected {}, found {s:?}", self.describe())),
+            Shape::Enum(v) if !v.contains(&s) => {
+                Err(format!("expected {}, found {s:?}", self.describe()))
+            }
             _ => Ok(()),
         }
     }
@@ -145,7 +189,12 @@ impl Shape {
     /// the document root).
     pub fn check_item(&self, item: &Item, path: Option<&PropPath>) -> Result<(), Located> {
         let here = || path.cloned().unwrap_or_else(|| seg_path(None, "config"));
-        let mismatch = |found: &str| (here(), format!("expected {}, found {found}", self.describe()));
+        let mismatch = |found: &str| {
+            (
+                here(),
+                format!("expected {}, found {found}", self.describe()),
+            )
+        };
         match (self, item) {
             (Shape::Struct(_) | Shape::Map(_), _) => {
                 let Some(t) = item.as_table_like() else {
@@ -180,7 +229,9 @@ impl Shape {
             (Shape::Enum(_), Value::String(s)) => self.check_enum(s.value()),
             (Shape::StrList, Value::Array(a)) => {
                 match a.iter().position(|e| !matches!(e, Value::String(_))) {
-                    Some(i) => Err(format!("expected array of strings, element {i} is not a string")),
+                    Some(i) => Err(format!(
+                        "expected array of strings, element {i} is not a string"
+                    )),
                     None => Ok(()),
                 }
             }
@@ -193,7 +244,13 @@ impl Shape {
     /// (sections and map entries) become `[header]` tables; deeper ones are inline.
     pub fn to_item(&self, v: &Json, path: &PropPath) -> Result<Item, Located> {
         let err = |m: String| (path.clone(), m);
-        let mismatch = || err(format!("expected {}, found {}", self.describe(), json_kind(v)));
+        let mismatch = || {
+            err(format!(
+                "expected {}, found {}",
+                self.describe(),
+                json_kind(v)
+            ))
+        };
         let item = match self {
             Shape::Bool => match v {
                 Json::Bool(b) => toml_edit::value(*b),
@@ -245,7 +302,9 @@ impl Shape {
                 _ => return Err(mismatch()),
             },
             Shape::Struct(_) | Shape::Map(_) => {
-                let Json::Object(map) = v else { return Err(mismatch()) };
+                let Json::Object(map) = v else {
+                    return Err(mismatch());
+                };
                 let mut table = Table::new();
                 for (k, ev) in map {
                     if k.is_empty() {
@@ -339,7 +398,10 @@ mod tests {
     #[test]
     fn file_errors_name_the_property() {
         let (at, m) = check("[security]\nbogus = 1\n").unwrap_err();
-        assert_eq!((at.to_string(), m.as_str()), ("security.bogus".into(), "unknown key"));
+        assert_eq!(
+            (at.to_string(), m.as_str()),
+            ("security.bogus".into(), "unknown key")
+        );
         let (at, m) = check("[users.x]\nuid = \"1001\"\n").unwrap_err();
         assert_eq!(at.to_string(), "users.x.uid");
         assert_eq!(m, "expected integer, found string");
@@ -355,8 +417,14 @@ mod tests {
 
     #[test]
     fn shape_lookup() {
-        assert!(matches!(Shape::at(&p("users.example.uid")), Ok(Shape::Int { .. })));
-        assert!(matches!(Shape::at(&p("permission_profiles.op.grants.files")), Ok(Shape::StrList)));
+        assert!(matches!(
+            Shape::at(&p("users.example.uid")),
+            Ok(Shape::Int { .. })
+        ));
+        assert!(matches!(
+            Shape::at(&p("permission_profiles.op.grants.files")),
+            Ok(Shape::StrList)
+        ));
         assert!(Shape::at(&p("users.example.nope")).is_err());
         assert!(Shape::at(&p("wss.port.x")).is_err());
     }
@@ -364,24 +432,47 @@ mod tests {
     #[test]
     fn coercion() {
         let uid = Shape::at(&p("users.x.uid")).unwrap();
-        assert_eq!(uid.to_item(&json!("1001"), &p("users.x.uid")).unwrap().as_integer(), Some(1001));
-        assert_eq!(uid.to_item(&json!(1001), &p("users.x.uid")).unwrap().as_integer(), Some(1001));
-        assert_eq!(uid.to_item(&json!("abc"), &p("users.x.uid")).unwrap_err().1, "expected integer, found string \"abc\"");
+        assert_eq!(
+            uid.to_item(&json!("1001"), &p("users.x.uid"))
+                .unwrap()
+                .as_integer(),
+            Some(1001)
+        );
+        assert_eq!(
+            uid.to_item(&json!(1001), &p("users.x.uid"))
+                .unwrap()
+                .as_integer(),
+            Some(1001)
+        );
+        assert_eq!(
+            uid.to_item(&json!("abc"), &p("users.x.uid")).unwrap_err().1,
+            "expected integer, found string \"abc\""
+        );
         assert!(uid.to_item(&json!(1.5), &p("users.x.uid")).is_err());
         assert!(uid.to_item(&json!(-1), &p("users.x.uid")).is_err());
         assert!(uid.to_item(&json!(null), &p("users.x.uid")).is_err());
         let b = Shape::at(&p("wss.enabled")).unwrap();
-        assert_eq!(b.to_item(&json!("true"), &p("wss.enabled")).unwrap().as_bool(), Some(true));
+        assert_eq!(
+            b.to_item(&json!("true"), &p("wss.enabled"))
+                .unwrap()
+                .as_bool(),
+            Some(true)
+        );
         assert!(b.to_item(&json!("yes"), &p("wss.enabled")).is_err());
         let s = Shape::at(&p("agents.a.model")).unwrap();
         assert!(s.to_item(&json!(5), &p("agents.a.model")).is_err());
         let prof = Shape::at(&p("permission_profiles.op")).unwrap();
         let (at, m) = prof
-            .to_item(&json!({"admin": false, "grants": {"files": [1]}}), &p("permission_profiles.op"))
+            .to_item(
+                &json!({"admin": false, "grants": {"files": [1]}}),
+                &p("permission_profiles.op"),
+            )
             .unwrap_err();
         assert_eq!(at.to_string(), "permission_profiles.op.grants.files");
         assert!(m.contains("element 0"), "{m}");
-        let (at, _) = prof.to_item(&json!({"adm": true}), &p("permission_profiles.op")).unwrap_err();
+        let (at, _) = prof
+            .to_item(&json!({"adm": true}), &p("permission_profiles.op"))
+            .unwrap_err();
         assert_eq!(at.to_string(), "permission_profiles.op.adm");
     }
 }

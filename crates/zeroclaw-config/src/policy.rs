@@ -1,0 +1,395 @@
+//! Principals and grants (SPEC §4, §4.1): who a peer is, and what it may do.
+//!
+//! [`resolve`] maps a credential to a [`Principal`] against a given [`Config`]; callers
+//! re-resolve on every call so a changed grant takes effect on the next call. The method →
+//! grant table is [`required_grant`]. Admin principals pass every check.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+use zeroclaw_rpc::ErrorObject;
+
+use crate::path::{PropPath, WritePattern};
+use crate::schema::Config;
+
+/// How a peer proved who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// A local peer's uid (SO_PEERCRED).
+    LocalUid(u32),
+    /// A pairing token already checked by the token store, naming its user.
+    Token { user: String },
+}
+
+/// resource → verbs.
+pub type Grants = BTreeMap<String, BTreeSet<String>>;
+
+/// The resolved identity of a caller and its powers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// `"operator"` or `"user:<name>"`.
+    pub id: String,
+    pub admin: bool,
+    pub grants: Grants,
+    /// Aliases, or `"*"` for all.
+    pub allowed_agents: BTreeSet<String>,
+    pub config_write_paths: Vec<WritePattern>,
+}
+
+/// The principal id of the daemon's own uid while `security.trust_daemon_uid` is true.
+pub const OPERATOR: &str = "operator";
+
+/// What a method needs (SPEC §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requirement {
+    /// Nothing (`initialize`).
+    Open,
+    /// `resource:verb`.
+    Grant(&'static str, &'static str),
+    /// Admin only (`daemon/shutdown`).
+    Admin,
+}
+
+/// Every client → daemon method, in a stable order (for `initialize.capabilities`).
+pub const CLIENT_METHODS: &[&str] = &[
+    "initialize",
+    "status",
+    "config/get",
+    "config/set",
+    "config/set-many",
+    "config/delete",
+    "session/new",
+    "session/prompt",
+    "session/cancel",
+    "session/approve",
+    "session/close",
+    "session/kill",
+    "session/delete",
+    "session/list",
+    "session/messages",
+    "file/attach",
+    "file/upload/begin",
+    "file/upload/chunk",
+    "file/upload/commit",
+    "daemon/shutdown",
+];
+
+/// The requirement of a client → daemon method; `None` for methods the daemon does not
+/// serve (including daemon → client ones such as `session/update`).
+pub fn required_grant(method: &str) -> Option<Requirement> {
+    use Requirement::*;
+    Some(match method {
+        "initialize" => Open,
+        "status" => Grant("system", "read"),
+        "config/get" => Grant("config", "read"),
+        "config/set" | "config/set-many" => Grant("config", "update"),
+        "config/delete" => Grant("config", "delete"),
+        "session/new" => Grant("sessions", "create"),
+        "session/prompt" => Grant("sessions", "execute"),
+        "session/cancel" | "session/approve" | "session/close" => Grant("sessions", "update"),
+        "session/list" | "session/messages" => Grant("sessions", "read"),
+        "session/kill" | "session/delete" => Grant("sessions", "delete"),
+        "file/attach" | "file/upload/begin" | "file/upload/chunk" | "file/upload/commit" => {
+            Grant("files", "create")
+        }
+        "daemon/shutdown" => Admin,
+        _ => return None,
+    })
+}
+
+fn auth_failed(message: String) -> ErrorObject {
+    ErrorObject::not_initialized(format!("authentication failed: {message}"))
+}
+
+/// Resolves a credential against `config`. `daemon_uid` is the daemon's own uid.
+///
+/// Errors: -32010 for an unmapped uid or an unknown user.
+pub fn resolve(
+    config: &Config,
+    cred: &Credential,
+    daemon_uid: u32,
+) -> Result<Principal, ErrorObject> {
+    match cred {
+        Credential::LocalUid(uid) => {
+            if *uid == daemon_uid && config.security.trust_daemon_uid {
+                return Ok(Principal::operator());
+            }
+            // Validation keeps uids unique; the first match is the only one.
+            match config.users.iter().find(|(_, u)| u.uid == Some(*uid)) {
+                Some((name, _)) => Ok(Principal::for_user(config, name)),
+                None => Err(auth_failed(format!("uid {uid} is not mapped to a user"))),
+            }
+        }
+        Credential::Token { user } => {
+            if config.users.contains_key(user) {
+                Ok(Principal::for_user(config, user))
+            } else {
+                Err(auth_failed(format!("user {user:?} does not exist")))
+            }
+        }
+    }
+}
+
+impl Principal {
+    /// The admin principal of the daemon's own uid.
+    pub fn operator() -> Principal {
+        Principal {
+            id: OPERATOR.into(),
+            admin: true,
+            grants: Grants::new(),
+            allowed_agents: BTreeSet::new(),
+            config_write_paths: Vec::new(),
+        }
+    }
+
+    /// The principal of user `name` (which must exist in `config`): the union of its
+    /// profiles. Unknown profiles (impossible in a validated config) grant nothing.
+    pub fn for_user(config: &Config, name: &str) -> Principal {
+        let mut p = Principal {
+            id: format!("user:{name}"),
+            admin: false,
+            grants: Grants::new(),
+            allowed_agents: BTreeSet::new(),
+            config_write_paths: Vec::new(),
+        };
+        let profiles = config
+            .users
+            .get(name)
+            .map(|u| u.permission_profiles.as_slice())
+            .unwrap_or(&[]);
+        for prof in profiles
+            .iter()
+            .filter_map(|n| config.permission_profiles.get(n))
+        {
+            p.admin |= prof.admin;
+            for (res, verbs) in &prof.grants {
+                p.grants
+                    .entry(res.clone())
+                    .or_default()
+                    .extend(verbs.iter().cloned());
+            }
+            p.allowed_agents.extend(prof.allowed_agents.iter().cloned());
+            for pat in &prof.config_write_paths {
+                if let Ok(wp) = WritePattern::parse(pat)
+                    && !p.config_write_paths.contains(&wp)
+                {
+                    p.config_write_paths.push(wp);
+                }
+            }
+        }
+        p
+    }
+
+    pub fn has_grant(&self, resource: &str, verb: &str) -> bool {
+        self.admin || self.grants.get(resource).is_some_and(|v| v.contains(verb))
+    }
+
+    /// -32012 "principal <id> lacks <resource>:<verb> (required by <method>)", data
+    /// `{resource, verb}`.
+    pub fn require(&self, resource: &str, verb: &str, method: &str) -> Result<(), ErrorObject> {
+        if self.has_grant(resource, verb) {
+            return Ok(());
+        }
+        Err(ErrorObject::forbidden(format!(
+            "principal {} lacks {resource}:{verb} (required by {method})",
+            self.id
+        ))
+        .with_data(json!({"resource": resource, "verb": verb})))
+    }
+
+    /// Checks the grant [`required_grant`] names for `method`. Unknown methods pass (the
+    /// dispatcher answers them with -32601).
+    pub fn check_method(&self, method: &str) -> Result<(), ErrorObject> {
+        match required_grant(method) {
+            None | Some(Requirement::Open) => Ok(()),
+            Some(Requirement::Grant(r, v)) => self.require(r, v, method),
+            Some(Requirement::Admin) if self.admin => Ok(()),
+            Some(Requirement::Admin) => Err(ErrorObject::forbidden(format!(
+                "principal {} is not an admin (required by {method})",
+                self.id
+            ))),
+        }
+    }
+
+    /// The client → daemon methods this principal may call, `initialize` included.
+    /// `local` = false (WebSocket) leaves out `file/upload/*`.
+    pub fn capabilities(&self, local: bool) -> Vec<&'static str> {
+        CLIENT_METHODS
+            .iter()
+            .copied()
+            .filter(|m| local || !m.starts_with("file/upload/"))
+            .filter(|m| self.check_method(m).is_ok())
+            .collect()
+    }
+
+    pub fn may_use_agent(&self, alias: &str) -> bool {
+        self.admin || self.allowed_agents.contains("*") || self.allowed_agents.contains(alias)
+    }
+
+    /// Whether `prop` is within `config_write_paths` (see [`WritePattern`]).
+    pub fn may_write(&self, prop: &PropPath) -> bool {
+        self.admin || self.config_write_paths.iter().any(|p| p.matches(prop))
+    }
+
+    /// -32012 naming `prop` (and `index` for a batch entry) unless [`Self::may_write`].
+    pub fn require_write(&self, prop: &PropPath, index: Option<usize>) -> Result<(), ErrorObject> {
+        if self.may_write(prop) {
+            return Ok(());
+        }
+        let (message, data) = match index {
+            Some(i) => (
+                format!(
+                    "config entry {i} ({prop}): principal {} may not write this property",
+                    self.id
+                ),
+                json!({"index": i, "prop": prop.to_string()}),
+            ),
+            None => (
+                format!("principal {} may not write config property {prop}", self.id),
+                json!({"prop": prop.to_string()}),
+            ),
+        };
+        Err(ErrorObject::forbidden(message).with_data(data))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zeroclaw_rpc::code;
+
+    const DAEMON: u32 = 500;
+
+    fn cfg(extra: &str) -> Config {
+        let text = format!("{}\n{extra}", crate::schema::DEFAULT_CONFIG_TOML);
+        let doc: toml_edit::DocumentMut = text.parse().unwrap();
+        crate::value::check_document(&doc).unwrap()
+    }
+
+    const PROFILES: &str = r#"
+[permission_profiles.reader]
+grants = { sessions = ["read"], system = ["read"] }
+allowed_agents = ["default"]
+[permission_profiles.writer]
+grants = { sessions = ["create", "execute"], config = ["update"] }
+config_write_paths = ["users.*"]
+[permission_profiles.boss]
+admin = true
+[users.alice]
+uid = 1001
+permission_profiles = ["reader", "writer"]
+[users.nobody]
+uid = 1002
+permission_profiles = []
+[users.me]
+uid = 500
+permission_profiles = ["reader"]
+[users.tok]
+permission_profiles = ["boss"]
+"#;
+
+    #[test]
+    fn operator_user_unmapped() {
+        let c = cfg(PROFILES);
+        let op = resolve(&c, &Credential::LocalUid(DAEMON), DAEMON).unwrap();
+        assert_eq!(op.id, "operator");
+        assert!(op.admin && op.may_use_agent("x") && op.check_method("daemon/shutdown").is_ok());
+        let e = resolve(&c, &Credential::LocalUid(0), DAEMON).unwrap_err();
+        assert_eq!(e.code, code::NOT_INITIALIZED);
+        assert_eq!(
+            e.message,
+            "authentication failed: uid 0 is not mapped to a user"
+        );
+        let e = resolve(
+            &c,
+            &Credential::Token {
+                user: "ghost".into(),
+            },
+            DAEMON,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, code::NOT_INITIALIZED);
+        let tok = resolve(&c, &Credential::Token { user: "tok".into() }, DAEMON).unwrap();
+        assert_eq!(tok.id, "user:tok");
+        assert!(tok.admin);
+    }
+
+    #[test]
+    fn trust_daemon_uid_false() {
+        let mut c = cfg(PROFILES);
+        c.security.trust_daemon_uid = false;
+        let me = resolve(&c, &Credential::LocalUid(DAEMON), DAEMON).unwrap();
+        assert_eq!(me.id, "user:me");
+        assert!(!me.admin);
+        c.users.remove("me");
+        assert_eq!(
+            resolve(&c, &Credential::LocalUid(DAEMON), DAEMON)
+                .unwrap_err()
+                .code,
+            code::NOT_INITIALIZED
+        );
+    }
+
+    #[test]
+    fn union_and_empty_profiles() {
+        let c = cfg(PROFILES);
+        let a = resolve(&c, &Credential::LocalUid(1001), DAEMON).unwrap();
+        assert_eq!(a.id, "user:alice");
+        for (r, v) in [
+            ("sessions", "read"),
+            ("sessions", "create"),
+            ("system", "read"),
+            ("config", "update"),
+        ] {
+            assert!(a.has_grant(r, v), "{r}:{v}");
+        }
+        assert!(!a.has_grant("sessions", "delete"));
+        let e = a.check_method("session/kill").unwrap_err();
+        assert_eq!(e.code, code::FORBIDDEN);
+        assert_eq!(
+            e.message,
+            "principal user:alice lacks sessions:delete (required by session/kill)"
+        );
+        assert_eq!(
+            e.data,
+            Some(json!({"resource": "sessions", "verb": "delete"}))
+        );
+        assert!(a.check_method("daemon/shutdown").is_err());
+        assert!(a.may_use_agent("default") && !a.may_use_agent("other"));
+        assert!(a.may_write(&PropPath::parse("users.bob.uid").unwrap()));
+        assert!(!a.may_write(&PropPath::parse("users").unwrap()));
+        assert!(!a.may_write(&PropPath::parse("wss.port").unwrap()));
+        let e = a
+            .require_write(&PropPath::parse("wss.port").unwrap(), Some(2))
+            .unwrap_err();
+        assert_eq!(e.data, Some(json!({"index": 2, "prop": "wss.port"})));
+
+        let n = resolve(&c, &Credential::LocalUid(1002), DAEMON).unwrap();
+        assert_eq!(n.id, "user:nobody");
+        assert!(n.grants.is_empty() && !n.admin);
+        assert_eq!(n.capabilities(true), ["initialize"]);
+        for m in CLIENT_METHODS.iter().filter(|m| **m != "initialize") {
+            assert_eq!(n.check_method(m).unwrap_err().code, code::FORBIDDEN, "{m}");
+        }
+    }
+
+    #[test]
+    fn grant_table_covers_every_method() {
+        for m in CLIENT_METHODS {
+            assert!(required_grant(m).is_some(), "{m}");
+        }
+        assert_eq!(
+            required_grant("file/upload/chunk"),
+            Some(Requirement::Grant("files", "create"))
+        );
+        assert_eq!(
+            required_grant("status"),
+            Some(Requirement::Grant("system", "read"))
+        );
+        assert_eq!(required_grant("session/update"), None);
+        assert_eq!(required_grant("elicitation/create"), None);
+        let op = Principal::operator();
+        assert_eq!(op.capabilities(true).len(), CLIENT_METHODS.len());
+        assert!(!op.capabilities(false).contains(&"file/upload/begin"));
+    }
+}

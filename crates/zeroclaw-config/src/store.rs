@@ -1,0 +1,300 @@
+//! [`ConfigStore`]: the running configuration and the only writer of `config.toml`.
+//!
+//! Invariants:
+//! - every write holds one async write lock from before permissions are resolved until the
+//!   new view is installed, so concurrent writers never lose an update and a grant revoked
+//!   while a writer waited is honoured;
+//! - the `toml_edit` document under the lock is the user's file as last written (comments
+//!   kept); a write edits a clone (the candidate), validates it whole, persists it once
+//!   atomically, and only then replaces the document and installs the typed view. Any
+//!   failure before that leaves file, document and view untouched;
+//! - readers ([`ConfigStore::current`]) never wait for a writer.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, watch};
+use toml_edit::DocumentMut;
+use zeroclaw_rpc::ErrorObject;
+
+use crate::path::PropPath;
+use crate::persist::{ensure_dir, write_atomic};
+use crate::policy::Principal;
+use crate::schema::{Config, DEFAULT_CONFIG_TOML, Violation};
+use crate::value::{Invalid, check_document, get_json, masked_json, remove, set_json};
+
+/// Most entries one `config/set-many` may carry.
+pub const MAX_SET_MANY: usize = 256;
+
+/// Why the config file could not be opened; the message names the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "config file {}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+pub struct ConfigStore {
+    path: PathBuf,
+    doc: Mutex<DocumentMut>,
+    view: watch::Sender<Arc<Config>>,
+    fail_next_persist: Arc<AtomicBool>,
+}
+
+enum Op {
+    Set(PropPath, Value),
+    Delete(PropPath),
+}
+
+impl Op {
+    fn path(&self) -> &PropPath {
+        match self {
+            Op::Set(p, _) | Op::Delete(p) => p,
+        }
+    }
+}
+
+/// Formats errors for a batch entry (`Some(index)`) or a single call (`None`).
+fn entry_error(index: Option<usize>, prop: &PropPath, at: &PropPath, msg: &str) -> ErrorObject {
+    let detail = if at == prop {
+        msg.to_string()
+    } else {
+        format!("{at}: {msg}")
+    };
+    match index {
+        Some(i) => ErrorObject::invalid_entry(
+            i,
+            &prop.to_string(),
+            format!("config entry {i} ({prop}): {detail}"),
+        ),
+        None => ErrorObject::invalid_params(format!("{prop}: {detail}"))
+            .with_data(json!({"prop": prop.to_string()})),
+    }
+}
+
+/// The entry a cross-reference violation is blamed on: the one sharing the longest path
+/// prefix with it (the latest on ties), else the last entry.
+fn blame<'a>(violations: &'a [Violation], ops: &[Op]) -> (usize, &'a Violation) {
+    let mut best: Option<(usize, usize, &Violation)> = None;
+    for v in violations {
+        for (i, op) in ops.iter().enumerate() {
+            let score = op.path().common_prefix_len(&v.prop);
+            if score > 0 && best.is_none_or(|(s, _, _)| score >= s) {
+                best = Some((score, i, v));
+            }
+        }
+    }
+    match best {
+        Some((_, i, v)) => (i, v),
+        None => (ops.len().saturating_sub(1), &violations[0]),
+    }
+}
+
+impl ConfigStore {
+    /// Opens `path`, first writing the default configuration (mode 0600, directory 0700)
+    /// if the file does not exist. Errors name the file and the problem.
+    pub fn open(path: &Path) -> Result<ConfigStore, OpenError> {
+        let err = |message: String| OpenError {
+            path: path.to_path_buf(),
+            message,
+        };
+        if !path.exists() {
+            if let Some(dir) = path.parent() {
+                ensure_dir(dir).map_err(|e| err(format!("cannot create directory: {e}")))?;
+            }
+            match write_atomic(path, DEFAULT_CONFIG_TOML, true) {
+                Ok(()) => tracing::info!(path = %path.display(), "wrote default configuration"),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(err(format!("cannot write default configuration: {e}"))),
+            }
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+            err(format!("invalid TOML: {}", e.to_string().trim_end()))
+        })?;
+        let config = check_document(&doc).map_err(|e| err(e.describe()))?;
+        Ok(ConfigStore {
+            path: path.to_path_buf(),
+            doc: Mutex::new(doc),
+            view: watch::Sender::new(Arc::new(config)),
+            fail_next_persist: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory holding the config file.
+    pub fn config_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// The running configuration (cheap; never waits for a writer).
+    pub fn current(&self) -> Arc<Config> {
+        self.view.borrow().clone()
+    }
+
+    /// Notified with each newly installed configuration, after it is on disk.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Config>> {
+        self.view.subscribe()
+    }
+
+    /// `config/get`: the value at `prop`, or the whole config; secrets read as `"***"`.
+    pub fn get(&self, prop: Option<&str>) -> Result<Value, ErrorObject> {
+        let config = self.current();
+        let Some(raw) = prop else {
+            return Ok(masked_json(&config));
+        };
+        let path = PropPath::parse(raw).map_err(|e| ErrorObject::invalid_params(e.0))?;
+        get_json(&config, &path).map_err(|(at, m)| entry_error(None, &path, &at, &m))
+    }
+
+    /// `config/set-many`. `authorize` runs under the write lock against the config current
+    /// at that moment and returns the caller's principal (or its error, e.g. -32010/-32012).
+    /// Returns the canonical props in request order, duplicates once.
+    pub async fn set_many<F>(
+        &self,
+        sets: Vec<(String, Value)>,
+        authorize: F,
+    ) -> Result<Vec<String>, ErrorObject>
+    where
+        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+    {
+        if sets.is_empty() || sets.len() > MAX_SET_MANY {
+            return Err(ErrorObject::invalid_params(format!(
+                "sets must hold 1 to {MAX_SET_MANY} entries, got {}",
+                sets.len()
+            )));
+        }
+        let mut ops = Vec::with_capacity(sets.len());
+        for (i, (raw, value)) in sets.into_iter().enumerate() {
+            let path = PropPath::parse(&raw).map_err(|e| {
+                ErrorObject::invalid_entry(i, &raw, format!("config entry {i} ({raw}): {e}"))
+            })?;
+            ops.push(Op::Set(path, value));
+        }
+        let mut props: Vec<String> = Vec::new();
+        for op in &ops {
+            let p = op.path().to_string();
+            if !props.contains(&p) {
+                props.push(p);
+            }
+        }
+        self.write(ops, authorize, true).await?;
+        Ok(props)
+    }
+
+    /// `config/set`: one property. Returns the canonical prop.
+    pub async fn set<F>(
+        &self,
+        prop: &str,
+        value: Value,
+        authorize: F,
+    ) -> Result<String, ErrorObject>
+    where
+        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+    {
+        let path = PropPath::parse(prop).map_err(|e| {
+            ErrorObject::invalid_params(format!("{prop}: {e}")).with_data(json!({"prop": prop}))
+        })?;
+        let canonical = path.to_string();
+        self.write(vec![Op::Set(path, value)], authorize, false)
+            .await?;
+        Ok(canonical)
+    }
+
+    /// `config/delete`: removes a key or a map entry; -32602 if it is not set in the file
+    /// or if the config without it is invalid (e.g. a provider an agent still uses).
+    pub async fn delete<F>(&self, prop: &str, authorize: F) -> Result<String, ErrorObject>
+    where
+        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+    {
+        let path = PropPath::parse(prop).map_err(|e| {
+            ErrorObject::invalid_params(format!("{prop}: {e}")).with_data(json!({"prop": prop}))
+        })?;
+        let canonical = path.to_string();
+        self.write(vec![Op::Delete(path)], authorize, false).await?;
+        Ok(canonical)
+    }
+
+    /// Test hook: the next persist fails as if the disk had refused the write.
+    #[doc(hidden)]
+    pub fn fail_next_persist(&self) {
+        self.fail_next_persist.store(true, Ordering::SeqCst);
+    }
+
+    async fn write<F>(&self, ops: Vec<Op>, authorize: F, batch: bool) -> Result<(), ErrorObject>
+    where
+        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+    {
+        let idx = |i: usize| batch.then_some(i);
+        // 1. The write lock, held until the new view is installed.
+        let mut doc = self.doc.lock().await;
+        // 2. The caller's permissions as of now (a grant revoked while waiting counts).
+        let principal = authorize(&self.current())?;
+        // 3. Every path, before anything is staged.
+        for (i, op) in ops.iter().enumerate() {
+            principal.require_write(op.path(), idx(i))?;
+        }
+        // 4. Stage in order into one candidate.
+        let mut candidate = doc.clone();
+        for (i, op) in ops.iter().enumerate() {
+            let staged = match op {
+                Op::Set(path, value) => set_json(&mut candidate, path, value),
+                Op::Delete(path) => remove(&mut candidate, path),
+            };
+            staged.map_err(|(at, m)| entry_error(idx(i), op.path(), &at, &m))?;
+        }
+        // 5. Validate the whole candidate.
+        let config = match check_document(&candidate) {
+            Ok(c) => c,
+            Err(Invalid::At(violations)) if !violations.is_empty() => {
+                let (i, v) = blame(&violations, &ops);
+                return Err(entry_error(idx(i), ops[i].path(), &v.prop, &v.message));
+            }
+            Err(other) => {
+                let i = ops.len() - 1;
+                return Err(entry_error(
+                    idx(i),
+                    ops[i].path(),
+                    ops[i].path(),
+                    &other.describe(),
+                ));
+            }
+        };
+        // 6. Persist once, atomically.
+        let text = candidate.to_string();
+        let path = self.path.clone();
+        let fail = self.fail_next_persist.swap(false, Ordering::SeqCst);
+        let persisted = tokio::task::spawn_blocking(move || {
+            if fail {
+                return Err(std::io::Error::other("injected persist failure"));
+            }
+            write_atomic(&path, &text, false)
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r);
+        if let Err(e) = persisted {
+            tracing::error!(path = %self.path.display(), error = %e, "config write failed");
+            return Err(ErrorObject::internal(format!(
+                "cannot write {}: {e}",
+                self.path.display()
+            )));
+        }
+        // 7. Install, only after the commit.
+        *doc = candidate;
+        self.view.send_replace(Arc::new(config));
+        Ok(())
+    }
+}
