@@ -2,7 +2,6 @@
 //! written and fsynced, renamed over the target, then the directory fsynced so the rename
 //! itself survives a crash. Readers see the old bytes or the new bytes, never a mix.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -34,14 +33,13 @@ pub(crate) fn write_atomic(path: &Path, text: &str, no_clobber: bool) -> io::Res
 
 #[cfg(unix)]
 fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(not(unix))]
 fn sync_dir(_dir: &Path) -> io::Result<()> {
     // Windows cannot open a directory as a file to flush it; the rename is durable once
     // MoveFileEx returns with the file already flushed.
-    let _ = File::open;
     Ok(())
 }
 
