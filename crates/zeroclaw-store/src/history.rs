@@ -69,6 +69,9 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
         )?;
         let mut cursor = stmt.query(params![pk, before, limit])?;
         let mut rows: Vec<MessageRow> = Vec::new();
+        // The rows travel as one JSON array: `[` + rows joined by `,` + `]`. Counting the
+        // brackets here and one separator per row keeps the array within `max_bytes`.
+        let budget = q.max_bytes.saturating_sub(2);
         let mut used = 0usize;
         while let Some(r) = cursor.next()? {
             let mut m = MessageRow {
@@ -80,9 +83,9 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
                 truncated: false,
             };
             let size = json_size(&m);
-            if used + size > q.max_bytes {
+            if used + size > budget {
                 if rows.is_empty() {
-                    truncate_to_fit(&mut m, q.max_bytes);
+                    truncate_to_fit(&mut m, budget);
                     rows.push(m);
                 }
                 break;

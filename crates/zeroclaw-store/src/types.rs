@@ -314,8 +314,9 @@ pub struct MessagesQuery {
     pub limit: Option<u32>,
     /// Exclusive upper bound on `seq`.
     pub before_seq: Option<i64>,
-    /// Upper bound on the JSON size of the returned rows (serialized as [`MessageRow`], plus
-    /// one separator byte each). Older rows that do not fit are left for the next page.
+    /// Upper bound on the size of the returned rows as one compact JSON array of
+    /// [`MessageRow`]. Older rows that do not fit are left for the next page; a single row
+    /// larger than the whole budget is returned cut to fit, with `truncated: true`.
     pub max_bytes: usize,
 }
 
