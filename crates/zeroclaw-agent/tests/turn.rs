@@ -1,0 +1,927 @@
+//! The turn loop end to end: echo and OpenAI (against FakeOpenAi over real
+//! HTTP/SSE), tools, approvals, autonomy, limits, errors and cancellation.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{Rec, TestHost, openai, openai_config, spec};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use zeroclaw_agent::turn::{CANCELLED_RESULT, NO_ANSWER, REFUSED_BY_USER};
+use zeroclaw_agent::{
+    ApprovalAsk, ApprovalDecision, AskUser, Autonomy, ChatMessage, EchoProvider, OpenAiProvider,
+    ToolCallRequest, ToolName, TurnEvent, TurnOutcome, run_turn,
+};
+use zeroclaw_testkit::{FakeOpenAi, FakeToolCall, Scripted};
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn echo_turn_streams_the_prompt_back() {
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(Arc::new(EchoProvider::new()), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let mut ctx = vec![];
+    let prompt = "hello there,  general  kenobi\n!";
+    let r = run_turn(&s, &mut ctx, prompt.into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert_eq!(r.content, prompt);
+    assert_eq!(host.text(), prompt);
+    assert_eq!(host.chunks().len(), 5);
+    assert_eq!(
+        ctx,
+        vec![ChatMessage::user(prompt), ChatMessage::assistant(prompt)]
+    );
+    assert_eq!(r.new_messages, ctx);
+    // The context events mirror the context.
+    let appended: Vec<ChatMessage> = host
+        .log()
+        .into_iter()
+        .filter_map(|r| match r {
+            Rec::Event(TurnEvent::ContextAppended { message }) => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(appended, ctx);
+}
+
+#[tokio::test]
+async fn openai_text_chunks_concatenate_and_request_is_well_formed() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::chunks(
+        ["Hel", "lo, ", "wor", "ld!"],
+        Duration::ZERO,
+    ));
+    let ws = tempfile::tempdir().unwrap();
+    let mut s = spec(openai(&fake), ws.path(), Autonomy::Supervised);
+    s.model = "gpt-test".into();
+    let host = TestHost::new();
+    let mut ctx = vec![ChatMessage::user("earlier"), ChatMessage::assistant("ok")];
+    let r = run_turn(&s, &mut ctx, "hi".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed, "{}", r.content);
+    assert_eq!(r.content, "Hello, world!");
+    assert_eq!(host.chunks(), vec!["Hel", "lo, ", "wor", "ld!"]);
+    assert_eq!(ctx.len(), 4);
+    assert_eq!(ctx[3], ChatMessage::assistant("Hello, world!"));
+
+    let rec = fake.recorded();
+    assert_eq!(rec.len(), 1);
+    assert_eq!(rec[0].path, "/v1/chat/completions");
+    assert_eq!(rec[0].header("authorization"), Some("Bearer sk-test"));
+    let body = &rec[0].body;
+    assert_eq!(body["model"], "gpt-test");
+    assert_eq!(body["stream"], true);
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "You are a test."},
+            {"role": "user", "content": "earlier"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "hi"},
+        ])
+    );
+    // ask_user is not offered to a host that cannot ask.
+    assert_eq!(tool_names(body), vec!["bash", "read_file", "write_file"]);
+    // Usage is forwarded.
+    assert!(
+        host.log()
+            .iter()
+            .any(|r| matches!(r, Rec::Event(TurnEvent::Usage { .. })))
+    );
+}
+
+#[tokio::test]
+async fn empty_model_uses_the_provider_default_and_env_key() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let mut cfg = openai_config(&fake);
+    cfg.api_key = None;
+    cfg.api_key_env = Some("ZEROCLAW_AGENT_TEST_KEY_UNSET_VAR".into());
+    let s = spec(
+        Arc::new(OpenAiProvider::new(cfg).unwrap()),
+        ws.path(),
+        Autonomy::Full,
+    );
+    let host = TestHost::new();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert_eq!(r.content, "Hello from the fake model.");
+    let rec = fake.recorded();
+    assert_eq!(rec[0].body["model"], "fake-model");
+    assert_eq!(rec[0].header("authorization"), None);
+}
+
+#[tokio::test]
+async fn tool_call_is_assembled_run_and_sent_back() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::ToolCalls {
+        text: vec!["Let me ".into(), "check.".into()],
+        calls: vec![FakeToolCall {
+            fragments: 6,
+            ..FakeToolCall::new("call_1", "bash", json!({"command": "echo hi there"}))
+        }],
+    });
+    fake.push(Scripted::text("It printed hi there."));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let mut ctx = vec![];
+    let r = run_turn(
+        &s,
+        &mut ctx,
+        "run it".into(),
+        &host,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.outcome, TurnOutcome::Completed, "{}", r.content);
+    assert_eq!(r.content, "It printed hi there.");
+    assert_eq!(r.provider_calls, 2);
+    assert_eq!(r.tool_rounds, 1);
+    assert_eq!(
+        host.tool_log(),
+        vec![
+            Rec::Event(TurnEvent::ToolCall {
+                tool_call_id: "call_1".into(),
+                name: "bash".into(),
+                raw_input: json!({"command": "echo hi there"}),
+            }),
+            Rec::Event(TurnEvent::ToolResult {
+                tool_call_id: "call_1".into(),
+                name: "bash".into(),
+                raw_output: "hi there\n".into(),
+            }),
+        ]
+    );
+    assert_eq!(host.text(), "Let me check.It printed hi there.");
+
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 2);
+    let msgs = reqs[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[2..],
+        [
+            json!({"role": "assistant", "content": "Let me check.", "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "bash", "arguments": "{\"command\":\"echo hi there\"}"}}]}),
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "hi there\n"}),
+        ]
+    );
+    assert_eq!(
+        ctx,
+        vec![
+            ChatMessage::user("run it"),
+            ChatMessage::Assistant {
+                content: "Let me check.".into(),
+                tool_calls: vec![ToolCallRequest {
+                    id: "call_1".into(),
+                    name: "bash".into(),
+                    arguments: "{\"command\":\"echo hi there\"}".into(),
+                }],
+            },
+            ChatMessage::tool_result("call_1", "bash", "hi there\n"),
+            ChatMessage::assistant("It printed hi there."),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn several_calls_in_one_response_run_in_order() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new(
+            "a",
+            "write_file",
+            json!({"path": "d/f.txt", "content": "data"}),
+        ),
+        FakeToolCall::new("b", "read_file", json!({"path": "d/f.txt"})),
+    ]));
+    fake.push(Scripted::text("ok"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let r = run_turn(
+        &s,
+        &mut vec![],
+        "go".into(),
+        &host,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        host.tool_results(),
+        vec!["Wrote 4 bytes to d/f.txt".to_string(), "data".to_string()]
+    );
+    let msgs = fake.requests()[1]["messages"].clone();
+    assert_eq!(msgs[3]["tool_call_id"], "a");
+    assert_eq!(msgs[4]["tool_call_id"], "b");
+}
+
+#[tokio::test]
+async fn supervised_order_is_call_then_approval_then_result() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_call(
+        "c1",
+        "write_file",
+        json!({"path": "out.txt", "content": "hello"}),
+    ));
+    fake.push(Scripted::tool_call(
+        "c2",
+        "read_file",
+        json!({"path": "out.txt"}),
+    ));
+    fake.push(Scripted::text("done"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Supervised);
+    let host = TestHost::with_decisions(vec![ApprovalDecision::AllowAlways]);
+    let r = run_turn(
+        &s,
+        &mut vec![],
+        "write".into(),
+        &host,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.outcome, TurnOutcome::Completed, "{}", r.content);
+    assert_eq!(
+        host.tool_log(),
+        vec![
+            Rec::Event(TurnEvent::ToolCall {
+                tool_call_id: "c1".into(),
+                name: "write_file".into(),
+                raw_input: json!({"path": "out.txt", "content": "hello"}),
+            }),
+            Rec::Approval(ApprovalAsk {
+                tool_call_id: "c1".into(),
+                tool_name: "write_file".into(),
+                arguments_summary: "write out.txt (5 bytes)".into(),
+                raw_input: json!({"path": "out.txt", "content": "hello"}),
+            }),
+            Rec::Event(TurnEvent::ToolResult {
+                tool_call_id: "c1".into(),
+                name: "write_file".into(),
+                raw_output: "Wrote 5 bytes to out.txt".into(),
+            }),
+            // read_file never needs approval.
+            Rec::Event(TurnEvent::ToolCall {
+                tool_call_id: "c2".into(),
+                name: "read_file".into(),
+                raw_input: json!({"path": "out.txt"}),
+            }),
+            Rec::Event(TurnEvent::ToolResult {
+                tool_call_id: "c2".into(),
+                name: "read_file".into(),
+                raw_output: "hello".into(),
+            }),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+}
+
+#[tokio::test]
+async fn rejected_call_tells_the_model_and_does_not_run() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_call(
+        "c1",
+        "bash",
+        json!({"command": "touch should_not_exist"}),
+    ));
+    fake.push(Scripted::text("understood"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Supervised);
+    let host = TestHost::with_decisions(vec![ApprovalDecision::Reject]);
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert_eq!(r.content, "understood");
+    assert_eq!(host.tool_results(), vec![REFUSED_BY_USER.to_string()]);
+    assert!(!ws.path().join("should_not_exist").exists());
+    let msgs = fake.requests()[1]["messages"].clone();
+    assert_eq!(
+        msgs[3],
+        json!({"role": "tool", "tool_call_id": "c1", "content": REFUSED_BY_USER})
+    );
+    let approvals: Vec<_> = host
+        .log()
+        .into_iter()
+        .filter_map(|r| match r {
+            Rec::Approval(a) => Some(a.arguments_summary),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(approvals, vec!["touch should_not_exist".to_string()]);
+}
+
+#[tokio::test]
+async fn reject_with_edit_runs_the_replacement() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_call(
+        "c1",
+        "bash",
+        json!({"command": "echo original"}),
+    ));
+    fake.push(Scripted::text("ok"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Supervised);
+    let host = TestHost::with_decisions(vec![ApprovalDecision::RejectWithEdit(Some(
+        json!({"command": "echo edited"}),
+    ))]);
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    let out = &host.tool_results()[0];
+    assert!(out.ends_with("edited\n"), "{out}");
+    assert!(out.contains("replaced the arguments"), "{out}");
+}
+
+#[tokio::test]
+async fn read_only_refuses_without_asking() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new("c1", "bash", json!({"command": "touch nope"})),
+        FakeToolCall::new("c2", "write_file", json!({"path": "f", "content": "x"})),
+        FakeToolCall::new("c3", "read_file", json!({"path": "missing.txt"})),
+    ]));
+    fake.push(Scripted::text("fine"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::ReadOnly);
+    let host = TestHost::new();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert!(!host.log().iter().any(|r| matches!(r, Rec::Approval(_))));
+    let results = host.tool_results();
+    assert!(results[0].starts_with("Refused:") && results[0].contains("read_only"));
+    assert!(results[1].starts_with("Refused:") && results[1].contains("write_file"));
+    assert!(results[2].contains("does not exist"));
+    assert!(!ws.path().join("nope").exists());
+    assert!(!ws.path().join("f").exists());
+}
+
+#[tokio::test]
+async fn unknown_and_malformed_calls_get_error_results_and_the_loop_goes_on() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new("c1", "rm_rf", json!({})),
+        FakeToolCall {
+            arguments: "{not json".into(),
+            ..FakeToolCall::new("c2", "read_file", json!({}))
+        },
+        // Offered only when the host can ask.
+        FakeToolCall::new("c3", "ask_user", json!({"question": "?"})),
+    ]));
+    fake.push(Scripted::text("sorry"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert_eq!(r.content, "sorry");
+    let results = host.tool_results();
+    assert!(
+        results[0].contains("`rm_rf` is not available"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("not valid JSON"), "{results:?}");
+    assert!(
+        results[2].contains("`ask_user` is not available"),
+        "{results:?}"
+    );
+    match &host.tool_log()[2] {
+        Rec::Event(TurnEvent::ToolCall { raw_input, .. }) => {
+            assert_eq!(raw_input, &json!("{not json"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn ask_user_goes_through_the_host() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_call(
+        "q1",
+        "ask_user",
+        json!({"question": "Which color?", "choices": ["red", "blue"], "multiple": false}),
+    ));
+    fake.push(Scripted::tool_call(
+        "q2",
+        "ask_user",
+        json!({"question": "Anything else?"}),
+    ));
+    fake.push(Scripted::text("thanks"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Supervised);
+    let mut host = TestHost::new();
+    host.can_ask = true;
+    *host.answers.lock().unwrap() = vec![Some("blue".to_string()), None].into();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        tool_names(&fake.requests()[0]),
+        vec!["bash", "read_file", "write_file", "ask_user"]
+    );
+    let asks: Vec<_> = host
+        .log()
+        .into_iter()
+        .filter_map(|r| match r {
+            Rec::Ask(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        asks,
+        vec![
+            AskUser {
+                question: "Which color?".into(),
+                choices: Some(vec!["red".into(), "blue".into()]),
+                multiple: false,
+            },
+            AskUser {
+                question: "Anything else?".into(),
+                choices: None,
+                multiple: false,
+            },
+        ]
+    );
+    assert_eq!(
+        host.tool_results(),
+        vec!["blue".to_string(), NO_ANSWER.to_string()]
+    );
+    assert!(NO_ANSWER.contains("no answer"));
+    // ask_user never needs approval.
+    assert!(!host.log().iter().any(|r| matches!(r, Rec::Approval(_))));
+    let msgs = fake.requests()[2]["messages"].clone();
+    assert_eq!(msgs[5]["content"], NO_ANSWER);
+}
+
+#[tokio::test]
+async fn max_tool_iterations_stops_after_n_rounds() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    for i in 0..4 {
+        fake.push(Scripted::tool_call(
+            &format!("c{i}"),
+            "bash",
+            json!({"command": format!("echo {i}")}),
+        ));
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let mut s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    s.max_tool_iterations = 2;
+    let host = TestHost::new();
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "loop".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert!(r.content.contains("max_tool_iterations"), "{}", r.content);
+    assert_eq!(r.provider_calls, 2);
+    assert_eq!(r.tool_rounds, 2);
+    assert_eq!(fake.request_count(), 2);
+    assert_eq!(fake.pending(), 2);
+    assert_eq!(
+        host.tool_results(),
+        vec!["0\n".to_string(), "1\n".to_string()]
+    );
+    // The context ends on the last round's result (no unmatched call).
+    assert_eq!(ctx.len(), 5);
+    assert_eq!(ctx[4], ChatMessage::tool_result("c1", "bash", "1\n"));
+    assert_eq!(zeroclaw_agent::provider_safe(&ctx), ctx);
+}
+
+#[tokio::test]
+async fn max_tool_iterations_zero_runs_nothing() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_call(
+        "c0",
+        "bash",
+        json!({"command": "touch x"}),
+    ));
+    let ws = tempfile::tempdir().unwrap();
+    let mut s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    s.max_tool_iterations = 0;
+    let host = TestHost::new();
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    assert!(r.content.contains("max_tool_iterations"));
+    assert_eq!(fake.request_count(), 1);
+    assert!(!ws.path().join("x").exists());
+    assert_eq!(zeroclaw_agent::provider_safe(&ctx), ctx);
+    assert!(matches!(ctx.last(), Some(ChatMessage::Tool { .. })));
+}
+
+#[tokio::test]
+async fn http_error_fails_with_the_provider_message() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::http_error(500, "the model is on fire"));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(r.content.contains("the model is on fire"), "{}", r.content);
+    assert!(r.content.contains("500"), "{}", r.content);
+    assert_eq!(ctx, vec![ChatMessage::user("x")]);
+}
+
+#[tokio::test]
+async fn broken_stream_fails_and_keeps_partial_text() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::broken(["partial ", "answer"]));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(r.content.contains("stream"), "{}", r.content);
+    assert_eq!(host.text(), "partial answer");
+    assert_eq!(ctx[1], ChatMessage::assistant("partial answer"));
+}
+
+#[tokio::test]
+async fn stream_without_done_or_finish_reason_is_unexpected_end() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::raw([
+        r#"{"choices":[{"index":0,"delta":{"content":"cut"},"finish_reason":null}]}"#,
+    ]));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let r = run_turn(
+        &s,
+        &mut vec![],
+        "x".into(),
+        &TestHost::new(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(
+        r.content.contains("stream ended unexpectedly"),
+        "{}",
+        r.content
+    );
+}
+
+#[tokio::test]
+async fn finish_reason_without_done_is_accepted() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::raw([
+        r#"{"choices":[{"index":0,"delta":{"content":"fine"},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    ]));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let r = run_turn(
+        &s,
+        &mut vec![],
+        "x".into(),
+        &TestHost::new(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.outcome, TurnOutcome::Completed, "{}", r.content);
+    assert_eq!(r.content, "fine");
+}
+
+#[tokio::test]
+async fn malformed_event_and_in_stream_error_fail() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::raw(["{not json", "[DONE]"]));
+    fake.push(Scripted::raw([
+        r#"{"error":{"message":"rate limited mid-stream"}}"#,
+    ]));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(r.content.contains("malformed"), "{}", r.content);
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(
+        r.content.contains("rate limited mid-stream"),
+        "{}",
+        r.content
+    );
+}
+
+#[tokio::test]
+async fn reasoning_becomes_thought_chunks() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::reasoning("thinking hard", "the answer"));
+    fake.push(Scripted::raw([
+        r#"{"choices":[{"index":0,"delta":{"reasoning":"alt field"},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}"#,
+        "[DONE]",
+    ]));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.content, "the answer");
+    assert_eq!(host.thoughts(), "thinking hard");
+    // Hidden reasoning never enters the context.
+    assert_eq!(ctx[1], ChatMessage::assistant("the answer"));
+    let host = TestHost::new();
+    run_turn(&s, &mut ctx, "y".into(), &host, CancellationToken::new()).await;
+    assert_eq!(host.thoughts(), "alt field");
+}
+
+#[tokio::test]
+async fn first_byte_and_idle_timeouts_fail() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::slow(
+        Duration::from_secs(5),
+        Scripted::text("late"),
+    ));
+    fake.push(Scripted::chunks(["a", "b"], Duration::from_secs(5)));
+    let ws = tempfile::tempdir().unwrap();
+    let mut cfg = openai_config(&fake);
+    cfg.first_byte_timeout = Duration::from_millis(300);
+    cfg.idle_timeout = Duration::from_millis(300);
+    let s = spec(
+        Arc::new(OpenAiProvider::new(cfg).unwrap()),
+        ws.path(),
+        Autonomy::Full,
+    );
+    let host = TestHost::new();
+    let t = Instant::now();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(r.content.contains("timed out"), "{}", r.content);
+    assert!(t.elapsed() < Duration::from_secs(3));
+    let t = Instant::now();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(r.content.contains("timed out"), "{}", r.content);
+    assert!(t.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn unreachable_server_fails() {
+    // Bind then drop to get a port nobody listens on.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let cfg = zeroclaw_agent::OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(
+        Arc::new(OpenAiProvider::new(cfg).unwrap()),
+        ws.path(),
+        Autonomy::Full,
+    );
+    let r = run_turn(
+        &s,
+        &mut vec![],
+        "x".into(),
+        &TestHost::new(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.outcome, TurnOutcome::Failed);
+    assert!(r.content.contains("cannot reach"), "{}", r.content);
+}
+
+/// Cancels `token` after `after`, returning the instant it fired.
+fn cancel_after(token: &CancellationToken, after: Duration) -> tokio::task::JoinHandle<Instant> {
+    let token = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        token.cancel();
+        Instant::now()
+    })
+}
+
+#[tokio::test]
+async fn cancel_mid_stream_returns_fast_with_partial_text() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    let chunks: Vec<String> = (0..50).map(|i| format!("w{i} ")).collect();
+    fake.push(Scripted::chunks(chunks, Duration::from_millis(100)));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let token = CancellationToken::new();
+    let fired = cancel_after(&token, Duration::from_millis(450));
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "x".into(), &host, token).await;
+    let done = Instant::now();
+    let fired = fired.await.unwrap();
+    assert!(
+        done - fired < Duration::from_millis(500),
+        "{:?}",
+        done - fired
+    );
+    assert_eq!(r.outcome, TurnOutcome::Cancelled);
+    assert!(r.content.starts_with("w0 w1 "), "{}", r.content);
+    assert!(r.content.len() < 50 * 3);
+    assert_eq!(r.content, host.text());
+    assert_eq!(ctx[1], ChatMessage::assistant(r.content.clone()));
+    // The HTTP stream was dropped: the server cannot finish its response.
+    let mut aborted = false;
+    for _ in 0..100 {
+        if fake.aborted_responses() == 1 {
+            aborted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(aborted, "the server kept streaming to a cancelled turn");
+}
+
+#[tokio::test]
+async fn cancel_before_first_byte() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::slow(
+        Duration::from_secs(30),
+        Scripted::text("late"),
+    ));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let token = CancellationToken::new();
+    let fired = cancel_after(&token, Duration::from_millis(200));
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "x".into(), &TestHost::new(), token).await;
+    let elapsed = Instant::now() - fired.await.unwrap();
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert_eq!(r.outcome, TurnOutcome::Cancelled);
+    assert_eq!(r.content, "");
+    assert_eq!(ctx, vec![ChatMessage::user("x")]);
+}
+
+#[tokio::test]
+async fn cancel_kills_a_running_bash_and_closes_the_call() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let marker = ws.path().join("done");
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new(
+            "c1",
+            "bash",
+            json!({"command": format!("sleep 30; echo done > {}", marker.display())}),
+        ),
+        FakeToolCall::new("c2", "bash", json!({"command": "echo never"})),
+    ]));
+    let s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let token = CancellationToken::new();
+    let fired = cancel_after(&token, Duration::from_millis(500));
+    let mut ctx = vec![];
+    let r = run_turn(&s, &mut ctx, "x".into(), &host, token).await;
+    let elapsed = Instant::now() - fired.await.unwrap();
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert_eq!(r.outcome, TurnOutcome::Cancelled);
+    assert_eq!(fake.request_count(), 1);
+    // c1 started (tool_call + cancelled tool_result); c2 never started.
+    assert_eq!(
+        host.tool_log(),
+        vec![
+            Rec::Event(TurnEvent::ToolCall {
+                tool_call_id: "c1".into(),
+                name: "bash".into(),
+                raw_input: json!({"command": format!("sleep 30; echo done > {}", marker.display())}),
+            }),
+            Rec::Event(TurnEvent::ToolResult {
+                tool_call_id: "c1".into(),
+                name: "bash".into(),
+                raw_output: CANCELLED_RESULT.into(),
+            }),
+        ]
+    );
+    // Every call in the context has a result.
+    assert_eq!(ctx.len(), 4);
+    assert_eq!(
+        ctx[2],
+        ChatMessage::tool_result("c1", "bash", CANCELLED_RESULT)
+    );
+    assert_eq!(
+        ctx[3],
+        ChatMessage::tool_result("c2", "bash", CANCELLED_RESULT)
+    );
+    assert_eq!(zeroclaw_agent::provider_safe(&ctx), ctx);
+    // Ask the kernel: no process is left running the command.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("echo done > {}", marker.display())])
+        .output();
+    if let Ok(out) = out {
+        assert!(out.stdout.is_empty(), "bash still running");
+    }
+    assert!(!marker.exists());
+}
+
+#[tokio::test]
+async fn cancel_while_waiting_for_approval() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_call(
+        "c1",
+        "bash",
+        json!({"command": "touch x"}),
+    ));
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(openai(&fake), ws.path(), Autonomy::Supervised);
+    let mut host = TestHost::new();
+    host.approve_delay = Duration::from_secs(30);
+    let token = CancellationToken::new();
+    let fired = cancel_after(&token, Duration::from_millis(300));
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, token).await;
+    let elapsed = Instant::now() - fired.await.unwrap();
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert_eq!(r.outcome, TurnOutcome::Cancelled);
+    assert!(!ws.path().join("x").exists());
+}
+
+#[tokio::test]
+async fn workspace_escapes_are_refused_through_the_turn() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let ws = root.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(root.path().join("x"), "secret").unwrap();
+    std::os::unix::fs::symlink("/tmp", ws.join("tmplink")).unwrap();
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new("a", "read_file", json!({"path": "../x"})),
+        FakeToolCall::new("b", "read_file", json!({"path": "/etc/passwd"})),
+        FakeToolCall::new(
+            "c",
+            "write_file",
+            json!({"path": "tmplink/zeroclaw-escape.txt", "content": "x"}),
+        ),
+    ]));
+    fake.push(Scripted::text("ok"));
+    let s = spec(openai(&fake), &ws, Autonomy::Full);
+    let host = TestHost::new();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    let results = host.tool_results();
+    assert_eq!(results.len(), 3);
+    for res in &results {
+        assert!(res.starts_with("Refused:"), "{res}");
+        assert!(!res.contains("secret"));
+    }
+    assert!(results[2].contains("symlink"));
+}
+
+#[tokio::test]
+async fn bash_runs_in_cwd_with_small_timeout_and_cap() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new("a", "bash", json!({"command": "pwd"})),
+        FakeToolCall::new("b", "bash", json!({"command": "sleep 20"})),
+        FakeToolCall::new("c", "bash", json!({"command": "yes | head -c 100000"})),
+    ]));
+    fake.push(Scripted::text("ok"));
+    let ws = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut s = spec(openai(&fake), ws.path(), Autonomy::Full);
+    s.cwd = cwd.path().to_path_buf();
+    s.limits.bash_timeout = Duration::from_millis(300);
+    s.limits.bash_output_cap = 64 * 1024;
+    let host = TestHost::new();
+    let t = Instant::now();
+    let r = run_turn(&s, &mut vec![], "x".into(), &host, CancellationToken::new()).await;
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    let results = host.tool_results();
+    assert_eq!(
+        results[0],
+        format!("{}\n", cwd.path().canonicalize().unwrap().display())
+    );
+    assert!(results[1].contains("timed out"), "{}", results[1]);
+    assert!(
+        results[2].contains("[output truncated: 34464 more bytes not shown; limit 65536 bytes]"),
+        "{}",
+        &results[2][results[2].len() - 100..]
+    );
+}
+
+#[tokio::test]
+async fn echo_provider_with_tools_offered_still_just_echoes() {
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(
+        Arc::new(EchoProvider::with_delay(Duration::from_millis(1))),
+        ws.path(),
+        Autonomy::Supervised,
+    );
+    let mut ctx = vec![];
+    let host = TestHost::new();
+    for p in ["one", "two words"] {
+        let r = run_turn(&s, &mut ctx, p.into(), &host, CancellationToken::new()).await;
+        assert_eq!(r.content, p);
+    }
+    assert_eq!(ctx.len(), 4);
+    assert_eq!(s.tools, ToolName::ALL.to_vec());
+}
