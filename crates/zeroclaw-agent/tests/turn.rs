@@ -721,7 +721,7 @@ async fn cancel_mid_stream_returns_fast_with_partial_text() {
     let done = Instant::now();
     let fired = fired.await.unwrap();
     assert!(
-        done - fired < Duration::from_millis(500),
+        done - fired < Duration::from_millis(800),
         "{:?}",
         done - fired
     );
@@ -756,7 +756,7 @@ async fn cancel_before_first_byte() {
     let mut ctx = vec![];
     let r = run_turn(&s, &mut ctx, "x".into(), &TestHost::new(), token).await;
     let elapsed = Instant::now() - fired.await.unwrap();
-    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(800), "{elapsed:?}");
     assert_eq!(r.outcome, TurnOutcome::Cancelled);
     assert_eq!(r.content, "");
     assert_eq!(ctx, vec![ChatMessage::user("x")]);
@@ -782,7 +782,7 @@ async fn cancel_kills_a_running_bash_and_closes_the_call() {
     let mut ctx = vec![];
     let r = run_turn(&s, &mut ctx, "x".into(), &host, token).await;
     let elapsed = Instant::now() - fired.await.unwrap();
-    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(800), "{elapsed:?}");
     assert_eq!(r.outcome, TurnOutcome::Cancelled);
     assert_eq!(fake.request_count(), 1);
     // c1 started (tool_call + cancelled tool_result); c2 never started.
@@ -839,7 +839,7 @@ async fn cancel_while_waiting_for_approval() {
     let fired = cancel_after(&token, Duration::from_millis(300));
     let r = run_turn(&s, &mut vec![], "x".into(), &host, token).await;
     let elapsed = Instant::now() - fired.await.unwrap();
-    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(800), "{elapsed:?}");
     assert_eq!(r.outcome, TurnOutcome::Cancelled);
     assert!(!ws.path().join("x").exists());
 }

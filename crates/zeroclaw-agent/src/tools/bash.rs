@@ -47,6 +47,12 @@ impl Drop for GroupGuard {
 /// Runs the command and returns the text given to the model.
 /// Cancel-safe: dropping the future kills the process group.
 pub async fn run_bash(command: &str, cwd: &Path, limits: &ToolLimits) -> String {
+    if !cwd.is_dir() {
+        return format!(
+            "Error: the working directory {} does not exist",
+            cwd.display()
+        );
+    }
     match run_inner(command, cwd, limits).await {
         Ok(s) => s,
         Err(e) => format!("Error: failed to run bash: {e}"),
@@ -173,6 +179,12 @@ mod tests {
             format!("out\nerr\n{}\n\n[exit code: 3]", cwd.display())
         );
         assert_eq!(run_bash("true", dir.path(), &limits()).await, "(no output)");
+        let gone = dir.path().join("gone");
+        assert!(
+            run_bash("true", &gone, &limits())
+                .await
+                .contains("does not exist")
+        );
     }
 
     #[tokio::test]
