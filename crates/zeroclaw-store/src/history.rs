@@ -110,3 +110,41 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Role;
+
+    #[test]
+    fn escaped_len_matches_serde_json() {
+        let chars = (0u32..0x300)
+            .filter_map(char::from_u32)
+            .chain(['\u{2028}', '\u{fffd}', '😀']);
+        for ch in chars {
+            let json = serde_json::to_string(&ch.to_string()).unwrap();
+            assert_eq!(escaped_len(ch), json.len() - 2, "{ch:?}");
+        }
+    }
+
+    #[test]
+    fn truncation_fits_the_budget_on_a_char_boundary() {
+        for budget in [0, 50, 120, 121, 122, 123, 300] {
+            let mut row = MessageRow {
+                seq: 7,
+                role: Role::Assistant,
+                content: "é\n😀\"x".repeat(40),
+                turn_id: Some("t".into()),
+                created_at: 1,
+                truncated: false,
+            };
+            let original = row.content.clone();
+            truncate_to_fit(&mut row, budget);
+            assert!(row.truncated);
+            assert!(original.starts_with(&row.content));
+            if !row.content.is_empty() {
+                assert!(json_size(&row) <= budget, "budget {budget}");
+            }
+        }
+    }
+}

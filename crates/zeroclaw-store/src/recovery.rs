@@ -207,3 +207,53 @@ pub(crate) fn recover_all(db: &mut Db, surface: &str) -> Result<Vec<RecoveredSes
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(seq: i64, role: Role, content: String) -> ContextRow {
+        ContextRow {
+            seq,
+            turn_id: None,
+            role,
+            content,
+        }
+    }
+
+    fn call(id: &str) -> String {
+        ToolCall {
+            tool_call_id: id.into(),
+            name: "bash".into(),
+            raw_input: json!({}),
+        }
+        .to_content()
+    }
+
+    fn result(id: &str) -> String {
+        ToolResult {
+            tool_call_id: id.into(),
+            name: "bash".into(),
+            raw_output: json!("ok"),
+        }
+        .to_content()
+    }
+
+    #[test]
+    fn provider_safe_keeps_only_matched_tool_pairs() {
+        let rows = vec![
+            row(1, Role::User, "q".into()),
+            row(2, Role::ToolResult, result("early")), // result before its call
+            row(3, Role::ToolCall, call("early")),
+            row(4, Role::ToolCall, call("ok")),
+            row(5, Role::ToolResult, result("ok")),
+            row(6, Role::ToolCall, call("dangling")),
+            row(7, Role::ToolCall, "not json".into()),
+            row(8, Role::Interruption, INTERRUPTED.into()),
+            row(9, Role::Assistant, "a".into()),
+        ];
+        let kept: Vec<i64> = provider_safe(rows).iter().map(|r| r.seq).collect();
+        assert_eq!(kept, [1, 4, 5, 9]);
+    }
+}
