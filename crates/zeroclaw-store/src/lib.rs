@@ -17,7 +17,7 @@
 //! and awaits a oneshot reply. Each writing call is exactly one transaction and returns
 //! only after it committed. Dropping a call's future does not cancel it: a write that
 //! reached the thread still commits. The thread ends (and the database is closed) when the
-//! last handle is dropped.
+//! last handle is dropped; that drop waits for calls already queued to finish.
 //!
 //! # A turn (ACP)
 //!
@@ -269,6 +269,8 @@ impl Store {
     /// [`Progress::to_row`] / [`NewRow`] helpers) and closing its checkpoint with `status`
     /// (`Completed`, `Cancelled` or `Failed`). Returns the rows' seqs. Fails with
     /// [`StoreError::TurnNotOpen`] if the turn was already closed (e.g. recovered).
+    /// Allowed on a killed row (and so is `record_progress`): a kill cancels the running
+    /// turn first, and that turn may still persist what it did.
     pub async fn finish_turn(
         &self,
         key: &SessionKey,
