@@ -1,1 +1,221 @@
-//! zeroclaw-client (being built).
+//! A client for the zeroclaw daemon: connects to the local endpoint, sends requests with
+//! its own `zc-out-N` ids, and surfaces what the daemon sends unasked (notifications such
+//! as `session/update`, and requests such as `elicitation/create`) as [`ServerMessage`]s.
+//! Used by the command-line tools and by the integration tests.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use zeroclaw_rpc::message::{request_line, response_line};
+use zeroclaw_rpc::{ErrorObject, Frame, FrameReader, Inbound, PeerError, Pending};
+
+/// Something the daemon sent without being asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerMessage {
+    Notification {
+        method: String,
+        params: Value,
+    },
+    /// A request the client must answer with [`Client::respond`].
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+}
+
+#[derive(Debug)]
+pub enum ClientError {
+    /// The daemon answered with an error.
+    Rpc(ErrorObject),
+    Timeout,
+    Closed,
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Rpc(e) => write!(f, "{} (code {})", e.message, e.code),
+            ClientError::Timeout => f.write_str("the daemon did not answer in time"),
+            ClientError::Closed => f.write_str("the daemon closed the connection"),
+            ClientError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<PeerError> for ClientError {
+    fn from(e: PeerError) -> Self {
+        match e {
+            PeerError::Remote(e) => ClientError::Rpc(e),
+            PeerError::Timeout => ClientError::Timeout,
+            PeerError::Closed => ClientError::Closed,
+        }
+    }
+}
+
+/// Messages from the daemon waiting to be read by the application.
+const EVENT_QUEUE: usize = 4096;
+/// Lines waiting to be written.
+const SEND_QUEUE: usize = 256;
+
+pub struct Client {
+    out: mpsc::Sender<Vec<u8>>,
+    pending: Arc<Pending>,
+    events: mpsc::Receiver<ServerMessage>,
+    timeout: Duration,
+}
+
+impl Client {
+    /// Connects to the daemon's local endpoint.
+    pub async fn connect(path: &Path) -> Result<Client, ClientError> {
+        let conn = zeroclaw_ipc::connect(path).await.map_err(ClientError::Io)?;
+        Ok(Client::over(conn.reader, conn.writer))
+    }
+
+    /// A client over any byte stream speaking NDJSON.
+    pub fn over<R, W>(reader: R, writer: W) -> Client
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let pending = Arc::new(Pending::new());
+        let (out, out_rx) = mpsc::channel(SEND_QUEUE);
+        let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
+        tokio::spawn(write_loop(writer, out_rx));
+        tokio::spawn(read_loop(reader, Arc::clone(&pending), events_tx));
+        Client {
+            out,
+            pending,
+            events,
+            timeout: Duration::from_secs(600),
+        }
+    }
+
+    /// Sets how long [`Client::call`] waits for an answer (default 10 minutes).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// `initialize` with protocol version 1 and the elicitation capability when asked.
+    pub async fn initialize(&self, name: &str, elicitation: bool) -> Result<Value, ClientError> {
+        let mut params = json!({
+            "protocolVersion": 1,
+            "clientInfo": {"name": name, "version": env!("CARGO_PKG_VERSION")},
+        });
+        if elicitation {
+            params["clientCapabilities"] = json!({"elicitation": {}});
+        }
+        self.call("initialize", params).await
+    }
+
+    /// Sends a request and waits for its answer.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let ticket = self.pending.register().ok_or(ClientError::Closed)?;
+        let line = request_line(
+            Some(&Value::String(ticket.id.clone())),
+            method,
+            Some(&params),
+        );
+        self.out.send(line).await.map_err(|_| ClientError::Closed)?;
+        Ok(ticket.wait(self.timeout).await?)
+    }
+
+    /// Sends a notification (no answer).
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
+        let line = request_line(None, method, Some(&params));
+        self.out.send(line).await.map_err(|_| ClientError::Closed)
+    }
+
+    /// Answers a request the daemon sent us.
+    pub async fn respond(
+        &self,
+        id: Value,
+        outcome: Result<Value, ErrorObject>,
+    ) -> Result<(), ClientError> {
+        self.out
+            .send(response_line(&id, &outcome))
+            .await
+            .map_err(|_| ClientError::Closed)
+    }
+
+    /// Sends raw bytes as they are (tests of malformed input).
+    pub async fn send_raw(&self, bytes: Vec<u8>) -> Result<(), ClientError> {
+        self.out.send(bytes).await.map_err(|_| ClientError::Closed)
+    }
+
+    /// The next message the daemon sent unasked; `None` once the connection is closed.
+    pub async fn next_event(&mut self) -> Option<ServerMessage> {
+        self.events.recv().await
+    }
+
+    /// Like [`Client::next_event`] but gives up after `timeout`.
+    pub async fn next_event_within(&mut self, timeout: Duration) -> Option<ServerMessage> {
+        tokio::time::timeout(timeout, self.events.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = lines.recv().await {
+        if writer.write_all(&line).await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(
+    reader: R,
+    pending: Arc<Pending>,
+    events: mpsc::Sender<ServerMessage>,
+) {
+    let mut frames = FrameReader::new(BufReader::new(reader));
+    while let Ok(Some(frame)) = frames.next_frame().await {
+        let Frame::Line(line) = frame else {
+            tracing::warn!("daemon sent an oversize frame");
+            continue;
+        };
+        let message = match zeroclaw_rpc::classify(&line) {
+            Inbound::Response(response) => {
+                if !pending.resolve(response) {
+                    tracing::warn!("dropping a response that answers none of our requests");
+                }
+                continue;
+            }
+            Inbound::Request(req) => match req.id {
+                Some(id) => ServerMessage::Request {
+                    id,
+                    method: req.method,
+                    params: req.params.unwrap_or(Value::Null),
+                },
+                None => ServerMessage::Notification {
+                    method: req.method,
+                    params: req.params.unwrap_or(Value::Null),
+                },
+            },
+            Inbound::Reject { error, .. } => {
+                tracing::warn!("daemon sent an invalid message: {}", error.message);
+                continue;
+            }
+            Inbound::DropInvalidResponse(why) => {
+                tracing::warn!("daemon sent an invalid response: {why}");
+                continue;
+            }
+        };
+        // Never block on a slow application: responses must keep flowing. A full queue
+        // drops the message with a warning instead.
+        if let Err(mpsc::error::TrySendError::Full(_)) = events.try_send(message) {
+            tracing::warn!("event queue full; dropping a message from the daemon");
+        }
+    }
+    pending.close();
+}

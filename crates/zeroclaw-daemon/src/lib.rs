@@ -1,1 +1,87 @@
-//! zeroclaw-daemon (being built).
+//! The zeroclaw daemon: binds the local endpoint, loads the configuration, and serves
+//! JSON-RPC connections until it is told to stop (SPEC §2–§5, §9, §11).
+//!
+//! Layers, outside in: [`transport`] (bytes ↔ frames) → [`connection`] (envelope rules,
+//! handshake gate, queues) → [`dispatch`] (method table, grants) → [`methods`] (handlers).
+
+pub mod auth;
+pub mod connection;
+pub mod dispatch;
+pub mod methods;
+pub mod outbound;
+pub mod params;
+pub mod registry;
+pub mod server;
+pub mod state;
+pub mod transport;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use zeroclaw_config::ConfigStore;
+use zeroclaw_ipc::{BindOptions, Dirs, LocalListener};
+
+use crate::registry::ConnectionRegistry;
+use crate::state::Daemon;
+
+/// How the daemon was asked to run.
+#[derive(Debug, Clone, Default)]
+pub struct DaemonOptions {
+    pub config_dir: Option<PathBuf>,
+    pub ephemeral: bool,
+    /// Overrides the 30 s stalled-reader timeout (tests).
+    pub stall_timeout: Option<Duration>,
+}
+
+/// A startup failure, with a message fit for the terminal.
+#[derive(Debug)]
+pub struct StartupError(pub String);
+
+impl std::fmt::Display for StartupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartupError {}
+
+fn startup<E: std::fmt::Display>(e: E) -> StartupError {
+    StartupError(e.to_string())
+}
+
+/// Runs the daemon to completion. Must be called inside a multi-threaded tokio runtime.
+pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
+    let started = Instant::now();
+    let signals = server::StopSignals::install()
+        .map_err(|e| StartupError(format!("cannot install signal handlers: {e}")))?;
+    let dirs = Dirs::resolve(options.config_dir.as_deref()).map_err(startup)?;
+    let endpoint = zeroclaw_ipc::endpoint_path(&dirs).map_err(startup)?;
+    // Bind first: a second daemon must fail on the lock before touching anything else.
+    let listener = LocalListener::bind_with(&endpoint, BindOptions::for_endpoint(&dirs, &endpoint))
+        .map_err(startup)?;
+    let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
+    tracing::info!(endpoint = %endpoint.display(), config = %dirs.config_file().display(), "serving");
+
+    let daemon = Arc::new(Daemon {
+        dirs,
+        endpoint,
+        config,
+        started,
+        pid: std::process::id(),
+        uid: state::current_uid(),
+        connections: ConnectionRegistry::new(),
+        stall_timeout: options
+            .stall_timeout
+            .unwrap_or(outbound::DEFAULT_STALL_TIMEOUT),
+        shutdown: CancellationToken::new(),
+    });
+    tokio::spawn(signals.watch(Arc::clone(&daemon)));
+    if options.ephemeral {
+        tokio::spawn(server::watch_ephemeral(Arc::clone(&daemon)));
+    }
+    server::serve_local(Arc::clone(&daemon), listener).await;
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! Who the caller is and what it may do, decided from the policy in force at each call
+//! (SPEC §4): a grant removed or a token unpaired takes effect on the next call.
+
+use std::sync::Arc;
+
+use zeroclaw_config::policy::{self, Credential};
+use zeroclaw_rpc::ErrorObject;
+
+pub use zeroclaw_config::policy::Principal;
+
+use crate::connection::ConnectionContext;
+use crate::state::Daemon;
+use crate::transport::TransportKind;
+
+/// The credential a connection presents: its peer uid locally, its token over WebSocket.
+fn credential(conn: &ConnectionContext, token: Option<&str>) -> Result<Credential, ErrorObject> {
+    match conn.peer.kind {
+        TransportKind::Local => conn.peer.uid.map(Credential::LocalUid).ok_or_else(|| {
+            ErrorObject::not_initialized("authentication failed: peer credentials unavailable")
+        }),
+        TransportKind::WebSocket => {
+            let _ = token;
+            Err(ErrorObject::not_initialized(
+                "authentication failed: pairing tokens are not supported yet",
+            ))
+        }
+    }
+}
+
+/// Authenticates the peer at `initialize`.
+pub fn authenticate(
+    daemon: &Arc<Daemon>,
+    conn: &ConnectionContext,
+    token: Option<&str>,
+) -> Result<Principal, ErrorObject> {
+    let cred = credential(conn, token)?;
+    policy::resolve(&daemon.config.current(), &cred, daemon.uid)
+}
+
+/// The caller's principal under the current policy (-32010 once its credential is revoked).
+pub fn principal_of(
+    daemon: &Arc<Daemon>,
+    conn: &ConnectionContext,
+) -> Result<Principal, ErrorObject> {
+    let token = conn.handshake.get().and_then(|h| h.auth_token.as_deref());
+    authenticate(daemon, conn, token)
+}
+
+/// Whether `principal` holds the grant `method` requires (-32012 otherwise).
+pub fn authorize(principal: &Principal, method: &str) -> Result<(), ErrorObject> {
+    principal.check_method(method)
+}

@@ -1,0 +1,164 @@
+//! The per-connection loop: reads frames, applies the envelope rules, keeps the handshake
+//! gate, routes responses to our own pending requests, and runs requests with at most
+//! [`MAX_IN_FLIGHT`] at a time (beyond that it stops reading: backpressure, no error).
+//!
+//! Requests before a successful `initialize` are handled inline, in order, so a pipelined
+//! `initialize` + `status` never races; afterwards each request runs in its own task.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use zeroclaw_rpc::message::{error_line, response_line};
+use zeroclaw_rpc::{ErrorObject, Frame, Inbound, MAX_FRAME_BYTES, Pending, Request};
+
+use crate::dispatch;
+use crate::outbound::{self, Outbound};
+use crate::state::Daemon;
+use crate::transport::{FrameSink, FrameSource, PeerIdentity};
+
+/// Requests of one connection running at once.
+pub const MAX_IN_FLIGHT: usize = 64;
+/// Oversize frames tolerated before the connection is closed (the last one is answered).
+const MAX_OVERSIZE_FRAMES: u32 = 3;
+/// How long a closing connection may take to flush what it already queued.
+const FLUSH_ON_CLOSE: Duration = Duration::from_secs(2);
+
+/// What `initialize` established for a connection.
+#[derive(Debug, Clone)]
+pub struct Handshake {
+    /// Token presented at `initialize` (WebSocket); re-checked on every call.
+    pub auth_token: Option<String>,
+    /// The client declared `clientCapabilities.elicitation`.
+    pub elicitation: bool,
+}
+
+/// Everything handlers may know about the connection a call came on.
+pub struct ConnectionContext {
+    pub id: u64,
+    pub peer: PeerIdentity,
+    pub out: Outbound,
+    /// Our outbound requests to this peer (`elicitation/create`).
+    pub pending: Pending,
+    pub handshake: OnceLock<Handshake>,
+}
+
+impl ConnectionContext {
+    pub fn is_initialized(&self) -> bool {
+        self.handshake.get().is_some()
+    }
+}
+
+/// Serves one accepted connection until the peer leaves, it is closed for misbehaving or
+/// stalling, or the daemon shuts down.
+pub async fn serve<S: FrameSource, K: FrameSink>(
+    daemon: Arc<Daemon>,
+    id: u64,
+    peer: PeerIdentity,
+    mut source: S,
+    sink: K,
+) {
+    let (out, rx) = Outbound::new(daemon.stall_timeout);
+    let writer = tokio::spawn(outbound::run_writer(sink, rx, out.clone()));
+    let conn = Arc::new(ConnectionContext {
+        id,
+        peer,
+        out: out.clone(),
+        pending: Pending::new(),
+        handshake: OnceLock::new(),
+    });
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut oversize = 0u32;
+
+    loop {
+        let frame = tokio::select! {
+            frame = source.next_frame() => frame,
+            () = out.closed() => break,
+            () = daemon.shutdown.cancelled() => break,
+        };
+        let line = match frame {
+            Ok(Some(Frame::Line(line))) => line,
+            Ok(Some(Frame::Oversize)) => {
+                oversize += 1;
+                let error =
+                    ErrorObject::invalid_request(format!("frame exceeds {MAX_FRAME_BYTES} bytes"));
+                if out.send(error_line(&Value::Null, &error)).await.is_err() {
+                    break;
+                }
+                if oversize >= MAX_OVERSIZE_FRAMES {
+                    tracing::info!(conn = id, "closing after {oversize} oversize frames");
+                    break;
+                }
+                continue;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(conn = id, "read failed: {e}");
+                break;
+            }
+        };
+        match zeroclaw_rpc::classify(&line) {
+            Inbound::Reject { id, error } => {
+                if out.send(error_line(&id, &error)).await.is_err() {
+                    break;
+                }
+            }
+            Inbound::DropInvalidResponse(why) => {
+                tracing::warn!(conn = id, "dropping an invalid response: {why}");
+            }
+            Inbound::Response(response) => {
+                if !conn.pending.resolve(response) {
+                    tracing::warn!(
+                        conn = id,
+                        "dropping a response that answers none of our requests"
+                    );
+                }
+            }
+            Inbound::Request(request) if request.is_notification() => {
+                tracing::debug!(conn = id, method = %request.method, "notification ignored");
+            }
+            Inbound::Request(request) if !conn.is_initialized() => {
+                handle(&daemon, &conn, request).await;
+            }
+            Inbound::Request(request) => {
+                let permit = tokio::select! {
+                    permit = Arc::clone(&in_flight).acquire_owned() => permit,
+                    () = out.closed() => break,
+                    () = daemon.shutdown.cancelled() => break,
+                };
+                let Ok(permit) = permit else { break };
+                let daemon = Arc::clone(&daemon);
+                let conn = Arc::clone(&conn);
+                tokio::spawn(async move {
+                    handle(&daemon, &conn, request).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+
+    // Let requests already running finish and their answers (or a final error, or the
+    // reply to daemon/shutdown) reach the peer for a moment, then close: a client that
+    // half-closes after its last request still gets its answers.
+    let all = MAX_IN_FLIGHT as u32;
+    let _ = tokio::time::timeout(FLUSH_ON_CLOSE, in_flight.acquire_many(all)).await;
+    out.drain(FLUSH_ON_CLOSE).await;
+    out.close();
+    conn.pending.close();
+    let _ = writer.await;
+    tracing::debug!(conn = id, "connection closed");
+}
+
+/// Runs one request and queues its answer.
+async fn handle(daemon: &Arc<Daemon>, conn: &Arc<ConnectionContext>, request: Request) {
+    let Request { id, method, params } = request;
+    let id = id.unwrap_or(Value::Null);
+    let outcome = dispatch::call(daemon, conn, &method, params).await;
+    let shutting_down = method == "daemon/shutdown" && outcome.is_ok();
+    // A closed connection cannot be answered; the work itself has been done.
+    let _ = conn.out.send(response_line(&id, &outcome)).await;
+    if shutting_down {
+        daemon.begin_shutdown("daemon/shutdown");
+    }
+}

@@ -1,0 +1,75 @@
+//! `initialize`: the handshake (SPEC §4). Checks the protocol version, authenticates the
+//! peer (local uid, or a pairing token over WebSocket) and records what the client can do.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use zeroclaw_rpc::{ErrorObject, MAX_FRAME_BYTES};
+
+use crate::auth;
+use crate::connection::{ConnectionContext, Handshake};
+use crate::dispatch;
+use crate::params;
+use crate::state::Daemon;
+
+pub const PROTOCOL_VERSION: u64 = 1;
+pub const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
+pub const UPLOAD_CHUNK_BYTES: u64 = 1024 * 1024;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Params {
+    #[serde(default)]
+    protocol_version: Option<Value>,
+    #[serde(default)]
+    client_capabilities: Option<Value>,
+    #[serde(default)]
+    auth_token: Option<String>,
+    #[serde(default, rename = "clientInfo")]
+    _client_info: Option<Value>,
+}
+
+pub async fn call(
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    if conn.is_initialized() {
+        return Err(ErrorObject::invalid_request("already initialized"));
+    }
+    let p: Params = params::decode(params)?;
+    let requested = p.protocol_version.unwrap_or(json!(PROTOCOL_VERSION));
+    if requested.as_u64() != Some(PROTOCOL_VERSION) {
+        return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));
+    }
+    let principal = auth::authenticate(daemon, conn, p.auth_token.as_deref())?;
+    let elicitation = p
+        .client_capabilities
+        .as_ref()
+        .and_then(|c| c.get("elicitation"))
+        .is_some_and(|e| !e.is_null());
+    let handshake = Handshake {
+        auth_token: p.auth_token,
+        elicitation,
+    };
+    if conn.handshake.set(handshake).is_err() {
+        return Err(ErrorObject::invalid_request("already initialized"));
+    }
+    tracing::info!(conn = conn.id, peer = %conn.peer.label, principal = %principal.id, "initialized");
+    let version = env!("CARGO_PKG_VERSION");
+    Ok(json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "serverVersion": version,
+        "protocol_version": PROTOCOL_VERSION,
+        "server_version": version,
+        "serverPid": daemon.pid,
+        "principal": {"id": principal.id, "admin": principal.admin},
+        "capabilities": dispatch::capabilities(&principal, conn.peer.kind),
+        "limits": {
+            "maxFrameBytes": MAX_FRAME_BYTES,
+            "maxUploadBytes": MAX_UPLOAD_BYTES,
+            "uploadChunkBytes": UPLOAD_CHUNK_BYTES,
+        },
+    }))
+}

@@ -1,0 +1,144 @@
+//! The per-connection outbound queue and its writer (SPEC §3.3 "outbound queue").
+//!
+//! Lines are queued against a byte budget of 16 MiB: producers wait while the queue is
+//! full. A producer that has waited [`Outbound::stall_timeout`] for room declares the peer
+//! stalled (it has read nothing for that long while its queue was full) and closes the
+//! connection; producers then get [`Closed`] and carry on without this peer (a turn goes on
+//! and is persisted). The writer coalesces queued lines into one write.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::transport::FrameSink;
+
+/// Bytes the queue may hold before producers wait.
+pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// How long a full queue may go without the peer reading before it is disconnected.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest batch of queued lines handed to the transport in one write.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// The connection is closed; nothing more can be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// A cloneable handle for queueing lines to one connection.
+#[derive(Clone)]
+pub struct Outbound {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    budget: Arc<Semaphore>,
+    closed: CancellationToken,
+    stall_timeout: Duration,
+}
+
+impl Outbound {
+    /// Creates the queue; the receiving half goes to [`run_writer`].
+    pub fn new(stall_timeout: Duration) -> (Outbound, mpsc::UnboundedReceiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let out = Outbound {
+            tx,
+            budget: Arc::new(Semaphore::new(QUEUE_BYTES)),
+            closed: CancellationToken::new(),
+            stall_timeout,
+        };
+        (out, rx)
+    }
+
+    /// Queues one line (with its `\n`), waiting for room in the budget.
+    pub async fn send(&self, line: Vec<u8>) -> Result<(), Closed> {
+        let cost = cost_of(&line);
+        let acquire = self.budget.acquire_many(cost);
+        let permit = tokio::select! {
+            permit = tokio::time::timeout(self.stall_timeout, acquire) => permit,
+            () = self.closed.cancelled() => return Err(Closed),
+        };
+        match permit {
+            Ok(Ok(permit)) => permit.forget(),
+            Ok(Err(_)) => return Err(Closed),
+            Err(_) => {
+                tracing::warn!(
+                    "peer read nothing for {:?} with a full queue; disconnecting",
+                    self.stall_timeout
+                );
+                self.close();
+                return Err(Closed);
+            }
+        }
+        self.tx.send(line).map_err(|_| Closed)
+    }
+
+    /// Closes the connection: the writer stops and every waiting producer is released.
+    pub fn close(&self) {
+        self.closed.cancel();
+        self.budget.close();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    pub async fn closed(&self) {
+        self.closed.cancelled().await
+    }
+
+    /// Whether every queued line has been written.
+    pub fn is_drained(&self) -> bool {
+        self.budget.available_permits() == QUEUE_BYTES
+    }
+
+    /// Waits (up to `limit`) until everything queued so far has been written.
+    pub async fn drain(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.is_drained() && !self.is_closed() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+fn cost_of(line: &[u8]) -> u32 {
+    // A single line is at most 8 MiB, so the cost always fits the 16 MiB budget.
+    line.len().clamp(1, QUEUE_BYTES) as u32
+}
+
+/// Writes queued lines to the sink until the connection closes or the sink fails.
+pub async fn run_writer<S: FrameSink>(
+    mut sink: S,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    out: Outbound,
+) {
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let first = tokio::select! {
+            line = rx.recv() => line,
+            () = out.closed() => None,
+        };
+        let Some(first) = first else { break };
+        let mut bytes = first.len();
+        batch.push(first);
+        while bytes < BATCH_BYTES {
+            match rx.try_recv() {
+                Ok(line) => {
+                    bytes += line.len();
+                    batch.push(line);
+                }
+                Err(_) => break,
+            }
+        }
+        let written = tokio::select! {
+            r = sink.send_lines(&batch) => r,
+            () = out.closed() => break,
+        };
+        let cost: u32 = batch.iter().map(|l| cost_of(l)).sum();
+        batch.clear();
+        out.budget.add_permits(cost as usize);
+        if let Err(e) = written {
+            tracing::debug!("write failed: {e}");
+            break;
+        }
+    }
+    out.close();
+    sink.shutdown().await;
+}

@@ -1,0 +1,100 @@
+//! Typed method parameters with both spellings accepted (SPEC: every input field accepts
+//! its camelCase and its snake_case spelling; when both are present, camelCase wins).
+//!
+//! Only the keys of the object being decoded are normalized, never the JSON values inside
+//! it: a config value such as `{config_write_paths: […]}` keeps its own names.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use zeroclaw_rpc::ErrorObject;
+
+/// `session_id` → `sessionId`; names without `_` are returned unchanged.
+pub fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for ch in name.chars() {
+        if ch == '_' && !out.is_empty() {
+            upper = true;
+        } else if upper {
+            out.extend(ch.to_uppercase());
+            upper = false;
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// Renames snake_case keys to camelCase, dropping a snake key whose camel twin is present.
+pub fn normalize_keys(obj: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::with_capacity(obj.len());
+    let mut snake = Vec::new();
+    for (key, value) in obj {
+        if key.contains('_') {
+            snake.push((key, value));
+        } else {
+            out.insert(key, value);
+        }
+    }
+    for (key, value) in snake {
+        let camel = camel_case(&key);
+        if !out.contains_key(&camel) {
+            out.insert(camel, value);
+        }
+    }
+    out
+}
+
+/// Decodes `params` (absent = `{}`) into `T`, whose fields are spelled in camelCase.
+pub fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
+    decode_value(params.unwrap_or_else(|| Value::Object(Map::new())))
+}
+
+/// Decodes one object (normalizing its keys) into `T`.
+pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, ErrorObject> {
+    let value = match value {
+        Value::Object(obj) => Value::Object(normalize_keys(obj)),
+        Value::Array(_) => {
+            return Err(ErrorObject::invalid_params(
+                "invalid params: expected an object",
+            ));
+        }
+        other => other,
+    };
+    serde_json::from_value(value)
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct P {
+        session_id: String,
+        #[serde(default)]
+        data_b64: Option<String>,
+    }
+
+    #[test]
+    fn both_spellings_and_camel_wins() {
+        let a: P = decode(Some(json!({"session_id": "s", "data_b64": "x"}))).expect("snake");
+        let b: P = decode(Some(json!({"sessionId": "s", "dataB64": "x"}))).expect("camel");
+        assert_eq!(a, b);
+        let c: P =
+            decode(Some(json!({"sessionId": "camel", "session_id": "snake"}))).expect("both");
+        assert_eq!(c.session_id, "camel");
+        assert_eq!(camel_case("protocol_version"), "protocolVersion");
+    }
+
+    #[test]
+    fn errors_are_invalid_params() {
+        let e = decode::<P>(Some(json!({"sessionId": 5}))).expect_err("wrong type");
+        assert_eq!(e.code, zeroclaw_rpc::code::INVALID_PARAMS);
+        assert!(decode::<P>(Some(json!([1]))).is_err());
+        assert!(decode::<P>(None).is_err(), "missing field");
+    }
+}

@@ -1,0 +1,154 @@
+//! Accept loops: takes connections from every transport, admits them against the
+//! connection limits (refusing with one -32013 line), logs the audit line, and hands each to
+//! the connection loop. Also owns the signal handlers and the ephemeral-exit watcher.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::task::JoinSet;
+use zeroclaw_ipc::{LocalConnection, LocalListener};
+use zeroclaw_rpc::message::error_line;
+
+use crate::connection;
+use crate::state::Daemon;
+use crate::transport::{PeerIdentity, StreamSink, StreamSource, TransportKind};
+
+/// How long ephemeral mode waits after the last client leaves.
+pub const EPHEMERAL_GRACE: Duration = Duration::from_secs(1);
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+
+/// Accepts local connections until shutdown; returns once every connection has ended.
+pub async fn serve_local(daemon: Arc<Daemon>, listener: LocalListener) {
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = daemon.shutdown.cancelled() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        match accepted {
+            Ok(conn) => {
+                connections.spawn(admit_local(Arc::clone(&daemon), conn));
+            }
+            Err(e) => {
+                // Out of descriptors and similar: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+}
+
+async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection) {
+    let LocalConnection {
+        reader,
+        mut writer,
+        peer,
+    } = conn;
+    let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
+    let key = match peer.uid {
+        Some(uid) => format!("uid:{uid}"),
+        None => peer.label.clone(),
+    };
+    let limits = daemon.config.current().limits.clone();
+    let admission = match daemon.connections.admit(
+        &key,
+        limits.connections_per_principal as usize,
+        limits.connections_total as usize,
+    ) {
+        Ok(admission) => admission,
+        Err(error) => {
+            tracing::warn!(peer = %peer.label, "refused: {}", error.message);
+            let line = error_line(&Value::Null, &error);
+            let _ = tokio::time::timeout(Duration::from_secs(1), writer.write_all(&line)).await;
+            let _ = writer.shutdown().await;
+            return;
+        }
+    };
+    tracing::info!(conn = id, peer = %peer.label, "accepted connection");
+    let identity = PeerIdentity {
+        label: peer.label,
+        uid: peer.uid,
+        kind: TransportKind::Local,
+    };
+    connection::serve(
+        daemon,
+        id,
+        identity,
+        StreamSource::new(reader),
+        StreamSink::new(writer),
+    )
+    .await;
+    drop(admission);
+}
+
+/// Ephemeral mode: stop about [`EPHEMERAL_GRACE`] after the last client leaves; a client
+/// arriving within the grace cancels it. Never stops before a first client has come.
+pub async fn watch_ephemeral(daemon: Arc<Daemon>) {
+    let mut open = daemon.connections.watch();
+    // Wait for the first client.
+    if open.wait_for(|n| *n > 0).await.is_err() {
+        return;
+    }
+    loop {
+        if open.wait_for(|n| *n == 0).await.is_err() {
+            return;
+        }
+        let returned = tokio::time::timeout(EPHEMERAL_GRACE, open.wait_for(|n| *n > 0)).await;
+        match returned {
+            Ok(Ok(_)) => continue,
+            Ok(Err(_)) => return,
+            Err(_) => {
+                daemon.begin_shutdown("ephemeral: last client left");
+                return;
+            }
+        }
+    }
+}
+
+/// The stop signals, registered before the socket exists so that a SIGTERM sent as soon as
+/// clients can connect is never met by the default (abrupt) action.
+pub struct StopSignals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub fn install() -> std::io::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(StopSignals {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(StopSignals {})
+        }
+    }
+
+    /// Stops the daemon on SIGINT or SIGTERM (Ctrl-C on Windows).
+    pub async fn watch(mut self, daemon: Arc<Daemon>) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => daemon.begin_shutdown("SIGTERM"),
+            _ = self.int.recv() => daemon.begin_shutdown("SIGINT"),
+            () = daemon.shutdown.cancelled() => {}
+        }
+        #[cfg(not(unix))]
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => daemon.begin_shutdown("Ctrl-C"),
+            () = daemon.shutdown.cancelled() => {}
+        }
+    }
+}

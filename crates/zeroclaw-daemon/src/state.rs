@@ -1,0 +1,50 @@
+//! The daemon's shared state: where it lives, its configuration, its connections and the
+//! shutdown signal. One [`Daemon`] is shared by every connection and handler.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use zeroclaw_config::ConfigStore;
+use zeroclaw_ipc::Dirs;
+
+use crate::registry::ConnectionRegistry;
+
+pub struct Daemon {
+    pub dirs: Dirs,
+    /// The plain socket path (or pipe name) clients connect to.
+    pub endpoint: PathBuf,
+    pub config: ConfigStore,
+    pub started: Instant,
+    pub pid: u32,
+    /// The daemon's own uid (the operator's, while `security.trust_daemon_uid`).
+    pub uid: u32,
+    pub connections: Arc<ConnectionRegistry>,
+    /// How long a full outbound queue may wait for its peer to read.
+    pub stall_timeout: Duration,
+    /// Cancelled once, when the daemon starts to stop.
+    pub shutdown: CancellationToken,
+}
+
+impl Daemon {
+    pub fn begin_shutdown(&self, reason: &str) {
+        if !self.shutdown.is_cancelled() {
+            tracing::info!("shutting down ({reason})");
+            self.shutdown.cancel();
+        }
+    }
+}
+
+/// The daemon's effective uid.
+pub fn current_uid() -> u32 {
+    #[cfg(unix)]
+    {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() }
+    }
+    #[cfg(not(unix))]
+    {
+        0
+    }
+}

@@ -1,0 +1,76 @@
+//! Command-line grammar and the dispatch of each subcommand.
+
+mod rpc;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "zeroclaw",
+    version,
+    about = "AI agent sessions served over local JSON-RPC"
+)]
+pub struct Cli {
+    /// Configuration directory (default: $ZEROCLAW_CONFIG_DIR, or ~/.zeroclaw).
+    #[arg(long, global = true, value_name = "DIR")]
+    config_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon in the foreground.
+    Daemon {
+        /// Exit about a second after the last client disconnects.
+        #[arg(long)]
+        ephemeral: bool,
+        /// Disconnect a peer whose full outbound queue went unread this long (ms).
+        #[arg(long, hide = true, value_name = "MS")]
+        stall_timeout_ms: Option<u64>,
+    },
+    /// Call one method and print its result as JSON.
+    Rpc {
+        /// Method name, e.g. `status`.
+        method: String,
+        /// Params as a JSON object (default `{}`).
+        params: Option<String>,
+        /// Socket to connect to (default: the resolved endpoint).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
+    /// Print the daemon's status.
+    Status {
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
+}
+
+pub async fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Daemon {
+            ephemeral,
+            stall_timeout_ms,
+        } => {
+            let options = zeroclaw_daemon::DaemonOptions {
+                config_dir: cli.config_dir,
+                ephemeral,
+                stall_timeout: stall_timeout_ms.map(Duration::from_millis),
+            };
+            zeroclaw_daemon::run(options)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Command::Rpc {
+            method,
+            params,
+            socket,
+        } => rpc::call_and_print(cli.config_dir, socket, &method, params.as_deref()).await,
+        Command::Status { socket } => {
+            rpc::call_and_print(cli.config_dir, socket, "status", None).await
+        }
+    }
+}

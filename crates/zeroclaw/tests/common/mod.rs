@@ -1,0 +1,288 @@
+//! Test support: starts the real `zeroclaw` binary on a temporary config dir and speaks
+//! raw NDJSON to it over its Unix socket.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");
+
+/// A daemon process on its own temp config dir, stopped (SIGKILL) when dropped.
+pub struct TestDaemon {
+    pub dir: tempfile::TempDir,
+    pub child: Option<Child>,
+    pub socket: PathBuf,
+    pub stderr_path: PathBuf,
+}
+
+pub fn daemon_command(config_dir: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("daemon")
+        .arg("--config-dir")
+        .arg(config_dir)
+        .args(extra);
+    cmd.env_remove("ZEROCLAW_SOCKET")
+        .env_remove("ZEROCLAW_CONFIG_DIR")
+        .env_remove("ZEROCLAW_DATA_DIR")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    cmd
+}
+
+impl TestDaemon {
+    pub fn start() -> TestDaemon {
+        Self::start_with(&[], |_| {})
+    }
+
+    /// Starts with extra daemon args; `prepare` may write files into the config dir first.
+    pub fn start_with(extra: &[&str], prepare: impl FnOnce(&Path)) -> TestDaemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        prepare(dir.path());
+        let socket = dir.path().join("data").join("daemon.sock");
+        let mut daemon = TestDaemon {
+            stderr_path: dir.path().join("daemon.log"),
+            dir,
+            child: None,
+            socket,
+        };
+        daemon.spawn(extra);
+        daemon
+    }
+
+    pub fn config_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn spawn(&mut self, extra: &[&str]) {
+        self.spawn_inner(extra, true);
+    }
+
+    /// Starts without probing the socket with a connection (ephemeral mode counts a probe
+    /// as a client): waits for the socket file instead.
+    pub fn start_unprobed(extra: &[&str]) -> TestDaemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("data").join("daemon.sock");
+        let mut daemon = TestDaemon {
+            stderr_path: dir.path().join("daemon.log"),
+            dir,
+            child: None,
+            socket,
+        };
+        daemon.spawn_inner(extra, false);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !daemon.socket.exists() {
+            assert!(Instant::now() < deadline, "socket never appeared");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        daemon
+    }
+
+    fn spawn_inner(&mut self, extra: &[&str], probe: bool) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.stderr_path)
+            .expect("log file");
+        let child = daemon_command(self.dir.path(), extra)
+            .stderr(log)
+            .spawn()
+            .expect("spawn daemon");
+        self.child = Some(child);
+        if probe {
+            wait_for_socket(&self.socket, self.child.as_mut());
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    pub fn connect(&self) -> Conn {
+        Conn::open(&self.socket)
+    }
+
+    /// A connection that has completed `initialize`.
+    pub fn client(&self) -> Conn {
+        let mut conn = self.connect();
+        let init = conn.call("initialize", json!({"protocolVersion": 1}));
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        conn
+    }
+
+    pub fn signal(&self, sig: i32) {
+        if let Some(child) = &self.child {
+            // SAFETY: sending a signal to our own child process.
+            unsafe { libc::kill(child.id() as i32, sig) };
+        }
+    }
+
+    /// Waits for the process to exit on its own.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let child = self.child.as_mut()?;
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Polls until the socket accepts a connection (or the process died).
+pub fn wait_for_socket(socket: &Path, mut child: Option<&mut Child>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if UnixStream::connect(socket).is_ok() {
+            return;
+        }
+        if let Some(child) = child.as_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            panic!("daemon exited early with {status}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("daemon did not open {}", socket.display());
+}
+
+/// One raw NDJSON connection.
+pub struct Conn {
+    pub stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    next_id: u64,
+}
+
+impl Conn {
+    pub fn open(socket: &Path) -> Conn {
+        let stream = UnixStream::connect(socket).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let reader = BufReader::new(stream.try_clone().expect("clone"));
+        Conn {
+            stream,
+            reader,
+            next_id: 1,
+        }
+    }
+
+    pub fn send(&mut self, text: &str) {
+        self.stream.write_all(text.as_bytes()).expect("write");
+        if !text.ends_with('\n') {
+            self.stream.write_all(b"\n").expect("write");
+        }
+    }
+
+    /// Reads one line as JSON; panics on timeout or EOF.
+    pub fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.reader.read_line(&mut line).expect("read line");
+        assert!(n > 0, "connection closed while a message was expected");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("daemon sent invalid JSON {line:?}: {e}"))
+    }
+
+    /// Reads until the next message answering `id`, skipping notifications.
+    pub fn recv_response(&mut self, id: &Value) -> Value {
+        loop {
+            let msg = self.recv();
+            if msg.get("id") == Some(id) && msg.get("method").is_none() {
+                return msg;
+            }
+        }
+    }
+
+    /// Sends a request with a fresh numeric id and returns the whole response message.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&line.to_string());
+        self.recv_response(&json!(id))
+    }
+
+    /// The `result` of a call, panicking with the error otherwise.
+    pub fn result(&mut self, method: &str, params: Value) -> Value {
+        let resp = self.call(method, params);
+        match resp.get("result") {
+            Some(result) => result.clone(),
+            None => panic!("{method} failed: {resp}"),
+        }
+    }
+
+    /// The `error` of a call, panicking on success.
+    pub fn error(&mut self, method: &str, params: Value) -> Value {
+        let resp = self.call(method, params);
+        match resp.get("error") {
+            Some(error) => error.clone(),
+            None => panic!("{method} unexpectedly succeeded: {resp}"),
+        }
+    }
+
+    /// Whether nothing arrives within `wait`.
+    pub fn silent_for(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).expect("timeout");
+        let mut line = String::new();
+        let got = self.reader.read_line(&mut line);
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        match got {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    }
+
+    /// Whether the daemon closed the connection (EOF or reset) within `wait`.
+    pub fn closed_within(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).expect("timeout");
+        let mut sink = Vec::new();
+        loop {
+            let mut buf = [0u8; 65536];
+            match self.reader.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(n) => sink.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+pub fn code(error: &Value) -> i64 {
+    error["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no code in {error}"))
+}
