@@ -27,6 +27,15 @@ fn credential(conn: &ConnectionContext, token: Option<&str>) -> Result<Credentia
     }
 }
 
+/// The credential of an initialized connection, as presented at `initialize`.
+pub fn credential_of(
+    _daemon: &Arc<Daemon>,
+    conn: &ConnectionContext,
+) -> Result<Credential, ErrorObject> {
+    let token = conn.handshake.get().and_then(|h| h.auth_token.as_deref());
+    credential(conn, token)
+}
+
 /// Authenticates the peer at `initialize`.
 pub fn authenticate(
     daemon: &Arc<Daemon>,

@@ -20,6 +20,12 @@ pub struct MethodSpec {
     pub local_only: bool,
 }
 
+const fn local(name: &'static str) -> MethodSpec {
+    MethodSpec {
+        name,
+        local_only: true,
+    }
+}
 const fn any(name: &'static str) -> MethodSpec {
     MethodSpec {
         name,
@@ -28,7 +34,28 @@ const fn any(name: &'static str) -> MethodSpec {
 }
 
 /// Every method a client may call, in the order `initialize.capabilities` lists them.
-pub const METHODS: &[MethodSpec] = &[any("initialize"), any("status"), any("daemon/shutdown")];
+pub const METHODS: &[MethodSpec] = &[
+    any("initialize"),
+    any("status"),
+    any("config/get"),
+    any("config/set"),
+    any("config/set-many"),
+    any("config/delete"),
+    any("session/new"),
+    any("session/prompt"),
+    any("session/cancel"),
+    any("session/approve"),
+    any("session/close"),
+    any("session/kill"),
+    any("session/delete"),
+    any("session/list"),
+    any("session/messages"),
+    any("file/attach"),
+    local("file/upload/begin"),
+    local("file/upload/chunk"),
+    local("file/upload/commit"),
+    any("daemon/shutdown"),
+];
 
 pub fn find(method: &str) -> Option<&'static MethodSpec> {
     METHODS.iter().find(|m| m.name == method)
@@ -78,6 +105,15 @@ pub async fn call(
     match method {
         "status" => methods::status::call(daemon, &principal).await,
         "daemon/shutdown" => Ok(serde_json::json!({"shuttingDown": true})),
+        m if m.starts_with("config/") => {
+            methods::config::call(daemon, conn, spec.name, params).await
+        }
+        m if m.starts_with("session/") => {
+            methods::session::call(daemon, conn, &principal, m, params).await
+        }
+        m if m.starts_with("file/") => {
+            methods::file::call(daemon, conn, &principal, m, params).await
+        }
         _ => Err(ErrorObject::method_not_found(method)),
     }
 }
