@@ -1,0 +1,196 @@
+//! `zeroclaw-load`: a load tool that speaks zeroclaw's protocol (NDJSON JSON-RPC 2.0 over a
+//! Unix socket), with a minimal NDJSON echo server as the same-run baseline.
+//!
+//! Modes: `latency` (sequential round trips), `pipelined` (a window of requests in flight on
+//! one connection), `connections` (many concurrent connections), `idle` (daemon memory per
+//! held connection), `echo-server`, and `bench` (all of them, echo vs daemon, in one run).
+//! The client side runs on one thread, so on a small machine it leaves the other cores to
+//! the server under test.
+
+mod bench;
+mod client;
+mod echo;
+mod sys;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[derive(Parser)]
+#[command(name = "zeroclaw-load", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Minimal NDJSON JSON-RPC server: answers every request with a padded empty-ish result.
+    EchoServer {
+        #[arg(long)]
+        socket: PathBuf,
+        /// Approximate size of each answer line, in bytes (a daemon `status` answer is ~250).
+        #[arg(long, default_value_t = 250)]
+        reply_bytes: usize,
+    },
+    /// One connection, N sequential calls: p50/p90/p99/mean round trip.
+    Latency {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value_t = 10_000)]
+        calls: usize,
+        /// Unmeasured calls first.
+        #[arg(long, default_value_t = 1_000)]
+        warmup: usize,
+        #[arg(long, default_value = "status")]
+        method: String,
+    },
+    /// One connection keeping W requests in flight: calls/s.
+    Pipelined {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value_t = 100_000)]
+        calls: usize,
+        #[arg(long, default_value_t = 32)]
+        window: usize,
+        #[arg(long, default_value = "status")]
+        method: String,
+    },
+    /// C concurrent connections × N sequential calls each: total calls/s.
+    Connections {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value_t = 64)]
+        conns: usize,
+        #[arg(long, default_value_t = 1_000)]
+        calls: usize,
+        #[arg(long, default_value = "status")]
+        method: String,
+    },
+    /// Opens and holds N initialized connections; the server's VmRSS delta per connection.
+    Idle {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value_t = 1_000)]
+        conns: usize,
+        /// The server's pid (for /proc/PID/status).
+        #[arg(long)]
+        pid: u32,
+        /// Pause before each RSS reading, in milliseconds.
+        #[arg(long, default_value_t = 500)]
+        settle_ms: u64,
+    },
+    /// Everything, echo baseline vs daemon, in one run; prints a Markdown table.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The zeroclaw binary to start (`zeroclaw daemon --config-dir <temp dir>`).
+    #[arg(long)]
+    pub bin: PathBuf,
+    /// Rounds of latency / pipelined / connections, echo and daemon interleaved.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    #[arg(long, default_value_t = 20_000)]
+    pub latency_calls: usize,
+    #[arg(long, default_value_t = 2_000)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 200_000)]
+    pub pipelined_calls: usize,
+    #[arg(long, default_value_t = 32)]
+    pub window: usize,
+    #[arg(long, default_value_t = 64)]
+    pub conns: usize,
+    #[arg(long, default_value_t = 1_000)]
+    pub conn_calls: usize,
+    #[arg(long, default_value_t = 1_000)]
+    pub idle_conns: usize,
+    /// Starts timed for the startup figure (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub starts: usize,
+    #[arg(long, default_value = "status")]
+    pub method: String,
+}
+
+fn client_runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::EchoServer {
+            socket,
+            reply_bytes,
+        } => {
+            sys::raise_nofile(65_536);
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?
+                .block_on(echo::serve(&socket, reply_bytes))
+        }
+        Command::Latency {
+            socket,
+            calls,
+            warmup,
+            method,
+        } => {
+            let report =
+                client_runtime()?.block_on(client::latency(&socket, &method, calls, warmup))?;
+            println!("latency {method}: {report}");
+            Ok(())
+        }
+        Command::Pipelined {
+            socket,
+            calls,
+            window,
+            method,
+        } => {
+            let report =
+                client_runtime()?.block_on(client::pipelined(&socket, &method, calls, window))?;
+            println!("pipelined {method} (window {window}): {report}");
+            Ok(())
+        }
+        Command::Connections {
+            socket,
+            conns,
+            calls,
+            method,
+        } => {
+            sys::raise_nofile(conns as u64 + 64);
+            let report =
+                client_runtime()?.block_on(client::connections(&socket, &method, conns, calls))?;
+            println!("connections {conns}×{calls} {method}: {report}");
+            Ok(())
+        }
+        Command::Idle {
+            socket,
+            conns,
+            pid,
+            settle_ms,
+        } => {
+            let settle = Duration::from_millis(settle_ms);
+            let report = client_runtime()?.block_on(client::idle(&socket, conns, pid, settle))?;
+            println!("idle: {report}");
+            Ok(())
+        }
+        Command::Bench(args) => bench::run(&args),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zeroclaw-load: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Process plumbing: VmRSS, the open-files limit, and child processes that are always
+//! stopped (SIGTERM, then SIGKILL) when their guard is dropped, also on error or panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::Result;
+
+/// The resident set size of `pid` in KiB, from `/proc/PID/status`.
+pub fn vm_rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .ok_or_else(|| format!("no VmRSS in /proc/{pid}/status").into())
+}
+
+/// Raises the soft open-files limit to at least `want` (up to the hard limit); returns the
+/// soft limit in force afterwards.
+pub fn raise_nofile(want: u64) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read or write the struct we pass.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 0;
+        }
+        let current = limit.rlim_cur;
+        if current >= want {
+            return current;
+        }
+        let target = want.min(limit.rlim_max);
+        let raised = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: limit.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+            if target < want {
+                eprintln!(
+                    "zeroclaw-load: open-files limit is {target} (hard limit); {want} wanted"
+                );
+            }
+            target
+        } else {
+            current
+        }
+    }
+}
+
+/// A child process stopped when dropped.
+pub struct ChildGuard {
+    pub name: String,
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl ChildGuard {
+    /// Spawns `program args…` with stdin closed and stdout/stderr appended to `log`.
+    pub fn spawn(name: &str, program: &Path, args: &[&str], log: &Path) -> Result<ChildGuard> {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
+        let err = out.try_clone()?;
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        Ok(ChildGuard {
+            name: name.to_string(),
+            child: Some(child),
+            log: log.to_path_buf(),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Errors if the child has already exited (with the tail of its log).
+    pub fn check_alive(&mut self) -> Result<()> {
+        if let Some(child) = self.child.as_mut()
+            && let Some(status) = child.try_wait()?
+        {
+            return Err(format!(
+                "{} exited early ({status}); log tail:\n{}",
+                self.name,
+                log_tail(&self.log)
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`; waits for the exit.
+    pub fn stop(&mut self, grace: Duration) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        // SAFETY: signalling our own child by pid; it has not been reaped yet.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(3));
+    }
+}
+
+/// The last lines of a log file, for error messages.
+pub fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
