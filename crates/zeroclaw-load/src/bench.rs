@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::{self, IdleReport, LatencyReport, ThroughputReport};
 use crate::sys::{self, ChildGuard};
-use crate::{BenchArgs, Result};
+use crate::{BenchArgs, Pin, Result};
 
 /// How long a server may take to start before the run fails.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -222,6 +222,25 @@ fn wait_for_path(path: &Path, child: &mut ChildGuard) -> Result<()> {
     Ok(())
 }
 
+/// Pins the client (this thread) and the servers as `pin` asks; describes the placement.
+fn place(pin: Pin, servers: &[u32]) -> Result<String> {
+    let cpus = sys::allowed_cpus();
+    let (server_cpu, client_cpu) = match (pin, cpus.as_slice()) {
+        (Pin::None, _) => return Ok(format!("none (scheduler decides among CPUs {cpus:?})")),
+        (Pin::Shared, [first, ..]) => (*first, *first),
+        (Pin::Split, [first, second, ..]) => (*first, *second),
+        _ => return Err(format!("--pin {pin:?} needs more CPUs than {cpus:?}").into()),
+    };
+    sys::pin_self(&[client_cpu])?;
+    for &pid in servers {
+        sys::pin_process(pid, &[server_cpu])?;
+    }
+    let name = format!("{pin:?}").to_lowercase();
+    Ok(format!(
+        "{name}: servers (all threads) on CPU {server_cpu}, client on CPU {client_cpu}"
+    ))
+}
+
 fn pass(ok: bool) -> &'static str {
     if ok { "PASS" } else { "FAIL" }
 }
@@ -277,7 +296,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let echo_pid = echo.pid();
     let echo_rss_fresh = settled_rss(echo_pid)?;
 
-    // 3. Load, interleaved echo / daemon, `rounds` times.
+    // 3. Load, interleaved echo / daemon, `rounds` times, with the CPU placement asked for.
+    let placement = place(args.pin, &[echo_pid, daemon_pid])?;
     let mut echo_rounds = Rounds::default();
     let mut daemon_rounds = Rounds::default();
     for round in 1..=args.rounds {
@@ -419,6 +439,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     );
     println!();
     println!("Details:");
+    println!("- CPU placement: {placement}");
     println!(
         "- {} rounds, echo and daemon interleaved; each figure is the median over rounds. \
          Latency: {} measured calls after {} warm-up calls. Pipelined: {} calls. \

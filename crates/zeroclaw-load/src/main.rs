@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type Result<T> = std::result::Result<T, Error>;
@@ -116,6 +116,18 @@ pub struct BenchArgs {
     pub starts: usize,
     #[arg(long, default_value = "status")]
     pub method: String,
+    /// CPU placement for the load rounds: `none` (the scheduler decides), `shared` (client
+    /// and server on the first allowed CPU: per-request CPU cost, no cross-CPU wake-ups), or
+    /// `split` (server on the first allowed CPU, client on the second).
+    #[arg(long, value_enum, default_value_t = Pin::None)]
+    pub pin: Pin,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum Pin {
+    None,
+    Shared,
+    Split,
 }
 
 fn client_runtime() -> Result<tokio::runtime::Runtime> {

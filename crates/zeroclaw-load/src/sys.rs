@@ -137,3 +137,55 @@ pub fn log_tail(path: &Path) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
+
+/// Restricts the calling thread (and threads and processes it creates later) to `cpus`.
+pub fn pin_self(cpus: &[usize]) -> Result<()> {
+    pin_tid(0, cpus)
+}
+
+/// Restricts every thread of process `pid` to `cpus`.
+pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<()> {
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let tid: libc::pid_t = entry?
+            .file_name()
+            .to_string_lossy()
+            .parse()
+            .map_err(|_| "unexpected entry in /proc/PID/task")?;
+        pin_tid(tid, cpus)?;
+    }
+    Ok(())
+}
+
+fn pin_tid(tid: libc::pid_t, cpus: &[usize]) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it and
+    // sched_setaffinity only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(format!(
+                "sched_setaffinity({tid}, {cpus:?}): {}",
+                std::io::Error::last_os_error()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: as in pin_tid; sched_getaffinity writes the set we pass.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
