@@ -3,6 +3,15 @@
 //! as `session/update`, and requests such as `elicitation/create`) as [`ServerMessage`]s.
 //! Used by the command-line tools and by the integration tests.
 
+mod sessions;
+
+pub use sessions::{
+    Choice, ChoiceSet, Decision, ElicitationAnswer, ElicitationRequest, Event, NewSession,
+    PROMPT_TIMEOUT, SessionInfo, SessionSummary, SessionUpdate, SessionUpdateKind, TurnOutcome,
+    TurnResult,
+};
+pub use zeroclaw_rpc::ErrorObject;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +20,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use zeroclaw_rpc::message::{request_line, response_line};
-use zeroclaw_rpc::{ErrorObject, Frame, FrameReader, Inbound, PeerError, Pending};
+use zeroclaw_rpc::{Frame, FrameReader, Inbound, PeerError, Pending};
 
 /// Something the daemon sent without being asked.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +44,8 @@ pub enum ClientError {
     Timeout,
     Closed,
     Io(std::io::Error),
+    /// The daemon's answer did not have the expected shape.
+    Unexpected(String),
 }
 
 impl std::fmt::Display for ClientError {
@@ -44,6 +55,7 @@ impl std::fmt::Display for ClientError {
             ClientError::Timeout => f.write_str("the daemon did not answer in time"),
             ClientError::Closed => f.write_str("the daemon closed the connection"),
             ClientError::Io(e) => write!(f, "{e}"),
+            ClientError::Unexpected(why) => write!(f, "unexpected answer from the daemon: {why}"),
         }
     }
 }
@@ -60,16 +72,31 @@ impl From<PeerError> for ClientError {
     }
 }
 
-/// Messages from the daemon waiting to be read by the application.
-const EVENT_QUEUE: usize = 4096;
 /// Lines waiting to be written.
 const SEND_QUEUE: usize = 256;
+/// How long a plain [`ClientHandle::call`] waits by default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
-pub struct Client {
+/// The sending half of a connection: cheap to clone, usable from many tasks at once (one
+/// task may wait for a `session/prompt` answer while another approves, cancels or answers
+/// an `elicitation/create` request).
+#[derive(Clone)]
+pub struct ClientHandle {
     out: mpsc::Sender<Vec<u8>>,
     pending: Arc<Pending>,
-    events: mpsc::Receiver<ServerMessage>,
     timeout: Duration,
+}
+
+/// The receiving half of a connection: what the daemon sends unasked, in arrival order.
+pub struct Events {
+    rx: mpsc::UnboundedReceiver<ServerMessage>,
+}
+
+/// A connection to the daemon: a [`ClientHandle`] (reachable through `Deref`, so every
+/// sending method works on `Client` too) plus the [`Events`] queue.
+pub struct Client {
+    handle: ClientHandle,
+    events: Events,
 }
 
 impl Client {
@@ -87,18 +114,96 @@ impl Client {
     {
         let pending = Arc::new(Pending::new());
         let (out, out_rx) = mpsc::channel(SEND_QUEUE);
-        let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         tokio::spawn(write_loop(writer, out_rx));
         tokio::spawn(read_loop(reader, Arc::clone(&pending), events_tx));
         Client {
-            out,
-            pending,
-            events,
-            timeout: Duration::from_secs(600),
+            handle: ClientHandle {
+                out,
+                pending,
+                timeout: DEFAULT_TIMEOUT,
+            },
+            events: Events { rx: events_rx },
         }
     }
 
-    /// Sets how long [`Client::call`] waits for an answer (default 10 minutes).
+    /// Sets how long [`ClientHandle::call`] waits for an answer (default 10 minutes).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.handle.timeout = timeout;
+    }
+
+    /// A clone of the sending half, e.g. to run a `session/prompt` in another task.
+    pub fn handle(&self) -> ClientHandle {
+        self.handle.clone()
+    }
+
+    /// Splits into the sending half and the event queue.
+    pub fn split(self) -> (ClientHandle, Events) {
+        (self.handle, self.events)
+    }
+
+    /// The next message the daemon sent unasked; `None` once the connection is closed.
+    pub async fn next_event(&mut self) -> Option<ServerMessage> {
+        self.events.recv().await
+    }
+
+    /// Like [`Client::next_event`] but gives up after `timeout`.
+    pub async fn next_event_within(&mut self, timeout: Duration) -> Option<ServerMessage> {
+        self.events.recv_within(timeout).await
+    }
+
+    /// The event queue, to read typed [`Event`]s without splitting the client.
+    pub fn events(&mut self) -> &mut Events {
+        &mut self.events
+    }
+}
+
+impl std::ops::Deref for Client {
+    type Target = ClientHandle;
+    fn deref(&self) -> &ClientHandle {
+        &self.handle
+    }
+}
+
+impl Events {
+    /// The next message the daemon sent unasked; `None` once the connection is closed and
+    /// everything received before has been read.
+    pub async fn recv(&mut self) -> Option<ServerMessage> {
+        self.rx.recv().await
+    }
+
+    /// Like [`Events::recv`] but gives up after `timeout`.
+    pub async fn recv_within(&mut self, timeout: Duration) -> Option<ServerMessage> {
+        tokio::time::timeout(timeout, self.rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// The next message, typed ([`Event::from_message`]).
+    pub async fn next(&mut self) -> Option<Event> {
+        self.recv().await.map(Event::from_message)
+    }
+
+    /// Like [`Events::next`] but gives up after `timeout`.
+    pub async fn next_within(&mut self, timeout: Duration) -> Option<Event> {
+        self.recv_within(timeout).await.map(Event::from_message)
+    }
+
+    /// A message already received, without waiting.
+    pub fn try_recv(&mut self) -> Option<ServerMessage> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl ClientHandle {
+    /// How long [`ClientHandle::call`] waits for an answer.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Sets how long [`ClientHandle::call`] on this handle waits (clones made afterwards
+    /// inherit it).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
     }
@@ -115,8 +220,18 @@ impl Client {
         self.call("initialize", params).await
     }
 
-    /// Sends a request and waits for its answer.
+    /// Sends a request and waits for its answer (up to the handle's timeout).
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.call_within(method, params, self.timeout).await
+    }
+
+    /// Sends a request and waits up to `timeout` for its answer.
+    pub async fn call_within(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
         let ticket = self.pending.register().ok_or(ClientError::Closed)?;
         let line = request_line(
             Some(&Value::String(ticket.id.clone())),
@@ -124,7 +239,7 @@ impl Client {
             Some(&params),
         );
         self.out.send(line).await.map_err(|_| ClientError::Closed)?;
-        Ok(ticket.wait(self.timeout).await?)
+        Ok(ticket.wait(timeout).await?)
     }
 
     /// Sends a notification (no answer).
@@ -149,19 +264,6 @@ impl Client {
     pub async fn send_raw(&self, bytes: Vec<u8>) -> Result<(), ClientError> {
         self.out.send(bytes).await.map_err(|_| ClientError::Closed)
     }
-
-    /// The next message the daemon sent unasked; `None` once the connection is closed.
-    pub async fn next_event(&mut self) -> Option<ServerMessage> {
-        self.events.recv().await
-    }
-
-    /// Like [`Client::next_event`] but gives up after `timeout`.
-    pub async fn next_event_within(&mut self, timeout: Duration) -> Option<ServerMessage> {
-        tokio::time::timeout(timeout, self.events.recv())
-            .await
-            .ok()
-            .flatten()
-    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Receiver<Vec<u8>>) {
@@ -176,7 +278,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Recei
 async fn read_loop<R: AsyncRead + Unpin>(
     reader: R,
     pending: Arc<Pending>,
-    events: mpsc::Sender<ServerMessage>,
+    events: mpsc::UnboundedSender<ServerMessage>,
 ) {
     let mut frames = FrameReader::new(BufReader::new(reader));
     while let Ok(Some(frame)) = frames.next_frame().await {
@@ -211,11 +313,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 continue;
             }
         };
-        // Never block on a slow application: responses must keep flowing. A full queue
-        // drops the message with a warning instead.
-        if let Err(mpsc::error::TrySendError::Full(_)) = events.try_send(message) {
-            tracing::warn!("event queue full; dropping a message from the daemon");
-        }
+        // Never block on a slow application (responses must keep flowing) and never drop
+        // a message (a lost chunk is lost text): the queue is unbounded. An application
+        // that stopped reading events can drop its `Events` to discard them.
+        let _ = events.send(message);
     }
     pending.close();
 }

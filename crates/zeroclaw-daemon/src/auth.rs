@@ -13,27 +13,36 @@ use crate::state::Daemon;
 use crate::transport::TransportKind;
 
 /// The credential a connection presents: its peer uid locally, its token over WebSocket.
-fn credential(conn: &ConnectionContext, token: Option<&str>) -> Result<Credential, ErrorObject> {
+fn credential(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    token: Option<&str>,
+) -> Result<Credential, ErrorObject> {
     match conn.peer.kind {
         TransportKind::Local => conn.peer.uid.map(Credential::LocalUid).ok_or_else(|| {
             ErrorObject::not_initialized("authentication failed: peer credentials unavailable")
         }),
         TransportKind::WebSocket => {
-            let _ = token;
-            Err(ErrorObject::not_initialized(
-                "authentication failed: pairing tokens are not supported yet",
-            ))
+            let token = token.ok_or_else(|| {
+                ErrorObject::not_initialized(
+                    "authentication failed: authToken is required over WebSocket",
+                )
+            })?;
+            let user = daemon.tokens.user_for(token).ok_or_else(|| {
+                ErrorObject::not_initialized("authentication failed: unknown or revoked token")
+            })?;
+            Ok(Credential::Token { user })
         }
     }
 }
 
 /// The credential of an initialized connection, as presented at `initialize`.
 pub fn credential_of(
-    _daemon: &Arc<Daemon>,
+    daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
 ) -> Result<Credential, ErrorObject> {
     let token = conn.handshake.get().and_then(|h| h.auth_token.as_deref());
-    credential(conn, token)
+    credential(daemon, conn, token)
 }
 
 /// Authenticates the peer at `initialize`.
@@ -42,7 +51,7 @@ pub fn authenticate(
     conn: &ConnectionContext,
     token: Option<&str>,
 ) -> Result<Principal, ErrorObject> {
-    let cred = credential(conn, token)?;
+    let cred = credential(daemon, conn, token)?;
     policy::resolve(&daemon.config.current(), &cred, daemon.uid)
 }
 

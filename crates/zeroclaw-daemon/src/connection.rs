@@ -11,12 +11,13 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use zeroclaw_rpc::message::{error_line, response_line};
-use zeroclaw_rpc::{ErrorObject, Frame, Inbound, MAX_FRAME_BYTES, Pending, Request};
+use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Pending, Request};
 
 use crate::dispatch;
 use crate::outbound::{self, Outbound};
+use crate::registry::Admission;
 use crate::state::Daemon;
-use crate::transport::{FrameSink, FrameSource, PeerIdentity};
+use crate::transport::{FrameSink, FrameSource, Incoming, PeerIdentity};
 
 /// Requests of one connection running at once.
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -42,6 +43,8 @@ pub struct ConnectionContext {
     /// Our outbound requests to this peer (`elicitation/create`).
     pub pending: Pending,
     pub handshake: OnceLock<Handshake>,
+    /// This connection's slot in the connection limits.
+    pub admission: std::sync::Mutex<Admission>,
 }
 
 impl ConnectionContext {
@@ -56,6 +59,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
     daemon: Arc<Daemon>,
     id: u64,
     peer: PeerIdentity,
+    admission: Admission,
     mut source: S,
     sink: K,
 ) {
@@ -67,6 +71,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
         out: out.clone(),
         pending: Pending::new(),
         handshake: OnceLock::new(),
+        admission: std::sync::Mutex::new(admission),
     });
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut oversize = 0u32;
@@ -78,8 +83,17 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
             () = daemon.shutdown.cancelled() => break,
         };
         let line = match frame {
-            Ok(Some(Frame::Line(line))) => line,
-            Ok(Some(Frame::Oversize)) => {
+            Ok(Some(Incoming::Message(line))) => line,
+            Ok(Some(Incoming::Binary)) => {
+                let error = ErrorObject::invalid_request(
+                    "binary messages are not supported: send JSON-RPC as text",
+                );
+                if out.send(error_line(&Value::Null, &error)).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+            Ok(Some(Incoming::Oversize)) => {
                 oversize += 1;
                 let error =
                     ErrorObject::invalid_request(format!("frame exceeds {MAX_FRAME_BYTES} bytes"));

@@ -9,11 +9,13 @@ pub mod connection;
 pub mod dispatch;
 pub mod methods;
 pub mod outbound;
+pub mod pairing;
 pub mod params;
 pub mod registry;
 pub mod server;
 pub mod state;
 pub mod transport;
+pub mod ws;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -62,8 +64,14 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let listener = LocalListener::bind_with(&endpoint, BindOptions::for_endpoint(&dirs, &endpoint))
         .map_err(startup)?;
     let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
+    let wss = config.current().wss.clone();
+    let ws = match wss.enabled {
+        true => Some(ws::WsListener::bind(&wss).await.map_err(StartupError)?),
+        false => None,
+    };
     tracing::info!(endpoint = %endpoint.display(), config = %dirs.config_file().display(), "serving");
 
+    let tokens = pairing::TokenStore::new(&dirs.data_dir);
     let daemon = Arc::new(Daemon {
         dirs,
         endpoint,
@@ -72,6 +80,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         pid: std::process::id(),
         uid: state::current_uid(),
         connections: ConnectionRegistry::new(),
+        tokens,
         stall_timeout: options
             .stall_timeout
             .unwrap_or(outbound::DEFAULT_STALL_TIMEOUT),
@@ -81,7 +90,11 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     if options.ephemeral {
         tokio::spawn(server::watch_ephemeral(Arc::clone(&daemon)));
     }
+    let ws_task = ws.map(|ws| tokio::spawn(ws::serve(Arc::clone(&daemon), ws)));
     server::serve_local(Arc::clone(&daemon), listener).await;
+    if let Some(task) = ws_task {
+        let _ = task.await;
+    }
     tracing::info!("stopped");
     Ok(())
 }

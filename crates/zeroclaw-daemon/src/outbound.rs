@@ -76,6 +76,17 @@ impl Outbound {
         self.budget.close();
     }
 
+    /// Closes the connection once what is queued now (and the answer being built) had a
+    /// moment to be written: used to refuse a peer with an error line, then hang up.
+    pub fn close_after_flush(&self) {
+        let out = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            out.drain(Duration::from_secs(2)).await;
+            out.close();
+        });
+    }
+
     pub fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }

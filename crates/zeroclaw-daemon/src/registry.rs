@@ -26,7 +26,8 @@ pub struct ConnectionRegistry {
 /// One admitted connection; its slot is released on drop.
 pub struct Admission {
     registry: Arc<ConnectionRegistry>,
-    key: String,
+    /// `None` until the principal is known (WebSocket peers name it at `initialize`).
+    key: Option<String>,
 }
 
 impl ConnectionRegistry {
@@ -41,10 +42,11 @@ impl ConnectionRegistry {
         self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Admits a connection for `key`, or explains which limit refused it (-32013).
+    /// Admits a connection for `key` (`None`: principal not known yet, only the total
+    /// counts), or explains which limit refused it (-32013).
     pub fn admit(
         self: &Arc<Self>,
-        key: &str,
+        key: Option<&str>,
         per_principal: usize,
         total: usize,
     ) -> Result<Admission, ErrorObject> {
@@ -56,6 +58,18 @@ impl ConnectionRegistry {
                 counts.total as u64 + 1,
             ));
         }
+        if let Some(key) = key {
+            Self::take_slot(&mut counts, key, per_principal)?;
+        }
+        counts.total += 1;
+        self.open.send_replace(counts.total);
+        Ok(Admission {
+            registry: Arc::clone(self),
+            key: key.map(str::to_string),
+        })
+    }
+
+    fn take_slot(counts: &mut Counts, key: &str, per_principal: usize) -> Result<(), ErrorObject> {
         let mine = counts.per_key.get(key).copied().unwrap_or(0);
         if mine >= per_principal {
             return Err(ErrorObject::limit_exceeded(
@@ -64,13 +78,8 @@ impl ConnectionRegistry {
                 mine as u64 + 1,
             ));
         }
-        counts.total += 1;
         *counts.per_key.entry(key.to_string()).or_default() += 1;
-        self.open.send_replace(counts.total);
-        Ok(Admission {
-            registry: Arc::clone(self),
-            key: key.to_string(),
-        })
+        Ok(())
     }
 
     /// Connections open right now.
@@ -84,14 +93,30 @@ impl ConnectionRegistry {
     }
 }
 
+impl Admission {
+    /// Counts this connection against `key` once its principal is known; a connection
+    /// already counted under a key keeps it.
+    pub fn assign(&mut self, key: &str, per_principal: usize) -> Result<(), ErrorObject> {
+        if self.key.is_some() {
+            return Ok(());
+        }
+        let mut counts = self.registry.lock();
+        ConnectionRegistry::take_slot(&mut counts, key, per_principal)?;
+        self.key = Some(key.to_string());
+        Ok(())
+    }
+}
+
 impl Drop for Admission {
     fn drop(&mut self) {
         let mut counts = self.registry.lock();
         counts.total = counts.total.saturating_sub(1);
-        if let Some(n) = counts.per_key.get_mut(&self.key) {
+        if let Some(key) = &self.key
+            && let Some(n) = counts.per_key.get_mut(key)
+        {
             *n -= 1;
             if *n == 0 {
-                counts.per_key.remove(&self.key);
+                counts.per_key.remove(key);
             }
         }
         self.registry.open.send_replace(counts.total);
@@ -105,15 +130,27 @@ mod tests {
     #[test]
     fn limits_per_key_and_total_and_release_on_drop() {
         let reg = ConnectionRegistry::new();
-        let a1 = reg.admit("uid:1", 2, 3).expect("first");
-        let _a2 = reg.admit("uid:1", 2, 3).expect("second");
-        let err = reg.admit("uid:1", 2, 3).err().expect("third refused");
+        let a1 = reg.admit(Some("uid:1"), 2, 3).expect("first");
+        let _a2 = reg.admit(Some("uid:1"), 2, 3).expect("second");
+        let err = reg.admit(Some("uid:1"), 2, 3).err().expect("third refused");
         assert_eq!(err.code, zeroclaw_rpc::code::LIMIT_EXCEEDED);
         assert_eq!(err.data, Some(serde_json::json!({"limit": 2, "value": 3})));
-        let _b = reg.admit("uid:2", 2, 3).expect("other key");
-        assert!(reg.admit("uid:3", 2, 3).is_err(), "total reached");
+        let _b = reg.admit(Some("uid:2"), 2, 3).expect("other key");
+        assert!(reg.admit(Some("uid:3"), 2, 3).is_err(), "total reached");
         drop(a1);
         assert_eq!(reg.open_count(), 2);
-        reg.admit("uid:1", 2, 3).expect("slot given back");
+        reg.admit(Some("uid:1"), 2, 3).expect("slot given back");
+    }
+
+    #[test]
+    fn a_key_assigned_later_counts_against_its_limit() {
+        let reg = ConnectionRegistry::new();
+        let mut a = reg.admit(None, 1, 10).expect("anonymous");
+        let mut b = reg.admit(None, 1, 10).expect("anonymous");
+        a.assign("token:x", 1).expect("first for x");
+        assert!(b.assign("token:x", 1).is_err());
+        drop(a);
+        b.assign("token:x", 1).expect("slot given back");
+        assert_eq!(reg.open_count(), 1);
     }
 }

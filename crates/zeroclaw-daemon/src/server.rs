@@ -21,6 +21,11 @@ pub const EPHEMERAL_GRACE: Duration = Duration::from_secs(1);
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
+/// A fresh connection id for logs.
+pub fn next_connection_id() -> u64 {
+    NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Accepts local connections until shutdown; returns once every connection has ended.
 pub async fn serve_local(daemon: Arc<Daemon>, listener: LocalListener) {
     let mut connections = JoinSet::new();
@@ -51,14 +56,14 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection) {
         mut writer,
         peer,
     } = conn;
-    let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
+    let id = next_connection_id();
     let key = match peer.uid {
         Some(uid) => format!("uid:{uid}"),
         None => peer.label.clone(),
     };
     let limits = daemon.config.current().limits.clone();
     let admission = match daemon.connections.admit(
-        &key,
+        Some(key.as_str()),
         limits.connections_per_principal as usize,
         limits.connections_total as usize,
     ) {
@@ -77,15 +82,8 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection) {
         uid: peer.uid,
         kind: TransportKind::Local,
     };
-    connection::serve(
-        daemon,
-        id,
-        identity,
-        StreamSource::new(reader),
-        StreamSink::new(writer),
-    )
-    .await;
-    drop(admission);
+    let (source, sink) = (StreamSource::new(reader), StreamSink::new(writer));
+    connection::serve(daemon, id, identity, admission, source, sink).await;
 }
 
 /// Ephemeral mode: stop about [`EPHEMERAL_GRACE`] after the last client leaves; a client

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_config::ConfigStore;
 use zeroclaw_ipc::Dirs;
 
+use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
 
 pub struct Daemon {
@@ -21,6 +22,8 @@ pub struct Daemon {
     /// The daemon's own uid (the operator's, while `security.trust_daemon_uid`).
     pub uid: u32,
     pub connections: Arc<ConnectionRegistry>,
+    /// Paired WebSocket tokens (re-read when the file changes).
+    pub tokens: TokenStore,
     /// How long a full outbound queue may wait for its peer to read.
     pub stall_timeout: Duration,
     /// Cancelled once, when the daemon starts to stop.

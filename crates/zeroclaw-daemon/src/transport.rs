@@ -32,10 +32,21 @@ pub struct PeerIdentity {
 /// compiler cannot yet prove `Send` for generic `async fn` in traits with borrowed args).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// One inbound unit of a transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incoming {
+    /// One message's bytes (a line without its `\n`, or a WebSocket text message).
+    Message(Vec<u8>),
+    /// A line over the frame cap (its bytes were skipped).
+    Oversize,
+    /// A binary WebSocket message: JSON-RPC travels as text.
+    Binary,
+}
+
 /// Inbound frames of one connection.
 pub trait FrameSource: Send + 'static {
     /// The next frame; `None` when the peer closed the connection.
-    fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Frame>>>;
+    fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Incoming>>>;
 }
 
 /// Outbound lines of one connection. Each line ends with `\n`.
@@ -61,8 +72,13 @@ impl<R: AsyncRead + Send + Unpin + 'static> StreamSource<R> {
 }
 
 impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for StreamSource<R> {
-    fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Frame>>> {
-        Box::pin(self.frames.next_frame())
+    fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Incoming>>> {
+        Box::pin(async {
+            Ok(self.frames.next_frame().await?.map(|frame| match frame {
+                Frame::Line(line) => Incoming::Message(line),
+                Frame::Oversize => Incoming::Oversize,
+            }))
+        })
     }
 }
 

@@ -12,6 +12,7 @@ use crate::connection::{ConnectionContext, Handshake};
 use crate::dispatch;
 use crate::params;
 use crate::state::Daemon;
+use crate::transport::TransportKind;
 
 pub const PROTOCOL_VERSION: u64 = 1;
 pub const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
@@ -44,6 +45,21 @@ pub async fn call(
         return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));
     }
     let principal = auth::authenticate(daemon, conn, p.auth_token.as_deref())?;
+    if let Some(token) = p
+        .auth_token
+        .as_deref()
+        .filter(|_| conn.peer.kind == TransportKind::WebSocket)
+    {
+        // WebSocket peers are counted per token from here on.
+        let per_token = daemon.config.current().limits.connections_per_principal as usize;
+        let key = format!("token:{}", &crate::pairing::fingerprint(token));
+        let mut admission = conn.admission.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(error) = admission.assign(&key, per_token) {
+            drop(admission);
+            conn.out.close_after_flush();
+            return Err(error);
+        }
+    }
     let elicitation = p
         .client_capabilities
         .as_ref()

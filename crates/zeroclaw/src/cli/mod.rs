@@ -1,5 +1,9 @@
 //! Command-line grammar and the dispatch of each subcommand.
 
+mod chat;
+mod config;
+mod connect;
+mod pair;
 mod rpc;
 
 use std::path::PathBuf;
@@ -42,8 +46,43 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
+    /// Chat with an agent: each line of stdin is a prompt, the reply streams to stdout.
+    Chat {
+        /// Agent alias (default `default`).
+        #[arg(long, default_value = "default")]
+        agent: String,
+        /// Resume (or create) the session with this id.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
     /// Print the daemon's status.
     Status {
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
+    /// Read or change the configuration through the daemon.
+    Config {
+        #[command(subcommand)]
+        action: config::ConfigAction,
+        #[arg(long, value_name = "PATH", global = true)]
+        socket: Option<PathBuf>,
+    },
+    /// Make a WebSocket pairing token for a configured user (printed once).
+    Pair {
+        #[arg(long, value_name = "NAME")]
+        user: String,
+    },
+    /// Revoke pairing tokens: every token of a user, or one token.
+    Unpair {
+        #[arg(long, value_name = "NAME", conflicts_with = "token")]
+        user: Option<String>,
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+    },
+    /// Bridge stdin/stdout to the daemon's socket, line for line (like socat).
+    Connect {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
@@ -69,8 +108,17 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             params,
             socket,
         } => rpc::call_and_print(cli.config_dir, socket, &method, params.as_deref()).await,
+        Command::Chat {
+            agent,
+            session,
+            socket,
+        } => chat::run(cli.config_dir, socket, agent, session).await,
         Command::Status { socket } => {
             rpc::call_and_print(cli.config_dir, socket, "status", None).await
         }
+        Command::Config { action, socket } => config::run(cli.config_dir, socket, action).await,
+        Command::Pair { user } => pair::pair(cli.config_dir, &user),
+        Command::Unpair { user, token } => pair::unpair(cli.config_dir, user, token),
+        Command::Connect { socket } => connect::run(rpc::endpoint(cli.config_dir, socket)?).await,
     }
 }

@@ -229,6 +229,25 @@ impl Conn {
         self.recv_response(&json!(id))
     }
 
+    /// Like [`Conn::call`] but `None` when the connection breaks instead of panicking.
+    pub fn call_or_closed(&mut self, method: &str, params: Value) -> Option<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.stream.write_all(format!("{line}\n").as_bytes()).ok()?;
+        loop {
+            let mut text = String::new();
+            match self.reader.read_line(&mut text) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+            let msg: Value = serde_json::from_str(&text).ok()?;
+            if msg.get("id") == Some(&json!(id)) {
+                return Some(msg);
+            }
+        }
+    }
+
     /// The `result` of a call, panicking with the error otherwise.
     pub fn result(&mut self, method: &str, params: Value) -> Value {
         let resp = self.call(method, params);

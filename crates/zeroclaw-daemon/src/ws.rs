@@ -1,0 +1,282 @@
+//! The WebSocket transport (SPEC §10): a TCP listener (TLS via rustls when a certificate is
+//! configured, mandatory off loopback) whose connections are upgraded at path `/` and then
+//! served by the same connection loop as the local socket. Each text message is one
+//! JSON-RPC message; a binary message is refused with -32600 and the connection stays open;
+//! a message over 8 MiB closes the connection with status 1009. An upgrade carrying an
+//! `Origin` header is refused with HTTP 403 unless that origin is allowed (cross-site
+//! WebSocket hijacking).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use zeroclaw_config::Wss;
+use zeroclaw_rpc::MAX_FRAME_BYTES;
+
+use crate::connection;
+use crate::server::next_connection_id;
+use crate::state::Daemon;
+use crate::transport::{BoxFuture, FrameSink, FrameSource, Incoming, PeerIdentity, TransportKind};
+
+/// TLS handshake plus HTTP upgrade must finish within this.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A bound WebSocket listener, ready to serve.
+pub struct WsListener {
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    allowed_origins: Arc<Vec<String>>,
+}
+
+impl WsListener {
+    /// Binds `[wss]`; refuses a non-loopback address without TLS.
+    pub async fn bind(wss: &Wss) -> Result<WsListener, String> {
+        let tls = match (wss.cert_path.is_empty(), wss.key_path.is_empty()) {
+            (true, true) => None,
+            (false, false) => Some(tls_acceptor(&wss.cert_path, &wss.key_path)?),
+            _ => return Err("wss: cert_path and key_path must be set together".into()),
+        };
+        if tls.is_none() && !wss.is_loopback() {
+            return Err(format!(
+                "wss: refusing to serve {} without TLS: set wss.cert_path and wss.key_path, or bind a loopback address",
+                wss.bind
+            ));
+        }
+        let addr = format!("{}:{}", wss.bind, wss.port);
+        let listener = TcpListener::bind(&addr)
+            .await
+            .map_err(|e| format!("wss: cannot listen on {addr}: {e}"))?;
+        let scheme = if tls.is_some() { "wss" } else { "ws" };
+        tracing::info!(
+            "websocket listening on {scheme}://{}/",
+            listener.local_addr().map_or(addr, |a| a.to_string())
+        );
+        Ok(WsListener {
+            listener,
+            tls,
+            allowed_origins: Arc::new(wss.allowed_origins.clone()),
+        })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+fn tls_acceptor(cert_path: &str, key_path: &str) -> Result<TlsAcceptor, String> {
+    let read =
+        |path: &str| std::fs::read(path).map_err(|e| format!("wss: cannot read {path}: {e}"));
+    let cert_pem = read(cert_path)?;
+    let key_pem = read(key_path)?;
+    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("wss: {cert_path}: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("wss: {cert_path}: no certificate found"));
+    }
+    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .map_err(|e| format!("wss: {key_path}: {e}"))?
+        .ok_or_else(|| format!("wss: {key_path}: no private key found"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("wss: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("wss: {cert_path}: {e}"))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Accepts WebSocket connections until shutdown; returns once they have all ended.
+pub async fn serve(daemon: Arc<Daemon>, ws: WsListener) {
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = ws.listener.accept() => accepted,
+            () = daemon.shutdown.cancelled() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        match accepted {
+            Ok((tcp, addr)) => {
+                let _ = tcp.set_nodelay(true);
+                let daemon = Arc::clone(&daemon);
+                let tls = ws.tls.clone();
+                let origins = Arc::clone(&ws.allowed_origins);
+                connections.spawn(async move {
+                    match tls {
+                        Some(tls) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(tcp))
+                            .await
+                        {
+                            Ok(Ok(stream)) => upgrade(daemon, stream, addr, origins).await,
+                            Ok(Err(e)) => tracing::info!(peer = %addr, "tls handshake failed: {e}"),
+                            Err(_) => tracing::info!(peer = %addr, "tls handshake timed out"),
+                        },
+                        None => upgrade(daemon, tcp, addr, origins).await,
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!("websocket accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+fn refuse(status: StatusCode, why: &str) -> ErrorResponse {
+    let mut response = ErrorResponse::new(Some(why.to_string()));
+    *response.status_mut() = status;
+    response
+}
+
+// The upgrade callback's `Result<Response, ErrorResponse>` is tungstenite's signature.
+#[allow(clippy::result_large_err)]
+async fn upgrade<S>(daemon: Arc<Daemon>, stream: S, addr: SocketAddr, origins: Arc<Vec<String>>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+        if req.uri().path() != "/" {
+            return Err(refuse(StatusCode::NOT_FOUND, "the websocket endpoint is /"));
+        }
+        if let Some(origin) = req.headers().get("origin") {
+            let allowed = origin
+                .to_str()
+                .is_ok_and(|o| origins.iter().any(|a| a == o));
+            if !allowed {
+                return Err(refuse(StatusCode::FORBIDDEN, "origin not allowed"));
+            }
+        }
+        Ok(resp)
+    };
+    let mut config = WebSocketConfig::default();
+    config.max_message_size = Some(MAX_FRAME_BYTES);
+    config.max_frame_size = Some(MAX_FRAME_BYTES);
+    let upgraded = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)),
+    )
+    .await;
+    let socket = match upgraded {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(e)) => return tracing::info!(peer = %addr, "websocket upgrade refused: {e}"),
+        Err(_) => return tracing::info!(peer = %addr, "websocket upgrade timed out"),
+    };
+    let limits = daemon.config.current().limits.clone();
+    // The principal (its token) is known only at `initialize`; until then only the total
+    // limit applies.
+    let admission = match daemon.connections.admit(
+        None,
+        limits.connections_per_principal as usize,
+        limits.connections_total as usize,
+    ) {
+        Ok(admission) => admission,
+        Err(error) => {
+            let (mut sink, _) = socket.split();
+            let line = zeroclaw_rpc::message::error_line(&serde_json::Value::Null, &error);
+            let text = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
+            let _ = sink.send(Message::Text(text.into())).await;
+            let _ = sink.close().await;
+            return;
+        }
+    };
+    let label = format!("ws:{}:{}", addr.ip(), addr.port());
+    let id = next_connection_id();
+    tracing::info!(conn = id, peer = %label, "accepted connection");
+    let identity = PeerIdentity {
+        label,
+        uid: None,
+        kind: TransportKind::WebSocket,
+    };
+    let close = Arc::new(Mutex::new(None));
+    let (tx, rx) = socket.split();
+    let source = WsSource {
+        rx,
+        close: Arc::clone(&close),
+    };
+    let sink = WsSink { tx, close };
+    connection::serve(daemon, id, identity, admission, source, sink).await;
+}
+
+type CloseSlot = Arc<Mutex<Option<CloseFrame>>>;
+
+struct WsSource<S> {
+    rx: SplitStream<WebSocketStream<S>>,
+    /// How the sink should close the connection when this side decides to end it.
+    close: CloseSlot,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> FrameSource for WsSource<S> {
+    fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Incoming>>> {
+        Box::pin(async {
+            loop {
+                match self.rx.next().await {
+                    Some(Ok(Message::Text(text))) => {
+                        return Ok(Some(Incoming::Message(text.as_bytes().to_vec())));
+                    }
+                    Some(Ok(Message::Binary(_))) => return Ok(Some(Incoming::Binary)),
+                    Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                    Some(Ok(Message::Close(_))) | None => return Ok(None),
+                    Some(Err(WsError::Capacity(e))) => {
+                        tracing::info!("closing a websocket: {e}");
+                        let frame = CloseFrame {
+                            code: CloseCode::Size,
+                            reason: format!("message exceeds {MAX_FRAME_BYTES} bytes").into(),
+                        };
+                        *self.close.lock().unwrap_or_else(|p| p.into_inner()) = Some(frame);
+                        return Ok(None);
+                    }
+                    Some(Err(e)) => return Err(io::Error::other(e)),
+                }
+            }
+        })
+    }
+}
+
+struct WsSink<S> {
+    tx: SplitSink<WebSocketStream<S>, Message>,
+    close: CloseSlot,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> FrameSink for WsSink<S> {
+    fn send_lines<'a>(&'a mut self, lines: &'a [Vec<u8>]) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move {
+            for line in lines {
+                // Our own lines are compact JSON: valid UTF-8 without raw newlines.
+                let text =
+                    String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(line)).into_owned();
+                self.tx
+                    .feed(Message::Text(text.into()))
+                    .await
+                    .map_err(io::Error::other)?;
+            }
+            self.tx.flush().await.map_err(io::Error::other)
+        })
+    }
+
+    fn shutdown(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {
+            let frame = self.close.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let frame = frame.unwrap_or(CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            });
+            let _ = self.tx.send(Message::Close(Some(frame))).await;
+            let _ = self.tx.close().await;
+        })
+    }
+}
