@@ -272,6 +272,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         setup.dir.path().display()
     );
 
+    let busy_before = sys::cpu_busy(Duration::from_secs(1));
+
     // 1. Startup: spawn → socket accepting, median of N starts each.
     eprintln!("bench: {} daemon starts", args.starts);
     let daemon_starts = startups(&setup, Kind::Daemon, args.starts)?;
@@ -355,6 +357,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     };
     let echo_idle = idle(Kind::Echo)?;
     let daemon_idle = idle(Kind::Daemon)?;
+
+    let busy_after = sys::cpu_busy(Duration::from_secs(1));
 
     // 5. The table.
     let e_p50 = echo_rounds.p50();
@@ -440,6 +444,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     println!();
     println!("Details:");
     println!("- CPU placement: {placement}");
+    let busy = |b: Option<f64>| b.map_or("unknown".to_string(), |b| format!("{b:.0}%"));
+    println!(
+        "- other activity on the machine (all CPUs busy, 1 s sample while the bench idles): \
+         {} before the run, {} after",
+        busy(busy_before),
+        busy(busy_after)
+    );
     println!(
         "- {} rounds, echo and daemon interleaved; each figure is the median over rounds. \
          Latency: {} measured calls after {} warm-up calls. Pipelined: {} calls. \

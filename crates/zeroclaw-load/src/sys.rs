@@ -189,3 +189,26 @@ pub fn allowed_cpus() -> Vec<usize> {
             .collect()
     }
 }
+
+/// The share of all CPUs busy (not idle or iowait) over `window`, from `/proc/stat`:
+/// taken while the bench itself is idle, it tells how much else the machine was doing.
+pub fn cpu_busy(window: Duration) -> Option<f64> {
+    fn sample() -> Option<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        let total: u64 = fields.iter().take(8).sum();
+        let idle = fields.get(3)? + fields.get(4).unwrap_or(&0);
+        Some((total, idle))
+    }
+    let (t0, i0) = sample()?;
+    std::thread::sleep(window);
+    let (t1, i1) = sample()?;
+    let total = t1.saturating_sub(t0);
+    (total > 0).then(|| 100.0 * (total - i1.saturating_sub(i0)) as f64 / total as f64)
+}
