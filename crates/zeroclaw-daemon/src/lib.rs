@@ -13,6 +13,7 @@ pub mod pairing;
 pub mod params;
 pub mod registry;
 pub mod server;
+pub mod session;
 pub mod state;
 pub mod transport;
 pub mod ws;
@@ -25,7 +26,10 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_config::ConfigStore;
 use zeroclaw_ipc::{BindOptions, Dirs, LocalListener};
 
+use zeroclaw_store::{RPC_SURFACE, Store};
+
 use crate::registry::ConnectionRegistry;
+use crate::session::{SessionManager, Tuning};
 use crate::state::Daemon;
 
 /// How the daemon was asked to run.
@@ -35,6 +39,38 @@ pub struct DaemonOptions {
     pub ephemeral: bool,
     /// Overrides the 30 s stalled-reader timeout (tests).
     pub stall_timeout: Option<Duration>,
+}
+
+/// How long a stopping daemon waits for cancelled turns to persist.
+const SHUTDOWN_PERSIST_WAIT: Duration = Duration::from_secs(10);
+
+/// Opens `<data dir>/zeroclaw.db`, recovers turns a previous run left open (before any
+/// client is served), and creates the session manager.
+async fn open_sessions(dirs: &Dirs) -> Result<Arc<SessionManager>, StartupError> {
+    // The socket may live elsewhere (`ZEROCLAW_SOCKET`): make sure the data dir exists.
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(&dirs.data_dir)
+        .map_err(|e| StartupError(format!("cannot create {}: {e}", dirs.data_dir.display())))?;
+    let path = dirs.data_dir.join("zeroclaw.db");
+    let store = Store::open(&path)
+        .await
+        .map_err(|e| StartupError(format!("cannot open {}: {e}", path.display())))?;
+    let recovered = store
+        .recover_all_interrupted(RPC_SURFACE)
+        .await
+        .map_err(|e| StartupError(format!("cannot recover {}: {e}", path.display())))?;
+    if !recovered.is_empty() {
+        tracing::info!(sessions = recovered.len(), "recovered interrupted turns");
+    }
+    Ok(SessionManager::new(
+        store,
+        dirs.config_dir.clone(),
+        Tuning::from_env(),
+    ))
 }
 
 /// A startup failure, with a message fit for the terminal.
@@ -64,6 +100,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let listener = LocalListener::bind_with(&endpoint, BindOptions::for_endpoint(&dirs, &endpoint))
         .map_err(startup)?;
     let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
+    let sessions = open_sessions(&dirs).await?;
     let wss = config.current().wss.clone();
     let ws = match wss.enabled {
         true => Some(ws::WsListener::bind(&wss).await.map_err(StartupError)?),
@@ -85,8 +122,24 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
             .stall_timeout
             .unwrap_or(outbound::DEFAULT_STALL_TIMEOUT),
         shutdown: CancellationToken::new(),
+        sessions,
     });
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
+    if daemon.sessions.tuning.test_hooks {
+        let data_dir = daemon.dirs.data_dir.clone();
+        tokio::spawn(
+            Arc::clone(&daemon.sessions).watch_fail_triggers(data_dir, daemon.shutdown.clone()),
+        );
+    }
+    {
+        // Stopping: cancel running turns at once so their prompts are answered (cancelled)
+        // while connections are still flushing.
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon.shutdown.cancelled().await;
+            daemon.sessions.cancel_all();
+        });
+    }
     if options.ephemeral {
         tokio::spawn(server::watch_ephemeral(Arc::clone(&daemon)));
     }
@@ -95,6 +148,8 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     if let Some(task) = ws_task {
         let _ = task.await;
     }
+    daemon.sessions.cancel_all();
+    daemon.sessions.wait_idle(SHUTDOWN_PERSIST_WAIT).await;
     tracing::info!("stopped");
     Ok(())
 }

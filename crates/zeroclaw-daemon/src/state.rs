@@ -1,5 +1,5 @@
-//! The daemon's shared state: where it lives, its configuration, its connections and the
-//! shutdown signal. One [`Daemon`] is shared by every connection and handler.
+//! The daemon's shared state: where it lives, its configuration, its connections, its
+//! sessions and the shutdown signal. One [`Daemon`] is shared by every connection and handler.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use zeroclaw_ipc::Dirs;
 
 use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
+use crate::session::SessionManager;
 
 pub struct Daemon {
     pub dirs: Dirs,
@@ -28,6 +29,8 @@ pub struct Daemon {
     pub stall_timeout: Duration,
     /// Cancelled once, when the daemon starts to stop.
     pub shutdown: CancellationToken,
+    /// Live sessions and the durable store behind them.
+    pub sessions: Arc<SessionManager>,
 }
 
 impl Daemon {

@@ -1,20 +1,178 @@
-//! `session/*` handlers (SPEC §7): not served yet.
+//! `session/*` handlers (SPEC §7): decode typed params (both spellings), then call the
+//! [`SessionManager`](crate::session::SessionManager). Grants were checked by the
+//! dispatcher; ownership and agent permission are checked by the manager.
 
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
 use crate::connection::ConnectionContext;
+use crate::params;
+use crate::session::lifecycle::parse_decision;
+use crate::session::open::NewRequest;
 use crate::state::Daemon;
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NewParams {
+    agent_alias: String,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    mode: Option<Mode>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptParams {
+    session_id: String,
+    prompt: Value,
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    attachments: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IdParams {
+    session_id: String,
+    #[serde(default)]
+    mode: Option<Mode>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ApproveParams {
+    session_id: String,
+    request_id: String,
+    decision: String,
+    #[serde(default)]
+    replacement: Option<Value>,
+    #[serde(default)]
+    mode: Option<Mode>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListParams {
+    #[serde(default)]
+    mode: Option<Mode>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessagesParams {
+    session_id: String,
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    before_seq: Option<i64>,
+}
+
+/// The prompt text: a string, or ACP-style content blocks whose `text` parts are joined.
+fn prompt_text(prompt: Value) -> Result<String, ErrorObject> {
+    match prompt {
+        Value::String(s) => Ok(s),
+        Value::Array(blocks) => {
+            let mut out = String::new();
+            for b in &blocks {
+                match b.get("text").and_then(Value::as_str) {
+                    Some(t) => out.push_str(t),
+                    None => {
+                        return Err(ErrorObject::invalid_params(
+                            "invalid params: prompt blocks must be {type:\"text\", text}",
+                        ));
+                    }
+                }
+            }
+            Ok(out)
+        }
+        _ => Err(ErrorObject::invalid_params(
+            "invalid params: prompt must be a string",
+        )),
+    }
+}
+
 pub async fn call(
-    _daemon: &Arc<Daemon>,
-    _conn: &Arc<ConnectionContext>,
-    _principal: &Principal,
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    principal: &Principal,
     method: &str,
-    _params: Option<Value>,
+    params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    Err(ErrorObject::method_not_found(method))
+    let sessions = &daemon.sessions;
+    match method {
+        "session/new" => {
+            let p: NewParams = params::decode(params)?;
+            let req = NewRequest {
+                agent_alias: p.agent_alias,
+                session_id: p.session_id,
+                cwd: p.cwd,
+                mode: p.mode.unwrap_or(Mode::Acp),
+            };
+            sessions
+                .new_session(principal, &daemon.config.current(), req)
+                .await
+        }
+        "session/prompt" => {
+            let p: PromptParams = params::decode(params)?;
+            if p.attachments.as_ref().is_some_and(|a| !a.is_empty()) {
+                return Err(ErrorObject::invalid_params(
+                    "attachments are not supported by this daemon yet",
+                ));
+            }
+            let prompt = prompt_text(p.prompt)?;
+            sessions
+                .prompt(
+                    principal,
+                    conn,
+                    daemon.config.current(),
+                    &p.session_id,
+                    p.mode,
+                    prompt,
+                )
+                .await
+        }
+        "session/cancel" => {
+            let p: IdParams = params::decode(params)?;
+            sessions.cancel(principal, &p.session_id, p.mode)
+        }
+        "session/approve" => {
+            let p: ApproveParams = params::decode(params)?;
+            let decision = parse_decision(&p.decision, p.replacement)?;
+            sessions.approve(principal, &p.session_id, p.mode, &p.request_id, decision)
+        }
+        "session/close" => {
+            let p: IdParams = params::decode(params)?;
+            sessions.close(principal, &p.session_id, p.mode).await
+        }
+        "session/kill" => {
+            let p: IdParams = params::decode(params)?;
+            sessions.kill(principal, &p.session_id, p.mode).await
+        }
+        "session/delete" => {
+            let p: IdParams = params::decode(params)?;
+            sessions.delete(principal, &p.session_id, p.mode).await
+        }
+        "session/list" => {
+            let p: ListParams = params::decode(params)?;
+            sessions.list(principal, p.mode).await
+        }
+        "session/messages" => {
+            let p: MessagesParams = params::decode(params)?;
+            sessions
+                .messages(principal, &p.session_id, p.mode, p.limit, p.before_seq)
+                .await
+        }
+        _ => Err(ErrorObject::method_not_found(method)),
+    }
 }

@@ -9,8 +9,10 @@ use crate::auth::Principal;
 use crate::methods::initialize::PROTOCOL_VERSION;
 use crate::state::Daemon;
 
-pub async fn call(daemon: &Arc<Daemon>, _principal: &Principal) -> Result<Value, ErrorObject> {
-    let session_ids: Vec<String> = Vec::new();
+pub async fn call(daemon: &Arc<Daemon>, principal: &Principal) -> Result<Value, ErrorObject> {
+    let visible = daemon.sessions.visible(principal);
+    let mut session_ids: Vec<String> = visible.iter().map(|s| s.key.session_id.clone()).collect();
+    session_ids.dedup();
     Ok(json!({
         "protocolVersion": PROTOCOL_VERSION,
         "serverVersion": env!("CARGO_PKG_VERSION"),
@@ -20,7 +22,7 @@ pub async fn call(daemon: &Arc<Daemon>, _principal: &Principal) -> Result<Value,
         "configDir": daemon.dirs.config_dir.display().to_string(),
         "dataDir": daemon.dirs.data_dir.display().to_string(),
         "connections": daemon.connections.open_count(),
-        "activeSessions": session_ids.len(),
+        "activeSessions": visible.len(),
         "sessionIds": session_ids,
     }))
 }

@@ -305,3 +305,203 @@ pub fn code(error: &Value) -> i64 {
         .as_i64()
         .unwrap_or_else(|| panic!("no code in {error}"))
 }
+
+// ----- sessions and turns (tests/sessions.rs, tests/durability.rs) -----------------------
+
+/// A scriptable fake OpenAI server, with the tokio runtime that serves it while the test
+/// itself talks to the daemon synchronously.
+pub struct Fake {
+    pub server: zeroclaw_testkit::FakeOpenAi,
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl Fake {
+    pub fn start() -> Fake {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let server = rt
+            .block_on(zeroclaw_testkit::FakeOpenAi::start())
+            .expect("fake openai");
+        Fake { server, rt }
+    }
+
+    pub fn push(&self, response: zeroclaw_testkit::Scripted) {
+        self.server.push(response);
+    }
+
+    /// Request bodies received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.server.requests()
+    }
+
+    pub fn wait_requests(&self, n: usize, limit: Duration) -> bool {
+        self.rt.block_on(self.server.wait_for_requests(n, limit))
+    }
+}
+
+/// A config with agent `default` on the fake provider at `base_url`, agent `echo` on the
+/// offline echo provider, and `extra` TOML appended.
+pub fn session_config(base_url: &str, extra: &str) -> String {
+    format!(
+        r#"[providers.fake]
+kind = "openai"
+base_url = "{base_url}"
+model = "m"
+timeout_secs = 10
+
+[providers.echo]
+kind = "echo"
+
+[agents.default]
+provider = "fake"
+tools = ["bash", "read_file", "write_file", "ask_user"]
+autonomy = "supervised"
+max_tool_iterations = 5
+
+[agents.echo]
+provider = "echo"
+
+{extra}
+"#
+    )
+}
+
+impl TestDaemon {
+    /// Starts with extra environment variables (the test-only hooks).
+    pub fn start_env(
+        extra: &[&str],
+        env: &[(&str, &str)],
+        prepare: impl FnOnce(&Path),
+    ) -> TestDaemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        prepare(dir.path());
+        let socket = dir.path().join("data").join("daemon.sock");
+        let mut daemon = TestDaemon {
+            stderr_path: dir.path().join("daemon.log"),
+            dir,
+            child: None,
+            socket,
+        };
+        daemon.spawn_env(extra, env);
+        daemon
+    }
+
+    /// (Re)starts the process on the same directory with extra environment variables.
+    pub fn spawn_env(&mut self, extra: &[&str], env: &[(&str, &str)]) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.stderr_path)
+            .expect("log file");
+        let mut cmd = daemon_command(self.dir.path(), extra);
+        cmd.envs(env.iter().copied()).stderr(log);
+        self.child = Some(cmd.spawn().expect("spawn daemon"));
+        wait_for_socket(&self.socket, self.child.as_mut());
+    }
+
+    /// SIGKILL, and reap the process.
+    pub fn kill_hard(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// A connection initialized with the elicitation capability.
+    pub fn eliciting_client(&self) -> Conn {
+        let mut conn = self.connect();
+        let init = conn.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"elicitation": {}}}),
+        );
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        conn
+    }
+}
+
+impl Conn {
+    /// Sends a request with a fresh numeric id without waiting; returns the id.
+    pub fn send_call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&line.to_string());
+        json!(id)
+    }
+
+    /// Reads until the response to `id`: (every other message before it, the response).
+    pub fn collect_until(&mut self, id: &Value) -> (Vec<Value>, Value) {
+        let mut seen = Vec::new();
+        loop {
+            let msg = self.recv();
+            if msg.get("id") == Some(id) && msg.get("method").is_none() {
+                return (seen, msg);
+            }
+            seen.push(msg);
+        }
+    }
+
+    /// `session/new` → the whole result.
+    pub fn new_session(&mut self, params: Value) -> Value {
+        self.result("session/new", params)
+    }
+
+    /// `session/prompt` and everything streamed before its answer: (updates, response).
+    pub fn prompt(&mut self, session_id: &str, prompt: &str) -> (Vec<Value>, Value) {
+        let id = self.send_call(
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": prompt}),
+        );
+        self.collect_until(&id)
+    }
+
+    /// The whole transcript of a session.
+    pub fn messages(&mut self, session_id: &str) -> Vec<Value> {
+        let r = self.result("session/messages", json!({"sessionId": session_id}));
+        r["messages"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+/// The `session/update` params among `msgs`.
+pub fn updates(msgs: &[Value]) -> Vec<Value> {
+    msgs.iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| m["params"].clone())
+        .collect()
+}
+
+/// The update types, in order.
+pub fn update_types(msgs: &[Value]) -> Vec<String> {
+    updates(msgs)
+        .iter()
+        .map(|u| u["type"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The concatenated `agent_message_chunk` texts.
+pub fn streamed_text(msgs: &[Value]) -> String {
+    updates(msgs)
+        .iter()
+        .filter(|u| u["type"] == "agent_message_chunk")
+        .map(|u| u["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `(role, content)` of transcript rows.
+pub fn roles(rows: &[Value]) -> Vec<(String, String)> {
+    rows.iter()
+        .map(|r| {
+            (
+                r["role"].as_str().unwrap_or("?").to_string(),
+                r["content"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect()
+}

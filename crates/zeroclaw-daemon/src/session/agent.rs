@@ -1,0 +1,89 @@
+//! The agent a turn runs: an [`AgentSpec`] built from the configuration in force when the
+//! prompt was accepted (provider, model, tools, autonomy, limits) and the session's
+//! workspace and cwd. Providers are cached per session worker and rebuilt only when their
+//! configuration changes (an HTTP client keeps its connection pool across turns).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zeroclaw_agent::{AgentSpec, Autonomy, EchoProvider, OpenAiConfig, OpenAiProvider, Provider};
+use zeroclaw_config::{Config, ProviderKind};
+use zeroclaw_rpc::ErrorObject;
+
+use super::live::LiveSession;
+
+/// What a turn needs from the configuration.
+pub(crate) struct TurnAgent {
+    pub spec: AgentSpec,
+    pub max_context_tokens: usize,
+}
+
+/// The last provider built, with the configuration it was built from.
+#[derive(Default)]
+pub(crate) struct ProviderCache {
+    built: Option<(zeroclaw_config::Provider, Arc<dyn Provider>)>,
+}
+
+impl ProviderCache {
+    fn get(
+        &mut self,
+        name: &str,
+        conf: &zeroclaw_config::Provider,
+    ) -> Result<Arc<dyn Provider>, ErrorObject> {
+        if let Some((c, p)) = &self.built
+            && c == conf
+        {
+            return Ok(Arc::clone(p));
+        }
+        let provider: Arc<dyn Provider> = match conf.kind {
+            ProviderKind::Echo => Arc::new(EchoProvider::new()),
+            ProviderKind::Openai => {
+                let mut oc = OpenAiConfig::new(conf.effective_base_url(), conf.model.clone());
+                oc.api_key = Some(conf.api_key.clone()).filter(|k| !k.is_empty());
+                oc.api_key_env = Some(conf.api_key_env.clone()).filter(|k| !k.is_empty());
+                let timeout = Duration::from_secs(conf.timeout_secs.max(1));
+                oc.first_byte_timeout = timeout;
+                oc.idle_timeout = timeout;
+                let p = OpenAiProvider::new(oc)
+                    .map_err(|e| ErrorObject::internal(format!("provider {name}: {e}")))?;
+                Arc::new(p)
+            }
+        };
+        self.built = Some((conf.clone(), Arc::clone(&provider)));
+        Ok(provider)
+    }
+}
+
+/// Builds the turn's agent for `session` from `config`.
+pub(crate) fn build(
+    config: &Config,
+    session: &LiveSession,
+    cache: &mut ProviderCache,
+) -> Result<TurnAgent, ErrorObject> {
+    let alias = &session.agent_alias;
+    let agent = config.agents.get(alias).ok_or_else(|| {
+        ErrorObject::invalid_params(format!("agent {alias} is no longer configured"))
+    })?;
+    let conf = config.providers.get(&agent.provider).ok_or_else(|| {
+        ErrorObject::invalid_params(format!(
+            "agent {alias}: provider {} is not configured",
+            agent.provider
+        ))
+    })?;
+    let provider = cache.get(&agent.provider, conf)?;
+    let mut spec = AgentSpec::new(provider, session.workspace.clone());
+    spec.model = agent.model.clone();
+    spec.system_prompt = agent.system_prompt.clone();
+    spec.tools = agent.tools.iter().filter_map(|t| t.parse().ok()).collect();
+    spec.autonomy = match agent.autonomy {
+        zeroclaw_config::Autonomy::Supervised => Autonomy::Supervised,
+        zeroclaw_config::Autonomy::Full => Autonomy::Full,
+        zeroclaw_config::Autonomy::ReadOnly => Autonomy::ReadOnly,
+    };
+    spec.max_tool_iterations = agent.max_tool_iterations;
+    spec.cwd = session.cwd.clone();
+    Ok(TurnAgent {
+        spec,
+        max_context_tokens: agent.max_context_tokens as usize,
+    })
+}

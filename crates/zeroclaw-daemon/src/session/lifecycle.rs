@@ -1,0 +1,275 @@
+//! What clients do to sessions once they exist (SPEC §7.1): prompt, cancel, approve,
+//! close, kill, delete, list, messages.
+//!
+//! Kill and delete follow DURABILITY.md: cancel the running turn first (cheap, cannot
+//! fail), then the SQLite work, then unregister. When the SQLite work fails the live
+//! session stays registered and the caller gets -32603.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use zeroclaw_agent::ApprovalDecision;
+use zeroclaw_config::Config;
+use zeroclaw_config::policy::Principal;
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::{DEFAULT_PAGE_BYTES, MessagesQuery, Mode, SessionKey};
+
+use super::live::{Job, LiveSession};
+use super::{SessionManager, check_owner, may_touch, store_error};
+use crate::connection::ConnectionContext;
+
+/// How long close/kill/delete wait for a cancelled turn to persist before answering.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// A `session/approve` decision.
+pub fn parse_decision(
+    decision: &str,
+    replacement: Option<Value>,
+) -> Result<ApprovalDecision, ErrorObject> {
+    Ok(match decision {
+        "allow_once" => ApprovalDecision::AllowOnce,
+        "allow_always" => ApprovalDecision::AllowAlways,
+        "reject" => ApprovalDecision::Reject,
+        "reject_with_edit" => ApprovalDecision::RejectWithEdit(replacement),
+        other => {
+            return Err(ErrorObject::invalid_params(format!(
+                "decision {other:?}: expected allow_once, allow_always, reject or reject_with_edit"
+            )));
+        }
+    })
+}
+
+fn not_live(session_id: &str) -> ErrorObject {
+    ErrorObject::session_not_found(format!("no live session {session_id}"))
+}
+
+impl SessionManager {
+    /// The live session for `(id, mode)` that `principal` may touch.
+    fn live_owned(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<Arc<LiveSession>, ErrorObject> {
+        let key = self.resolve_key(session_id, mode);
+        let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
+        check_owner(principal, &live.owner, session_id)?;
+        Ok(live)
+    }
+
+    /// `session/prompt`: queues the prompt and waits for the turn's result.
+    pub async fn prompt(
+        self: &Arc<Self>,
+        principal: &Principal,
+        conn: &Arc<ConnectionContext>,
+        config: Arc<Config>,
+        session_id: &str,
+        mode: Option<Mode>,
+        prompt: String,
+    ) -> Result<Value, ErrorObject> {
+        let key = self.resolve_key(session_id, mode);
+        let live = self.live_or_rehydrate(principal, &config, &key).await?;
+        check_owner(principal, &live.owner, session_id)?;
+        let (reply, answer) = oneshot::channel();
+        live.submit(Job {
+            prompt,
+            conn: Arc::clone(conn),
+            config,
+            reply,
+        })?;
+        answer.await.unwrap_or_else(|_| {
+            Err(ErrorObject::internal(
+                "the session stopped before answering",
+            ))
+        })
+    }
+
+    /// `session/cancel`.
+    pub fn cancel(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<Value, ErrorObject> {
+        let live = self.live_owned(principal, session_id, mode)?;
+        if !live.cancel_turn() {
+            return Err(ErrorObject::session_not_found(format!(
+                "no active turn in session {session_id}"
+            )));
+        }
+        Ok(json!({"sessionId": session_id, "cancelled": true}))
+    }
+
+    /// `session/approve`: only the session's owner may answer.
+    pub fn approve(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+        request_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<Value, ErrorObject> {
+        let key = self.resolve_key(session_id, mode);
+        let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
+        if principal.id != live.owner {
+            return Err(ErrorObject::not_owner(session_id));
+        }
+        if !live.approvals.answer(request_id, decision) {
+            return Err(ErrorObject::invalid_params(format!(
+                "no pending approval {request_id} in session {session_id}"
+            )));
+        }
+        Ok(json!({"sessionId": session_id, "requestId": request_id, "acknowledged": true}))
+    }
+
+    /// Unregisters and stops a live session, waiting for its cancelled turn to persist.
+    async fn unload(&self, live: &Arc<LiveSession>) {
+        self.remove(live);
+        live.close();
+        live.wait_stopped(STOP_WAIT).await;
+    }
+
+    /// `session/close`: unloads the live session; its history stays recoverable.
+    pub async fn close(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<Value, ErrorObject> {
+        let live = self.live_owned(principal, session_id, mode)?;
+        self.unload(&live).await;
+        Ok(json!({"sessionId": session_id, "closed": true}))
+    }
+
+    /// The live session (if any) and the key a kill/delete addresses, ownership checked
+    /// against the live owner or the persisted row.
+    async fn target(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<(SessionKey, Option<Arc<LiveSession>>), ErrorObject> {
+        let key = self.resolve_key(session_id, mode);
+        if let Some(live) = self.get(&key) {
+            check_owner(principal, &live.owner, session_id)?;
+            return Ok((key, Some(live)));
+        }
+        let row = self
+            .store
+            .get_session(&key)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                ErrorObject::session_not_found(format!("session not found: {session_id}"))
+            })?;
+        check_owner(principal, &row.owner, session_id)?;
+        Ok((key, None))
+    }
+
+    /// `session/kill`: tombstones the row (never rehydrated again; transcript readable).
+    pub async fn kill(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<Value, ErrorObject> {
+        let (key, live) = self.target(principal, session_id, mode).await?;
+        if let Some(live) = &live {
+            live.cancel_turn();
+        }
+        self.store.kill(&key).await.map_err(store_error)?;
+        if let Some(live) = &live {
+            self.unload(live).await;
+        }
+        tracing::info!(session = %session_id, mode = %key.mode, "session killed");
+        Ok(json!({"sessionId": session_id, "killed": true}))
+    }
+
+    /// `session/delete`: removes the row with its transcript and checkpoints, then the
+    /// live session. The other mode's session with the same id is left alone.
+    pub async fn delete(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<Value, ErrorObject> {
+        let (key, live) = self.target(principal, session_id, mode).await?;
+        if let Some(live) = &live {
+            live.cancel_turn();
+        }
+        self.store.delete(&key).await.map_err(store_error)?;
+        if let Some(live) = &live {
+            self.unload(live).await;
+        }
+        tracing::info!(session = %session_id, mode = %key.mode, "session deleted");
+        Ok(json!({"sessionId": session_id, "deleted": true}))
+    }
+
+    /// `session/list`: persisted, non-tombstoned rows the caller may see.
+    pub async fn list(
+        &self,
+        principal: &Principal,
+        mode: Option<Mode>,
+    ) -> Result<Value, ErrorObject> {
+        let rows = self.store.list_sessions(mode).await.map_err(store_error)?;
+        let sessions: Vec<Value> = rows
+            .into_iter()
+            .filter(|r| may_touch(principal, &r.owner))
+            .map(|r| {
+                let live = self.get(&r.key()).is_some();
+                json!({
+                    "sessionId": r.session_id,
+                    "mode": r.mode.as_str(),
+                    "agentAlias": r.agent_alias,
+                    "createdAt": r.created_at,
+                    "lastActivity": r.last_activity,
+                    "messageCount": r.message_count,
+                    "live": live,
+                    "interactionSurface": r.interaction_surface,
+                })
+            })
+            .collect();
+        Ok(json!({"sessions": sessions}))
+    }
+
+    /// `session/messages`: the raw visible transcript, paged to fit one frame.
+    pub async fn messages(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+        limit: Option<u32>,
+        before_seq: Option<i64>,
+    ) -> Result<Value, ErrorObject> {
+        let key = self.resolve_key(session_id, mode);
+        let row = self
+            .store
+            .get_session(&key)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                ErrorObject::session_not_found(format!("session not found: {session_id}"))
+            })?;
+        check_owner(principal, &row.owner, session_id)?;
+        let page = self
+            .store
+            .messages(
+                &key,
+                MessagesQuery {
+                    limit,
+                    before_seq,
+                    max_bytes: DEFAULT_PAGE_BYTES,
+                },
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(json!({
+            "sessionId": session_id,
+            "messages": page.rows,
+            "total": page.total,
+            "hasMore": page.has_more,
+        }))
+    }
+}

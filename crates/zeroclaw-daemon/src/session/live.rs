@@ -1,0 +1,291 @@
+//! One live session: identity (key, agent, owner, generation, workspace, cwd), its FIFO
+//! queue of waiting prompts, the worker task that runs them one at a time, and the
+//! approval registry its turns wait on.
+//!
+//! Invariants:
+//! - `waiting` counts prompts accepted but not yet started (the running turn is not
+//!   counted); it never exceeds [`MAX_QUEUED_PROMPTS`];
+//! - once `closing` fires no prompt is accepted, the running turn is cancelled, and the
+//!   worker answers every prompt still queued with -32000 before it stops;
+//! - locks here are plain mutexes held for a few instructions, never across an `.await`:
+//!   approvals wait on a oneshot channel, not on a lock.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use zeroclaw_agent::{ApprovalDecision, ChatMessage};
+use zeroclaw_config::Config;
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::SessionKey;
+
+use super::turn::Runner;
+use super::{MAX_QUEUED_PROMPTS, SessionManager};
+use crate::connection::ConnectionContext;
+
+/// One prompt waiting for its turn.
+pub(crate) struct Job {
+    pub prompt: String,
+    /// The connection that sent it: receives the turn's `session/update`s and its
+    /// `elicitation/create` requests.
+    pub conn: Arc<ConnectionContext>,
+    /// The configuration in force when the prompt was accepted.
+    pub config: Arc<Config>,
+    pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+struct Running {
+    turn_id: String,
+    cancel: CancellationToken,
+}
+
+#[derive(Default)]
+struct State {
+    waiting: usize,
+    running: Option<Running>,
+}
+
+/// Pending approval requests of a session and the tools it always allows.
+#[derive(Default)]
+pub(crate) struct Approvals {
+    pending: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+    always: Mutex<HashSet<String>>,
+    next: AtomicU64,
+}
+
+/// Removes a pending approval when its waiter goes away (answered, timed out or
+/// abandoned by a cancelled turn).
+pub(crate) struct ApprovalGuard<'a> {
+    approvals: &'a Approvals,
+    pub id: String,
+}
+
+impl Drop for ApprovalGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.approvals.pending).remove(&self.id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Approvals {
+    pub fn always_allows(&self, tool: &str) -> bool {
+        lock(&self.always).contains(tool)
+    }
+
+    pub fn allow_always(&self, tool: &str) {
+        lock(&self.always).insert(tool.to_owned());
+    }
+
+    /// Registers a new request; its id is unique within the session.
+    pub fn register(&self) -> (ApprovalGuard<'_>, oneshot::Receiver<ApprovalDecision>) {
+        let id = format!("apr_{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        (
+            ApprovalGuard {
+                approvals: self,
+                id,
+            },
+            rx,
+        )
+    }
+
+    /// Delivers a decision; `false` when no request with that id is pending.
+    pub fn answer(&self, id: &str, decision: ApprovalDecision) -> bool {
+        match lock(&self.pending).remove(id) {
+            Some(tx) => tx.send(decision).is_ok(),
+            None => false,
+        }
+    }
+}
+
+pub struct LiveSession {
+    pub key: SessionKey,
+    pub agent_alias: String,
+    /// Principal id of the owner.
+    pub owner: String,
+    /// Distinguishes this live instance from an earlier or later one with the same key.
+    pub generation: u64,
+    /// The agent's workspace (absolute; uploads go here).
+    pub workspace: PathBuf,
+    /// Where `bash` runs.
+    pub cwd: PathBuf,
+    state: Mutex<State>,
+    jobs: mpsc::UnboundedSender<Job>,
+    closing: CancellationToken,
+    stopped: CancellationToken,
+    pub(crate) approvals: Approvals,
+}
+
+impl LiveSession {
+    /// Creates the session and starts its worker with the restored `context`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        manager: &Arc<SessionManager>,
+        key: SessionKey,
+        agent_alias: String,
+        owner: String,
+        workspace: PathBuf,
+        cwd: PathBuf,
+        context: Vec<ChatMessage>,
+    ) -> Arc<LiveSession> {
+        let (jobs, rx) = mpsc::unbounded_channel();
+        let session = Arc::new(LiveSession {
+            key,
+            agent_alias,
+            owner,
+            generation: manager.next_generation(),
+            workspace,
+            cwd,
+            state: Mutex::new(State::default()),
+            jobs,
+            closing: CancellationToken::new(),
+            stopped: CancellationToken::new(),
+            approvals: Approvals::default(),
+        });
+        let runner = Runner::new(manager, context);
+        tokio::spawn(worker(Arc::clone(&session), rx, runner));
+        session
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.key.session_id
+    }
+
+    /// Queues a prompt: -32000 once the session is closing, -32002 when
+    /// [`MAX_QUEUED_PROMPTS`] are already waiting.
+    pub(crate) fn submit(&self, job: Job) -> Result<(), ErrorObject> {
+        let mut st = lock(&self.state);
+        if self.closing.is_cancelled() {
+            return Err(ErrorObject::session_not_found(format!(
+                "session {} is closed",
+                self.key.session_id
+            )));
+        }
+        if st.waiting >= MAX_QUEUED_PROMPTS {
+            return Err(ErrorObject::session_busy(format!(
+                "session {} is busy: {MAX_QUEUED_PROMPTS} prompts are already waiting",
+                self.key.session_id
+            )));
+        }
+        st.waiting += 1;
+        if self.jobs.send(job).is_err() {
+            st.waiting -= 1;
+            return Err(ErrorObject::internal("the session worker has stopped"));
+        }
+        Ok(())
+    }
+
+    /// Cancels the running turn; `false` when none runs.
+    pub fn cancel_turn(&self) -> bool {
+        match &lock(&self.state).running {
+            Some(r) => {
+                r.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The running turn's id.
+    pub fn running_turn(&self) -> Option<String> {
+        lock(&self.state)
+            .running
+            .as_ref()
+            .map(|r| r.turn_id.clone())
+    }
+
+    /// Whether a turn runs or prompts wait.
+    pub fn is_busy(&self) -> bool {
+        let st = lock(&self.state);
+        st.running.is_some() || st.waiting > 0
+    }
+
+    /// Stops taking prompts and cancels the running turn; the worker answers the queued
+    /// prompts and stops once the turn has persisted.
+    pub fn close(&self) {
+        self.closing.cancel();
+        self.cancel_turn();
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.is_cancelled()
+    }
+
+    /// Resolves once the worker has stopped (after [`LiveSession::close`]).
+    pub async fn stopped(&self) {
+        self.stopped.cancelled().await
+    }
+
+    /// Waits up to `limit` for the worker to stop.
+    pub async fn wait_stopped(&self, limit: Duration) {
+        if tokio::time::timeout(limit, self.stopped()).await.is_err() {
+            tracing::warn!(session = %self.key.session_id, "worker still running after {limit:?}");
+        }
+    }
+}
+
+/// Runs the session's prompts in order until it is closed.
+async fn worker(
+    session: Arc<LiveSession>,
+    mut rx: mpsc::UnboundedReceiver<Job>,
+    mut runner: Runner,
+) {
+    loop {
+        let job = tokio::select! {
+            biased;
+            job = rx.recv() => job,
+            () = session.closing.cancelled() => None,
+        };
+        let Some(job) = job else { break };
+        let turn_id = format!("turn_{}", uuid::Uuid::new_v4().simple());
+        let cancel = {
+            let mut st = lock(&session.state);
+            st.waiting = st.waiting.saturating_sub(1);
+            if session.closing.is_cancelled() {
+                None
+            } else {
+                let cancel = CancellationToken::new();
+                st.running = Some(Running {
+                    turn_id: turn_id.clone(),
+                    cancel: cancel.clone(),
+                });
+                Some(cancel)
+            }
+        };
+        let Some(cancel) = cancel else {
+            let _ = job.reply.send(Err(closed_error(&session)));
+            continue;
+        };
+        let outcome = runner.run(&session, &job, &turn_id, cancel).await;
+        lock(&session.state).running = None;
+        // The caller may be gone (its connection closed); the turn is persisted anyway.
+        let _ = job.reply.send(outcome);
+    }
+    {
+        // Under the state lock: `submit` checks `closing` under it, so nothing can be
+        // queued after this drain.
+        let mut st = lock(&session.state);
+        while let Ok(job) = rx.try_recv() {
+            st.waiting = st.waiting.saturating_sub(1);
+            let _ = job.reply.send(Err(closed_error(&session)));
+        }
+    }
+    session.stopped.cancel();
+    tracing::debug!(session = %session.key.session_id, "session worker stopped");
+}
+
+fn closed_error(session: &LiveSession) -> ErrorObject {
+    ErrorObject::session_not_found(format!(
+        "session {} was closed before this prompt ran",
+        session.key.session_id
+    ))
+}

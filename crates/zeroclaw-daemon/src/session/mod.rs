@@ -1,0 +1,315 @@
+//! Sessions (SPEC §7): the [`SessionManager`] owns every live session, keyed by
+//! `(mode, session_id)`, and the durable store behind them.
+//!
+//! Layout:
+//! - [`open`]: `session/new` (create or resume) and rehydration of a persisted row on
+//!   `session/prompt`;
+//! - [`lifecycle`]: cancel, approve, close, kill, delete, list, messages;
+//! - [`live`]: one live session: its FIFO prompt queue and the worker task that runs turns;
+//! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`);
+//! - [`host`]: the `TurnHost` a turn talks to (notifications, approvals, ask-user);
+//! - [`persist`]: checkpoint progress writer, transcript rows ↔ provider messages, trim;
+//! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force.
+//!
+//! Invariants:
+//! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
+//!   waiting per session (the running turn is not counted);
+//! - the registry lock is a plain mutex, never held across an `.await`;
+//! - every turn goes through the store: the prompt row and an open checkpoint before the
+//!   provider is called, progress at step boundaries and every 250 ms while text streams,
+//!   final rows and the closed checkpoint before `turn_complete` is sent;
+//! - non-admin principals only see and touch sessions they own (-32003).
+//!
+//! Test-only tuning (read once at startup, documented here and nowhere else on purpose):
+//! `ZEROCLAW_TEST_APPROVAL_TIMEOUT_MS` and `ZEROCLAW_TEST_ASK_USER_TIMEOUT_MS` shorten the
+//! 120 s approval and 300 s ask-user waits; `ZEROCLAW_TEST_HOOKS=1` makes the daemon poll its
+//! data dir for two trigger files: while `test-fail-writes` exists every store write fails
+//! (rolled back by the store's failure injection); while `test-fail-snapshots` exists only
+//! the auto-trim snapshot write fails. That is how the integration tests inject storage
+//! failures into the real binary.
+
+pub mod agent;
+pub mod host;
+pub mod lifecycle;
+pub mod live;
+pub mod open;
+pub mod persist;
+pub mod turn;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use zeroclaw_config::policy::Principal;
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::{Mode, SessionKey, Store, StoreError};
+
+pub use live::LiveSession;
+
+/// Live sessions per daemon (SPEC §3.3).
+pub const MAX_LIVE_SESSIONS: usize = 64;
+/// Prompts waiting per session, the running turn not counted (SPEC §13).
+pub const MAX_QUEUED_PROMPTS: usize = 32;
+/// Checkpoint cadence of streamed text (SPEC §13).
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Timeouts of a session's waits on the client.
+#[derive(Debug, Clone)]
+pub struct Tuning {
+    /// Unanswered approvals are rejected after this long (120 s).
+    pub approval_timeout: Duration,
+    /// Unanswered `elicitation/create` requests give "no answer" after this long (300 s).
+    pub ask_user_timeout: Duration,
+    /// Poll the data dir for the failure trigger files (tests only).
+    pub test_hooks: bool,
+    /// Test hook: the auto-trim snapshot write fails while set.
+    pub fail_snapshots: Arc<AtomicBool>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            approval_timeout: Duration::from_secs(120),
+            ask_user_timeout: Duration::from_secs(300),
+            test_hooks: false,
+            fail_snapshots: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl Tuning {
+    /// The defaults, with the test-only overrides of the module doc applied.
+    pub fn from_env() -> Tuning {
+        let ms = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_millis)
+        };
+        let mut t = Tuning::default();
+        if let Some(d) = ms("ZEROCLAW_TEST_APPROVAL_TIMEOUT_MS") {
+            t.approval_timeout = d;
+        }
+        if let Some(d) = ms("ZEROCLAW_TEST_ASK_USER_TIMEOUT_MS") {
+            t.ask_user_timeout = d;
+        }
+        t.test_hooks = std::env::var("ZEROCLAW_TEST_HOOKS").is_ok_and(|v| v == "1");
+        t
+    }
+}
+
+/// Every live session of the daemon, and the store they write through.
+pub struct SessionManager {
+    pub(crate) store: Store,
+    pub(crate) tuning: Tuning,
+    /// Where relative agent workspaces are resolved.
+    pub(crate) config_dir: PathBuf,
+    live: Mutex<HashMap<SessionKey, Arc<LiveSession>>>,
+    /// Serializes creating and rehydrating sessions (store work plus registration), so two
+    /// calls for one id never both load it. Held across store calls only, never the network.
+    pub(crate) loading: tokio::sync::Mutex<()>,
+    next_generation: AtomicU64,
+}
+
+impl SessionManager {
+    pub fn new(store: Store, config_dir: PathBuf, tuning: Tuning) -> Arc<SessionManager> {
+        Arc::new(SessionManager {
+            store,
+            tuning,
+            config_dir,
+            live: Mutex::new(HashMap::new()),
+            loading: tokio::sync::Mutex::new(()),
+            next_generation: AtomicU64::new(1),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionKey, Arc<LiveSession>>> {
+        // The map stays consistent even if a holder panicked: every update is one insert
+        // or one remove.
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn next_generation(&self) -> u64 {
+        self.next_generation.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The live session with exactly this key.
+    pub fn get(&self, key: &SessionKey) -> Option<Arc<LiveSession>> {
+        self.lock().get(key).cloned()
+    }
+
+    /// SPEC §13: with `mode` that mode; without it the live session with that id, and the
+    /// ACP one when both modes or none are live.
+    pub fn resolve_key(&self, session_id: &str, mode: Option<Mode>) -> SessionKey {
+        if let Some(mode) = mode {
+            return SessionKey {
+                mode,
+                session_id: session_id.to_owned(),
+            };
+        }
+        let map = self.lock();
+        let acp = SessionKey::acp(session_id);
+        let chat = SessionKey::chat(session_id);
+        if !map.contains_key(&acp) && map.contains_key(&chat) {
+            chat
+        } else {
+            acp
+        }
+    }
+
+    /// Registers `session` unless the limit is reached or the key is taken (then the
+    /// session already registered is returned as `Err(Some(existing))`).
+    pub(crate) fn insert(
+        &self,
+        session: Arc<LiveSession>,
+    ) -> Result<(), Result<Arc<LiveSession>, ErrorObject>> {
+        let mut map = self.lock();
+        if let Some(existing) = map.get(&session.key) {
+            return Err(Ok(Arc::clone(existing)));
+        }
+        if map.len() >= MAX_LIVE_SESSIONS {
+            return Err(Err(ErrorObject::session_limit(MAX_LIVE_SESSIONS)));
+        }
+        map.insert(session.key.clone(), session);
+        Ok(())
+    }
+
+    /// -32001 when no further session may be registered (a cheap early check).
+    pub(crate) fn check_room(&self, key: &SessionKey) -> Result<(), ErrorObject> {
+        let map = self.lock();
+        if !map.contains_key(key) && map.len() >= MAX_LIVE_SESSIONS {
+            return Err(ErrorObject::session_limit(MAX_LIVE_SESSIONS));
+        }
+        Ok(())
+    }
+
+    /// Unregisters exactly this session object (not a newer one with the same key).
+    pub(crate) fn remove(&self, session: &Arc<LiveSession>) {
+        let mut map = self.lock();
+        if map
+            .get(&session.key)
+            .is_some_and(|s| Arc::ptr_eq(s, session))
+        {
+            map.remove(&session.key);
+        }
+    }
+
+    /// Live sessions `principal` may see, ordered by id then mode.
+    pub fn visible(&self, principal: &Principal) -> Vec<Arc<LiveSession>> {
+        let mut out: Vec<Arc<LiveSession>> = self
+            .lock()
+            .values()
+            .filter(|s| may_touch(principal, &s.owner))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| {
+            (a.key.session_id.as_str(), a.key.mode.as_str())
+                .cmp(&(b.key.session_id.as_str(), b.key.mode.as_str()))
+        });
+        out
+    }
+
+    /// Every live session (shutdown).
+    fn all(&self) -> Vec<Arc<LiveSession>> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// Daemon shutdown, step one: cancel every running turn and stop taking prompts. The
+    /// turns then finish (cancelled) and persist on their own.
+    pub fn cancel_all(&self) {
+        for s in self.all() {
+            s.close();
+        }
+    }
+
+    /// Daemon shutdown, step two: waits (up to `limit`) for every worker to have persisted
+    /// its last turn and stopped.
+    pub async fn wait_idle(&self, limit: Duration) {
+        let sessions = self.all();
+        let wait = async {
+            for s in &sessions {
+                s.stopped().await;
+            }
+        };
+        if tokio::time::timeout(limit, wait).await.is_err() {
+            tracing::warn!("some turns did not finish persisting before shutdown");
+        }
+    }
+
+    /// Test hook (see the module doc): mirrors the trigger files in `data_dir` into the
+    /// failure-injection flags until `stop` fires.
+    pub async fn watch_fail_triggers(
+        self: Arc<Self>,
+        data_dir: PathBuf,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        let writes = data_dir.join("test-fail-writes");
+        let snapshots = data_dir.join("test-fail-snapshots");
+        let (mut failing, mut failing_snapshots) = (false, false);
+        loop {
+            let now = writes.exists();
+            if now != failing {
+                tracing::warn!(fail = now, "test hook: store write failure injection");
+                self.store.set_fail_writes(now);
+                failing = now;
+            }
+            let now = snapshots.exists();
+            if now != failing_snapshots {
+                tracing::warn!(fail = now, "test hook: snapshot write failure injection");
+                self.tuning.fail_snapshots.store(now, Ordering::SeqCst);
+                failing_snapshots = now;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                () = stop.cancelled() => return,
+            }
+        }
+    }
+}
+
+/// Whether `principal` may see and touch a session owned by `owner`.
+pub fn may_touch(principal: &Principal, owner: &str) -> bool {
+    principal.admin || principal.id == owner
+}
+
+/// -32003 unless `principal` may touch a session owned by `owner`.
+pub fn check_owner(
+    principal: &Principal,
+    owner: &str,
+    session_id: &str,
+) -> Result<(), ErrorObject> {
+    if may_touch(principal, owner) {
+        Ok(())
+    } else {
+        Err(ErrorObject::not_owner(session_id))
+    }
+}
+
+/// The one place store failures become JSON-RPC errors.
+pub fn store_error(e: StoreError) -> ErrorObject {
+    match e {
+        StoreError::NotFound { mode, session_id } => {
+            ErrorObject::session_not_found(format!("session not found: {mode} {session_id}"))
+        }
+        StoreError::Killed { session_id, .. } => ErrorObject::session_not_found(format!(
+            "session {session_id} was killed and cannot be resumed"
+        )),
+        StoreError::UnsupportedSurface {
+            session_id,
+            surface,
+            ..
+        } => ErrorObject::session_not_found(format!(
+            "session {session_id} belongs to interaction surface {surface:?} and is not served here"
+        )),
+        other => {
+            tracing::error!("storage failure: {other}");
+            ErrorObject::internal(format!("storage failure: {other}"))
+        }
+    }
+}

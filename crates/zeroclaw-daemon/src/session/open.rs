@@ -1,0 +1,298 @@
+//! Making a session live: `session/new` (a new row, or the resume of a persisted one) and
+//! rehydration of a persisted ACP row when `session/prompt` finds no live owner
+//! (SPEC §7.1, §7.3).
+//!
+//! Both run under the manager's `loading` lock, so one id is never loaded twice; both
+//! recover open checkpoints of the row (its own surface only) before the session takes a
+//! prompt. Rows of other interaction surfaces are refused and left untouched.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use zeroclaw_config::Config;
+use zeroclaw_config::policy::Principal;
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::{Mode, NewSession, RPC_SURFACE, SessionKey, SessionRow};
+
+use super::live::LiveSession;
+use super::persist::context_from;
+use super::{SessionManager, check_owner, store_error};
+
+/// Longest accepted session id, in bytes.
+const MAX_SESSION_ID: usize = 256;
+
+/// Parameters of `session/new`.
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    pub agent_alias: String,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub mode: Mode,
+}
+
+fn check_agent(config: &Config, principal: &Principal, alias: &str) -> Result<(), ErrorObject> {
+    if !config.agents.contains_key(alias) {
+        return Err(ErrorObject::invalid_params(format!(
+            "unknown agent {alias:?}"
+        )));
+    }
+    if !principal.may_use_agent(alias) {
+        return Err(ErrorObject::forbidden(format!(
+            "principal {} may not use agent {alias}",
+            principal.id
+        ))
+        .with_data(json!({"resource": format!("agents.{alias}")})));
+    }
+    Ok(())
+}
+
+fn check_session_id(id: &str) -> Result<(), ErrorObject> {
+    if id.is_empty() || id.len() > MAX_SESSION_ID || id.chars().any(char::is_control) {
+        return Err(ErrorObject::invalid_params(format!(
+            "invalid sessionId: use 1-{MAX_SESSION_ID} bytes without control characters"
+        )));
+    }
+    Ok(())
+}
+
+impl SessionManager {
+    /// The agent's workspace, created if needed, as an absolute path.
+    fn workspace(&self, config: &Config, alias: &str) -> Result<PathBuf, ErrorObject> {
+        let dir = config.agent_workspace(alias, &self.config_dir);
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            ErrorObject::internal(format!("cannot create workspace {}: {e}", dir.display()))
+        })?;
+        dir.canonicalize().map_err(|e| {
+            ErrorObject::internal(format!("cannot resolve workspace {}: {e}", dir.display()))
+        })
+    }
+
+    /// Where `bash` runs: `requested` (relative to the workspace), else the row's cwd if it
+    /// still exists, else the workspace.
+    fn cwd(
+        workspace: &Path,
+        requested: Option<&str>,
+        row: Option<&SessionRow>,
+    ) -> Result<PathBuf, ErrorObject> {
+        if let Some(req) = requested.filter(|c| !c.is_empty()) {
+            let path = workspace.join(req);
+            if !path.is_dir() {
+                return Err(ErrorObject::invalid_params(format!(
+                    "cwd {req} is not a directory"
+                )));
+            }
+            return Ok(path);
+        }
+        Ok(row
+            .and_then(|r| r.cwd.as_deref())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.is_dir())
+            .unwrap_or_else(|| workspace.to_path_buf()))
+    }
+
+    async fn describe(&self, session: &LiveSession, resumed: bool) -> Result<Value, ErrorObject> {
+        let count = self
+            .store
+            .get_session(&session.key)
+            .await
+            .map_err(store_error)?
+            .map_or(0, |r| r.message_count);
+        Ok(json!({
+            "sessionId": session.key.session_id,
+            "agentAlias": session.agent_alias,
+            "mode": session.key.mode.as_str(),
+            "messageCount": count,
+            "workspaceDir": session.workspace.display().to_string(),
+            "resumed": resumed,
+        }))
+    }
+
+    /// An already live session named by `session/new`: the caller attaches to it.
+    async fn attach(
+        &self,
+        principal: &Principal,
+        session: &LiveSession,
+        alias: &str,
+    ) -> Result<Value, ErrorObject> {
+        check_owner(principal, &session.owner, session.session_id())?;
+        if session.agent_alias != alias {
+            return Err(ErrorObject::invalid_params(format!(
+                "session {} runs agent {}, not {alias}",
+                session.session_id(),
+                session.agent_alias
+            )));
+        }
+        self.describe(session, true).await
+    }
+
+    /// `session/new`.
+    pub async fn new_session(
+        self: &Arc<Self>,
+        principal: &Principal,
+        config: &Config,
+        req: NewRequest,
+    ) -> Result<Value, ErrorObject> {
+        let alias = req.agent_alias.as_str();
+        check_agent(config, principal, alias)?;
+        let session_id = req
+            .session_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        check_session_id(&session_id)?;
+        let key = SessionKey {
+            mode: req.mode,
+            session_id,
+        };
+        if let Some(live) = self.get(&key) {
+            return self.attach(principal, &live, alias).await;
+        }
+        self.check_room(&key)?;
+        let workspace = self.workspace(config, alias)?;
+        Self::cwd(&workspace, req.cwd.as_deref(), None)?;
+
+        let _loading = self.loading.lock().await;
+        if let Some(live) = self.get(&key) {
+            return self.attach(principal, &live, alias).await;
+        }
+        self.check_room(&key)?;
+        if let Some(row) = self.store.get_session(&key).await.map_err(store_error)? {
+            // Check before `open_session` so a refused resume writes nothing.
+            if !row.is_killed() {
+                check_owner(principal, &row.owner, &key.session_id)?;
+                if row.agent_alias != alias {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "session {} belongs to agent {}, not {alias}",
+                        key.session_id, row.agent_alias
+                    )));
+                }
+                if row.interaction_surface != RPC_SURFACE {
+                    return Err(ErrorObject::session_not_found(format!(
+                        "session {} belongs to interaction surface {:?} and is not served here",
+                        key.session_id, row.interaction_surface
+                    )));
+                }
+            }
+        }
+        let opened = self
+            .store
+            .open_session(NewSession {
+                key: key.clone(),
+                agent_alias: alias.to_owned(),
+                owner: principal.id.clone(),
+                cwd: Some(
+                    Self::cwd(&workspace, req.cwd.as_deref(), None)?
+                        .display()
+                        .to_string(),
+                ),
+                interaction_surface: RPC_SURFACE.to_owned(),
+            })
+            .await
+            .map_err(store_error)?;
+        let row = opened.row;
+        let context = if !opened.resumed {
+            Vec::new()
+        } else if key.mode == Mode::Acp {
+            let recovered = self
+                .store
+                .recover(&key, RPC_SURFACE)
+                .await
+                .map_err(store_error)?;
+            context_from(&recovered.context)
+        } else {
+            let restored = self.store.context(&key).await.map_err(store_error)?;
+            context_from(&restored)
+        };
+        let cwd = Self::cwd(&workspace, req.cwd.as_deref(), Some(&row))?;
+        let live = LiveSession::start(
+            self,
+            key,
+            alias.to_owned(),
+            row.owner.clone(),
+            workspace,
+            cwd,
+            context,
+        );
+        self.register(&live)?;
+        tracing::info!(session = %live.key.session_id, mode = %live.key.mode, agent = alias, resumed = opened.resumed, "session live");
+        self.describe(&live, opened.resumed).await
+    }
+
+    fn register(&self, live: &Arc<LiveSession>) -> Result<(), ErrorObject> {
+        match self.insert(Arc::clone(live)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                live.close();
+                Err(match e {
+                    Ok(_) => ErrorObject::internal("session registered twice"),
+                    Err(e) => e,
+                })
+            }
+        }
+    }
+
+    /// The live session for `key`, rehydrating a persisted ACP row of this surface when
+    /// none is live (SPEC §7.3). Chat sessions are never rehydrated by a prompt.
+    pub(crate) async fn live_or_rehydrate(
+        self: &Arc<Self>,
+        principal: &Principal,
+        config: &Config,
+        key: &SessionKey,
+    ) -> Result<Arc<LiveSession>, ErrorObject> {
+        if let Some(live) = self.get(key) {
+            return Ok(live);
+        }
+        let not_found =
+            || ErrorObject::session_not_found(format!("session not found: {}", key.session_id));
+        if key.mode == Mode::Chat {
+            return Err(not_found());
+        }
+        let _loading = self.loading.lock().await;
+        if let Some(live) = self.get(key) {
+            return Ok(live);
+        }
+        let row = self
+            .store
+            .get_session(key)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(not_found)?;
+        check_owner(principal, &row.owner, &key.session_id)?;
+        if row.is_killed() {
+            return Err(ErrorObject::session_not_found(format!(
+                "session {} was killed",
+                key.session_id
+            )));
+        }
+        if row.interaction_surface != RPC_SURFACE {
+            return Err(ErrorObject::session_not_found(format!(
+                "session {} belongs to interaction surface {:?} and is not served here",
+                key.session_id, row.interaction_surface
+            )));
+        }
+        check_agent(config, principal, &row.agent_alias)?;
+        self.check_room(key)?;
+        let workspace = self.workspace(config, &row.agent_alias)?;
+        let cwd = Self::cwd(&workspace, None, Some(&row))?;
+        let recovered = self
+            .store
+            .recover(key, RPC_SURFACE)
+            .await
+            .map_err(store_error)?;
+        if !recovered.interrupted_turns.is_empty() {
+            tracing::info!(session = %key.session_id, turns = ?recovered.interrupted_turns, "recovered interrupted turns");
+        }
+        let live = LiveSession::start(
+            self,
+            key.clone(),
+            row.agent_alias.clone(),
+            row.owner.clone(),
+            workspace,
+            cwd,
+            context_from(&recovered.context),
+        );
+        self.register(&live)?;
+        tracing::info!(session = %key.session_id, "session rehydrated");
+        Ok(live)
+    }
+}

@@ -1,0 +1,409 @@
+//! Persistence of a turn, between the turn loop and the store.
+//!
+//! - [`Persister`]: one task per ACP turn, the only writer of its checkpoint progress.
+//!   It receives streamed text and step boundaries in the order the turn produced them, so
+//!   an older text can never overwrite a newer one. Text is written at every step boundary
+//!   and, while it streams, as soon as unsaved text is [`FLUSH_AFTER`] old (a 25 ms tick
+//!   catches streams that pause), so a crash loses at most about the last 250 ms of it.
+//! - [`visible_rows`]: the transcript rows a finished turn appends, in context order
+//!   (assistant text, then its tool calls, then their results).
+//! - [`context_from`]: the provider context rebuilt from a snapshot plus transcript rows;
+//!   the inverse of `visible_rows`, made provider-safe.
+//! - [`plan_trim`]: which oldest whole turns leave the retained context.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use zeroclaw_agent::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
+use zeroclaw_store::{
+    NewRow, Progress, RestoredContext, Role, SessionKey, Store, ToolCall, ToolResult,
+};
+
+/// Unsaved streamed text older than this is written (below the 250 ms contract, leaving
+/// room for the tick and the write itself).
+pub const FLUSH_AFTER: Duration = Duration::from_millis(200);
+const TICK: Duration = Duration::from_millis(25);
+
+/// What the turn reports to its persister.
+pub(crate) enum Op {
+    Chunk(String),
+    Step(ChatMessage),
+}
+
+/// The sending half handed to the turn's host.
+pub(crate) type ProgressTx = mpsc::UnboundedSender<Op>;
+
+pub(crate) struct Persister {
+    tx: ProgressTx,
+    task: JoinHandle<()>,
+}
+
+impl Persister {
+    pub fn spawn(store: Store, key: SessionKey, turn_id: String) -> Persister {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run(store, key, turn_id, rx));
+        Persister { tx, task }
+    }
+
+    pub fn sender(&self) -> ProgressTx {
+        self.tx.clone()
+    }
+
+    /// Writes what is still queued, then stops.
+    pub async fn finish(self) {
+        drop(self.tx);
+        let _ = self.task.await;
+    }
+}
+
+struct Writer {
+    store: Store,
+    key: SessionKey,
+    turn_id: String,
+    segment: u32,
+    text: String,
+    dirty_since: Option<Instant>,
+}
+
+impl Writer {
+    async fn record(&self, progress: Progress) {
+        if let Err(e) = self
+            .store
+            .record_progress(&self.key, &self.turn_id, progress)
+            .await
+        {
+            tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+        }
+    }
+
+    async fn flush_text(&mut self) {
+        if self.dirty_since.take().is_some() && !self.text.is_empty() {
+            let progress = Progress::Text {
+                segment: self.segment,
+                text: self.text.clone(),
+            };
+            self.record(progress).await;
+        }
+    }
+
+    async fn step(&mut self, message: ChatMessage) {
+        match message {
+            // The prompt row was written by `begin_turn`.
+            ChatMessage::User { .. } => {}
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                self.dirty_since = None;
+                if !content.is_empty() {
+                    let segment = self.segment;
+                    self.record(Progress::Text {
+                        segment,
+                        text: content,
+                    })
+                    .await;
+                }
+                self.segment += 1;
+                self.text.clear();
+                for call in &tool_calls {
+                    self.record(Progress::ToolCall(tool_call_of(call))).await;
+                }
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                name,
+                content,
+            } => {
+                let result = ToolResult {
+                    tool_call_id,
+                    name,
+                    raw_output: Value::String(content),
+                };
+                self.record(Progress::ToolResult(result)).await;
+            }
+        }
+    }
+}
+
+async fn run(store: Store, key: SessionKey, turn_id: String, mut rx: mpsc::UnboundedReceiver<Op>) {
+    let mut w = Writer {
+        store,
+        key,
+        turn_id,
+        segment: 0,
+        text: String::new(),
+        dirty_since: None,
+    };
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            op = rx.recv() => match op {
+                None => break,
+                Some(Op::Chunk(text)) => {
+                    w.text.push_str(&text);
+                    let since = *w.dirty_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= FLUSH_AFTER {
+                        w.flush_text().await;
+                    }
+                }
+                Some(Op::Step(message)) => w.step(message).await,
+            },
+            _ = tick.tick(), if w.dirty_since.is_some() => {
+                if w.dirty_since.is_some_and(|t| t.elapsed() >= FLUSH_AFTER) {
+                    w.flush_text().await;
+                }
+            }
+        }
+    }
+}
+
+/// The arguments string as stored: the parsed JSON when it parses, else the raw string.
+fn raw_input_of(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+fn tool_call_of(call: &ToolCallRequest) -> ToolCall {
+    ToolCall {
+        tool_call_id: call.id.clone(),
+        name: call.name.clone(),
+        raw_input: raw_input_of(&call.arguments),
+    }
+}
+
+/// Transcript rows for messages a turn appended (its user prompt excluded).
+pub(crate) fn visible_rows(messages: &[ChatMessage]) -> Vec<NewRow> {
+    let mut rows = Vec::new();
+    for m in messages {
+        match m {
+            ChatMessage::User { .. } => {}
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                if !content.is_empty() {
+                    rows.push(NewRow::assistant(content.clone()));
+                }
+                for c in tool_calls {
+                    rows.push(NewRow::tool_call(&tool_call_of(c)));
+                }
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                name,
+                content,
+            } => rows.push(NewRow::tool_result(&ToolResult {
+                tool_call_id: tool_call_id.clone(),
+                name: name.clone(),
+                raw_output: Value::String(content.clone()),
+            })),
+        }
+    }
+    rows
+}
+
+/// The provider context of a restored session: the snapshot's messages, then the rows
+/// after its boundary (tool calls joined to the assistant message they follow), with
+/// every unmatched tool call or result removed.
+pub(crate) fn context_from(restored: &RestoredContext) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = match &restored.snapshot {
+        Some(s) => serde_json::from_value(s.messages.clone()).unwrap_or_else(|e| {
+            tracing::warn!("unreadable context snapshot {} ignored: {e}", s.id);
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    for row in &restored.rows {
+        match row.role {
+            Role::User => out.push(ChatMessage::user(row.content.clone())),
+            Role::Assistant => out.push(ChatMessage::assistant(row.content.clone())),
+            Role::ToolCall => {
+                let Some(c) = ToolCall::from_content(&row.content) else {
+                    continue;
+                };
+                let request = ToolCallRequest {
+                    id: c.tool_call_id,
+                    name: c.name,
+                    arguments: match c.raw_input {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    },
+                };
+                match out.last_mut() {
+                    Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls.push(request),
+                    _ => out.push(ChatMessage::Assistant {
+                        content: String::new(),
+                        tool_calls: vec![request],
+                    }),
+                }
+            }
+            Role::ToolResult => {
+                let Some(r) = ToolResult::from_content(&row.content) else {
+                    continue;
+                };
+                out.push(ChatMessage::tool_result(
+                    r.tool_call_id,
+                    r.name,
+                    match r.raw_output {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    },
+                ));
+            }
+            Role::Interruption => {}
+        }
+    }
+    provider_safe(&out)
+}
+
+/// A trim of the retained context.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Trim {
+    pub kept: Vec<ChatMessage>,
+    pub dropped: usize,
+}
+
+/// When `context` is over `max_tokens`, drops the oldest whole turns (a turn starts at a
+/// user message) until it fits, always keeping the latest turn. `None` when nothing needs
+/// to or can be dropped.
+pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Trim> {
+    if estimate_tokens(context) <= max_tokens {
+        return None;
+    }
+    let starts: Vec<usize> = context
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| *i > 0 && matches!(m, ChatMessage::User { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let mut cut = None;
+    for s in starts {
+        cut = Some(s);
+        if estimate_tokens(&context[s..]) <= max_tokens {
+            break;
+        }
+    }
+    let cut = cut?;
+    Some(Trim {
+        kept: context[cut..].to_vec(),
+        dropped: cut,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zeroclaw_store::{ContextRow, Snapshot};
+
+    fn call(id: &str) -> ToolCallRequest {
+        ToolCallRequest {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: r#"{"command":"ls"}"#.into(),
+        }
+    }
+
+    fn turn_messages() -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::user("q"),
+            ChatMessage::Assistant {
+                content: "looking".into(),
+                tool_calls: vec![call("a"), call("b")],
+            },
+            ChatMessage::tool_result("a", "bash", "out a"),
+            ChatMessage::tool_result("b", "bash", "out b"),
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("c")],
+            },
+            ChatMessage::tool_result("c", "bash", "out c"),
+            ChatMessage::assistant("done"),
+        ]
+    }
+
+    #[test]
+    fn rows_round_trip_to_the_same_context() {
+        let msgs = turn_messages();
+        let mut rows = vec![ContextRow {
+            seq: 1,
+            turn_id: None,
+            role: Role::User,
+            content: "q".into(),
+        }];
+        for (i, r) in visible_rows(&msgs).into_iter().enumerate() {
+            rows.push(ContextRow {
+                seq: i as i64 + 2,
+                turn_id: None,
+                role: r.role,
+                content: r.content,
+            });
+        }
+        let restored = RestoredContext {
+            snapshot: None,
+            rows,
+        };
+        assert_eq!(context_from(&restored), msgs);
+    }
+
+    #[test]
+    fn snapshot_first_and_interruptions_skipped() {
+        let snap = vec![
+            ChatMessage::user("old"),
+            ChatMessage::assistant("old answer"),
+        ];
+        let restored = RestoredContext {
+            snapshot: Some(Snapshot {
+                id: 1,
+                covers_seq: 2,
+                messages: serde_json::to_value(&snap).unwrap(),
+                created_at: 0,
+            }),
+            rows: vec![
+                ContextRow {
+                    seq: 3,
+                    turn_id: None,
+                    role: Role::User,
+                    content: "new".into(),
+                },
+                ContextRow {
+                    seq: 4,
+                    turn_id: None,
+                    role: Role::Interruption,
+                    content: "[interrupted]".into(),
+                },
+            ],
+        };
+        let ctx = context_from(&restored);
+        assert_eq!(ctx.len(), 3);
+        assert_eq!(ctx[2], ChatMessage::user("new"));
+    }
+
+    #[test]
+    fn trim_drops_oldest_whole_turns_and_keeps_the_last() {
+        let mut ctx = Vec::new();
+        for i in 0..3 {
+            ctx.push(ChatMessage::user(format!(
+                "question {i} {}",
+                "x".repeat(100)
+            )));
+            ctx.push(ChatMessage::assistant("y".repeat(100)));
+        }
+        assert_eq!(plan_trim(&ctx, 100_000), None);
+        let t = plan_trim(&ctx, 1).expect("trim");
+        assert_eq!(t.dropped, 4);
+        assert_eq!(t.kept, ctx[4..].to_vec());
+        let t = plan_trim(&ctx, estimate_tokens(&ctx[2..])).expect("trim");
+        assert_eq!(t.dropped, 2);
+        assert_eq!(
+            plan_trim(&ctx[4..], 1),
+            None,
+            "a single turn is never dropped"
+        );
+    }
+}

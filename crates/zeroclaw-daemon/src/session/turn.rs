@@ -1,0 +1,220 @@
+//! One turn, end to end, run by the session's worker ([`Runner::run`]):
+//!
+//! 1. build the agent from the configuration (nothing is written if that fails);
+//! 2. ACP: `begin_turn` (prompt row + open checkpoint) before the provider is called;
+//! 3. run the turn loop with a [`SessionHost`]; a [`Persister`] records its progress;
+//! 4. ACP: `finish_turn` (the turn's rows + closed checkpoint) in one transaction; chat:
+//!    the prompt and the turn's rows appended as plain history;
+//! 5. auto-trim when the context is over `max_context_tokens`: the snapshot is committed
+//!    first, `history_trimmed` is sent only after that;
+//! 6. `turn_complete`, then the result (returned to the `session/prompt` handler).
+//!
+//! If the turn's final write fails the session remembers it (`needs_recover`): before the
+//! next turn the open checkpoint is recovered and the context reloaded from the store, so
+//! memory never runs ahead of what is durable for long.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
+
+use super::agent::{self, ProviderCache};
+use super::host::{Notifier, SessionHost};
+use super::live::{Job, LiveSession};
+use super::persist::{self, Persister};
+use super::{SessionManager, Tuning, store_error};
+
+/// The worker's per-session state between turns.
+pub(crate) struct Runner {
+    store: Store,
+    tuning: Tuning,
+    /// The retained provider context (never the system prompt).
+    context: Vec<ChatMessage>,
+    /// The last turn could not be closed in the store: recover before the next one.
+    needs_recover: bool,
+    providers: ProviderCache,
+}
+
+impl Runner {
+    pub fn new(manager: &SessionManager, context: Vec<ChatMessage>) -> Runner {
+        Runner {
+            store: manager.store.clone(),
+            tuning: manager.tuning.clone(),
+            context,
+            needs_recover: false,
+            providers: ProviderCache::default(),
+        }
+    }
+
+    /// Replaces the in-memory context with the store's, after recovering open turns.
+    async fn reload(&mut self, session: &LiveSession) -> Result<(), ErrorObject> {
+        let recovered = self
+            .store
+            .recover(&session.key, RPC_SURFACE)
+            .await
+            .map_err(store_error)?;
+        self.context = persist::context_from(&recovered.context);
+        self.needs_recover = false;
+        Ok(())
+    }
+
+    /// `begin_turn`, recovering a turn left open by a failed write first.
+    async fn begin(
+        &mut self,
+        session: &LiveSession,
+        turn_id: &str,
+        prompt: &str,
+    ) -> Result<i64, ErrorObject> {
+        if self.needs_recover {
+            self.reload(session).await?;
+        }
+        match self.store.begin_turn(&session.key, turn_id, prompt).await {
+            Ok(seq) => Ok(seq),
+            Err(StoreError::TurnStillOpen { .. }) => {
+                self.reload(session).await?;
+                self.store
+                    .begin_turn(&session.key, turn_id, prompt)
+                    .await
+                    .map_err(store_error)
+            }
+            Err(e) => Err(store_error(e)),
+        }
+    }
+
+    pub async fn run(
+        &mut self,
+        session: &Arc<LiveSession>,
+        job: &Job,
+        turn_id: &str,
+        cancel: CancellationToken,
+    ) -> Result<Value, ErrorObject> {
+        let agent = agent::build(&job.config, session, &mut self.providers)?;
+        let key = &session.key;
+        let acp = key.mode == Mode::Acp;
+        let started_seq = if acp {
+            self.begin(session, turn_id, &job.prompt).await?
+        } else {
+            0
+        };
+        let notifier = Notifier::new(Arc::clone(&job.conn), &key.session_id);
+        let persister =
+            acp.then(|| Persister::spawn(self.store.clone(), key.clone(), turn_id.to_owned()));
+        let host = SessionHost {
+            session,
+            notifier: &notifier,
+            progress: persister.as_ref().map(Persister::sender),
+            conn: &job.conn,
+            tuning: &self.tuning,
+        };
+        let result = run_turn(
+            &agent.spec,
+            &mut self.context,
+            job.prompt.clone(),
+            &host,
+            cancel,
+        )
+        .await;
+        drop(host);
+        if let Some(p) = persister {
+            p.finish().await;
+        }
+
+        let rows = persist::visible_rows(&result.new_messages);
+        let written = if acp {
+            let status = match result.outcome {
+                TurnOutcome::Completed => CheckpointStatus::Completed,
+                TurnOutcome::Cancelled => CheckpointStatus::Cancelled,
+                TurnOutcome::Failed => CheckpointStatus::Failed,
+            };
+            self.store.finish_turn(key, turn_id, status, rows).await
+        } else {
+            let mut all = vec![NewRow::user(job.prompt.clone())];
+            all.extend(rows);
+            self.store.append_rows(key, Some(turn_id), all).await
+        };
+        let seqs = match written {
+            Ok(seqs) => seqs,
+            Err(e) => {
+                tracing::error!(session = %key.session_id, turn = %turn_id, "the turn could not be saved: {e}");
+                self.needs_recover = acp;
+                return Err(match e {
+                    StoreError::NotFound { .. } => store_error(e),
+                    other => ErrorObject::internal(format!(
+                        "the turn ran but could not be saved: {other}"
+                    )),
+                });
+            }
+        };
+        let covers_seq = seqs.last().copied().unwrap_or(started_seq);
+        self.trim(session, &notifier, agent.max_context_tokens, covers_seq)
+            .await;
+
+        let outcome = result.outcome.as_str();
+        notifier
+            .update(
+                "turn_complete",
+                json!({"turnId": turn_id, "outcome": outcome, "content": result.content}),
+            )
+            .await;
+        tracing::debug!(session = %key.session_id, turn = %turn_id, outcome, "turn finished");
+        Ok(json!({
+            "sessionId": key.session_id,
+            "turnId": turn_id,
+            "outcome": outcome,
+            "content": result.content,
+        }))
+    }
+
+    /// Auto-trim (SPEC §7.3): snapshot first; `history_trimmed` only after it committed.
+    async fn trim(
+        &mut self,
+        session: &LiveSession,
+        notifier: &Notifier,
+        max_tokens: usize,
+        covers_seq: i64,
+    ) {
+        let Some(trim) = persist::plan_trim(&self.context, max_tokens) else {
+            return;
+        };
+        let messages = match serde_json::to_value(&trim.kept) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::error!("cannot encode a context snapshot: {e}");
+                return;
+            }
+        };
+        let saved = if self.tuning.fail_snapshots.load(Ordering::SeqCst) {
+            Err(StoreError::InjectedFailure)
+        } else {
+            self.store
+                .save_snapshot(&session.key, covers_seq, messages)
+                .await
+        };
+        match saved {
+            Ok(_) => {
+                let kept = trim.kept.len();
+                self.context = trim.kept;
+                notifier
+                    .update(
+                        "history_trimmed",
+                        json!({
+                            "droppedMessages": trim.dropped,
+                            "keptMessages": kept,
+                            "checkpointSeq": covers_seq,
+                            "reason": "max_context_tokens",
+                        }),
+                    )
+                    .await;
+            }
+            Err(e) => {
+                // Keep the untrimmed context: the next turn tries again, and memory never
+                // holds a trim the store does not have.
+                tracing::warn!(session = %session.key.session_id, "context snapshot not saved, no trim: {e}");
+            }
+        }
+    }
+}
