@@ -21,4 +21,4 @@ pub use policy::{Credential, Principal, Requirement, required_grant, resolve};
 mod persist;
 pub mod store;
 
-pub use store::{ConfigStore, MAX_SET_MANY, OpenError};
+pub use store::{ConfigStore, Frozen, MAX_SET_MANY, OpenError};

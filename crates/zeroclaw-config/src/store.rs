@@ -99,6 +99,18 @@ fn blame<'a>(violations: &'a [Violation], ops: &[Op]) -> (usize, &'a Violation) 
     }
 }
 
+/// The configuration, held unchanged (see [`ConfigStore::freeze`]).
+pub struct Frozen<'a> {
+    _guard: tokio::sync::MutexGuard<'a, DocumentMut>,
+    config: Arc<Config>,
+}
+
+impl Frozen<'_> {
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
 impl ConfigStore {
     /// Opens `path`, first writing the default configuration (mode 0600, directory 0700)
     /// if the file does not exist. Errors name the file and the problem.
@@ -225,6 +237,16 @@ impl ConfigStore {
         let canonical = path.to_string();
         self.write(vec![Op::Delete(path)], authorize, false).await?;
         Ok(canonical)
+    }
+
+    /// Holds the write lock, so the policy in force cannot change until the returned guard
+    /// is dropped: for steps that check permissions and then act (an upload commit).
+    pub async fn freeze(&self) -> Frozen<'_> {
+        let guard = self.doc.lock().await;
+        Frozen {
+            _guard: guard,
+            config: self.current(),
+        }
     }
 
     /// Test hook: the next persist fails as if the disk had refused the write.

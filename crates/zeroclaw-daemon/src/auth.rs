@@ -64,6 +64,16 @@ pub fn principal_of(
     authenticate(daemon, conn, token)
 }
 
+/// The caller's principal under a configuration the caller holds unchanged.
+pub fn resolve_frozen(
+    daemon: &Arc<Daemon>,
+    conn: &ConnectionContext,
+    config: &zeroclaw_config::Config,
+) -> Result<Principal, ErrorObject> {
+    let cred = credential_of(daemon, conn)?;
+    policy::resolve(config, &cred, daemon.uid)
+}
+
 /// Whether `principal` holds the grant `method` requires (-32012 otherwise).
 pub fn authorize(principal: &Principal, method: &str) -> Result<(), ErrorObject> {
     principal.check_method(method)

@@ -160,6 +160,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
     out.drain(FLUSH_ON_CLOSE).await;
     out.close();
     conn.pending.close();
+    daemon.uploads.drop_connection(id);
     let _ = writer.await;
     tracing::debug!(conn = id, "connection closed");
 }

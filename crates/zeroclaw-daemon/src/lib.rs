@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod connection;
 pub mod dispatch;
+pub mod files;
 pub mod methods;
 pub mod outbound;
 pub mod pairing;
@@ -96,10 +97,11 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         .map_err(|e| StartupError(format!("cannot install signal handlers: {e}")))?;
     let dirs = Dirs::resolve(options.config_dir.as_deref()).map_err(startup)?;
     let endpoint = zeroclaw_ipc::endpoint_path(&dirs).map_err(startup)?;
-    // Bind first: a second daemon must fail on the lock before touching anything else.
+    // The configuration is in place before the socket appears, so the first client already
+    // finds it on disk (opening it writes the defaults only when the file is missing).
+    let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
     let listener = LocalListener::bind_with(&endpoint, BindOptions::for_endpoint(&dirs, &endpoint))
         .map_err(startup)?;
-    let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
     let sessions = open_sessions(&dirs).await?;
     let wss = config.current().wss.clone();
     let ws = match wss.enabled {
@@ -123,6 +125,8 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
             .unwrap_or(outbound::DEFAULT_STALL_TIMEOUT),
         shutdown: CancellationToken::new(),
         sessions,
+        files: files::commit::FileLocks::default(),
+        uploads: files::UploadManager::default(),
     });
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
     if daemon.sessions.tuning.test_hooks {

@@ -50,24 +50,36 @@ impl Outbound {
     /// Queues one line (with its `\n`), waiting for room in the budget.
     pub async fn send(&self, line: Vec<u8>) -> Result<(), Closed> {
         let cost = cost_of(&line);
+        // The common case: room in the queue, no timer needed.
+        match self.budget.try_acquire_many(cost) {
+            Ok(permit) => permit.forget(),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
+            Err(tokio::sync::TryAcquireError::NoPermits) => self.wait_for_room(cost).await?,
+        }
+        self.tx.send(line).map_err(|_| Closed)
+    }
+
+    async fn wait_for_room(&self, cost: u32) -> Result<(), Closed> {
         let acquire = self.budget.acquire_many(cost);
         let permit = tokio::select! {
             permit = tokio::time::timeout(self.stall_timeout, acquire) => permit,
             () = self.closed.cancelled() => return Err(Closed),
         };
         match permit {
-            Ok(Ok(permit)) => permit.forget(),
-            Ok(Err(_)) => return Err(Closed),
+            Ok(Ok(permit)) => {
+                permit.forget();
+                Ok(())
+            }
+            Ok(Err(_)) => Err(Closed),
             Err(_) => {
                 tracing::warn!(
                     "peer read nothing for {:?} with a full queue; disconnecting",
                     self.stall_timeout
                 );
                 self.close();
-                return Err(Closed);
+                Err(Closed)
             }
         }
-        self.tx.send(line).map_err(|_| Closed)
     }
 
     /// Closes the connection: the writer stops and every waiting producer is released.
@@ -127,6 +139,8 @@ pub async fn run_writer<S: FrameSink>(
             () = out.closed() => None,
         };
         let Some(first) = first else { break };
+        // Let requests that are ready queue their answers too, so one write carries many.
+        tokio::task::yield_now().await;
         let mut bytes = first.len();
         batch.push(first);
         while bytes < BATCH_BYTES {

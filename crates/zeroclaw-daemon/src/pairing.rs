@@ -126,6 +126,11 @@ pub fn unpair_token(data_dir: &Path, token: &str) -> Result<bool, String> {
     })
 }
 
+/// A shared lock on the token file: no pairing change lands while it is held.
+pub struct TokenHold {
+    _lock: Option<File>,
+}
+
 /// What identifies one version of the token file on disk.
 type Stamp = Option<(SystemTime, u64, u64)>;
 
@@ -150,6 +155,15 @@ impl TokenStore {
             path: tokens_path(data_dir),
             cache: Mutex::new((None, Vec::new())),
         }
+    }
+
+    /// Holds the set of paired tokens unchanged (writers wait) until the guard drops.
+    pub fn hold(&self) -> TokenHold {
+        let lock_path = self.path.with_file_name(format!("{FILE_NAME}.lock"));
+        let lock = open_private(&lock_path)
+            .ok()
+            .filter(|f| f.lock_shared().is_ok());
+        TokenHold { _lock: lock }
     }
 
     /// The user a token is paired to, under the token set in force now.

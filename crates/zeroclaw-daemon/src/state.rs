@@ -9,6 +9,8 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_config::ConfigStore;
 use zeroclaw_ipc::Dirs;
 
+use crate::files::UploadManager;
+use crate::files::commit::FileLocks;
 use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
 use crate::session::SessionManager;
@@ -31,6 +33,10 @@ pub struct Daemon {
     pub shutdown: CancellationToken,
     /// Live sessions and the durable store behind them.
     pub sessions: Arc<SessionManager>,
+    /// Per-session file indexes and the lock upload commits take.
+    pub files: FileLocks,
+    /// Chunked uploads being staged.
+    pub uploads: UploadManager,
 }
 
 impl Daemon {

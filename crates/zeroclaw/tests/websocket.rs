@@ -30,10 +30,15 @@ permission_profiles = ["remote"]
 
 /// A daemon with `[wss]` on an OS-chosen loopback port, TLS when `tls`.
 fn wss_daemon(tls: bool) -> (TestDaemon, u16, Option<rcgen::CertifiedKey<rcgen::KeyPair>>) {
-    let cert = tls.then(|| rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap());
-    let cert_files = cert.as_ref().map(|c| (c.cert.pem(), c.signing_key.serialize_pem()));
+    let cert =
+        tls.then(|| rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap());
+    let cert_files = cert
+        .as_ref()
+        .map(|c| (c.cert.pem(), c.signing_key.serialize_pem()));
     let daemon = TestDaemon::start_with(&[], |dir| {
-        let mut wss = String::from("[wss]\nenabled = true\nbind = \"127.0.0.1\"\nport = 0\nallowed_origins = [\"https://ok.example\"]\n");
+        let mut wss = String::from(
+            "[wss]\nenabled = true\nbind = \"127.0.0.1\"\nport = 0\nallowed_origins = [\"https://ok.example\"]\n",
+        );
         if let Some((cert_pem, key_pem)) = &cert_files {
             std::fs::write(dir.join("cert.pem"), cert_pem).unwrap();
             std::fs::write(dir.join("key.pem"), key_pem).unwrap();
@@ -61,22 +66,48 @@ fn listening_port(daemon: &TestDaemon) -> u16 {
                 return port;
             }
         }
-        assert!(Instant::now() < deadline, "no websocket listener in the log:\n{log}");
+        assert!(
+            Instant::now() < deadline,
+            "no websocket listener in the log:\n{log}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
 fn pair(config_dir: &Path, user: &str) -> String {
-    let out = Command::new(BIN).args(["--config-dir", config_dir.to_str().unwrap(), "pair", "--user", user]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().last().unwrap().trim().to_string()
+    let out = Command::new(BIN)
+        .args([
+            "--config-dir",
+            config_dir.to_str().unwrap(),
+            "pair",
+            "--user",
+            user,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string()
 }
 
 trait Duplex: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Duplex for T {}
 type Ws = tokio_tungstenite::WebSocketStream<Box<dyn Duplex>>;
 
-async fn open(port: u16, cert: Option<&rcgen::CertifiedKey<rcgen::KeyPair>>, origin: Option<&str>) -> Result<Ws, String> {
+async fn open(
+    port: u16,
+    cert: Option<&rcgen::CertifiedKey<rcgen::KeyPair>>,
+    origin: Option<&str>,
+) -> Result<Ws, String> {
     let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let scheme = if cert.is_some() { "wss" } else { "ws" };
     let stream: Box<dyn Duplex> = match cert {
@@ -95,9 +126,13 @@ async fn open(port: u16, cert: Option<&rcgen::CertifiedKey<rcgen::KeyPair>>, ori
         }
         None => Box::new(tcp),
     };
-    let mut request = format!("{scheme}://localhost:{port}/").into_client_request().unwrap();
+    let mut request = format!("{scheme}://localhost:{port}/")
+        .into_client_request()
+        .unwrap();
     if let Some(origin) = origin {
-        request.headers_mut().insert("Origin", origin.parse().unwrap());
+        request
+            .headers_mut()
+            .insert("Origin", origin.parse().unwrap());
     }
     match tokio_tungstenite::client_async(request, stream).await {
         Ok((ws, _)) => Ok(ws),
@@ -106,12 +141,16 @@ async fn open(port: u16, cert: Option<&rcgen::CertifiedKey<rcgen::KeyPair>>, ori
 }
 
 async fn send(ws: &mut Ws, value: Value) {
-    ws.send(Message::Text(value.to_string().into())).await.unwrap();
+    ws.send(Message::Text(value.to_string().into()))
+        .await
+        .unwrap();
 }
 
 async fn recv(ws: &mut Ws) -> Value {
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next()).await.expect("a message in time");
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("a message in time");
         match msg {
             Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
@@ -121,7 +160,11 @@ async fn recv(ws: &mut Ws) -> Value {
 }
 
 async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> Value {
-    send(ws, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+    send(
+        ws,
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    )
+    .await;
     loop {
         let msg = recv(ws).await;
         if msg["id"] == id {
@@ -138,24 +181,57 @@ async fn tls_handshake_needs_a_paired_token() {
     let mut ws = open(port, cert, None).await.unwrap();
     let r = call(&mut ws, 1, "initialize", json!({"protocolVersion": 1})).await;
     assert_eq!(code(&r["error"]), -32010, "{r}");
-    let r = call(&mut ws, 2, "initialize", json!({"protocolVersion": 1, "authToken": "zct_unknown"})).await;
+    let r = call(
+        &mut ws,
+        2,
+        "initialize",
+        json!({"protocolVersion": 1, "authToken": "zct_unknown"}),
+    )
+    .await;
     assert_eq!(code(&r["error"]), -32010);
 
     let token = pair(daemon.config_dir(), "alice");
     let stored = std::fs::read_to_string(daemon.config_dir().join("data/tokens.json")).unwrap();
     assert!(!stored.contains(&token), "only the hash is stored");
-    let r = call(&mut ws, 3, "initialize", json!({"protocolVersion": 1, "auth_token": token})).await;
+    let r = call(
+        &mut ws,
+        3,
+        "initialize",
+        json!({"protocolVersion": 1, "auth_token": token}),
+    )
+    .await;
     let init = &r["result"];
-    assert_eq!(init["principal"], json!({"id": "user:alice", "admin": false}), "{r}");
-    let caps: Vec<&str> = init["capabilities"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
-    assert!(caps.contains(&"file/attach") && !caps.iter().any(|c| c.starts_with("file/upload/")), "{caps:?}");
+    assert_eq!(
+        init["principal"],
+        json!({"id": "user:alice", "admin": false}),
+        "{r}"
+    );
+    let caps: Vec<&str> = init["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        caps.contains(&"file/attach") && !caps.iter().any(|c| c.starts_with("file/upload/")),
+        "{caps:?}"
+    );
 
     // same dispatcher: a grant-checked call works, a missing grant is refused
     let r = call(&mut ws, 4, "config/get", json!({"prop": "wss.port"})).await;
     assert_eq!(r["result"]["value"], 0);
-    assert_eq!(code(&call(&mut ws, 5, "status", json!({})).await["error"]), -32012);
+    assert_eq!(
+        code(&call(&mut ws, 5, "status", json!({})).await["error"]),
+        -32012
+    );
     // local-only methods are refused over WebSocket
-    let r = call(&mut ws, 6, "file/upload/begin", json!({"session_id": "s", "size_bytes": 1})).await;
+    let r = call(
+        &mut ws,
+        6,
+        "file/upload/begin",
+        json!({"session_id": "s", "size_bytes": 1}),
+    )
+    .await;
     assert_eq!(code(&r["error"]), -32012);
 
     // audit label
@@ -163,7 +239,13 @@ async fn tls_handshake_needs_a_paired_token() {
 
     // revocation takes effect on the next call, without reconnecting
     let out = Command::new(BIN)
-        .args(["--config-dir", daemon.config_dir().to_str().unwrap(), "unpair", "--user", "alice"])
+        .args([
+            "--config-dir",
+            daemon.config_dir().to_str().unwrap(),
+            "unpair",
+            "--user",
+            "alice",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -179,11 +261,18 @@ async fn binary_and_oversize_messages() {
     let r = call(&mut ws, 1, "initialize", json!({"authToken": token})).await;
     assert!(r.get("result").is_some(), "{r}");
 
-    ws.send(Message::Binary(b"{}".to_vec().into())).await.unwrap();
+    ws.send(Message::Binary(b"{}".to_vec().into()))
+        .await
+        .unwrap();
     let r = recv(&mut ws).await;
     assert_eq!((r["id"].clone(), code(&r["error"])), (Value::Null, -32600));
     // still open
-    assert!(call(&mut ws, 2, "config/get", json!({"prop": "wss.enabled"})).await.get("result").is_some());
+    assert!(
+        call(&mut ws, 2, "config/get", json!({"prop": "wss.enabled"}))
+            .await
+            .get("result")
+            .is_some()
+    );
     // not JSON → -32700
     ws.send(Message::Text("{nope".into())).await.unwrap();
     assert_eq!(code(&recv(&mut ws).await["error"]), -32700);
@@ -208,17 +297,26 @@ async fn binary_and_oversize_messages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_origins_are_refused_unless_allowed() {
     let (_daemon, port, _) = wss_daemon(false);
-    let err = open(port, None, Some("https://evil.example")).await.err().expect("refused");
+    let err = open(port, None, Some("https://evil.example"))
+        .await
+        .err()
+        .expect("refused");
     assert!(err.contains("403"), "{err}");
     assert!(open(port, None, Some("https://ok.example")).await.is_ok());
-    assert!(open(port, None, None).await.is_ok(), "non-browser clients send no Origin");
+    assert!(
+        open(port, None, None).await.is_ok(),
+        "non-browser clients send no Origin"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_token_connection_limit() {
     let (daemon, port, _) = wss_daemon(false);
     let mut c = daemon.client();
-    c.result("config/set", json!({"prop": "limits.connections_per_principal", "value": 2}));
+    c.result(
+        "config/set",
+        json!({"prop": "limits.connections_per_principal", "value": 2}),
+    );
     let token = pair(daemon.config_dir(), "alice");
     let mut held = Vec::new();
     for i in 0..2 {
@@ -235,8 +333,15 @@ async fn per_token_connection_limit() {
 #[test]
 fn a_non_loopback_listener_without_tls_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("config.toml"), "[wss]\nenabled = true\nbind = \"0.0.0.0\"\nport = 0\n").unwrap();
-    let out = daemon_command(dir.path(), &[]).stderr(Stdio::piped()).output().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[wss]\nenabled = true\nbind = \"0.0.0.0\"\nport = 0\n",
+    )
+    .unwrap();
+    let out = daemon_command(dir.path(), &[])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("TLS") || err.contains("tls"), "{err}");

@@ -1,20 +1,230 @@
-//! `file/*` handlers (SPEC §8): not served yet.
+//! `file/attach` and `file/upload/{begin,chunk,commit}` (SPEC §8). Both paths end in the
+//! same commit step ([`crate::files::commit`]).
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Value, json};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
 use crate::connection::ConnectionContext;
+use crate::files::commit::{self, Item};
+use crate::files::staging::CHUNK_BYTES;
+use crate::files::workspace::MAX_FILE_BYTES;
+use crate::params;
 use crate::state::Daemon;
+use crate::transport::TransportKind;
+
+/// Decoded bytes one `file/attach` request may carry in total.
+pub const MAX_ATTACH_BYTES: usize = 20 * 1024 * 1024;
+
+/// One input file: inline base64 or a local path.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileInput {
+    #[serde(default)]
+    data_b64: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    filename: Option<String>,
+    #[serde(default)]
+    mime_type: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AttachParams {
+    session_id: String,
+    #[serde(default)]
+    mode: Option<Mode>,
+    files: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BeginParams {
+    session_id: String,
+    #[serde(default)]
+    mode: Option<Mode>,
+    size_bytes: u64,
+    #[serde(default)]
+    filename: Option<String>,
+    #[serde(default)]
+    sha256: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ChunkParams {
+    upload_id: String,
+    offset: u64,
+    data_b64: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CommitParams {
+    upload_id: String,
+}
 
 pub async fn call(
-    _daemon: &Arc<Daemon>,
-    _conn: &Arc<ConnectionContext>,
-    _principal: &Principal,
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    principal: &Principal,
     method: &str,
-    _params: Option<Value>,
+    params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    Err(ErrorObject::method_not_found(method))
+    match method {
+        "file/attach" => {
+            let p: AttachParams = params::decode(params)?;
+            let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+            let target = commit::target_of(daemon, principal, &key)?;
+            let items = decode_inputs(conn, principal, p.files)?;
+            let files = commit::commit(daemon, conn, &target, items).await?;
+            Ok(json!({"files": files}))
+        }
+        "file/upload/begin" => {
+            let p: BeginParams = params::decode(params)?;
+            let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+            let target = commit::target_of(daemon, principal, &key)?;
+            let upload_id =
+                daemon
+                    .uploads
+                    .begin(conn.id, target, p.size_bytes, p.filename, p.sha256)?;
+            Ok(
+                json!({"upload_id": upload_id, "chunk_bytes": CHUNK_BYTES, "max_bytes": MAX_FILE_BYTES}),
+            )
+        }
+        "file/upload/chunk" => {
+            let p: ChunkParams = params::decode(params)?;
+            // A chunk of 1 MiB is about 1.4 MiB of base64; refuse far larger text unread.
+            if p.data_b64.len() > CHUNK_BYTES / 3 * 4 + 8 {
+                return Err(ErrorObject::invalid_params(format!(
+                    "chunk exceeds {CHUNK_BYTES} bytes"
+                )));
+            }
+            let data = base64_decode(&p.data_b64, "data_b64")?;
+            let received = daemon
+                .uploads
+                .chunk(conn.id, &p.upload_id, p.offset, &data)?;
+            Ok(json!({"upload_id": p.upload_id, "received_bytes": received}))
+        }
+        "file/upload/commit" => {
+            let p: CommitParams = params::decode(params)?;
+            let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;
+            let item = Item {
+                bytes: finished.bytes,
+                filename: finished.filename,
+                mime: None,
+            };
+            let mut files = commit::commit(daemon, conn, &finished.target, vec![item]).await?;
+            files
+                .pop()
+                .map(|f| json!(f))
+                .ok_or_else(|| ErrorObject::internal("nothing was stored"))
+        }
+        _ => Err(ErrorObject::method_not_found(method)),
+    }
+}
+
+fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| ErrorObject::invalid_params(format!("{field} is not valid base64: {e}")))
+}
+
+/// Decodes `file/attach` entries (also the `attachments` of `session/prompt`): each file at
+/// most 10 MiB, all together at most 20 MiB.
+pub fn decode_inputs(
+    conn: &ConnectionContext,
+    principal: &Principal,
+    files: Vec<Value>,
+) -> Result<Vec<Item>, ErrorObject> {
+    if files.is_empty() {
+        return Err(ErrorObject::invalid_params(
+            "files must hold at least one file",
+        ));
+    }
+    let mut total = 0usize;
+    let mut items = Vec::with_capacity(files.len());
+    for (index, raw) in files.into_iter().enumerate() {
+        let input: FileInput = params::decode_value(raw)
+            .map_err(|e| ErrorObject::invalid_params(format!("file {index}: {}", e.message)))?;
+        let local_name = input.path.as_deref().and_then(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_string)
+        });
+        let bytes = match (input.data_b64, input.path) {
+            (Some(data), None) => base64_decode(&data, &format!("file {index} dataB64"))?,
+            (None, Some(path)) => read_local(conn, principal, index, &path)?,
+            _ => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "file {index}: give exactly one of dataB64 or path"
+                )));
+            }
+        };
+        if bytes.len() > MAX_FILE_BYTES {
+            return Err(ErrorObject::invalid_params(format!(
+                "file {index} is {} bytes; at most {MAX_FILE_BYTES} are allowed",
+                bytes.len()
+            )));
+        }
+        total += bytes.len();
+        if total > MAX_ATTACH_BYTES {
+            return Err(ErrorObject::invalid_params(format!(
+                "files exceed {MAX_ATTACH_BYTES} bytes in one request; use file/upload"
+            )));
+        }
+        // In path mode the file's own name stands in for a missing filename.
+        let filename = input.filename.or(local_name);
+        items.push(Item {
+            bytes,
+            filename,
+            mime: input.mime_type,
+        });
+    }
+    Ok(items)
+}
+
+/// Path mode: the daemon reads a local file. Refused over WebSocket, and for non-admin
+/// principals (the daemon may read files their own uid cannot).
+fn read_local(
+    conn: &ConnectionContext,
+    principal: &Principal,
+    index: usize,
+    path: &str,
+) -> Result<Vec<u8>, ErrorObject> {
+    if conn.peer.kind == TransportKind::WebSocket {
+        return Err(ErrorObject::invalid_params(format!(
+            "file {index}: path attachments are not accepted over WebSocket; send dataB64"
+        )));
+    }
+    if !principal.admin {
+        return Err(ErrorObject::forbidden(format!(
+            "file {index}: principal {} may not attach by path; send dataB64",
+            principal.id
+        )));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| {
+        ErrorObject::invalid_params(format!("file {index}: cannot read {path}: {e}"))
+    })?;
+    if !meta.is_file() {
+        return Err(ErrorObject::invalid_params(format!(
+            "file {index}: {path} is not a regular file"
+        )));
+    }
+    if meta.len() > MAX_FILE_BYTES as u64 {
+        return Err(ErrorObject::invalid_params(format!(
+            "file {index}: {path} is {} bytes; at most {MAX_FILE_BYTES} are allowed",
+            meta.len()
+        )));
+    }
+    std::fs::read(path)
+        .map_err(|e| ErrorObject::invalid_params(format!("file {index}: cannot read {path}: {e}")))
 }

@@ -5,6 +5,7 @@ mod config;
 mod connect;
 mod pair;
 mod rpc;
+mod upload;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,6 +82,15 @@ enum Command {
         #[arg(long, value_name = "TOKEN")]
         token: Option<String>,
     },
+    /// Upload files into a session's workspace (chunked, with a progress bar).
+    Upload {
+        #[arg(long, value_name = "ID")]
+        session: String,
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
     /// Bridge stdin/stdout to the daemon's socket, line for line (like socat).
     Connect {
         #[arg(long, value_name = "PATH")]
@@ -119,6 +129,11 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Config { action, socket } => config::run(cli.config_dir, socket, action).await,
         Command::Pair { user } => pair::pair(cli.config_dir, &user),
         Command::Unpair { user, token } => pair::unpair(cli.config_dir, user, token),
+        Command::Upload {
+            session,
+            files,
+            socket,
+        } => upload::run(cli.config_dir, socket, session, files).await,
         Command::Connect { socket } => connect::run(rpc::endpoint(cli.config_dir, socket)?).await,
     }
 }

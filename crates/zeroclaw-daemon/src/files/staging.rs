@@ -1,0 +1,426 @@
+//! Chunked uploads being staged (SPEC §8.2): each belongs to the connection that began it
+//! and is bound to one session generation; it holds its bytes until `commit`.
+//!
+//! Limits: 4 staged uploads per connection, and a daemon-wide budget of 256 MiB that counts
+//! each upload's declared size plus its retained metadata (so empty uploads are not free).
+//! `begin` reserves that cost. An upload idle for 5 minutes is expired; when a new one
+//! would not fit, expired uploads are reclaimed first, whichever connection holds them.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::time::Instant;
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::SessionKey;
+
+use super::workspace::{MAX_FILE_BYTES, check_filename};
+
+pub const MAX_STAGED_PER_CONNECTION: usize = 4;
+pub const STAGED_BUDGET_BYTES: u64 = 256 * 1024 * 1024;
+pub const CHUNK_BYTES: usize = 1024 * 1024;
+pub const IDLE_EXPIRY: Duration = Duration::from_secs(5 * 60);
+/// Bookkeeping counted per upload beyond its strings (map entry, struct, allocation).
+const FIXED_OVERHEAD: u64 = 256;
+
+/// The exact session an upload was begun on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadTarget {
+    pub key: SessionKey,
+    pub generation: u64,
+    pub owner: String,
+    pub agent: String,
+}
+
+/// A finished upload handed to the commit step.
+#[derive(Debug)]
+pub struct Finished {
+    pub target: UploadTarget,
+    pub filename: Option<String>,
+    pub bytes: Vec<u8>,
+}
+
+struct Staged {
+    conn: u64,
+    target: UploadTarget,
+    filename: Option<String>,
+    sha256: Option<String>,
+    size: usize,
+    data: Vec<u8>,
+    cost: u64,
+    touched: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    uploads: HashMap<String, Staged>,
+    used: u64,
+}
+
+#[derive(Default)]
+pub struct UploadManager {
+    inner: Mutex<Inner>,
+    next: AtomicU64,
+}
+
+fn unknown(upload_id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!("unknown upload {upload_id}"))
+}
+
+impl UploadManager {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserves room for an upload of `size` bytes and returns its id.
+    pub fn begin(
+        &self,
+        conn: u64,
+        target: UploadTarget,
+        size: u64,
+        filename: Option<String>,
+        sha256: Option<String>,
+    ) -> Result<String, ErrorObject> {
+        if size > MAX_FILE_BYTES as u64 {
+            return Err(ErrorObject::invalid_params(format!(
+                "size_bytes {size} exceeds the {MAX_FILE_BYTES}-byte file limit"
+            )));
+        }
+        if let Some(name) = &filename {
+            check_filename(name)?;
+        }
+        let sha256 = match sha256 {
+            Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Some(h.to_ascii_lowercase())
+            }
+            Some(_) => return Err(ErrorObject::invalid_params("sha256 must be 64 hex digits")),
+            None => None,
+        };
+        let cost = size
+            + FIXED_OVERHEAD
+            + (target.key.session_id.len() + target.owner.len() + target.agent.len()) as u64
+            + filename.as_ref().map_or(0, |f| f.len() as u64)
+            + sha256.as_ref().map_or(0, |h| h.len() as u64);
+        let mut inner = self.lock();
+        let mine = inner.uploads.values().filter(|u| u.conn == conn).count();
+        if mine >= MAX_STAGED_PER_CONNECTION {
+            return Err(ErrorObject::limit_exceeded(
+                format!("this connection already stages {mine} uploads"),
+                MAX_STAGED_PER_CONNECTION as u64,
+                mine as u64 + 1,
+            ));
+        }
+        if inner.used + cost > STAGED_BUDGET_BYTES {
+            Self::reclaim_expired(&mut inner);
+        }
+        if inner.used + cost > STAGED_BUDGET_BYTES {
+            return Err(ErrorObject::limit_exceeded(
+                "staged upload budget exhausted; commit or wait for uploads to finish",
+                STAGED_BUDGET_BYTES,
+                inner.used + cost,
+            ));
+        }
+        let id = format!("up-{}-{}", conn, self.next.fetch_add(1, Ordering::Relaxed));
+        inner.used += cost;
+        let staged = Staged {
+            conn,
+            target,
+            filename,
+            sha256,
+            size: size as usize,
+            data: Vec::new(),
+            cost,
+            touched: Instant::now(),
+        };
+        inner.uploads.insert(id.clone(), staged);
+        Ok(id)
+    }
+
+    fn reclaim_expired(inner: &mut Inner) {
+        let now = Instant::now();
+        let expired: Vec<String> = inner
+            .uploads
+            .iter()
+            .filter(|(_, u)| now.duration_since(u.touched) > IDLE_EXPIRY)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            if let Some(u) = inner.uploads.remove(&id) {
+                tracing::info!(upload = %id, "reclaimed an idle upload");
+                inner.used -= u.cost;
+            }
+        }
+    }
+
+    /// Accepts the bytes at `offset`; returns the bytes received so far.
+    pub fn chunk(
+        &self,
+        conn: u64,
+        upload_id: &str,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<u64, ErrorObject> {
+        if data.len() > CHUNK_BYTES {
+            return Err(ErrorObject::invalid_params(format!(
+                "chunk is {} bytes; at most {CHUNK_BYTES} are allowed",
+                data.len()
+            )));
+        }
+        let mut inner = self.lock();
+        let staged = match inner.uploads.get_mut(upload_id) {
+            Some(u) if u.conn == conn => u,
+            _ => return Err(unknown(upload_id)),
+        };
+        if Instant::now().duration_since(staged.touched) > IDLE_EXPIRY {
+            if let Some(u) = inner.uploads.remove(upload_id) {
+                inner.used -= u.cost;
+            }
+            return Err(unknown(upload_id));
+        }
+        let received = staged.data.len() as u64;
+        let end = offset.saturating_add(data.len() as u64);
+        if offset > received {
+            return Err(ErrorObject::invalid_params(format!(
+                "offset {offset} leaves a gap: {received} bytes received so far"
+            )));
+        }
+        if end > staged.size as u64 {
+            return Err(ErrorObject::invalid_params(format!(
+                "chunk ends at byte {end}, past the declared size_bytes {}",
+                staged.size
+            )));
+        }
+        // Bytes at already accepted offsets must be identical (a safe retry).
+        let overlap = (received.min(end) - offset) as usize;
+        let start = offset as usize;
+        if staged.data[start..start + overlap] != data[..overlap] {
+            return Err(ErrorObject::invalid_params(format!(
+                "chunk at offset {offset} differs from the bytes already accepted there"
+            )));
+        }
+        if staged.data.capacity() == 0 {
+            staged.data.reserve_exact(staged.size);
+        }
+        staged.data.extend_from_slice(&data[overlap..]);
+        staged.touched = Instant::now();
+        Ok(staged.data.len() as u64)
+    }
+
+    /// Takes a complete upload out of staging (checking its declared hash). An incomplete
+    /// upload stays staged; a hash mismatch discards it. Nothing is written here.
+    pub fn finish(&self, conn: u64, upload_id: &str) -> Result<Finished, ErrorObject> {
+        let mut inner = self.lock();
+        let staged = match inner.uploads.get(upload_id) {
+            Some(u) if u.conn == conn => u,
+            _ => return Err(unknown(upload_id)),
+        };
+        if staged.data.len() < staged.size {
+            return Err(ErrorObject::invalid_params(format!(
+                "upload incomplete: {} of {} bytes received",
+                staged.data.len(),
+                staged.size
+            )));
+        }
+        let Some(staged) = inner.uploads.remove(upload_id) else {
+            return Err(unknown(upload_id));
+        };
+        inner.used -= staged.cost;
+        drop(inner);
+        if let Some(expected) = &staged.sha256 {
+            let actual = super::workspace::sha256_hex(&staged.data);
+            if &actual != expected {
+                return Err(ErrorObject::invalid_params(format!(
+                    "sha256 mismatch: declared {expected}, received {actual}; nothing was stored"
+                ))
+                .with_data(json!({"expected": expected, "actual": actual})));
+            }
+        }
+        Ok(Finished {
+            target: staged.target,
+            filename: staged.filename,
+            bytes: staged.data,
+        })
+    }
+
+    /// Drops every upload of a connection that closed.
+    pub fn drop_connection(&self, conn: u64) {
+        let mut inner = self.lock();
+        let ids: Vec<String> = inner
+            .uploads
+            .iter()
+            .filter(|(_, u)| u.conn == conn)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            if let Some(u) = inner.uploads.remove(&id) {
+                inner.used -= u.cost;
+            }
+        }
+    }
+
+    /// Bytes of the budget in use (reservations included).
+    pub fn used_bytes(&self) -> u64 {
+        self.lock().used
+    }
+
+    pub fn staged_count(&self) -> usize {
+        self.lock().uploads.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zeroclaw_store::Mode;
+
+    fn target() -> UploadTarget {
+        UploadTarget {
+            key: SessionKey {
+                mode: Mode::Acp,
+                session_id: "s".into(),
+            },
+            generation: 1,
+            owner: "operator".into(),
+            agent: "default".into(),
+        }
+    }
+
+    #[test]
+    fn offsets_retries_gaps_and_overruns() {
+        let m = UploadManager::default();
+        let id = m.begin(1, target(), 6, Some("f.txt".into()), None).unwrap();
+        assert_eq!(m.chunk(1, &id, 0, b"abc").unwrap(), 3);
+        assert_eq!(
+            m.chunk(1, &id, 0, b"abc").unwrap(),
+            3,
+            "identical retry acknowledged unchanged"
+        );
+        assert_eq!(
+            m.chunk(1, &id, 0, b"xbc").unwrap_err().code,
+            -32602,
+            "conflict"
+        );
+        assert_eq!(m.chunk(1, &id, 4, b"e").unwrap_err().code, -32602, "gap");
+        assert_eq!(
+            m.chunk(1, &id, 3, b"defg").unwrap_err().code,
+            -32602,
+            "past size"
+        );
+        assert_eq!(
+            m.chunk(2, &id, 3, b"def").unwrap_err().message,
+            format!("unknown upload {id}")
+        );
+        assert_eq!(m.finish(1, &id).unwrap_err().code, -32602, "incomplete");
+        assert_eq!(
+            m.chunk(1, &id, 2, b"cdef").unwrap(),
+            6,
+            "overlap identical, tail appended"
+        );
+        let done = m.finish(1, &id).unwrap();
+        assert_eq!(done.bytes, b"abcdef");
+        assert_eq!(m.used_bytes(), 0);
+        assert_eq!(
+            m.finish(1, &id).unwrap_err().code,
+            -32602,
+            "gone after commit"
+        );
+    }
+
+    #[test]
+    fn declared_hash_must_match() {
+        let m = UploadManager::default();
+        let good = super::super::workspace::sha256_hex(b"hi");
+        let id = m
+            .begin(1, target(), 2, None, Some(good.to_uppercase()))
+            .unwrap();
+        m.chunk(1, &id, 0, b"hi").unwrap();
+        assert!(m.finish(1, &id).is_ok());
+        let id = m.begin(1, target(), 2, None, Some("0".repeat(64))).unwrap();
+        m.chunk(1, &id, 0, b"hi").unwrap();
+        let e = m.finish(1, &id).unwrap_err();
+        assert!(e.message.contains("sha256 mismatch"));
+        assert_eq!(
+            m.begin(1, target(), 2, None, Some("xyz".into()))
+                .unwrap_err()
+                .code,
+            -32602
+        );
+    }
+
+    #[test]
+    fn per_connection_and_size_limits() {
+        let m = UploadManager::default();
+        for _ in 0..4 {
+            m.begin(7, target(), 0, None, None).unwrap();
+        }
+        let e = m.begin(7, target(), 0, None, None).unwrap_err();
+        assert_eq!(
+            (e.code, e.data.clone()),
+            (-32013, Some(json!({"limit": 4, "value": 5})))
+        );
+        m.begin(8, target(), 0, None, None)
+            .expect("another connection");
+        assert!(
+            m.used_bytes() > 0,
+            "empty uploads still cost their metadata"
+        );
+        m.drop_connection(7);
+        assert_eq!(m.staged_count(), 1);
+        assert_eq!(
+            m.begin(9, target(), MAX_FILE_BYTES as u64 + 1, None, None)
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        assert_eq!(
+            m.begin(9, target(), 1, Some("n".repeat(256)), None)
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        assert_eq!(
+            m.chunk(8, "up-8-4", 0, &vec![0; CHUNK_BYTES + 1])
+                .unwrap_err()
+                .code,
+            -32602
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn budget_exhaustion_and_reclaim_of_idle_uploads() {
+        let m = UploadManager::default();
+        let ten = MAX_FILE_BYTES as u64;
+        // 25 uploads of 10 MiB across 7 connections fill most of the 256 MiB budget.
+        let mut ids = Vec::new();
+        for i in 0..25u64 {
+            ids.push(m.begin(100 + i / 4, target(), ten, None, None).unwrap());
+        }
+        let e = m.begin(200, target(), ten, None, None).unwrap_err();
+        assert_eq!(e.code, -32013);
+        // Four minutes on, one upload is still active; nothing is idle long enough yet.
+        tokio::time::advance(Duration::from_secs(4 * 60)).await;
+        m.chunk(100, &ids[0], 0, b"x").unwrap();
+        assert_eq!(
+            m.begin(200, target(), ten, None, None).unwrap_err().code,
+            -32013
+        );
+        // Past five minutes of idleness, the other 24 are reclaimed to make room.
+        tokio::time::advance(Duration::from_secs(61 + 60)).await;
+        let id = m
+            .begin(200, target(), ten, None, None)
+            .expect("room after reclaim");
+        assert_eq!(m.staged_count(), 2);
+        assert_eq!(
+            m.chunk(101, &ids[4], 0, b"x").unwrap_err().message,
+            format!("unknown upload {}", ids[4])
+        );
+        assert_eq!(
+            m.chunk(100, &ids[0], 1, b"y").unwrap(),
+            2,
+            "the active one survived"
+        );
+        assert!(m.chunk(200, &id, 0, b"z").is_ok());
+    }
+}

@@ -1,0 +1,289 @@
+//! Storing uploaded bytes in an agent workspace (SPEC §8.1): `uploads/<sha256>[.<ext>]`,
+//! named by content, deduplicated per session through a [`FileIndex`], written atomically
+//! (temp file + rename in the same directory) and never through a symlinked `uploads/`.
+//!
+//! A duplicate of indexed content is checked against the file on disk; if that file was
+//! edited, deleted or replaced by a link, the bytes are written back before answering.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use zeroclaw_rpc::ErrorObject;
+
+/// Largest file accepted (10 MiB).
+pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// Longest filename accepted, in bytes.
+pub const MAX_FILENAME_BYTES: usize = 255;
+
+/// What a stored file looks like on the wire (`file/attach` and `file/upload/commit`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredFile {
+    pub ref_id: String,
+    pub marker: String,
+    pub workspace_path: String,
+    pub size_bytes: u64,
+    pub deduplicated: bool,
+}
+
+/// Files already stored for one session, by content hash.
+#[derive(Debug, Default)]
+pub struct FileIndex {
+    by_hash: HashMap<String, StoredFile>,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Checks a client-supplied filename (length only: it is never used as a path).
+pub fn check_filename(filename: &str) -> Result<(), ErrorObject> {
+    if filename.len() > MAX_FILENAME_BYTES {
+        return Err(ErrorObject::invalid_params(format!(
+            "filename is {} bytes; at most {MAX_FILENAME_BYTES} are allowed",
+            filename.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A safe extension from the filename: ASCII alphanumerics, at most 10, lowercased.
+fn extension(filename: Option<&str>) -> Option<String> {
+    let ext = Path::new(filename?).extension()?.to_str()?;
+    let ok = !ext.is_empty() && ext.len() <= 10 && ext.bytes().all(|b| b.is_ascii_alphanumeric());
+    ok.then(|| ext.to_ascii_lowercase())
+}
+
+fn is_image(mime: Option<&str>, ext: Option<&str>) -> bool {
+    match mime {
+        Some(mime) => mime.to_ascii_lowercase().starts_with("image/"),
+        None => matches!(
+            ext,
+            Some("png" | "jpg" | "jpeg" | "gif" | "webp" | "bmp" | "svg")
+        ),
+    }
+}
+
+/// The `uploads/` directory of a workspace, created if needed; refused when it is a
+/// symlink or not a directory (the workspace itself is created too).
+fn uploads_dir(workspace: &Path) -> Result<PathBuf, ErrorObject> {
+    fs::create_dir_all(workspace).map_err(|e| {
+        ErrorObject::internal(format!(
+            "cannot create workspace {}: {e}",
+            workspace.display()
+        ))
+    })?;
+    let dir = workspace.join("uploads");
+    match fs::symlink_metadata(&dir) {
+        Ok(meta) if meta.file_type().is_dir() => Ok(dir),
+        Ok(_) => Err(ErrorObject::internal(format!(
+            "{} is not a directory (a symlink?); refusing to write through it",
+            dir.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir(&dir).map_err(|e| {
+                ErrorObject::internal(format!("cannot create {}: {e}", dir.display()))
+            })?;
+            Ok(dir)
+        }
+        Err(e) => Err(ErrorObject::internal(format!("{}: {e}", dir.display()))),
+    }
+}
+
+/// Writes `bytes` to `target` atomically: a fresh temp file beside it, fsync, rename. The
+/// rename replaces whatever is at `target` (a symlink included) without following it.
+fn write_atomic(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ErrorObject> {
+    let fail = |e: std::io::Error| {
+        ErrorObject::internal(format!("cannot write {}: {e}", target.display()))
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".upload-")
+        .tempfile_in(dir)
+        .map_err(fail)?;
+    tmp.write_all(bytes).map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(target).map_err(|e| fail(e.error))?;
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Whether `path` is a regular file (not a link) holding exactly `bytes`.
+fn intact(path: &Path, bytes: &[u8]) -> bool {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() && meta.len() == bytes.len() as u64 => {
+            fs::read(path).is_ok_and(|on_disk| on_disk == bytes)
+        }
+        _ => false,
+    }
+}
+
+/// Stores `bytes` in `workspace` for the session whose index this is.
+pub fn store(
+    workspace: &Path,
+    index: &mut FileIndex,
+    bytes: &[u8],
+    filename: Option<&str>,
+    mime: Option<&str>,
+) -> Result<StoredFile, ErrorObject> {
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(ErrorObject::invalid_params(format!(
+            "file is {} bytes; at most {MAX_FILE_BYTES} are allowed",
+            bytes.len()
+        )));
+    }
+    if let Some(name) = filename {
+        check_filename(name)?;
+    }
+    let hash = sha256_hex(bytes);
+    let dir = uploads_dir(workspace)?;
+    if let Some(known) = index.by_hash.get(&hash) {
+        let path = PathBuf::from(&known.workspace_path);
+        if !intact(&path, bytes) {
+            tracing::warn!(path = %path.display(), "indexed upload was changed on disk; writing it back");
+            write_atomic(&dir, &path, bytes)?;
+        }
+        return Ok(StoredFile {
+            deduplicated: true,
+            ..known.clone()
+        });
+    }
+    let ext = extension(filename);
+    let name = match &ext {
+        Some(ext) => format!("{hash}.{ext}"),
+        None => hash.clone(),
+    };
+    let path = dir.join(&name);
+    if !intact(&path, bytes) {
+        write_atomic(&dir, &path, bytes)?;
+    }
+    let shown = path.display().to_string();
+    let marker = if is_image(mime, ext.as_deref()) {
+        format!("[IMAGE:{shown}]")
+    } else {
+        format!("[Document: {}] {shown}", filename.unwrap_or(&name))
+    };
+    let entry = StoredFile {
+        ref_id: format!("sha256:{hash}"),
+        marker,
+        workspace_path: shown,
+        size_bytes: bytes.len() as u64,
+        deduplicated: false,
+    };
+    index.by_hash.insert(hash, entry.clone());
+    Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_by_hash_dedupes_and_marks() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut index = FileIndex::default();
+        let a = store(ws.path(), &mut index, b"hello", Some("notes.TXT"), None).unwrap();
+        let hash = sha256_hex(b"hello");
+        let path = ws.path().join("uploads").join(format!("{hash}.txt"));
+        assert_eq!(a.ref_id, format!("sha256:{hash}"));
+        assert_eq!(a.workspace_path, path.display().to_string());
+        assert_eq!(
+            a.marker,
+            format!("[Document: notes.TXT] {}", path.display())
+        );
+        assert_eq!((a.size_bytes, a.deduplicated), (5, false));
+        assert_eq!(fs::read(&path).unwrap(), b"hello");
+        let again = store(ws.path(), &mut index, b"hello", Some("other.md"), None).unwrap();
+        assert_eq!(
+            again,
+            StoredFile {
+                deduplicated: true,
+                ..a.clone()
+            }
+        );
+        let img = store(
+            ws.path(),
+            &mut index,
+            b"\x89PNG",
+            Some("p.png"),
+            Some("image/png"),
+        )
+        .unwrap();
+        assert!(
+            img.marker.starts_with("[IMAGE:/") && img.marker.ends_with(".png]"),
+            "{}",
+            img.marker
+        );
+        let plain = store(ws.path(), &mut index, b"x", None, None).unwrap();
+        assert!(plain.workspace_path.ends_with(&sha256_hex(b"x")));
+    }
+
+    #[test]
+    fn tampered_files_are_written_back() {
+        let ws = tempfile::tempdir().unwrap();
+        let mut index = FileIndex::default();
+        let a = store(ws.path(), &mut index, b"original", Some("a.txt"), None).unwrap();
+        let path = PathBuf::from(&a.workspace_path);
+        fs::write(&path, b"edited").unwrap();
+        store(ws.path(), &mut index, b"original", None, None).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"original");
+        fs::remove_file(&path).unwrap();
+        store(ws.path(), &mut index, b"original", None, None).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"original");
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        fs::write(outside.path(), b"secret").unwrap();
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(outside.path(), &path).unwrap();
+        store(ws.path(), &mut index, b"original", None, None).unwrap();
+        assert!(
+            fs::symlink_metadata(&path).unwrap().file_type().is_file(),
+            "link replaced by a file"
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"original");
+        assert_eq!(
+            fs::read(outside.path()).unwrap(),
+            b"secret",
+            "the link target is untouched"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_uploads_dir_is_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), ws.path().join("uploads")).unwrap();
+        let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None).unwrap_err();
+        assert!(e.message.contains("not a directory"), "{}", e.message);
+        assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn limits() {
+        let ws = tempfile::tempdir().unwrap();
+        let big = vec![0u8; MAX_FILE_BYTES + 1];
+        assert_eq!(
+            store(ws.path(), &mut FileIndex::default(), &big, None, None)
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        let name = "n".repeat(256);
+        assert_eq!(
+            store(
+                ws.path(),
+                &mut FileIndex::default(),
+                b"x",
+                Some(&name),
+                None
+            )
+            .unwrap_err()
+            .code,
+            -32602
+        );
+        assert!(check_filename(&"n".repeat(255)).is_ok());
+    }
+}

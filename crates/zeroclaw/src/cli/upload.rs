@@ -1,0 +1,104 @@
+//! `zeroclaw upload --session ID FILE…`: sends files to a session's workspace with the
+//! chunked upload methods, showing a progress bar, and prints each stored entry (its
+//! marker is what to paste into a prompt). A chunk whose reply is lost is sent again: the
+//! daemon acknowledges an identical chunk at an accepted offset without change.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use base64::Engine;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use zeroclaw_client::{ClientError, ClientHandle};
+
+use super::rpc;
+
+const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
+const CHUNK_TRIES: u32 = 3;
+
+pub async fn run(
+    config_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+    session: String,
+    files: Vec<PathBuf>,
+) -> Result<(), String> {
+    let client = rpc::connect(config_dir, socket, false).await?;
+    let handle = client.handle();
+    for path in files {
+        let entry = upload_one(&handle, &session, &path).await?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&entry).map_err(|e| e.to_string())?
+        );
+    }
+    Ok(())
+}
+
+async fn upload_one(client: &ClientHandle, session: &str, path: &PathBuf) -> Result<Value, String> {
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let filename = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string);
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let begin = client
+        .call(
+            "file/upload/begin",
+            json!({"session_id": session, "size_bytes": bytes.len(), "filename": filename, "sha256": sha256}),
+        )
+        .await
+        .map_err(rpc::describe)?;
+    let upload_id = begin["upload_id"]
+        .as_str()
+        .ok_or("daemon sent no upload_id")?
+        .to_string();
+    let chunk = begin["chunk_bytes"].as_u64().unwrap_or(1024 * 1024).max(1) as usize;
+
+    let bar = ProgressBar::new(bytes.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(filename.clone().unwrap_or_default());
+    let mut offset = 0usize;
+    while offset < bytes.len() {
+        let end = (offset + chunk).min(bytes.len());
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes[offset..end]);
+        let params = json!({"upload_id": upload_id, "offset": offset, "data_b64": data});
+        let received = send_chunk(client, params).await?;
+        offset = usize::try_from(received).map_err(|e| e.to_string())?;
+        bar.set_position(offset as u64);
+    }
+    let entry = client
+        .call("file/upload/commit", json!({"upload_id": upload_id}))
+        .await
+        .map_err(rpc::describe);
+    bar.finish_and_clear();
+    entry
+}
+
+/// One chunk, retried when its reply does not come back in time.
+async fn send_chunk(client: &ClientHandle, params: Value) -> Result<u64, String> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match client
+            .call_within("file/upload/chunk", params.clone(), CHUNK_TIMEOUT)
+            .await
+        {
+            Ok(r) => {
+                return r["received_bytes"]
+                    .as_u64()
+                    .ok_or_else(|| "daemon sent no received_bytes".into());
+            }
+            Err(ClientError::Timeout) if tries < CHUNK_TRIES => {
+                eprintln!("no reply to a chunk in {CHUNK_TIMEOUT:?}; sending it again");
+            }
+            Err(e) => return Err(rpc::describe(e)),
+        }
+    }
+}
