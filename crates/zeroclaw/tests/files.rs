@@ -447,3 +447,25 @@ fn upload_command_stores_files_and_prints_their_entries() {
         bytes
     );
 }
+
+#[test]
+fn prompt_attachments_append_their_markers() {
+    let daemon = TestDaemon::start();
+    let mut c = daemon.client();
+    new_session(&mut c, "att");
+    let r = c.result(
+        "session/prompt",
+        json!({"sessionId": "att", "prompt": "summarize", "attachments": [{"dataB64": b64(b"data"), "filename": "d.csv"}]}),
+    );
+    let path = daemon
+        .config_dir()
+        .join("agents/default/workspace/uploads")
+        .join(format!("{}.csv", sha(b"data")));
+    // The echo agent repeats the prompt it was given: the text, then the marker line.
+    assert_eq!(
+        r["content"],
+        format!("summarize\n[Document: d.csv] {}", path.display()),
+        "{r}"
+    );
+    assert!(path.exists());
+}

@@ -11,6 +11,8 @@ use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
 use crate::connection::ConnectionContext;
+use crate::files;
+use crate::methods::file;
 use crate::params;
 use crate::session::lifecycle::parse_decision;
 use crate::session::open::NewRequest;
@@ -125,12 +127,18 @@ pub async fn call(
         }
         "session/prompt" => {
             let p: PromptParams = params::decode(params)?;
-            if p.attachments.as_ref().is_some_and(|a| !a.is_empty()) {
-                return Err(ErrorObject::invalid_params(
-                    "attachments are not supported by this daemon yet",
-                ));
+            let mut prompt = prompt_text(p.prompt)?;
+            if let Some(attachments) = p.attachments.filter(|a| !a.is_empty()) {
+                // Stored through the same commit step as file/attach; the markers follow
+                // the prompt, one per line.
+                let key = sessions.resolve_key(&p.session_id, p.mode);
+                let target = files::commit::target_of(daemon, principal, &key)?;
+                let items = file::decode_inputs(conn, principal, attachments)?;
+                for stored in files::commit::commit(daemon, conn, &target, items).await? {
+                    prompt.push('\n');
+                    prompt.push_str(&stored.marker);
+                }
             }
-            let prompt = prompt_text(p.prompt)?;
             sessions
                 .prompt(
                     principal,
