@@ -346,3 +346,158 @@ fn a_non_loopback_listener_without_tls_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("TLS") || err.contains("tls"), "{err}");
 }
+
+/// A daemon whose `default` agent talks to `fake`, with `[wss]` on and user alice paired.
+fn wss_turn_daemon(base_url: &str, extra_args: &[&str]) -> (TestDaemon, u16, String) {
+    let config = format!(
+        r#"[providers.fake]
+kind = "openai"
+base_url = "{base_url}"
+model = "m"
+[agents.default]
+provider = "fake"
+tools = ["bash", "read_file", "write_file", "ask_user"]
+autonomy = "supervised"
+[permission_profiles.remote]
+grants = {{ sessions = ["create", "read", "update", "execute"], files = ["create"] }}
+allowed_agents = ["default"]
+[users.alice]
+permission_profiles = ["remote"]
+[wss]
+enabled = true
+port = 0
+"#
+    );
+    let daemon = TestDaemon::start_with(extra_args, |dir| {
+        std::fs::write(dir.join("config.toml"), config).unwrap()
+    });
+    let port = listening_port(&daemon);
+    let token = pair(daemon.config_dir(), "alice");
+    (daemon, port, token)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_turn_with_approval_and_ask_user_over_websocket() {
+    use zeroclaw_testkit::{FakeOpenAi, Scripted};
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.push(Scripted::tool_call(
+        "tc_1",
+        "write_file",
+        json!({"path": "a.txt", "content": "hi"}),
+    ));
+    fake.push(Scripted::tool_call(
+        "tc_2",
+        "ask_user",
+        json!({"question": "favourite colour?"}),
+    ));
+    fake.push(Scripted::chunks(["all ", "done"], Duration::from_millis(5)));
+    let (daemon, port, token) = wss_turn_daemon(&fake.base_url(), &[]);
+
+    let mut ws = open(port, None, None).await.unwrap();
+    let r = call(
+        &mut ws,
+        1,
+        "initialize",
+        json!({"authToken": token, "clientCapabilities": {"elicitation": {}}}),
+    )
+    .await;
+    assert!(r.get("result").is_some(), "{r}");
+    let s = call(&mut ws, 2, "session/new", json!({"agentAlias": "default"})).await;
+    let sid = s["result"]["sessionId"].as_str().unwrap().to_string();
+    let workspace = std::path::PathBuf::from(s["result"]["workspaceDir"].as_str().unwrap());
+
+    // path-mode attachments are refused over WebSocket
+    let e = call(
+        &mut ws,
+        3,
+        "file/attach",
+        json!({"sessionId": sid, "files": [{"path": "/etc/hostname"}]}),
+    )
+    .await;
+    assert_eq!(code(&e["error"]), -32602, "{e}");
+
+    send(&mut ws, json!({"jsonrpc": "2.0", "id": 10, "method": "session/prompt", "params": {"sessionId": sid, "prompt": "go"}})).await;
+    let mut kinds = Vec::new();
+    let mut text = String::new();
+    let result = loop {
+        let msg = recv(&mut ws).await;
+        if msg["id"] == 10 {
+            break msg;
+        }
+        match msg["method"].as_str() {
+            Some("session/update") => {
+                let p = &msg["params"];
+                let kind = p["type"].as_str().unwrap().to_string();
+                if kind == "approval_request" {
+                    let a = call(&mut ws, 11, "session/approve", json!({"sessionId": sid, "requestId": p["requestId"], "decision": "allow_once"})).await;
+                    assert_eq!(a["result"]["acknowledged"], true, "{a}");
+                }
+                if kind == "agent_message_chunk" {
+                    text.push_str(p["text"].as_str().unwrap());
+                }
+                kinds.push(kind);
+            }
+            Some("elicitation/create") => {
+                assert_eq!(msg["params"]["message"], "favourite colour?");
+                assert_eq!(msg["params"]["sessionId"], json!(sid));
+                send(&mut ws, json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"action": "accept", "content": {"answer": "teal"}}})).await;
+                kinds.push("elicitation".into());
+            }
+            other => panic!("unexpected {other:?}: {msg}"),
+        }
+    };
+    assert_eq!(result["result"]["outcome"], "completed", "{result}");
+    assert_eq!(text, "all done");
+    assert_eq!(
+        kinds,
+        [
+            "tool_call",
+            "approval_request",
+            "tool_result",
+            "tool_call",
+            "elicitation",
+            "tool_result",
+            "agent_message_chunk",
+            "agent_message_chunk",
+            "turn_complete"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "hi"
+    );
+    let last = fake.requests().last().cloned().unwrap();
+    assert!(
+        last.to_string().contains("teal"),
+        "the answer reached the model: {last}"
+    );
+    drop(daemon);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ephemeral_mode_counts_websocket_clients() {
+    let mut daemon = TestDaemon::start_unprobed_with(&["--ephemeral"], |dir| {
+        std::fs::write(
+            dir.join("config.toml"),
+            "[wss]\nenabled = true\nport = 0\n[users.alice]\n",
+        )
+        .unwrap();
+    });
+    let port = listening_port(&daemon);
+    let token = pair(daemon.config_dir(), "alice");
+    let mut ws = open(port, None, None).await.unwrap();
+    assert!(
+        call(&mut ws, 1, "initialize", json!({"authToken": token}))
+            .await
+            .get("result")
+            .is_some()
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(daemon.is_running(), "a WebSocket client is connected");
+    ws.close(None).await.unwrap();
+    drop(ws);
+    let status = daemon
+        .wait_exit(Duration::from_secs(10))
+        .expect("exits after the last client");
+    assert!(status.success());
+}

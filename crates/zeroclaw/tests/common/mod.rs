@@ -67,7 +67,13 @@ impl TestDaemon {
     /// Starts without probing the socket with a connection (ephemeral mode counts a probe
     /// as a client): waits for the socket file instead.
     pub fn start_unprobed(extra: &[&str]) -> TestDaemon {
+        Self::start_unprobed_with(extra, |_| {})
+    }
+
+    /// [`TestDaemon::start_unprobed`] after `prepare` wrote files into the config dir.
+    pub fn start_unprobed_with(extra: &[&str], prepare: impl FnOnce(&Path)) -> TestDaemon {
         let dir = tempfile::tempdir().expect("tempdir");
+        prepare(dir.path());
         let socket = dir.path().join("data").join("daemon.sock");
         let mut daemon = TestDaemon {
             stderr_path: dir.path().join("daemon.log"),
@@ -75,13 +81,18 @@ impl TestDaemon {
             child: None,
             socket,
         };
-        daemon.spawn_inner(extra, false);
+        daemon.spawn_unprobed(extra);
+        daemon
+    }
+
+    /// Starts again without probing the socket (see [`TestDaemon::start_unprobed`]).
+    pub fn spawn_unprobed(&mut self, extra: &[&str]) {
+        self.spawn_inner(extra, false);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !daemon.socket.exists() {
+        while !self.socket.exists() {
             assert!(Instant::now() < deadline, "socket never appeared");
             std::thread::sleep(Duration::from_millis(10));
         }
-        daemon
     }
 
     fn spawn_inner(&mut self, extra: &[&str], probe: bool) {
