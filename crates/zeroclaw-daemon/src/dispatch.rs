@@ -1,10 +1,12 @@
-//! The method table and the front door every call passes: the handshake gate, the
-//! principal (re-resolved from the current policy on every call), the grant the method
-//! needs, and the transport it may be called on. Handlers live in [`crate::methods`].
+//! The front door every call passes: the handshake gate, the principal (re-resolved from
+//! the current policy on every call), the grant the method needs, and the transport it may
+//! be called on; then the handler in [`crate::methods`]. The list of methods and their
+//! grants is the policy's ([`zeroclaw_config::policy::CLIENT_METHODS`]).
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use zeroclaw_config::policy::CLIENT_METHODS;
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::{self, Principal};
@@ -13,63 +15,19 @@ use crate::methods;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
-/// One client → daemon method.
-pub struct MethodSpec {
-    pub name: &'static str,
-    /// Served on the local endpoint only (refused over WebSocket with -32012).
-    pub local_only: bool,
+/// The served method named `method`, as a `'static` name.
+fn find(method: &str) -> Option<&'static str> {
+    CLIENT_METHODS.iter().copied().find(|m| *m == method)
 }
 
-const fn local(name: &'static str) -> MethodSpec {
-    MethodSpec {
-        name,
-        local_only: true,
-    }
-}
-const fn any(name: &'static str) -> MethodSpec {
-    MethodSpec {
-        name,
-        local_only: false,
-    }
-}
-
-/// Every method a client may call, in the order `initialize.capabilities` lists them.
-pub const METHODS: &[MethodSpec] = &[
-    any("initialize"),
-    any("status"),
-    any("config/get"),
-    any("config/set"),
-    any("config/set-many"),
-    any("config/delete"),
-    any("session/new"),
-    any("session/prompt"),
-    any("session/cancel"),
-    any("session/approve"),
-    any("session/close"),
-    any("session/kill"),
-    any("session/delete"),
-    any("session/list"),
-    any("session/messages"),
-    any("file/attach"),
-    local("file/upload/begin"),
-    local("file/upload/chunk"),
-    local("file/upload/commit"),
-    any("daemon/shutdown"),
-];
-
-pub fn find(method: &str) -> Option<&'static MethodSpec> {
-    METHODS.iter().find(|m| m.name == method)
+/// Methods served on the local endpoint only (refused over WebSocket with -32012).
+fn local_only(method: &str) -> bool {
+    method.starts_with("file/upload/")
 }
 
 /// The methods this principal may call on this transport (`initialize` included).
 pub fn capabilities(principal: &Principal, kind: TransportKind) -> Vec<&'static str> {
-    principal
-        .capabilities(kind == TransportKind::Local)
-        .into_iter()
-        .filter(|name| {
-            find(name).is_some_and(|m| !(m.local_only && kind == TransportKind::WebSocket))
-        })
-        .collect()
+    principal.capabilities(kind == TransportKind::Local)
 }
 
 /// Runs one call from `conn` through the front door to its handler.
@@ -79,35 +37,29 @@ pub async fn call(
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let spec = find(method);
+    let Some(method) = find(method) else {
+        return Err(ErrorObject::method_not_found(method));
+    };
     if method == "initialize" {
         return methods::initialize::call(daemon, conn, params).await;
     }
     if !conn.is_initialized() {
-        return Err(match spec {
-            Some(_) => {
-                ErrorObject::not_initialized("not initialized: first call must be initialize")
-            }
-            None => ErrorObject::method_not_found(method),
-        });
+        return Err(ErrorObject::not_initialized(
+            "not initialized: first call must be initialize",
+        ));
     }
-    let Some(spec) = spec else {
-        return Err(ErrorObject::method_not_found(method));
-    };
     let principal = auth::principal_of(daemon, conn)?;
-    if spec.local_only && conn.peer.kind == TransportKind::WebSocket {
-        return Err(ErrorObject::forbidden(format!(
-            "{method} is served on the local endpoint only"
-        ))
-        .with_data(serde_json::json!({"resource": method})));
+    if local_only(method) && conn.peer.kind == TransportKind::WebSocket {
+        return Err(
+            ErrorObject::forbidden(format!("{method} is served on the local endpoint only"))
+                .with_data(json!({"resource": method})),
+        );
     }
     auth::authorize(&principal, method)?;
     match method {
         "status" => methods::status::call(daemon, &principal).await,
-        "daemon/shutdown" => Ok(serde_json::json!({"shuttingDown": true})),
-        m if m.starts_with("config/") => {
-            methods::config::call(daemon, conn, spec.name, params).await
-        }
+        "daemon/shutdown" => Ok(json!({"shuttingDown": true})),
+        m if m.starts_with("config/") => methods::config::call(daemon, conn, m, params).await,
         m if m.starts_with("session/") => {
             methods::session::call(daemon, conn, &principal, m, params).await
         }
