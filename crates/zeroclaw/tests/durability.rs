@@ -600,3 +600,35 @@ fn rows_of_another_interaction_surface_are_left_untouched() {
     assert_eq!(tg["interactionSurface"], "telegram");
     assert_eq!(dump(&db(&daemon), "tg"), before);
 }
+
+#[test]
+fn a_prompt_that_cannot_be_stored_is_refused_and_leaves_no_trace() {
+    let fake = Fake::start();
+    fake.push(Scripted::text("one"));
+    let daemon = start(&fake, "", HOOKS);
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "default", "sessionId": "w"}));
+    c.prompt("w", "first");
+    let trigger = daemon.data_dir().join("test-fail-writes");
+    std::fs::write(&trigger, "").unwrap();
+    wait_for_trigger();
+    let (_, resp) = c.prompt("w", "lost");
+    assert_eq!(code(&resp["error"]), -32603, "{resp}");
+    std::fs::remove_file(&trigger).unwrap();
+    wait_for_trigger();
+    assert_eq!(c.messages("w").len(), 2);
+    fake.push(Scripted::text("two"));
+    let before = fake.requests().len();
+    let (_, resp) = c.prompt("w", "second");
+    assert_eq!(resp["result"]["content"], "two");
+    let (sent, _) = request(&fake, before);
+    assert_eq!(
+        role_content(&sent),
+        [
+            pair("user", "first"),
+            pair("assistant", "one"),
+            pair("user", "second")
+        ]
+    );
+    assert_eq!(c.messages("w").len(), 4);
+}

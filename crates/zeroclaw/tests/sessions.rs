@@ -714,3 +714,93 @@ permission_profiles = ["user"]
     assert_eq!(list["sessions"].as_array().unwrap().len(), 1);
     assert_eq!(list["sessions"][0]["sessionId"], "mine");
 }
+
+#[test]
+fn turns_of_different_sessions_run_concurrently() {
+    let fake = Fake::start();
+    for _ in 0..2 {
+        let chunks: Vec<String> = (0..10).map(|i| format!("x{i} ")).collect();
+        fake.push(Scripted::chunks(chunks, Duration::from_millis(60)));
+    }
+    let daemon = start(&fake, "");
+    let mut a = daemon.client();
+    let mut b = daemon.client();
+    let sa = new_session(&mut a, "default");
+    let sb = new_session(&mut b, "default");
+    let started = Instant::now();
+    let ia = a.send_call("session/prompt", json!({"sessionId": sa, "prompt": "a"}));
+    let ib = b.send_call("session/prompt", json!({"sessionId": sb, "prompt": "b"}));
+    let (ma, ra) = a.collect_until(&ia);
+    let (mb, rb) = b.collect_until(&ib);
+    let elapsed = started.elapsed();
+    assert_eq!(ra["result"]["outcome"], "completed");
+    assert_eq!(rb["result"]["outcome"], "completed");
+    // Each stream takes about 540 ms; one after the other would take over a second.
+    assert!(elapsed < Duration::from_millis(1000), "{elapsed:?}");
+    // Each connection saw only its own session's updates.
+    assert!(updates(&ma).iter().all(|u| u["sessionId"] == sa.as_str()));
+    assert!(updates(&mb).iter().all(|u| u["sessionId"] == sb.as_str()));
+}
+
+/// Figures for docs (run with `--ignored --nocapture`, ideally `--release`): notifications
+/// per second from the echo provider on a long prompt, and the time from `session/prompt`
+/// sent to the first `agent_message_chunk` with the fake provider.
+#[test]
+#[ignore]
+fn streaming_figures() {
+    let fake = Fake::start();
+    let daemon = start(&fake, "");
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, "echo");
+    let words = 100_000;
+    let prompt: String = (0..words).map(|i| format!("w{i} ")).collect();
+    let started = Instant::now();
+    let id = c.send_call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": prompt}),
+    );
+    let mut chunks = 0usize;
+    loop {
+        let msg = c.recv();
+        if msg["id"] == id {
+            break;
+        }
+        if msg["params"]["type"] == "agent_message_chunk" {
+            chunks += 1;
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "echo: {chunks} chunks in {secs:.3} s = {:.0} notifications/s",
+        chunks as f64 / secs
+    );
+
+    let sid = new_session(&mut c, "default");
+    let mut firsts = Vec::new();
+    for i in 0..50 {
+        fake.push(Scripted::text("first chunk"));
+        let started = Instant::now();
+        let id = c.send_call(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": format!("p{i}")}),
+        );
+        let mut first = None;
+        loop {
+            let msg = c.recv();
+            if first.is_none() && msg["params"]["type"] == "agent_message_chunk" {
+                first = Some(started.elapsed());
+            }
+            if msg["id"] == id {
+                break;
+            }
+        }
+        firsts.push(first.unwrap());
+    }
+    firsts.sort();
+    println!(
+        "fake provider: prompt → first chunk p50 {:?}, p90 {:?}, max {:?}",
+        firsts[firsts.len() / 2],
+        firsts[firsts.len() * 9 / 10],
+        firsts[firsts.len() - 1]
+    );
+}

@@ -1,6 +1,7 @@
 //! Persistence of a turn, between the turn loop and the store.
 //!
-//! - [`Persister`]: one task per ACP turn, the only writer of its checkpoint progress.
+//! - [`Persister`]: one task per ACP turn, the only writer of its checkpoint progress (and
+//!   normally of its `begin_turn`, which then overlaps the provider's first byte).
 //!   It receives streamed text and step boundaries in the order the turn produced them, so
 //!   an older text can never overwrite a newer one. Text is written at every step boundary
 //!   and, while it streams, as soon as unsaved text is [`FLUSH_AFTER`] old (a 25 ms tick
@@ -14,12 +15,12 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zeroclaw_agent::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
 use zeroclaw_store::{
-    NewRow, Progress, RestoredContext, Role, SessionKey, Store, ToolCall, ToolResult,
+    NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError, ToolCall, ToolResult,
 };
 
 /// Unsaved streamed text older than this is written (below the 250 ms contract, leaving
@@ -41,11 +42,30 @@ pub(crate) struct Persister {
     task: JoinHandle<()>,
 }
 
+/// The outcome of `begin_turn` when the persister runs it: the prompt row's seq.
+pub(crate) type Began = oneshot::Receiver<Result<i64, StoreError>>;
+
 impl Persister {
-    pub fn spawn(store: Store, key: SessionKey, turn_id: String) -> Persister {
+    /// Starts the persister of an open turn. With `begin = Some(prompt)` it first runs
+    /// `begin_turn` itself (reporting the outcome through [`Began`]) so that the turn's
+    /// provider call does not wait for that commit; progress is still written only after
+    /// it, and nothing at all if it failed.
+    pub fn spawn(
+        store: Store,
+        key: SessionKey,
+        turn_id: String,
+        begin: Option<String>,
+    ) -> (Persister, Option<Began>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(store, key, turn_id, rx));
-        Persister { tx, task }
+        let (began, began_rx) = match begin {
+            Some(prompt) => {
+                let (tx, rx) = oneshot::channel();
+                (Some((prompt, tx)), Some(rx))
+            }
+            None => (None, None),
+        };
+        let task = tokio::spawn(run(store, key, turn_id, began, rx));
+        (Persister { tx, task }, began_rx)
     }
 
     pub fn sender(&self) -> ProgressTx {
@@ -128,7 +148,23 @@ impl Writer {
     }
 }
 
-async fn run(store: Store, key: SessionKey, turn_id: String, mut rx: mpsc::UnboundedReceiver<Op>) {
+async fn run(
+    store: Store,
+    key: SessionKey,
+    turn_id: String,
+    begin: Option<(String, oneshot::Sender<Result<i64, StoreError>>)>,
+    mut rx: mpsc::UnboundedReceiver<Op>,
+) {
+    if let Some((prompt, began)) = begin {
+        let outcome = store.begin_turn(&key, &turn_id, &prompt).await;
+        let ok = outcome.is_ok();
+        let _ = began.send(outcome);
+        if !ok {
+            // The turn is being abandoned: nothing of it may be recorded.
+            while rx.recv().await.is_some() {}
+            return;
+        }
+    }
     let mut w = Writer {
         store,
         key,

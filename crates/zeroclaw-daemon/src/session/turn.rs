@@ -95,14 +95,27 @@ impl Runner {
         let agent = agent::build(&job.config, session, &mut self.providers)?;
         let key = &session.key;
         let acp = key.mode == Mode::Acp;
-        let started_seq = if acp {
-            self.begin(session, turn_id, &job.prompt).await?
+        let context_before = self.context.len();
+        // Normally `begin_turn` runs on the persister, overlapping the provider call; after
+        // a failed write it runs here first, with recovery.
+        let mut started_seq = 0;
+        let (persister, began) = if !acp {
+            (None, None)
+        } else if self.needs_recover {
+            started_seq = self.begin(session, turn_id, &job.prompt).await?;
+            let (p, _) =
+                Persister::spawn(self.store.clone(), key.clone(), turn_id.to_owned(), None);
+            (Some(p), None)
         } else {
-            0
+            let (p, began) = Persister::spawn(
+                self.store.clone(),
+                key.clone(),
+                turn_id.to_owned(),
+                Some(job.prompt.clone()),
+            );
+            (Some(p), began)
         };
         let notifier = Notifier::new(Arc::clone(&job.conn), &key.session_id);
-        let persister =
-            acp.then(|| Persister::spawn(self.store.clone(), key.clone(), turn_id.to_owned()));
         let host = SessionHost {
             session,
             notifier: &notifier,
@@ -110,17 +123,40 @@ impl Runner {
             conn: &job.conn,
             tuning: &self.tuning,
         };
-        let result = run_turn(
-            &agent.spec,
-            &mut self.context,
-            job.prompt.clone(),
-            &host,
-            cancel,
-        )
-        .await;
+        let abandon = cancel.clone();
+        let watch_begin = async move {
+            let Some(began) = began else {
+                return Ok(None);
+            };
+            let outcome = began.await.unwrap_or(Err(StoreError::Closed));
+            if outcome.is_err() {
+                // Never run a turn whose prompt is not on disk.
+                abandon.cancel();
+            }
+            outcome.map(Some)
+        };
+        let (result, began) = tokio::join!(
+            run_turn(
+                &agent.spec,
+                &mut self.context,
+                job.prompt.clone(),
+                &host,
+                cancel,
+            ),
+            watch_begin
+        );
         drop(host);
         if let Some(p) = persister {
             p.finish().await;
+        }
+        match began {
+            Ok(Some(seq)) => started_seq = seq,
+            Ok(None) => {}
+            Err(e) => {
+                self.context.truncate(context_before);
+                self.needs_recover = matches!(e, StoreError::TurnStillOpen { .. });
+                return Err(store_error(e));
+            }
         }
 
         let rows = persist::visible_rows(&result.new_messages);
