@@ -281,7 +281,15 @@ async fn read_loop<R: AsyncRead + Unpin>(
     events: mpsc::UnboundedSender<ServerMessage>,
 ) {
     let mut frames = FrameReader::new(BufReader::new(reader));
-    while let Ok(Some(frame)) = frames.next_frame().await {
+    loop {
+        let frame = match frames.next_frame().await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!("reading from the daemon failed: {e}");
+                break;
+            }
+        };
         let Frame::Line(line) = frame else {
             tracing::warn!("daemon sent an oversize frame");
             continue;

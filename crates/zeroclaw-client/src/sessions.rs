@@ -553,7 +553,10 @@ impl ClientHandle {
 
     /// `session/prompt`: waits until the turn ends (up to [`PROMPT_TIMEOUT`]). The turn's
     /// `session/update`s arrive meanwhile on the [`Events`](crate::Events) queue; run this
-    /// in its own task (or `select!` on it) while reading them.
+    /// in its own task (or `select!` on it) while reading them. Every update the daemon
+    /// sent before its answer is queued before this returns: drain the rest with
+    /// [`Events::try_recv`](crate::Events::try_recv) (a `select!` that saw the answer may
+    /// not have seen the last updates, the reader runs on another thread).
     pub async fn prompt(&self, session_id: &str, prompt: &str) -> Result<TurnResult, ClientError> {
         let params = json!({"sessionId": session_id, "prompt": prompt});
         let result = self

@@ -80,7 +80,10 @@ pub async fn run(
         match turn.run(&mut events, &mut interrupts, line.trim()).await {
             Ok(()) => {}
             Err(ClientError::Rpc(e)) => ui.error(&format!("{} (code {})", e.message, e.code)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => {
+                ui.end_line();
+                return Err(e.to_string());
+            }
         }
     }
 }
@@ -159,8 +162,6 @@ impl Turn<'_> {
                 line = self.input.next(), if self.asking.is_some() => {
                     self.answer(line).await;
                 }
-                // Last: every update sent before the answer is already queued (the reader
-                // keeps wire order), so the biased select drains them first.
                 result = &mut prompt_call => break result,
             }
             while self.asking.is_none() {
@@ -170,6 +171,12 @@ impl Turn<'_> {
                 self.ask(question).await;
             }
         };
+        // The reader queues every message before it resolves the answer (or the close)
+        // that follows it, so what the turn sent is all queued by now; the select above
+        // may still have missed the last of it (it raced the reader thread).
+        while let Some(message) = events.try_recv() {
+            self.event(Event::from_message(message)).await;
+        }
         // Questions of a finished turn can no longer matter.
         if self.asking.is_some() || !self.questions.is_empty() {
             self.ui.end_line();
