@@ -74,6 +74,9 @@ impl From<PeerError> for ClientError {
 
 /// Lines waiting to be written.
 const SEND_QUEUE: usize = 256;
+/// Messages from the daemon waiting for the application to read them.
+const EVENT_QUEUE: usize = 4096;
+
 /// How long a plain [`ClientHandle::call`] waits by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -89,7 +92,7 @@ pub struct ClientHandle {
 
 /// The receiving half of a connection: what the daemon sends unasked, in arrival order.
 pub struct Events {
-    rx: mpsc::UnboundedReceiver<ServerMessage>,
+    rx: mpsc::Receiver<ServerMessage>,
 }
 
 /// A connection to the daemon: a [`ClientHandle`] (reachable through `Deref`, so every
@@ -114,7 +117,7 @@ impl Client {
     {
         let pending = Arc::new(Pending::new());
         let (out, out_rx) = mpsc::channel(SEND_QUEUE);
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
         tokio::spawn(write_loop(writer, out_rx));
         tokio::spawn(read_loop(reader, Arc::clone(&pending), events_tx));
         Client {
@@ -278,7 +281,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Recei
 async fn read_loop<R: AsyncRead + Unpin>(
     reader: R,
     pending: Arc<Pending>,
-    events: mpsc::UnboundedSender<ServerMessage>,
+    events: mpsc::Sender<ServerMessage>,
 ) {
     let mut frames = FrameReader::new(BufReader::new(reader));
     loop {
@@ -321,10 +324,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 continue;
             }
         };
-        // Never block on a slow application (responses must keep flowing) and never drop
-        // a message (a lost chunk is lost text): the queue is unbounded. An application
-        // that stopped reading events can drop its `Events` to discard them.
-        let _ = events.send(message);
+        // Never drop a message (a lost chunk is lost text): a full queue makes this loop
+        // wait, and the wait reaches the daemon as backpressure. An application that does
+        // not want events drops its `Events`, and they are discarded here.
+        let _ = events.send(message).await;
     }
     pending.close();
 }

@@ -54,7 +54,9 @@ pub async fn call_and_print(
         }
         None => Value::Object(Default::default()),
     };
-    let client = connect(config_dir, socket, false).await?;
+    // This command prints only the result: events the call causes are discarded.
+    let (client, events) = connect(config_dir, socket, false).await?.split();
+    drop(events);
     let result = client.call(method, params).await.map_err(describe)?;
     let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
     println!("{text}");

@@ -23,8 +23,8 @@ pub async fn run(
     session: String,
     files: Vec<PathBuf>,
 ) -> Result<(), String> {
-    let client = rpc::connect(config_dir, socket, false).await?;
-    let handle = client.handle();
+    let (handle, events) = rpc::connect(config_dir, socket, false).await?.split();
+    drop(events);
     for path in files {
         let entry = upload_one(&handle, &session, &path).await?;
         println!(
