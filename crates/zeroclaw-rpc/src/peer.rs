@@ -119,11 +119,18 @@ impl Pending {
     }
 }
 
-impl Ticket<'_> {
-    /// Waits for the answer; the entry is removed however this ends.
-    pub async fn wait(self, timeout: Duration) -> Result<Value, PeerError> {
-        let outcome = tokio::time::timeout(timeout, self.rx).await;
+impl Drop for Ticket<'_> {
+    /// However the wait ends — answer, timeout, or the waiting task being cancelled — the
+    /// entry leaves the pending map.
+    fn drop(&mut self) {
         self.pending.forget(&self.id);
+    }
+}
+
+impl Ticket<'_> {
+    /// Waits for the answer (the entry is removed however this ends).
+    pub async fn wait(mut self, timeout: Duration) -> Result<Value, PeerError> {
+        let outcome = tokio::time::timeout(timeout, &mut self.rx).await;
         match outcome {
             Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(error))) => Err(PeerError::Remote(error)),
@@ -186,6 +193,16 @@ mod tests {
             outcome: Ok(json!(2))
         }));
         assert_eq!(t.wait(Duration::from_secs(1)).await, Ok(json!(1)));
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_wait_removes_its_entry() {
+        let pending = Pending::new();
+        let ticket = pending.register().expect("open");
+        let waiting = ticket.wait(Duration::from_secs(300));
+        assert_eq!(pending.len(), 1);
+        drop(waiting); // the turn that asked was cancelled
+        assert!(pending.is_empty());
     }
 
     #[tokio::test(start_paused = true)]
