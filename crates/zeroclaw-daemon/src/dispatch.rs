@@ -50,10 +50,10 @@ pub async fn call(
     }
     let principal = auth::principal_of(daemon, conn)?;
     if local_only(method) && conn.peer.kind == TransportKind::WebSocket {
-        return Err(
-            ErrorObject::forbidden(format!("{method} is served on the local endpoint only"))
-                .with_data(json!({"resource": method})),
-        );
+        return Err(ErrorObject::forbidden(format!(
+            "{method} is served on the local endpoint only"
+        ))
+        .with_data(json!({"resource": method})));
     }
     auth::authorize(&principal, method)?;
     match method {
