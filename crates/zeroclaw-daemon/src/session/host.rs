@@ -64,10 +64,12 @@ pub(crate) struct SessionHost<'a> {
 }
 
 impl SessionHost<'_> {
-    fn persist(&self, op: Op) {
+    /// Hands a step to the persister; when the store falls behind, the turn waits here
+    /// (the queue is bounded) rather than memory growing.
+    async fn persist(&self, op: Op) {
         if let Some(tx) = &self.progress {
             // The persister outlives the turn loop; a send can only fail after it stopped.
-            let _ = tx.send(op);
+            let _ = tx.send(op).await;
         }
     }
 }
@@ -77,7 +79,7 @@ impl TurnHost for SessionHost<'_> {
     async fn emit(&self, event: TurnEvent) {
         match event {
             TurnEvent::MessageChunk { text } => {
-                self.persist(Op::Chunk(text.clone()));
+                self.persist(Op::Chunk(text.clone())).await;
                 self.notifier
                     .update("agent_message_chunk", json!({"text": text}))
                     .await;
@@ -111,7 +113,7 @@ impl TurnHost for SessionHost<'_> {
                     )
                     .await;
             }
-            TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)),
+            TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)).await,
             TurnEvent::Usage { usage } => {
                 tracing::debug!(session = %self.session.key.session_id, ?usage, "usage");
             }

@@ -35,7 +35,10 @@ pub(crate) enum Op {
 }
 
 /// The sending half handed to the turn's host.
-pub(crate) type ProgressTx = mpsc::UnboundedSender<Op>;
+pub(crate) type ProgressTx = mpsc::Sender<Op>;
+
+/// Steps a turn may run ahead of its persister.
+const PROGRESS_QUEUE: usize = 1024;
 
 pub(crate) struct Persister {
     tx: ProgressTx,
@@ -56,7 +59,7 @@ impl Persister {
         turn_id: String,
         begin: Option<String>,
     ) -> (Persister, Option<Began>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
         let (began, began_rx) = match begin {
             Some(prompt) => {
                 let (tx, rx) = oneshot::channel();
@@ -153,7 +156,7 @@ async fn run(
     key: SessionKey,
     turn_id: String,
     begin: Option<(String, oneshot::Sender<Result<i64, StoreError>>)>,
-    mut rx: mpsc::UnboundedReceiver<Op>,
+    mut rx: mpsc::Receiver<Op>,
 ) {
     if let Some((prompt, began)) = begin {
         let outcome = store.begin_turn(&key, &turn_id, &prompt).await;
