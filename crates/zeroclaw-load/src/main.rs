@@ -4,6 +4,9 @@
 //! Modes: `latency` (sequential round trips), `pipelined` (a window of requests in flight on
 //! one connection), `connections` (many concurrent connections), `idle` (daemon memory per
 //! held connection), `echo-server`, and `bench` (all of them, echo vs daemon, in one run).
+//! Session and upload modes: `stream` (notifications/s of a long streamed turn), `upload`
+//! (chunked upload throughput vs an in-process baseline), and `sessions-bench` (those, plus
+//! prompt → first chunk over a fake OpenAI provider and staged-upload memory).
 //! The client side runs on one thread, so on a small machine it leaves the other cores to
 //! the server under test.
 
@@ -11,6 +14,8 @@ mod bench;
 mod client;
 mod echo;
 mod sys;
+mod turns;
+mod turns_bench;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,6 +92,57 @@ enum Command {
     },
     /// Everything, echo baseline vs daemon, in one run; prints a Markdown table.
     Bench(BenchArgs),
+    /// One long prompt streamed back by an `echo` agent: notifications/s and bytes/s.
+    Stream {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value = "default")]
+        agent: String,
+        /// Words in the prompt (each comes back as one `agent_message_chunk`).
+        #[arg(long, default_value_t = 100_000)]
+        words: usize,
+    },
+    /// Chunked uploads (`file/upload/*`) through the socket vs an in-process
+    /// base64-decode + SHA-256 baseline of the same bytes.
+    Upload {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value = "default")]
+        agent: String,
+        #[arg(long, default_value_t = 10 * 1024 * 1024)]
+        bytes: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
+    /// Streaming, prompt → first chunk over a fake OpenAI provider, uploads and staged
+    /// upload memory, each against a daemon started for it; prints Markdown tables.
+    SessionsBench(SessionsBenchArgs),
+}
+
+#[derive(Args)]
+pub struct SessionsBenchArgs {
+    /// The zeroclaw binary to start (`zeroclaw daemon --config-dir <temp dir>`).
+    #[arg(long)]
+    pub bin: PathBuf,
+    /// Words in the streamed prompt.
+    #[arg(long, default_value_t = 100_000)]
+    pub words: usize,
+    #[arg(long, default_value_t = 3)]
+    pub stream_rounds: usize,
+    /// Measured prompt → first chunk iterations (each also times the provider directly).
+    #[arg(long, default_value_t = 300)]
+    pub iterations: usize,
+    #[arg(long, default_value_t = 20)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 10 * 1024 * 1024)]
+    pub upload_bytes: usize,
+    #[arg(long, default_value_t = 5)]
+    pub upload_rounds: usize,
+    /// Uploads held staged (begun and filled, never committed) for the memory figure.
+    #[arg(long, default_value_t = 20)]
+    pub staged_uploads: usize,
+    #[arg(long, default_value_t = 10 * 1024 * 1024)]
+    pub staged_bytes: usize,
 }
 
 #[derive(Args)]
@@ -194,6 +250,33 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Bench(args) => bench::run(&args),
+        Command::Stream {
+            socket,
+            agent,
+            words,
+        } => {
+            let report = client_runtime()?.block_on(turns::stream(&socket, &agent, words))?;
+            println!("stream: {report}");
+            Ok(())
+        }
+        Command::Upload {
+            socket,
+            agent,
+            bytes,
+            rounds,
+        } => {
+            let runs =
+                client_runtime()?.block_on(turns::uploads(&socket, &agent, bytes, rounds))?;
+            for (report, baseline) in runs {
+                println!(
+                    "upload: {report}; baseline decode+hash {:.1} ms = {:.0} MiB/s",
+                    baseline.as_secs_f64() * 1e3,
+                    bytes as f64 / 1048576.0 / baseline.as_secs_f64()
+                );
+            }
+            Ok(())
+        }
+        Command::SessionsBench(args) => turns_bench::run(&args),
     }
 }
 
