@@ -469,3 +469,28 @@ fn prompt_attachments_append_their_markers() {
     );
     assert!(path.exists());
 }
+
+#[test]
+fn attachments_to_a_closed_session_rehydrate_it_first() {
+    let daemon = TestDaemon::start();
+    let mut c = daemon.client();
+    new_session(&mut c, "later");
+    c.result(
+        "session/prompt",
+        json!({"sessionId": "later", "prompt": "first"}),
+    );
+    c.result("session/close", json!({"sessionId": "later"}));
+    let r = c.result(
+        "session/prompt",
+        json!({"sessionId": "later", "prompt": "again", "attachments": [{"dataB64": b64(b"x"), "filename": "x.txt"}]}),
+    );
+    assert!(
+        r["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("again\n[Document: x.txt] "),
+        "{r}"
+    );
+    let messages = c.result("session/messages", json!({"sessionId": "later"}));
+    assert_eq!(messages["total"], 4, "{messages}");
+}

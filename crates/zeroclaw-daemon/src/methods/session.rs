@@ -132,6 +132,10 @@ pub async fn call(
                 // Stored through the same commit step as file/attach; the markers follow
                 // the prompt, one per line.
                 let key = sessions.resolve_key(&p.session_id, p.mode);
+                // A persisted session is brought back first, as the prompt would.
+                sessions
+                    .live_or_rehydrate(principal, &daemon.config.current(), &key)
+                    .await?;
                 let target = files::commit::target_of(daemon, principal, &key)?;
                 let items = file::decode_inputs(conn, principal, attachments)?;
                 for stored in files::commit::commit(daemon, conn, &target, items).await? {
