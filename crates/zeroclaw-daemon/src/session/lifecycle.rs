@@ -175,16 +175,8 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
     ) -> Result<Value, ErrorObject> {
-        let (key, live) = self.target(principal, session_id, mode).await?;
-        if let Some(live) = &live {
-            live.cancel_turn();
-        }
-        self.store.kill(&key).await.map_err(store_error)?;
-        if let Some(live) = &live {
-            self.unload(live).await;
-        }
-        tracing::info!(session = %session_id, mode = %key.mode, "session killed");
-        Ok(json!({"sessionId": session_id, "killed": true}))
+        self.kill_or_delete(principal, session_id, mode, Removal::Kill)
+            .await
     }
 
     /// `session/delete`: removes the row with its transcript and checkpoints, then the
@@ -195,16 +187,39 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
     ) -> Result<Value, ErrorObject> {
+        self.kill_or_delete(principal, session_id, mode, Removal::Delete)
+            .await
+    }
+
+    /// Kill and delete share their order: cancel the running turn first (cheap, cannot
+    /// fail), then the fallible SQLite work, and only after it succeeded unload the live
+    /// session — a storage failure leaves the live session and its registration in place.
+    async fn kill_or_delete(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+        how: Removal,
+    ) -> Result<Value, ErrorObject> {
         let (key, live) = self.target(principal, session_id, mode).await?;
         if let Some(live) = &live {
             live.cancel_turn();
         }
-        self.store.delete(&key).await.map_err(store_error)?;
+        match how {
+            Removal::Kill => self.store.kill(&key).await.map_err(store_error)?,
+            Removal::Delete => {
+                self.store.delete(&key).await.map_err(store_error)?;
+            }
+        }
         if let Some(live) = &live {
             self.unload(live).await;
         }
-        tracing::info!(session = %session_id, mode = %key.mode, "session deleted");
-        Ok(json!({"sessionId": session_id, "deleted": true}))
+        let done = match how {
+            Removal::Kill => "killed",
+            Removal::Delete => "deleted",
+        };
+        tracing::info!(session = %session_id, mode = %key.mode, "session {done}");
+        Ok(json!({"sessionId": session_id, done: true}))
     }
 
     /// `session/list`: persisted, non-tombstoned rows the caller may see.
@@ -272,4 +287,13 @@ impl SessionManager {
             "hasMore": page.has_more,
         }))
     }
+}
+
+/// What `session/kill` and `session/delete` do to the persisted row.
+#[derive(Clone, Copy)]
+enum Removal {
+    /// Tombstone it.
+    Kill,
+    /// Remove it with its transcript and checkpoints.
+    Delete,
 }

@@ -43,17 +43,21 @@ impl TestDaemon {
 
     /// Starts with extra daemon args; `prepare` may write files into the config dir first.
     pub fn start_with(extra: &[&str], prepare: impl FnOnce(&Path)) -> TestDaemon {
-        let dir = tempfile::tempdir().expect("tempdir");
-        prepare(dir.path());
-        let socket = dir.path().join("data").join("daemon.sock");
-        let mut daemon = TestDaemon {
-            stderr_path: dir.path().join("daemon.log"),
-            dir,
-            child: None,
-            socket,
-        };
+        let mut daemon = Self::prepared(prepare);
         daemon.spawn(extra);
         daemon
+    }
+
+    /// A temp config dir that `prepare` filled, with no process started yet.
+    fn prepared(prepare: impl FnOnce(&Path)) -> TestDaemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        prepare(dir.path());
+        TestDaemon {
+            stderr_path: dir.path().join("daemon.log"),
+            socket: dir.path().join("data").join("daemon.sock"),
+            dir,
+            child: None,
+        }
     }
 
     pub fn config_dir(&self) -> &Path {
@@ -61,7 +65,7 @@ impl TestDaemon {
     }
 
     pub fn spawn(&mut self, extra: &[&str]) {
-        self.spawn_inner(extra, true);
+        self.spawn_inner(extra, &[], true);
     }
 
     /// Starts without probing the socket with a connection (ephemeral mode counts a probe
@@ -72,22 +76,14 @@ impl TestDaemon {
 
     /// [`TestDaemon::start_unprobed`] after `prepare` wrote files into the config dir.
     pub fn start_unprobed_with(extra: &[&str], prepare: impl FnOnce(&Path)) -> TestDaemon {
-        let dir = tempfile::tempdir().expect("tempdir");
-        prepare(dir.path());
-        let socket = dir.path().join("data").join("daemon.sock");
-        let mut daemon = TestDaemon {
-            stderr_path: dir.path().join("daemon.log"),
-            dir,
-            child: None,
-            socket,
-        };
+        let mut daemon = Self::prepared(prepare);
         daemon.spawn_unprobed(extra);
         daemon
     }
 
     /// Starts again without probing the socket (see [`TestDaemon::start_unprobed`]).
     pub fn spawn_unprobed(&mut self, extra: &[&str]) {
-        self.spawn_inner(extra, false);
+        self.spawn_inner(extra, &[], false);
         let deadline = Instant::now() + Duration::from_secs(20);
         while !self.socket.exists() {
             assert!(Instant::now() < deadline, "socket never appeared");
@@ -95,13 +91,14 @@ impl TestDaemon {
         }
     }
 
-    fn spawn_inner(&mut self, extra: &[&str], probe: bool) {
+    fn spawn_inner(&mut self, extra: &[&str], env: &[(&str, &str)], probe: bool) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.stderr_path)
             .expect("log file");
         let child = daemon_command(self.dir.path(), extra)
+            .envs(env.iter().copied())
             .stderr(log)
             .spawn()
             .expect("spawn daemon");
@@ -387,30 +384,14 @@ impl TestDaemon {
         env: &[(&str, &str)],
         prepare: impl FnOnce(&Path),
     ) -> TestDaemon {
-        let dir = tempfile::tempdir().expect("tempdir");
-        prepare(dir.path());
-        let socket = dir.path().join("data").join("daemon.sock");
-        let mut daemon = TestDaemon {
-            stderr_path: dir.path().join("daemon.log"),
-            dir,
-            child: None,
-            socket,
-        };
+        let mut daemon = Self::prepared(prepare);
         daemon.spawn_env(extra, env);
         daemon
     }
 
     /// (Re)starts the process on the same directory with extra environment variables.
     pub fn spawn_env(&mut self, extra: &[&str], env: &[(&str, &str)]) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.stderr_path)
-            .expect("log file");
-        let mut cmd = daemon_command(self.dir.path(), extra);
-        cmd.envs(env.iter().copied()).stderr(log);
-        self.child = Some(cmd.spawn().expect("spawn daemon"));
-        wait_for_socket(&self.socket, self.child.as_mut());
+        self.spawn_inner(extra, env, true);
     }
 
     /// SIGKILL, and reap the process.
