@@ -489,6 +489,14 @@ pub fn payload(size: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// A seed that differs between runs (time and pid).
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
+
 /// One file prepared for upload: its chunks in base64 and its digest.
 pub struct Prepared {
     pub size: usize,
@@ -642,8 +650,10 @@ pub async fn uploads(
     let mut conn = RpcConn::open(socket).await?;
     let session = conn.new_session(agent).await?;
     let mut out = Vec::with_capacity(rounds);
+    // Fresh bytes on every run too: a file already in the workspace would only be compared.
+    let run = fresh_seed();
     for round in 0..rounds {
-        let file = prepare(&payload(size, 1000 + round as u64));
+        let file = prepare(&payload(size, run + round as u64));
         let report = upload_once(&mut conn, &session, &file, &format!("bench-{round}.bin")).await?;
         let baseline = decode_and_hash(&file)?;
         out.push((report, baseline));
@@ -708,8 +718,9 @@ pub async fn staged(
         conns.push(RpcConn::open(socket).await?);
     }
     let session = conns[0].new_session(agent).await?;
+    let run = fresh_seed();
     let files: Vec<Prepared> = (0..uploads)
-        .map(|i| prepare(&payload(size, 5000 + i as u64)))
+        .map(|i| prepare(&payload(size, run + i as u64)))
         .collect();
     tokio::time::sleep(settle).await;
     let rss_before_kib = crate::sys::vm_rss_kib(pid)?;
