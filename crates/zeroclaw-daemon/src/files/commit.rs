@@ -24,6 +24,8 @@ use crate::state::Daemon;
 /// One file to store.
 pub struct Item {
     pub bytes: Vec<u8>,
+    /// The bytes' SHA-256 (hex) when already known.
+    pub sha256: Option<String>,
     pub filename: Option<String>,
     pub mime: Option<String>,
 }
@@ -113,6 +115,7 @@ pub async fn commit(
                     &workspace,
                     &mut index,
                     &item.bytes,
+                    item.sha256.as_deref(),
                     item.filename.as_deref(),
                     item.mime.as_deref(),
                 )

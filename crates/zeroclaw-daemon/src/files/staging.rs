@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::SessionKey;
@@ -40,6 +41,8 @@ pub struct Finished {
     pub target: UploadTarget,
     pub filename: Option<String>,
     pub bytes: Vec<u8>,
+    /// SHA-256 of `bytes` (hex), computed as the chunks arrived.
+    pub sha256: String,
 }
 
 struct Staged {
@@ -49,6 +52,8 @@ struct Staged {
     sha256: Option<String>,
     size: usize,
     data: Vec<u8>,
+    /// Hash of `data` so far: each byte is hashed once, as it arrives.
+    hasher: Sha256,
     cost: u64,
     touched: Instant,
 }
@@ -131,6 +136,7 @@ impl UploadManager {
             sha256,
             size: size as usize,
             data: Vec::new(),
+            hasher: Sha256::new(),
             cost,
             touched: Instant::now(),
         };
@@ -204,6 +210,7 @@ impl UploadManager {
             staged.data.reserve_exact(staged.size);
         }
         staged.data.extend_from_slice(&data[overlap..]);
+        staged.hasher.update(&data[overlap..]);
         staged.touched = Instant::now();
         Ok(staged.data.len() as u64)
     }
@@ -228,8 +235,8 @@ impl UploadManager {
         };
         inner.used -= staged.cost;
         drop(inner);
+        let actual = hex::encode(staged.hasher.finalize());
         if let Some(expected) = &staged.sha256 {
-            let actual = super::workspace::sha256_hex(&staged.data);
             if &actual != expected {
                 return Err(ErrorObject::invalid_params(format!(
                     "sha256 mismatch: declared {expected}, received {actual}; nothing was stored"
@@ -241,6 +248,7 @@ impl UploadManager {
             target: staged.target,
             filename: staged.filename,
             bytes: staged.data,
+            sha256: actual,
         })
     }
 

@@ -122,11 +122,13 @@ fn intact(path: &Path, bytes: &[u8]) -> bool {
     }
 }
 
-/// Stores `bytes` in `workspace` for the session whose index this is.
+/// Stores `bytes` in `workspace` for the session whose index this is. `sha256` is the
+/// bytes' hash when the caller already has it (chunked uploads hash as they arrive).
 pub fn store(
     workspace: &Path,
     index: &mut FileIndex,
     bytes: &[u8],
+    sha256: Option<&str>,
     filename: Option<&str>,
     mime: Option<&str>,
 ) -> Result<StoredFile, ErrorObject> {
@@ -139,7 +141,7 @@ pub fn store(
     if let Some(name) = filename {
         check_filename(name)?;
     }
-    let hash = sha256_hex(bytes);
+    let hash = sha256.map_or_else(|| sha256_hex(bytes), str::to_string);
     let dir = uploads_dir(workspace)?;
     if let Some(known) = index.by_hash.get(&hash) {
         let path = PathBuf::from(&known.workspace_path);
@@ -186,7 +188,15 @@ mod tests {
     fn stores_by_hash_dedupes_and_marks() {
         let ws = tempfile::tempdir().unwrap();
         let mut index = FileIndex::default();
-        let a = store(ws.path(), &mut index, b"hello", Some("notes.TXT"), None).unwrap();
+        let a = store(
+            ws.path(),
+            &mut index,
+            b"hello",
+            None,
+            Some("notes.TXT"),
+            None,
+        )
+        .unwrap();
         let hash = sha256_hex(b"hello");
         let path = ws.path().join("uploads").join(format!("{hash}.txt"));
         assert_eq!(a.ref_id, format!("sha256:{hash}"));
@@ -197,7 +207,15 @@ mod tests {
         );
         assert_eq!((a.size_bytes, a.deduplicated), (5, false));
         assert_eq!(fs::read(&path).unwrap(), b"hello");
-        let again = store(ws.path(), &mut index, b"hello", Some("other.md"), None).unwrap();
+        let again = store(
+            ws.path(),
+            &mut index,
+            b"hello",
+            None,
+            Some("other.md"),
+            None,
+        )
+        .unwrap();
         assert_eq!(
             again,
             StoredFile {
@@ -209,6 +227,7 @@ mod tests {
             ws.path(),
             &mut index,
             b"\x89PNG",
+            None,
             Some("p.png"),
             Some("image/png"),
         )
@@ -218,7 +237,7 @@ mod tests {
             "{}",
             img.marker
         );
-        let plain = store(ws.path(), &mut index, b"x", None, None).unwrap();
+        let plain = store(ws.path(), &mut index, b"x", None, None, None).unwrap();
         assert!(plain.workspace_path.ends_with(&sha256_hex(b"x")));
     }
 
@@ -226,19 +245,27 @@ mod tests {
     fn tampered_files_are_written_back() {
         let ws = tempfile::tempdir().unwrap();
         let mut index = FileIndex::default();
-        let a = store(ws.path(), &mut index, b"original", Some("a.txt"), None).unwrap();
+        let a = store(
+            ws.path(),
+            &mut index,
+            b"original",
+            None,
+            Some("a.txt"),
+            None,
+        )
+        .unwrap();
         let path = PathBuf::from(&a.workspace_path);
         fs::write(&path, b"edited").unwrap();
-        store(ws.path(), &mut index, b"original", None, None).unwrap();
+        store(ws.path(), &mut index, b"original", None, None, None).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"original");
         fs::remove_file(&path).unwrap();
-        store(ws.path(), &mut index, b"original", None, None).unwrap();
+        store(ws.path(), &mut index, b"original", None, None, None).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"original");
         let outside = tempfile::NamedTempFile::new().unwrap();
         fs::write(outside.path(), b"secret").unwrap();
         fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(outside.path(), &path).unwrap();
-        store(ws.path(), &mut index, b"original", None, None).unwrap();
+        store(ws.path(), &mut index, b"original", None, None, None).unwrap();
         assert!(
             fs::symlink_metadata(&path).unwrap().file_type().is_file(),
             "link replaced by a file"
@@ -256,7 +283,7 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), ws.path().join("uploads")).unwrap();
-        let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None).unwrap_err();
+        let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None, None).unwrap_err();
         assert!(e.message.contains("not a directory"), "{}", e.message);
         assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
@@ -266,7 +293,7 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let big = vec![0u8; MAX_FILE_BYTES + 1];
         assert_eq!(
-            store(ws.path(), &mut FileIndex::default(), &big, None, None)
+            store(ws.path(), &mut FileIndex::default(), &big, None, None, None)
                 .unwrap_err()
                 .code,
             -32602
@@ -277,6 +304,7 @@ mod tests {
                 ws.path(),
                 &mut FileIndex::default(),
                 b"x",
+                None,
                 Some(&name),
                 None
             )

@@ -118,6 +118,7 @@ pub async fn call(
             let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;
             let item = Item {
                 bytes: finished.bytes,
+                sha256: Some(finished.sha256),
                 filename: finished.filename,
                 mime: None,
             };
@@ -185,6 +186,7 @@ pub fn decode_inputs(
         let filename = input.filename.or(local_name);
         items.push(Item {
             bytes,
+            sha256: None,
             filename,
             mime: input.mime_type,
         });
