@@ -236,13 +236,11 @@ impl UploadManager {
         inner.used -= staged.cost;
         drop(inner);
         let actual = hex::encode(staged.hasher.finalize());
-        if let Some(expected) = &staged.sha256 {
-            if &actual != expected {
-                return Err(ErrorObject::invalid_params(format!(
-                    "sha256 mismatch: declared {expected}, received {actual}; nothing was stored"
-                ))
-                .with_data(json!({"expected": expected, "actual": actual})));
-            }
+        if let Some(expected) = staged.sha256.as_ref().filter(|e| **e != actual) {
+            return Err(ErrorObject::invalid_params(format!(
+                "sha256 mismatch: declared {expected}, received {actual}; nothing was stored"
+            ))
+            .with_data(json!({"expected": expected, "actual": actual})));
         }
         Ok(Finished {
             target: staged.target,
