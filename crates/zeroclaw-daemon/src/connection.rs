@@ -23,6 +23,8 @@ use crate::transport::{FrameSink, FrameSource, Incoming, PeerIdentity};
 pub const MAX_IN_FLIGHT: usize = 64;
 /// Oversize frames tolerated before the connection is closed (the last one is answered).
 const MAX_OVERSIZE_FRAMES: u32 = 3;
+/// Replies gathered in place are queued at the latest when they reach this size.
+const REPLY_BATCH_BYTES: usize = 64 * 1024;
 /// How long a closing connection may take to flush what it already queued.
 const FLUSH_ON_CLOSE: Duration = Duration::from_secs(2);
 
@@ -75,8 +77,25 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
     });
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut oversize = 0u32;
+    // Answers made right here (errors, the handshake, immediate methods), in the order of
+    // their requests; queued as one write once no further input is already buffered.
+    let mut replies: Vec<u8> = Vec::new();
 
     loop {
+        if !replies.is_empty()
+            && (!source.has_buffered() || replies.len() >= REPLY_BATCH_BYTES)
+            && out.send(std::mem::take(&mut replies)).await.is_err()
+        {
+            break;
+        }
+        // With every slot taken, read nothing more until a request finishes.
+        if in_flight.available_permits() == 0 {
+            tokio::select! {
+                permit = in_flight.acquire() => drop(permit),
+                () = out.closed() => break,
+                () = daemon.shutdown.cancelled() => break,
+            }
+        }
         let frame = tokio::select! {
             frame = source.next_frame() => frame,
             () = out.closed() => break,
@@ -88,18 +107,14 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
                 let error = ErrorObject::invalid_request(
                     "binary messages are not supported: send JSON-RPC as text",
                 );
-                if out.send(error_line(&Value::Null, &error)).await.is_err() {
-                    break;
-                }
+                replies.extend(error_line(&Value::Null, &error));
                 continue;
             }
             Ok(Some(Incoming::Oversize)) => {
                 oversize += 1;
                 let error =
                     ErrorObject::invalid_request(format!("frame exceeds {MAX_FRAME_BYTES} bytes"));
-                if out.send(error_line(&Value::Null, &error)).await.is_err() {
-                    break;
-                }
+                replies.extend(error_line(&Value::Null, &error));
                 if oversize >= MAX_OVERSIZE_FRAMES {
                     tracing::info!(conn = id, "closing after {oversize} oversize frames");
                     break;
@@ -113,11 +128,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
             }
         };
         match zeroclaw_rpc::classify(&line) {
-            Inbound::Reject { id, error } => {
-                if out.send(error_line(&id, &error)).await.is_err() {
-                    break;
-                }
-            }
+            Inbound::Reject { id, error } => replies.extend(error_line(&id, &error)),
             Inbound::DropInvalidResponse(why) => {
                 tracing::warn!(conn = id, "dropping an invalid response: {why}");
             }
@@ -132,10 +143,16 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
             Inbound::Request(request) if request.is_notification() => {
                 tracing::debug!(conn = id, method = %request.method, "notification ignored");
             }
-            Inbound::Request(request) if !conn.is_initialized() => {
-                handle(&daemon, &conn, request).await;
+            // Before the handshake, and for methods that never wait, answer in place.
+            Inbound::Request(request)
+                if !conn.is_initialized() || dispatch::is_immediate(&request.method) =>
+            {
+                replies.extend(answer(&daemon, &conn, request).await.0);
             }
             Inbound::Request(request) => {
+                if !replies.is_empty() && out.send(std::mem::take(&mut replies)).await.is_err() {
+                    break;
+                }
                 let permit = tokio::select! {
                     permit = Arc::clone(&in_flight).acquire_owned() => permit,
                     () = out.closed() => break,
@@ -145,11 +162,19 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
                 let daemon = Arc::clone(&daemon);
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {
-                    handle(&daemon, &conn, request).await;
+                    let (line, shutting_down) = answer(&daemon, &conn, request).await;
+                    // A closed connection cannot be answered; the work itself is done.
+                    let _ = conn.out.send(line).await;
+                    if shutting_down {
+                        daemon.begin_shutdown("daemon/shutdown");
+                    }
                     drop(permit);
                 });
             }
         }
+    }
+    if !replies.is_empty() {
+        let _ = out.send(replies).await;
     }
 
     // Let requests already running finish and their answers (or a final error, or the
@@ -165,15 +190,16 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
     tracing::debug!(conn = id, "connection closed");
 }
 
-/// Runs one request and queues its answer.
-async fn handle(daemon: &Arc<Daemon>, conn: &Arc<ConnectionContext>, request: Request) {
+/// Runs one request: its answer line, and whether it asked the daemon to stop (which
+/// happens only once that answer is queued).
+async fn answer(
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    request: Request,
+) -> (Vec<u8>, bool) {
     let Request { id, method, params } = request;
     let id = id.unwrap_or(Value::Null);
     let outcome = dispatch::call(daemon, conn, &method, params).await;
     let shutting_down = method == "daemon/shutdown" && outcome.is_ok();
-    // A closed connection cannot be answered; the work itself has been done.
-    let _ = conn.out.send(response_line(&id, &outcome)).await;
-    if shutting_down {
-        daemon.begin_shutdown("daemon/shutdown");
-    }
+    (response_line(&id, &outcome), shutting_down)
 }

@@ -25,6 +25,12 @@ fn local_only(method: &str) -> bool {
     method.starts_with("file/upload/")
 }
 
+/// Methods that answer from memory without waiting on anything: the connection loop runs
+/// them in place, in order, instead of spawning a task for each.
+pub fn is_immediate(method: &str) -> bool {
+    matches!(method, "status" | "config/get")
+}
+
 /// The methods this principal may call on this transport (`initialize` included).
 pub fn capabilities(principal: &Principal, kind: TransportKind) -> Vec<&'static str> {
     principal.capabilities(kind == TransportKind::Local)

@@ -139,8 +139,6 @@ pub async fn run_writer<S: FrameSink>(
             () = out.closed() => None,
         };
         let Some(first) = first else { break };
-        // Let requests that are ready queue their answers too, so one write carries many.
-        tokio::task::yield_now().await;
         let mut bytes = first.len();
         batch.push(first);
         while bytes < BATCH_BYTES {

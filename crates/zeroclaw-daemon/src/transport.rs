@@ -47,6 +47,11 @@ pub enum Incoming {
 pub trait FrameSource: Send + 'static {
     /// The next frame; `None` when the peer closed the connection.
     fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Incoming>>>;
+
+    /// Whether more input is already buffered (the next frame may come without waiting).
+    fn has_buffered(&self) -> bool {
+        false
+    }
 }
 
 /// Outbound lines of one connection. Each line ends with `\n`.
@@ -72,6 +77,10 @@ impl<R: AsyncRead + Send + Unpin + 'static> StreamSource<R> {
 }
 
 impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for StreamSource<R> {
+    fn has_buffered(&self) -> bool {
+        !self.frames.get_ref().buffer().is_empty()
+    }
+
     fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Incoming>>> {
         Box::pin(async {
             Ok(self.frames.next_frame().await?.map(|frame| match frame {

@@ -255,10 +255,11 @@ struct WsSink<S> {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> FrameSink for WsSink<S> {
     fn send_lines<'a>(&'a mut self, lines: &'a [Vec<u8>]) -> BoxFuture<'a, io::Result<()>> {
         Box::pin(async move {
-            for line in lines {
-                // Our own lines are compact JSON: valid UTF-8 without raw newlines.
-                let text =
-                    String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(line)).into_owned();
+            // An item may hold several lines; each line is one message. Our lines are
+            // compact JSON: valid UTF-8, never a raw newline inside a message.
+            let messages = lines.iter().flat_map(|l| l.split(|b| *b == b'\n'));
+            for line in messages.filter(|l| !l.is_empty()) {
+                let text = String::from_utf8_lossy(line).into_owned();
                 self.tx
                     .feed(Message::Text(text.into()))
                     .await

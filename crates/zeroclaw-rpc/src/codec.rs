@@ -45,6 +45,11 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// The reader underneath (e.g. to see whether it holds buffered input).
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
     /// The next frame, or `None` at end of stream.
     pub async fn next_frame(&mut self) -> std::io::Result<Option<Frame>> {
         loop {
