@@ -3,13 +3,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, TestDaemon, code};
+use common::{BIN, TestDaemon, UidConn, code, is_root, test_uid};
 use serde_json::{Value, json};
 
 const OPERATOR_PROFILE: &str = r#"
@@ -327,67 +325,6 @@ fn config_commands_of_the_cli() {
 
 // ---- a second local user -------------------------------------------------------------
 
-/// A connection made by a process running as `uid`, through `zeroclaw connect`.
-struct UidConn {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl UidConn {
-    fn open(socket: &std::path::Path, uid: u32) -> UidConn {
-        let mut child = Command::new(BIN)
-            .args(["connect", "--socket", socket.to_str().unwrap()])
-            .uid(uid)
-            .gid(uid)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        UidConn {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .unwrap();
-        let mut line = String::new();
-        assert!(
-            self.stdout.read_line(&mut line).unwrap() > 0,
-            "connection closed"
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["id"], id);
-        v
-    }
-}
-
-impl Drop for UidConn {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// A daemon that maps `uid` to user `tester` with profile `writer`, reachable by that uid.
 fn multi_user_daemon(uid: u32) -> TestDaemon {
     let daemon = TestDaemon::start_with(&[], |dir| {
@@ -410,10 +347,6 @@ fn multi_user_daemon(uid: u32) -> TestDaemon {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     daemon
-}
-
-fn test_uid() -> u32 {
-    50_000 + std::process::id() % 10_000
 }
 
 #[test]

@@ -494,3 +494,126 @@ fn attachments_to_a_closed_session_rehydrate_it_first() {
     let messages = c.result("session/messages", json!({"sessionId": "later"}));
     assert_eq!(messages["total"], 4, "{messages}");
 }
+
+/// A daemon where local uid `uid` is user `tester` (profile `uploader`), reachable by it.
+fn uploader_daemon(uid: u32) -> TestDaemon {
+    use std::os::unix::fs::PermissionsExt;
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "[providers.echo]\nkind = \"echo\"\n[agents.default]\nprovider = \"echo\"\n[agents.other]\nprovider = \"echo\"\n\
+                 [permission_profiles.uploader]\ngrants = {{ sessions = [\"create\", \"read\", \"update\", \"execute\"], files = [\"create\"] }}\n\
+                 allowed_agents = [\"default\"]\n[users.tester]\nuid = {uid}\npermission_profiles = [\"uploader\"]\n"
+            ),
+        )
+        .unwrap();
+    });
+    // Widen access for this test only: the other uid must reach and open the socket.
+    for (path, mode) in [
+        (daemon.config_dir().to_path_buf(), 0o711),
+        (daemon.config_dir().join("data"), 0o711),
+        (daemon.socket.clone(), 0o666),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    daemon
+}
+
+#[test]
+fn commit_rechecks_grants_ownership_and_agent_against_the_policy_in_force() {
+    if !common::is_root() {
+        eprintln!("skipped: needs root to connect as another uid");
+        return;
+    }
+    let uid = common::test_uid();
+    let daemon = uploader_daemon(uid);
+    let mut op = daemon.client();
+    let mut u = common::UidConn::open(&daemon.socket, uid);
+    assert!(u.call("initialize", json!({})).get("result").is_some());
+    assert!(
+        u.call(
+            "session/new",
+            json!({"agentAlias": "default", "sessionId": "mine"})
+        )
+        .get("result")
+        .is_some()
+    );
+    op.result(
+        "session/new",
+        json!({"agentAlias": "other", "sessionId": "ops"}),
+    );
+
+    // at begin: someone else's session, an agent not allowed
+    let e = u.call(
+        "file/upload/begin",
+        json!({"session_id": "ops", "size_bytes": 1}),
+    );
+    assert_eq!(code(&e["error"]), -32003, "{e}");
+    let e = u.call("session/new", json!({"agentAlias": "other"}));
+    assert_eq!(code(&e["error"]), -32012, "{e}");
+    let e = u.call(
+        "file/attach",
+        json!({"sessionId": "mine", "files": [{"path": "/etc/hostname"}]}),
+    );
+    assert_eq!(
+        code(&e["error"]),
+        -32012,
+        "no path mode for non-admin principals: {e}"
+    );
+
+    let uploads = daemon.config_dir().join("agents/default/workspace/uploads");
+    let begin_and_send = |u: &mut common::UidConn, bytes: &[u8]| -> String {
+        let r = u.call(
+            "file/upload/begin",
+            json!({"session_id": "mine", "size_bytes": bytes.len()}),
+        );
+        let id = r["result"]["upload_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"))
+            .to_string();
+        let r = u.call(
+            "file/upload/chunk",
+            json!({"upload_id": id, "offset": 0, "data_b64": b64(bytes)}),
+        );
+        assert_eq!(r["result"]["received_bytes"], bytes.len(), "{r}");
+        id
+    };
+
+    // files:create revoked between begin and commit
+    let id = begin_and_send(&mut u, b"first");
+    op.result(
+        "config/set",
+        json!({"prop": "permission_profiles.uploader.grants", "value": {"sessions": ["create", "read", "update", "execute"]}}),
+    );
+    let e = u.call("file/upload/commit", json!({"upload_id": id}));
+    assert_eq!(code(&e["error"]), -32012, "{e}");
+    assert!(!uploads.join(sha(b"first")).exists(), "nothing written");
+
+    // the agent no longer allowed between begin and commit
+    op.result(
+        "config/set",
+        json!({"prop": "permission_profiles.uploader.grants", "value": {"sessions": ["create", "read", "update", "execute"], "files": ["create"]}}),
+    );
+    let id = begin_and_send(&mut u, b"second");
+    op.result(
+        "config/set",
+        json!({"prop": "permission_profiles.uploader.allowed_agents", "value": []}),
+    );
+    let e = u.call("file/upload/commit", json!({"upload_id": id}));
+    assert_eq!(code(&e["error"]), -32012, "{e}");
+    assert!(!uploads.join(sha(b"second")).exists(), "nothing written");
+
+    // with the policy restored, the same kind of upload goes through
+    op.result(
+        "config/set",
+        json!({"prop": "permission_profiles.uploader.allowed_agents", "value": ["default"]}),
+    );
+    let id = begin_and_send(&mut u, b"third");
+    let r = u.call("file/upload/commit", json!({"upload_id": id}));
+    assert_eq!(
+        r["result"]["ref_id"],
+        format!("sha256:{}", sha(b"third")),
+        "{r}"
+    );
+}

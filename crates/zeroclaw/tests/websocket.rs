@@ -261,6 +261,23 @@ async fn binary_and_oversize_messages() {
     let r = call(&mut ws, 1, "initialize", json!({"authToken": token})).await;
     assert!(r.get("result").is_some(), "{r}");
 
+    // ping → pong with the same payload
+    ws.send(Message::Ping(b"are you there".to_vec().into()))
+        .await
+        .unwrap();
+    let pong = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Pong(payload))) => return payload.to_vec(),
+                Some(Ok(_)) => continue,
+                other => panic!("no pong: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("pong in time");
+    assert_eq!(pong, b"are you there");
+
     ws.send(Message::Binary(b"{}".to_vec().into()))
         .await
         .unwrap();

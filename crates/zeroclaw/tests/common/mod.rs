@@ -5,8 +5,9 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -496,4 +497,72 @@ pub fn roles(rows: &[Value]) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+// ---- a second local user ----------------------------------------------------------
+
+/// A connection made by a process running as `uid`, through `zeroclaw connect`.
+pub struct UidConn {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl UidConn {
+    pub fn open(socket: &std::path::Path, uid: u32) -> UidConn {
+        let mut child = Command::new(BIN)
+            .args(["connect", "--socket", socket.to_str().unwrap()])
+            .uid(uid)
+            .gid(uid)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        UidConn {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        }
+    }
+
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "connection closed"
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["id"], id);
+        v
+    }
+}
+
+impl Drop for UidConn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A uid no account uses, for tests that connect as "another local user".
+pub fn test_uid() -> u32 {
+    50_000 + std::process::id() % 10_000
 }
