@@ -2,8 +2,10 @@
 //! gate, routes responses to our own pending requests, and runs requests with at most
 //! [`MAX_IN_FLIGHT`] at a time (beyond that it stops reading: backpressure, no error).
 //!
-//! Requests before a successful `initialize` are handled inline, in order, so a pipelined
-//! `initialize` + `status` never races; afterwards each request runs in its own task.
+//! Requests before a successful `initialize`, and methods that never wait (see
+//! [`dispatch::is_immediate`]), are answered in place and in order — a pipelined
+//! `initialize` + `status` never races — and the answers to one burst of input leave in one
+//! write. Every other request runs in its own task.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
