@@ -1,7 +1,7 @@
 //! The per-connection outbound queue and its writer (SPEC §3.3 "outbound queue").
 //!
 //! Lines are queued against a byte budget of 16 MiB: producers wait while the queue is
-//! full. A producer that has waited [`Outbound::stall_timeout`] for room declares the peer
+//! full. A producer that has waited the stall timeout (30 s by default) for room declares the peer
 //! stalled (it has read nothing for that long while its queue was full) and closes the
 //! connection; producers then get [`Closed`] and carry on without this peer (a turn goes on
 //! and is persisted). The writer coalesces queued lines into one write.
