@@ -3,12 +3,13 @@
 //! as `session/update`, and requests such as `elicitation/create`) as [`ServerMessage`]s.
 //! Used by the command-line tools and by the integration tests.
 
+mod elicitation;
 mod sessions;
 
+pub use elicitation::{Choice, ChoiceSet, ElicitationAnswer, ElicitationRequest};
 pub use sessions::{
-    Choice, ChoiceSet, Decision, ElicitationAnswer, ElicitationRequest, Event, NewSession,
-    PROMPT_TIMEOUT, SessionInfo, SessionSummary, SessionUpdate, SessionUpdateKind, TurnOutcome,
-    TurnResult,
+    Decision, Event, NewSession, PROMPT_TIMEOUT, SessionInfo, SessionSummary, SessionUpdate,
+    SessionUpdateKind, TurnOutcome, TurnResult,
 };
 pub use zeroclaw_rpc::ErrorObject;
 
