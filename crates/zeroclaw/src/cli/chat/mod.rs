@@ -7,24 +7,23 @@
 //! to stderr. Colours only when stdout is a terminal.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
-use serde_json::Value;
-use tokio::sync::mpsc;
 use zeroclaw_client::{
     ClientError, ClientHandle, Decision, ElicitationAnswer, ElicitationRequest, ErrorObject, Event,
-    Events, NewSession, ServerMessage, SessionInfo, SessionUpdateKind, TurnOutcome, TurnResult,
+    Events, NewSession, ServerMessage, SessionUpdateKind, TurnOutcome, TurnResult,
 };
 
 use super::rpc;
 
+mod input;
+mod ui;
+
+use input::{Input, Interrupts};
+use ui::Ui;
+
 /// Exit status after Ctrl-C (128 + SIGINT).
 const INTERRUPTED: i32 = 130;
-/// Lines of a tool result shown.
-const RESULT_LINES: usize = 4;
-/// Characters of one shown line (tool arguments, result lines).
-const LINE_CHARS: usize = 200;
 
 pub async fn run(
     config_dir: Option<PathBuf>,
@@ -267,7 +266,7 @@ impl Turn<'_> {
 
     /// Shows a question, or answers it at once when stdin is finished.
     async fn ask(&mut self, question: Question) {
-        if self.input.closed {
+        if self.input.is_closed() {
             self.answer_closed(question).await;
             return;
         }
@@ -380,306 +379,5 @@ impl Turn<'_> {
                 self.ui.note(&format!("turn ended: {outcome}"));
             }
         }
-    }
-}
-
-/// Lines of stdin, read on a thread of their own (blocking reads never hold the runtime,
-/// and a pending read does not keep the process alive at exit).
-struct Input {
-    rx: mpsc::UnboundedReceiver<String>,
-    closed: bool,
-}
-
-impl Input {
-    fn spawn() -> Input {
-        let (tx, rx) = mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            let mut stdin = stdin.lock();
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match stdin.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        let line = String::from_utf8_lossy(&buf);
-                        let line = line.trim_end_matches(['\n', '\r']).to_string();
-                        if tx.send(line).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        Input { rx, closed: false }
-    }
-
-    async fn next(&mut self) -> Option<String> {
-        if self.closed {
-            return None;
-        }
-        let line = self.rx.recv().await;
-        self.closed = line.is_none();
-        line
-    }
-}
-
-/// SIGINT (Ctrl-C), kept registered for the whole session so none is missed between
-/// waits.
-struct Interrupts {
-    #[cfg(unix)]
-    signal: tokio::signal::unix::Signal,
-}
-
-impl Interrupts {
-    fn new() -> Result<Interrupts, String> {
-        #[cfg(unix)]
-        {
-            let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-                .map_err(|e| format!("cannot watch Ctrl-C: {e}"))?;
-            Ok(Interrupts { signal })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(Interrupts {})
-        }
-    }
-
-    async fn recv(&mut self) {
-        #[cfg(unix)]
-        {
-            if self.signal.recv().await.is_none() {
-                std::future::pending::<()>().await;
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Stream {
-    None,
-    Message,
-    Thought,
-}
-
-/// The terminal: where the cursor is, and whether to colour.
-struct Ui {
-    color: bool,
-    interactive: bool,
-    /// An unfinished line is on stdout.
-    open_line: bool,
-    stream: Stream,
-}
-
-const DIM: &str = "\x1b[2m";
-const BOLD: &str = "\x1b[1m";
-const CYAN: &str = "\x1b[36m";
-const YELLOW: &str = "\x1b[33m";
-const RED: &str = "\x1b[31m";
-const RESET: &str = "\x1b[0m";
-
-impl Ui {
-    fn new() -> Ui {
-        Ui {
-            color: std::io::stdout().is_terminal(),
-            interactive: std::io::stdin().is_terminal(),
-            open_line: false,
-            stream: Stream::None,
-        }
-    }
-
-    fn paint(&self, style: &str, text: &str) -> String {
-        if self.color {
-            format!("{style}{text}{RESET}")
-        } else {
-            text.to_string()
-        }
-    }
-
-    fn out(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
-        self.open_line = !text.ends_with('\n');
-    }
-
-    /// Finishes an unfinished stdout line.
-    fn end_line(&mut self) {
-        if self.open_line {
-            self.out("\n");
-        }
-        self.stream = Stream::None;
-    }
-
-    fn header(&mut self, info: &SessionInfo) {
-        let mut line = format!("session {} · agent {}", info.session_id, info.agent_alias);
-        if info.resumed {
-            line.push_str(&format!(" · resumed ({} messages)", info.message_count));
-        }
-        eprintln!("{}", self.paint(DIM, &line));
-        if self.interactive {
-            eprintln!(
-                "{}",
-                self.paint(
-                    DIM,
-                    "type a prompt and press Enter · Ctrl-C cancels a turn · Ctrl-D exits"
-                )
-            );
-        }
-    }
-
-    fn prompt_marker(&mut self) {
-        if self.interactive {
-            self.end_line();
-            let marker = self.paint(BOLD, "> ");
-            self.out(&marker);
-        }
-    }
-
-    fn message(&mut self, text: &str) {
-        if self.stream == Stream::Thought {
-            self.end_line();
-        }
-        self.stream = Stream::Message;
-        self.out(text);
-    }
-
-    fn thought(&mut self, text: &str) {
-        if self.stream != Stream::Thought {
-            self.end_line();
-            let prefix = self.paint(DIM, "thinking: ");
-            self.out(&prefix);
-            self.stream = Stream::Thought;
-        }
-        let text = self.paint(DIM, text);
-        self.out(&text);
-    }
-
-    fn tool_call(&mut self, name: &str, input: &Value) {
-        self.end_line();
-        let args = match input {
-            Value::Null => String::new(),
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        let line = format!("⚙ {name} {}", clip(&args, LINE_CHARS));
-        let line = self.paint(CYAN, line.trim_end());
-        self.out(&format!("{line}\n"));
-    }
-
-    fn tool_result(&mut self, _name: &str, output: &Value) {
-        self.end_line();
-        let text = match output {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        let lines: Vec<&str> = text.lines().collect();
-        let mut shown = String::new();
-        if lines.is_empty() {
-            shown.push_str("  → (no output)\n");
-        }
-        for (i, line) in lines.iter().take(RESULT_LINES).enumerate() {
-            let lead = if i == 0 { "  → " } else { "    " };
-            shown.push_str(&format!("{lead}{}\n", clip(line, LINE_CHARS)));
-        }
-        if lines.len() > RESULT_LINES {
-            shown.push_str(&format!(
-                "    … ({} more lines)\n",
-                lines.len() - RESULT_LINES
-            ));
-        }
-        let shown = self.paint(DIM, shown.trim_end_matches('\n'));
-        self.out(&format!("{shown}\n"));
-    }
-
-    fn ask_approval(&mut self, tool: &str, summary: &str) {
-        self.end_line();
-        let question = format!(
-            "allow {tool} `{}`? [y]es/[n]o/[a]lways ",
-            clip(summary, LINE_CHARS)
-        );
-        let question = self.paint(YELLOW, &question);
-        self.out(&question);
-    }
-
-    fn ask_elicitation(&mut self, req: &ElicitationRequest) {
-        self.end_line();
-        let question = self.paint(YELLOW, &format!("? {}", req.message));
-        let mut text = format!("{question}\n");
-        let hint = match req.choices() {
-            Some(set) => {
-                for (i, choice) in set.options.iter().enumerate() {
-                    text.push_str(&format!("  {}) {}\n", i + 1, choice.title));
-                }
-                if set.multiple {
-                    "numbers, comma-separated (empty = no answer): "
-                } else {
-                    "number (empty = no answer): "
-                }
-            }
-            None => "answer (empty = no answer): ",
-        };
-        text.push_str(&self.paint(YELLOW, hint));
-        self.out(&text);
-    }
-
-    /// With stdin not a terminal the typed answer is not on the screen: show it.
-    fn echo_answer(&mut self, line: &str) {
-        if self.interactive {
-            self.open_line = false;
-        } else {
-            self.out(&format!("{}\n", line.trim()));
-        }
-    }
-
-    fn note(&mut self, text: &str) {
-        self.end_line();
-        eprintln!("{}", self.paint(DIM, &format!("[{text}]")));
-    }
-
-    fn error(&mut self, text: &str) {
-        self.end_line();
-        eprintln!("{}", self.paint(RED, &format!("error: {text}")));
-    }
-
-    /// Leaves the process at once (Ctrl-C).
-    fn exit(&mut self, code: i32) -> ! {
-        self.end_line();
-        let _ = std::io::stdout().flush();
-        std::process::exit(code)
-    }
-}
-
-/// At most `max` characters, with an ellipsis when cut; newlines shown as `⏎`.
-fn clip(text: &str, max: usize) -> String {
-    let flat = text.replace('\n', "⏎");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut cut: String = flat.chars().take(max).collect();
-    cut.push('…');
-    cut
-}
-
-#[cfg(test)]
-mod tests {
-    use super::clip;
-
-    #[test]
-    fn clips_long_and_multiline_text() {
-        assert_eq!(clip("ls -la", 10), "ls -la");
-        assert_eq!(clip("abcdef", 3), "abc…");
-        assert_eq!(clip("a\nb", 10), "a⏎b");
-        assert_eq!(clip("ééé", 2), "éé…");
     }
 }
