@@ -11,7 +11,9 @@ use crate::state::Daemon;
 
 pub async fn call(daemon: &Arc<Daemon>, principal: &Principal) -> Result<Value, ErrorObject> {
     let visible = daemon.sessions.visible(principal);
+    // An ACP and a chat session may share an id: list it once, in a stable order.
     let mut session_ids: Vec<String> = visible.iter().map(|s| s.key.session_id.clone()).collect();
+    session_ids.sort_unstable();
     session_ids.dedup();
     Ok(json!({
         "protocolVersion": PROTOCOL_VERSION,
