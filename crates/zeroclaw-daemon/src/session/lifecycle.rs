@@ -14,7 +14,7 @@ use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::{DEFAULT_PAGE_BYTES, MessagesQuery, Mode, SessionKey};
+use zeroclaw_store::{DEFAULT_PAGE_BYTES, MessagesQuery, Mode, SessionKey, SessionRow};
 
 use super::live::{Job, LiveSession};
 use super::{SessionManager, check_owner, may_touch, store_error};
@@ -156,16 +156,28 @@ impl SessionManager {
             check_owner(principal, &live.owner, session_id)?;
             return Ok((key, Some(live)));
         }
+        self.owned_row(principal, &key, session_id).await?;
+        Ok((key, None))
+    }
+
+    /// The persisted row for `key`, if the caller may touch it (-32000 when there is none,
+    /// -32003 when it belongs to someone else).
+    async fn owned_row(
+        &self,
+        principal: &Principal,
+        key: &SessionKey,
+        session_id: &str,
+    ) -> Result<SessionRow, ErrorObject> {
         let row = self
             .store
-            .get_session(&key)
+            .get_session(key)
             .await
             .map_err(store_error)?
             .ok_or_else(|| {
                 ErrorObject::session_not_found(format!("session not found: {session_id}"))
             })?;
         check_owner(principal, &row.owner, session_id)?;
-        Ok((key, None))
+        Ok(row)
     }
 
     /// `session/kill`: tombstones the row (never rehydrated again; transcript readable).
@@ -259,15 +271,7 @@ impl SessionManager {
         before_seq: Option<i64>,
     ) -> Result<Value, ErrorObject> {
         let key = self.resolve_key(session_id, mode);
-        let row = self
-            .store
-            .get_session(&key)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| {
-                ErrorObject::session_not_found(format!("session not found: {session_id}"))
-            })?;
-        check_owner(principal, &row.owner, session_id)?;
+        self.owned_row(principal, &key, session_id).await?;
         let page = self
             .store
             .messages(
