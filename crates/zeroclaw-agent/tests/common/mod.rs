@@ -71,13 +71,7 @@ impl TestHost {
     }
 
     pub fn text(&self) -> String {
-        self.log()
-            .into_iter()
-            .filter_map(|r| match r {
-                Rec::Event(TurnEvent::MessageChunk { text }) => Some(text),
-                _ => None,
-            })
-            .collect()
+        self.chunks().concat()
     }
 
     pub fn chunks(&self) -> Vec<String> {
