@@ -4,19 +4,24 @@
 //! unpaired from the command line is refused on that connection's next call.
 //!
 //! Writers serialize on an exclusive lock of `tokens.json.lock` and replace the file
-//! atomically (temp file in the same directory, fsync, rename).
+//! atomically (temp file in the same directory, fsync, rename). Readers never take that
+//! lock (the rename is atomic); the daemon's commit step holds it shared, waiting for it
+//! without blocking an async thread and for at most [`HOLD_TIMEOUT`].
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 const FILE_NAME: &str = "tokens.json";
 const TOKEN_PREFIX: &str = "zct_";
+/// How long a commit waits for a pairing change by another process to finish.
+pub const HOLD_TIMEOUT: Duration = Duration::from_secs(5);
+const HOLD_POLL: Duration = Duration::from_millis(10);
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 struct Entry {
@@ -158,12 +163,40 @@ impl TokenStore {
     }
 
     /// Holds the set of paired tokens unchanged (writers wait) until the guard drops.
-    pub fn hold(&self) -> TokenHold {
+    /// Never blocks the calling async thread: the lock is polled without blocking, and a
+    /// writer that keeps it longer than [`HOLD_TIMEOUT`] makes this fail.
+    pub async fn hold(&self) -> Result<TokenHold, String> {
+        self.hold_within(HOLD_TIMEOUT).await
+    }
+
+    async fn hold_within(&self, limit: Duration) -> Result<TokenHold, String> {
         let lock_path = self.path.with_file_name(format!("{FILE_NAME}.lock"));
-        let lock = open_private(&lock_path)
-            .ok()
-            .filter(|f| f.lock_shared().is_ok());
-        TokenHold { _lock: lock }
+        let open = tokio::task::spawn_blocking(move || open_private(&lock_path).ok());
+        let Ok(Ok(lock)) = tokio::time::timeout(limit, open).await else {
+            return Err("the pairing token lock could not be opened in time".into());
+        };
+        // No lock file to be had (read-only data dir): nobody can change the tokens either.
+        let Some(lock) = lock else {
+            return Ok(TokenHold { _lock: None });
+        };
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            match lock.try_lock_shared() {
+                Ok(()) => return Ok(TokenHold { _lock: Some(lock) }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => {
+                    tracing::warn!("cannot lock the pairing tokens: {e}");
+                    return Ok(TokenHold { _lock: None });
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "the pairing tokens are being changed by another process (locked over {} s)",
+                    limit.as_secs_f64()
+                ));
+            }
+            tokio::time::sleep(HOLD_POLL).await;
+        }
     }
 
     /// The user a token is paired to, under the token set in force now.
@@ -225,5 +258,38 @@ mod tests {
         assert_eq!(unpair_user(dir.path(), "alice").unwrap(), 1);
         assert_eq!(store.user_for(&a), None);
         assert_eq!(store.user_for(&c).as_deref(), Some("bob"));
+    }
+
+    #[tokio::test]
+    async fn hold_waits_without_blocking_and_gives_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::new(dir.path());
+        let held = store.hold().await.unwrap();
+        assert!(held._lock.is_some());
+        drop(held);
+        // Another process (an open file description of its own) changing the tokens.
+        let writer = open_private(&dir.path().join(format!("{FILE_NAME}.lock"))).unwrap();
+        writer.lock().unwrap();
+        let started = std::time::Instant::now();
+        let ticks = tokio::spawn(async {
+            let mut n = 0u32;
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < Duration::from_millis(250) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                n += 1;
+            }
+            n
+        });
+        let e = store
+            .hold_within(Duration::from_millis(300))
+            .await
+            .err()
+            .expect("a held writer lock makes hold fail");
+        assert!(e.contains("being changed"), "{e}");
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(3));
+        assert!(ticks.await.unwrap() > 10, "the runtime kept running meanwhile");
+        writer.unlock().unwrap();
+        assert!(store.hold_within(Duration::from_millis(300)).await.is_ok());
     }
 }

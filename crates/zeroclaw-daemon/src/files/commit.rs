@@ -3,12 +3,14 @@
 //!
 //! Under the session's file lock it confirms the session is still the one the upload was
 //! bound to (same id, generation, owner and agent), then — with the configuration write
-//! lock and the pairing-token file lock held so neither can change until the file is
-//! stored — re-checks the caller's credential, `files:create`, ownership and agent
-//! permission, and only then writes and indexes the bytes. Any failure writes nothing.
+//! lock and, for a token credential, the pairing-token file lock held so neither can
+//! change until the file is stored — re-checks the caller's credential, `files:create`,
+//! ownership and agent permission, and only then writes and indexes the bytes (off the
+//! async threads). Any failure writes nothing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use zeroclaw_config::policy;
 use zeroclaw_rpc::ErrorObject;
@@ -20,6 +22,7 @@ use crate::auth;
 use crate::connection::ConnectionContext;
 use crate::session::check_owner;
 use crate::state::Daemon;
+use crate::transport::TransportKind;
 
 /// One file to store.
 pub struct Item {
@@ -33,18 +36,41 @@ pub struct Item {
 /// One session's file index behind the lock its commits take.
 type LockedIndex = Arc<tokio::sync::Mutex<FileIndex>>;
 
-/// File indexes of live sessions, by session key and generation.
+/// How long the file writes of one commit may take before the commit fails.
+const WRITE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// File indexes of live sessions, by session key and generation. An entry lives no longer
+/// than its session: every lookup drops the entries of sessions that have ended, so the
+/// map never holds more than the live sessions plus the one being looked up.
 #[derive(Default)]
 pub struct FileLocks {
     by_session: Mutex<HashMap<(SessionKey, u64), LockedIndex>>,
 }
 
 impl FileLocks {
-    fn index(&self, key: &SessionKey, generation: u64) -> LockedIndex {
+    /// The index of `key` at `generation`; `is_live(key, generation)` tells which other
+    /// entries still belong to a live session.
+    fn index(
+        &self,
+        key: &SessionKey,
+        generation: u64,
+        is_live: impl Fn(&SessionKey, u64) -> bool,
+    ) -> LockedIndex {
         let mut map = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
-        // Indexes of sessions that ended (older generations) are dropped as we go.
-        map.retain(|(k, g), _| k != key || *g == generation);
+        map.retain(|(k, g), _| (k == key && *g == generation) || is_live(k, *g));
         Arc::clone(map.entry((key.clone(), generation)).or_default())
+    }
+
+    /// Sessions with an index held (tests and diagnostics).
+    pub fn len(&self) -> usize {
+        self.by_session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -86,8 +112,11 @@ pub async fn commit(
             target.key.session_id
         ))
     };
-    let index = daemon.files.index(&target.key, target.generation);
-    let mut index = index.lock().await;
+    let sessions = &daemon.sessions;
+    let index = daemon.files.index(&target.key, target.generation, |k, g| {
+        sessions.get(k).is_some_and(|live| live.generation == g)
+    });
+    let mut index = index.lock_owned().await;
     let live = daemon.sessions.get(&target.key).ok_or_else(gone)?;
     if live.generation != target.generation
         || live.owner != target.owner
@@ -96,7 +125,13 @@ pub async fn commit(
         return Err(gone());
     }
     let frozen = daemon.config.freeze().await;
-    let tokens = daemon.tokens.hold();
+    // Only a token credential depends on the pairing file; a local uid does not wait on it.
+    let tokens = match conn.peer.kind {
+        TransportKind::WebSocket => Some(daemon.tokens.hold().await.map_err(|e| {
+            ErrorObject::internal(format!("nothing was stored: {e}"))
+        })?),
+        TransportKind::Local => None,
+    };
     let principal = auth::resolve_frozen(daemon, conn, frozen.config())?;
     principal.check_method("file/attach")?;
     check_owner(&principal, &live.owner, &target.key.session_id)?;
@@ -107,7 +142,9 @@ pub async fn commit(
         )));
     }
     let workspace = live.workspace.clone();
-    let stored = tokio::task::block_in_place(|| {
+    // The writes run off the async threads; the session's index lock travels with them,
+    // so a write that outlives the deadline still keeps other commits of it waiting.
+    let write = tokio::task::spawn_blocking(move || {
         items
             .into_iter()
             .map(|item| {
@@ -122,7 +159,50 @@ pub async fn commit(
             })
             .collect::<Result<Vec<_>, _>>()
     });
+    let stored = match tokio::time::timeout(WRITE_DEADLINE, write).await {
+        Ok(Ok(stored)) => stored,
+        Ok(Err(e)) => Err(ErrorObject::internal(format!("storing failed: {e}"))),
+        Err(_) => Err(ErrorObject::internal(format!(
+            "storing did not finish within {} s",
+            WRITE_DEADLINE.as_secs()
+        ))),
+    };
     drop(tokens);
     drop(frozen);
     stored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zeroclaw_store::Mode;
+
+    fn key(i: usize) -> SessionKey {
+        SessionKey {
+            mode: Mode::Acp,
+            session_id: format!("s{i}"),
+        }
+    }
+
+    #[test]
+    fn indexes_of_ended_sessions_are_dropped() {
+        let locks = FileLocks::default();
+        // 2,000 sessions each created, attached to and ended: at most the live ones stay.
+        for i in 0..2000 {
+            let _ = locks.index(&key(i), i as u64, |_, _| false);
+            assert!(locks.len() <= 1, "{} entries after {i} sessions", locks.len());
+        }
+        // Live sessions keep their index (the same one on every lookup).
+        let live = |k: &SessionKey, g: u64| k.session_id.len() == 2 && g < 10;
+        let first = locks.index(&key(3), 3, live);
+        for i in 0..10 {
+            let _ = locks.index(&key(i), i as u64, live);
+        }
+        assert_eq!(locks.len(), 10);
+        assert!(Arc::ptr_eq(&first, &locks.index(&key(3), 3, live)));
+        // A new generation of the same id does not inherit the old index.
+        let regen = locks.index(&key(3), 99, |_, _| false);
+        assert!(!Arc::ptr_eq(&first, &regen));
+        assert_eq!(locks.len(), 1);
+    }
 }

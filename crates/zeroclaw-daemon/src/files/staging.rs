@@ -3,8 +3,9 @@
 //!
 //! Limits: 4 staged uploads per connection, and a daemon-wide budget of 256 MiB that counts
 //! each upload's declared size plus its retained metadata (so empty uploads are not free).
-//! `begin` reserves that cost. An upload idle for 5 minutes is expired; when a new one
-//! would not fit, expired uploads are reclaimed first, whichever connection holds them.
+//! `begin` reserves that cost. An upload idle for 5 minutes is expired: unknown to `chunk`
+//! and `commit` from then on, and when a new one would not fit, expired uploads are
+//! reclaimed first, whichever connection holds them.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -223,6 +224,12 @@ impl UploadManager {
             Some(u) if u.conn == conn => u,
             _ => return Err(unknown(upload_id)),
         };
+        if Instant::now().duration_since(staged.touched) > IDLE_EXPIRY {
+            if let Some(u) = inner.uploads.remove(upload_id) {
+                inner.used -= u.cost;
+            }
+            return Err(unknown(upload_id));
+        }
         if staged.data.len() < staged.size {
             return Err(ErrorObject::invalid_params(format!(
                 "upload incomplete: {} of {} bytes received",
@@ -428,5 +435,29 @@ mod tests {
             "the active one survived"
         );
         assert!(m.chunk(200, &id, 0, b"z").is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_upload_is_unknown_to_chunk_and_commit() {
+        let m = UploadManager::default();
+        let complete = m.begin(1, target(), 2, None, None).unwrap();
+        m.chunk(1, &complete, 0, b"hi").unwrap();
+        let partial = m.begin(1, target(), 2, None, None).unwrap();
+        m.chunk(1, &partial, 0, b"h").unwrap();
+        // Just under five idle minutes both are still known; the budget was never needed.
+        tokio::time::advance(IDLE_EXPIRY).await;
+        assert_eq!(m.staged_count(), 2);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let e = m.finish(1, &complete).unwrap_err();
+        assert_eq!(
+            (e.code, e.message),
+            (-32602, format!("unknown upload {complete}"))
+        );
+        let e = m.chunk(1, &partial, 1, b"i").unwrap_err();
+        assert_eq!(
+            (e.code, e.message),
+            (-32602, format!("unknown upload {partial}"))
+        );
+        assert_eq!((m.staged_count(), m.used_bytes()), (0, 0));
     }
 }

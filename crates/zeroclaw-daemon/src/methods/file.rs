@@ -7,11 +7,12 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::Mode;
+use zeroclaw_store::{Mode, SessionKey};
 
 use crate::auth::Principal;
 use crate::connection::ConnectionContext;
 use crate::files::commit::{self, Item};
+use crate::files::path_read;
 use crate::files::staging::CHUNK_BYTES;
 use crate::files::workspace::MAX_FILE_BYTES;
 use crate::params;
@@ -82,14 +83,16 @@ pub async fn call(
         "file/attach" => {
             let p: AttachParams = params::decode(params)?;
             let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+            bring_back(daemon, principal, &key).await?;
             let target = commit::target_of(daemon, principal, &key)?;
-            let items = decode_inputs(conn, principal, p.files)?;
+            let items = decode_inputs(conn, principal, p.files).await?;
             let files = commit::commit(daemon, conn, &target, items).await?;
             Ok(json!({"files": files}))
         }
         "file/upload/begin" => {
             let p: BeginParams = params::decode(params)?;
             let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+            bring_back(daemon, principal, &key).await?;
             let target = commit::target_of(daemon, principal, &key)?;
             let upload_id =
                 daemon
@@ -132,6 +135,19 @@ pub async fn call(
     }
 }
 
+/// A persisted session that is not live is brought back, as a prompt would (SPEC §17).
+async fn bring_back(
+    daemon: &Arc<Daemon>,
+    principal: &Principal,
+    key: &SessionKey,
+) -> Result<(), ErrorObject> {
+    daemon
+        .sessions
+        .live_or_rehydrate(principal, &daemon.config.current(), key)
+        .await
+        .map(drop)
+}
+
 fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {
     base64::engine::general_purpose::STANDARD
         .decode(text.trim())
@@ -140,7 +156,7 @@ fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {
 
 /// Decodes `file/attach` entries (also the `attachments` of `session/prompt`): each file at
 /// most 10 MiB, all together at most 20 MiB.
-pub fn decode_inputs(
+pub async fn decode_inputs(
     conn: &ConnectionContext,
     principal: &Principal,
     files: Vec<Value>,
@@ -163,7 +179,7 @@ pub fn decode_inputs(
         });
         let bytes = match (input.data_b64, input.path) {
             (Some(data), None) => base64_decode(&data, &format!("file {index} dataB64"))?,
-            (None, Some(path)) => read_local(conn, principal, index, &path)?,
+            (None, Some(path)) => read_local(conn, principal, index, &path).await?,
             _ => {
                 return Err(ErrorObject::invalid_params(format!(
                     "file {index}: give exactly one of dataB64 or path"
@@ -194,9 +210,9 @@ pub fn decode_inputs(
     Ok(items)
 }
 
-/// Path mode: the daemon reads a local file. Refused over WebSocket, and for non-admin
-/// principals (the daemon may read files their own uid cannot).
-fn read_local(
+/// Path mode: the daemon reads a local file (safely: see [`path_read`]). Refused over
+/// WebSocket, and for non-admin principals (the daemon may read files their own uid cannot).
+async fn read_local(
     conn: &ConnectionContext,
     principal: &Principal,
     index: usize,
@@ -213,20 +229,7 @@ fn read_local(
             principal.id
         )));
     }
-    let meta = std::fs::metadata(path).map_err(|e| {
-        ErrorObject::invalid_params(format!("file {index}: cannot read {path}: {e}"))
-    })?;
-    if !meta.is_file() {
-        return Err(ErrorObject::invalid_params(format!(
-            "file {index}: {path} is not a regular file"
-        )));
-    }
-    if meta.len() > MAX_FILE_BYTES as u64 {
-        return Err(ErrorObject::invalid_params(format!(
-            "file {index}: {path} is {} bytes; at most {MAX_FILE_BYTES} are allowed",
-            meta.len()
-        )));
-    }
-    std::fs::read(path)
-        .map_err(|e| ErrorObject::invalid_params(format!("file {index}: cannot read {path}: {e}")))
+    path_read::read_path(path.into(), MAX_FILE_BYTES)
+        .await
+        .map_err(|e| ErrorObject::invalid_params(format!("file {index}: {e}")))
 }

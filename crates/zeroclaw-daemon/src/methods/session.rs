@@ -137,7 +137,7 @@ pub async fn call(
                     .live_or_rehydrate(principal, &daemon.config.current(), &key)
                     .await?;
                 let target = files::commit::target_of(daemon, principal, &key)?;
-                let items = file::decode_inputs(conn, principal, attachments)?;
+                let items = file::decode_inputs(conn, principal, attachments).await?;
                 for stored in files::commit::commit(daemon, conn, &target, items).await? {
                     prompt.push('\n');
                     prompt.push_str(&stored.marker);
