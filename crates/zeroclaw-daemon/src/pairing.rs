@@ -288,7 +288,10 @@ mod tests {
         assert!(e.contains("being changed"), "{e}");
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(3));
-        assert!(ticks.await.unwrap() > 10, "the runtime kept running meanwhile");
+        assert!(
+            ticks.await.unwrap() > 10,
+            "the runtime kept running meanwhile"
+        );
         writer.unlock().unwrap();
         assert!(store.hold_within(Duration::from_millis(300)).await.is_ok());
     }

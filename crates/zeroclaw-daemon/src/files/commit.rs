@@ -116,7 +116,14 @@ pub async fn commit(
     let index = daemon.files.index(&target.key, target.generation, |k, g| {
         sessions.get(k).is_some_and(|live| live.generation == g)
     });
-    let mut index = index.lock_owned().await;
+    // Another commit of this session holds it at most until its writes' deadline.
+    let mut index = tokio::time::timeout(WRITE_DEADLINE, index.lock_owned())
+        .await
+        .map_err(|_| {
+            ErrorObject::internal(
+                "an earlier store for this session has not finished; nothing was stored",
+            )
+        })?;
     let live = daemon.sessions.get(&target.key).ok_or_else(gone)?;
     if live.generation != target.generation
         || live.owner != target.owner
@@ -127,9 +134,13 @@ pub async fn commit(
     let frozen = daemon.config.freeze().await;
     // Only a token credential depends on the pairing file; a local uid does not wait on it.
     let tokens = match conn.peer.kind {
-        TransportKind::WebSocket => Some(daemon.tokens.hold().await.map_err(|e| {
-            ErrorObject::internal(format!("nothing was stored: {e}"))
-        })?),
+        TransportKind::WebSocket => Some(
+            daemon
+                .tokens
+                .hold()
+                .await
+                .map_err(|e| ErrorObject::internal(format!("nothing was stored: {e}")))?,
+        ),
         TransportKind::Local => None,
     };
     let principal = auth::resolve_frozen(daemon, conn, frozen.config())?;
@@ -190,7 +201,11 @@ mod tests {
         // 2,000 sessions each created, attached to and ended: at most the live ones stay.
         for i in 0..2000 {
             let _ = locks.index(&key(i), i as u64, |_, _| false);
-            assert!(locks.len() <= 1, "{} entries after {i} sessions", locks.len());
+            assert!(
+                locks.len() <= 1,
+                "{} entries after {i} sessions",
+                locks.len()
+            );
         }
         // Live sessions keep their index (the same one on every lookup).
         let live = |k: &SessionKey, g: u64| k.session_id.len() == 2 && g < 10;

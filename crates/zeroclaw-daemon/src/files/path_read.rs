@@ -117,7 +117,9 @@ fn open_regular(path: &Path) -> Result<(File, u64), String> {
         // that would wait (`/proc/kmsg`) fail instead.
         options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
-    let file = options.open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let file = options
+        .open(path)
+        .map_err(|e| format!("cannot open: {e}"))?;
     let opened = file.metadata().map_err(|e| format!("cannot stat: {e}"))?;
     if !opened.file_type().is_file() {
         return Err(not_regular());
@@ -199,6 +201,9 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("did not finish"), "{e}");
         assert!(started.elapsed() < Duration::from_millis(500));
-        assert!(!ended.load(Ordering::SeqCst), "answered before the job ended");
+        assert!(
+            !ended.load(Ordering::SeqCst),
+            "answered before the job ended"
+        );
     }
 }

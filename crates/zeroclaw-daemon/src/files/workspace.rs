@@ -119,7 +119,10 @@ pub fn sweep_partial_uploads(config: &zeroclaw_config::Config, config_dir: &Path
         .keys()
         .map(|alias| config.agent_workspace(alias, config_dir))
         .collect();
-    workspaces.iter().map(|ws| sweep_dir(&ws.join("uploads"))).sum()
+    workspaces
+        .iter()
+        .map(|ws| sweep_dir(&ws.join("uploads")))
+        .sum()
 }
 
 fn sweep_dir(dir: &Path) -> usize {
@@ -142,7 +145,9 @@ fn sweep_dir(dir: &Path) -> usize {
         }
         match fs::remove_file(entry.path()) {
             Ok(()) => removed += 1,
-            Err(e) => tracing::warn!(path = %entry.path().display(), "cannot remove a partial upload: {e}"),
+            Err(e) => {
+                tracing::warn!(path = %entry.path().display(), "cannot remove a partial upload: {e}")
+            }
         }
     }
     if removed > 0 {
@@ -226,7 +231,10 @@ pub fn store(
     let marker = if is_image(mime, ext.as_deref()) {
         format!("[IMAGE:{shown}]")
     } else {
-        format!("[Document: {}] {shown}", marker_name(filename.unwrap_or(&name)))
+        format!(
+            "[Document: {}] {shown}",
+            marker_name(filename.unwrap_or(&name))
+        )
     };
     let entry = StoredFile {
         ref_id: format!("sha256:{hash}"),
@@ -382,13 +390,30 @@ mod tests {
         let f = store(ws.path(), &mut index, b"doc", None, Some(forged), None).unwrap();
         assert_eq!(
             f.marker,
-            format!("[Document: a.___IMAGE:/etc/shadow____x] {}", f.workspace_path)
+            format!(
+                "[Document: a.___IMAGE:/etc/shadow____x] {}",
+                f.workspace_path
+            )
         );
         assert_eq!(f.marker.lines().count(), 1);
-        assert!(f.workspace_path.ends_with(&sha256_hex(b"doc")), "stored by hash");
-        let plain = store(ws.path(), &mut index, b"ok", None, Some("r\u{e9}sum\u{e9} (v2).txt"), None)
-            .unwrap();
-        assert!(plain.marker.starts_with("[Document: r\u{e9}sum\u{e9} (v2).txt] "));
+        assert!(
+            f.workspace_path.ends_with(&sha256_hex(b"doc")),
+            "stored by hash"
+        );
+        let plain = store(
+            ws.path(),
+            &mut index,
+            b"ok",
+            None,
+            Some("r\u{e9}sum\u{e9} (v2).txt"),
+            None,
+        )
+        .unwrap();
+        assert!(
+            plain
+                .marker
+                .starts_with("[Document: r\u{e9}sum\u{e9} (v2).txt] ")
+        );
     }
 
     #[test]
@@ -398,7 +423,13 @@ mod tests {
         config.agents.insert("a".into(), Default::default());
         let uploads = config.agent_workspace("a", dir.path()).join("uploads");
         fs::create_dir_all(uploads.join(".upload-dir")).unwrap();
-        for name in [".upload-xyz", ".upload-Ab12Cd", "keep.txt", ".upload-", "x.upload-y"] {
+        for name in [
+            ".upload-xyz",
+            ".upload-Ab12Cd",
+            "keep.txt",
+            ".upload-",
+            "x.upload-y",
+        ] {
             fs::write(uploads.join(name), b"partial").unwrap();
         }
         assert_eq!(sweep_partial_uploads(&config, dir.path()), 2);
