@@ -31,7 +31,11 @@ impl ClientLink for ConnectionContext {
 
     async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, AskError> {
         let ticket = self.pending.register().ok_or(AskError::Gone)?;
-        let line = request_line(Some(&Value::String(ticket.id.clone())), method, Some(&params));
+        let line = request_line(
+            Some(&Value::String(ticket.id.clone())),
+            method,
+            Some(&params),
+        );
         if self.out.send(line).await.is_err() {
             return Err(AskError::Gone);
         }

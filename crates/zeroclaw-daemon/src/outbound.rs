@@ -134,7 +134,10 @@ impl Outbound {
         let mut rest = cost;
         while debt > 0 {
             let repay = debt.min(rest);
-            match self.debt.compare_exchange(debt, debt - repay, Ordering::SeqCst, Ordering::SeqCst) {
+            match self
+                .debt
+                .compare_exchange(debt, debt - repay, Ordering::SeqCst, Ordering::SeqCst)
+            {
                 Ok(_) => {
                     rest -= repay;
                     break;

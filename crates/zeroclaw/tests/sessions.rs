@@ -170,7 +170,10 @@ fn tool_call_approved_once_runs_and_reports_in_order() {
         ]
     );
     let ups = updates(&msgs);
-    let resolved = ups.iter().find(|u| u["type"] == "approval_resolved").unwrap();
+    let resolved = ups
+        .iter()
+        .find(|u| u["type"] == "approval_resolved")
+        .unwrap();
     assert_eq!(resolved["decision"], "allow_once");
     assert_eq!(resolved["reason"], "answered");
     let call = ups.iter().find(|u| u["type"] == "tool_call").unwrap();

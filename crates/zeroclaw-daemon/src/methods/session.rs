@@ -16,8 +16,8 @@ use crate::methods::file;
 use crate::params;
 use crate::session::lifecycle::parse_decision;
 use crate::session::link::ClientLink;
-use crate::session::stream::Cursor;
 use crate::session::open::NewRequest;
+use crate::session::stream::Cursor;
 use crate::state::Daemon;
 
 #[derive(Deserialize)]

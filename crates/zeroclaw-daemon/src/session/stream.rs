@@ -189,7 +189,11 @@ impl SessionStream {
     pub fn release(&self, link_id: u64) {
         {
             let mut inner = self.lock();
-            let Some(sub) = inner.subscribers.iter_mut().find(|s| s.link.id() == link_id) else {
+            let Some(sub) = inner
+                .subscribers
+                .iter_mut()
+                .find(|s| s.link.id() == link_id)
+            else {
                 return;
             };
             let held = sub.held.take().unwrap_or_default();
@@ -420,7 +424,13 @@ mod tests {
         let t = |n: u64, r: bool| ("t1".to_string(), n, r);
         assert_eq!(
             seqs(&a),
-            vec![t(1, false), t(2, false), t(3, false), t(4, false), t(5, false)]
+            vec![
+                t(1, false),
+                t(2, false),
+                t(3, false),
+                t(4, false),
+                t(5, false)
+            ]
         );
         assert_eq!(
             seqs(&b),
@@ -458,7 +468,8 @@ mod tests {
             turn_id: Some("t1".into()),
             after_event_seq: 1,
         };
-        s.subscribe(back.clone(), "operator", &cursor).expect("room");
+        s.subscribe(back.clone(), "operator", &cursor)
+            .expect("room");
         s.release(3);
         assert_eq!(
             seqs(&back),
@@ -513,7 +524,8 @@ mod tests {
     fn the_owners_latest_eliciting_subscriber_is_asked() {
         let s = SessionStream::new("s1");
         for (id, who) in [(1, "operator"), (2, "user:bob"), (3, "operator")] {
-            s.subscribe(probe(id), who, &Cursor::default()).expect("room");
+            s.subscribe(probe(id), who, &Cursor::default())
+                .expect("room");
             s.release(id);
         }
         assert_eq!(s.elicitation_target("operator").map(|l| l.id()), Some(3));

@@ -202,12 +202,7 @@ impl Runner {
     }
 
     /// Auto-trim (SPEC §7.3): snapshot first; `history_trimmed` only after it committed.
-    async fn trim(
-        &mut self,
-        session: &LiveSession,
-        max_tokens: usize,
-        covers_seq: i64,
-    ) {
+    async fn trim(&mut self, session: &LiveSession, max_tokens: usize, covers_seq: i64) {
         let Some(trim) = persist::plan_trim(&self.context, max_tokens) else {
             return;
         };
