@@ -393,3 +393,161 @@ fn a_persisted_session_comes_back_on_subscribe_and_strangers_are_refused() {
     let e = u.call("session/subscribe", json!({"sessionId": sid}));
     assert_eq!(code(&e["error"]), -32003, "{e}");
 }
+
+/// Reads until a request `elicitation/create` arrives; returns it.
+fn wait_elicitation(c: &mut Conn) -> Value {
+    loop {
+        let msg = c.recv();
+        if msg["method"] == "elicitation/create" {
+            return msg;
+        }
+    }
+}
+
+fn answer_elicitation(c: &mut Conn, request: &Value, answer: &str) {
+    let reply = json!({"jsonrpc": "2.0", "id": request["id"],
+                       "result": {"action": "accept", "content": {"answer": answer}}});
+    c.send(&reply.to_string());
+}
+
+/// Whether the provider was sent `text` in a tool result of request `i`.
+fn tool_result_sent(fake: &Fake, i: usize, text: &str) -> bool {
+    fake.requests()[i]["messages"].as_array().is_some_and(|m| {
+        m.iter()
+            .any(|m| m["role"] == "tool" && m["content"].as_str().is_some_and(|c| c.contains(text)))
+    })
+}
+
+#[test]
+fn ask_user_goes_to_whoever_can_answer_and_moves_on_when_that_one_leaves() {
+    let fake = Fake::start();
+    fake.push(Scripted::ToolCalls {
+        text: vec![],
+        calls: vec![FakeToolCall::new(
+            "tc_1",
+            "ask_user",
+            json!({"question": "colour?"}),
+        )],
+    });
+    fake.push(Scripted::text("noted"));
+    let daemon = start(&fake, &[]);
+    // The prompting connection cannot answer elicitation; two of the owner's can.
+    let mut a = daemon.client();
+    let sid = new_session(&mut a, "default");
+    let mut older = daemon.eliciting_client();
+    subscribe(&mut older, json!({"sessionId": sid}));
+    let mut newer = daemon.eliciting_client();
+    subscribe(&mut newer, json!({"sessionId": sid}));
+    let prompt = a.send_call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": "ask me"}),
+    );
+    let asked = wait_elicitation(&mut newer);
+    assert_eq!(asked["params"]["message"], "colour?");
+    drop(newer);
+    let again = wait_elicitation(&mut older);
+    assert_eq!(again["params"]["message"], "colour?");
+    answer_elicitation(&mut older, &again, "teal");
+    let (_, done) = a.collect_until(&prompt);
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    assert!(
+        tool_result_sent(&fake, 1, "teal"),
+        "{:?}",
+        fake.requests()[1]
+    );
+}
+
+#[test]
+fn ask_user_waits_for_an_eligible_connection_to_subscribe() {
+    let fake = Fake::start();
+    fake.push(Scripted::ToolCalls {
+        text: vec![],
+        calls: vec![FakeToolCall::new(
+            "tc_1",
+            "bash",
+            json!({"command": "true"}),
+        )],
+    });
+    fake.push(Scripted::ToolCalls {
+        text: vec![],
+        calls: vec![FakeToolCall::new(
+            "tc_2",
+            "ask_user",
+            json!({"question": "size?"}),
+        )],
+    });
+    fake.push(Scripted::text("thanks"));
+    let daemon = start(&fake, &[]);
+    let mut a = daemon.client();
+    let sid = new_session(&mut a, "default");
+    let mut first = daemon.eliciting_client();
+    subscribe(&mut first, json!({"sessionId": sid}));
+    let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
+    let rid = loop {
+        let msg = a.recv();
+        if msg["params"]["type"] == "approval_request" {
+            break msg["params"]["requestId"].clone();
+        }
+    };
+    // The only connection that could answer leaves before the question is asked.
+    drop(first);
+    a.result(
+        "session/approve",
+        json!({"sessionId": sid, "requestId": rid, "decision": "allow_once"}),
+    );
+    assert!(fake.wait_requests(2, Duration::from_secs(10)));
+    let mut later = daemon.eliciting_client();
+    subscribe(&mut later, json!({"sessionId": sid}));
+    let asked = wait_elicitation(&mut later);
+    assert_eq!(asked["params"]["message"], "size?");
+    answer_elicitation(&mut later, &asked, "large");
+    let (_, done) = a.collect_until(&prompt);
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    assert!(tool_result_sent(&fake, 2, "large"));
+}
+
+#[test]
+fn cancel_and_close_resolve_a_pending_approval_for_every_subscriber() {
+    for how in ["session/cancel", "session/close"] {
+        let fake = Fake::start();
+        let daemon = approval_daemon(&fake);
+        let mut a = daemon.client();
+        let sid = new_session(&mut a, "default");
+        let mut b = daemon.client();
+        subscribe(&mut b, json!({"sessionId": sid}));
+        let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
+        let rid = loop {
+            let msg = b.recv();
+            if msg["params"]["type"] == "approval_request" {
+                break msg["params"]["requestId"].clone();
+            }
+        };
+        let stop = a.send_call(how, json!({"sessionId": sid}));
+        // Both answers, in whichever order they come.
+        let mut seen = Vec::new();
+        let mut answered = 0;
+        while answered < 2 {
+            let msg = a.recv();
+            if msg.get("method").is_none() && (msg["id"] == prompt || msg["id"] == stop) {
+                answered += 1;
+            } else {
+                seen.push(msg);
+            }
+        }
+        let watched = read_turn(&mut b);
+        for updates in [common::updates(&seen), watched] {
+            let resolved = updates
+                .iter()
+                .find(|u| u["type"] == "approval_resolved")
+                .unwrap_or_else(|| panic!("{how}: no approval_resolved in {updates:?}"));
+            assert_eq!(
+                resolved.clone(),
+                json!({"sessionId": sid, "type": "approval_resolved", "turnId": resolved["turnId"],
+                       "eventSeq": resolved["eventSeq"], "requestId": rid, "decision": "reject",
+                       "reason": "cancelled"}),
+                "{how}"
+            );
+            assert_eq!(updates.last().unwrap()["outcome"], "cancelled", "{how}");
+        }
+    }
+}
