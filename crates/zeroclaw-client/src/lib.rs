@@ -9,7 +9,7 @@ mod sessions;
 pub use elicitation::{Choice, ChoiceSet, ElicitationAnswer, ElicitationRequest};
 pub use sessions::{
     Decision, Event, NewSession, PROMPT_TIMEOUT, SessionInfo, SessionSummary, SessionUpdate,
-    SessionUpdateKind, TurnOutcome, TurnResult,
+    SessionUpdateKind, Subscription, TurnOutcome, TurnResult,
 };
 pub use zeroclaw_rpc::ErrorObject;
 

@@ -148,10 +148,30 @@ pub struct TurnResult {
     pub content: String,
 }
 
+/// The answer to `session/subscribe`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subscription {
+    #[serde(deserialize_with = "lenient_string")]
+    pub session_id: String,
+    #[serde(default)]
+    pub active_turn_id: Option<String>,
+    #[serde(default)]
+    pub last_transcript_seq: i64,
+    #[serde(default)]
+    pub pending_approvals: Vec<String>,
+}
+
 /// A `session/update` notification.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionUpdate {
     pub session_id: String,
+    /// The turn the update belongs to (SPEC §14; absent from older daemons).
+    pub turn_id: Option<String>,
+    /// Position in its turn: 1, 2, 3 … without gaps.
+    pub event_seq: Option<u64>,
+    /// Sent again from the replay buffer after a `session/subscribe`.
+    pub replay: bool,
     pub kind: SessionUpdateKind,
 }
 
@@ -208,6 +228,22 @@ pub enum SessionUpdateKind {
         reason: String,
     },
     TurnComplete(TurnResult),
+    /// An approval request was settled (answered here or elsewhere, timed out, cancelled).
+    ApprovalResolved {
+        #[serde(deserialize_with = "lenient_string")]
+        request_id: String,
+        #[serde(default, deserialize_with = "lenient_string")]
+        decision: String,
+        #[serde(default, deserialize_with = "lenient_string")]
+        reason: String,
+    },
+    /// A replay could not start at the cursor: events before `first_event_seq` are gone.
+    ReplayGap {
+        #[serde(default, deserialize_with = "lenient_string")]
+        turn_id: String,
+        #[serde(default)]
+        first_event_seq: u64,
+    },
     /// A `type` this client does not know, kept whole.
     #[serde(skip)]
     Unknown {
@@ -216,7 +252,9 @@ pub enum SessionUpdateKind {
     },
 }
 
-const KNOWN_UPDATES: [&str; 7] = [
+const KNOWN_UPDATES: [&str; 9] = [
+    "approval_resolved",
+    "replay_gap",
     "agent_message_chunk",
     "agent_thought_chunk",
     "tool_call",
@@ -252,7 +290,13 @@ impl SessionUpdate {
                 params: params.clone(),
             }
         };
-        Ok(SessionUpdate { session_id, kind })
+        Ok(SessionUpdate {
+            session_id,
+            turn_id: obj.get("turnId").and_then(Value::as_str).map(str::to_owned),
+            event_seq: obj.get("eventSeq").and_then(Value::as_u64),
+            replay: obj.get("replay").and_then(Value::as_bool).unwrap_or(false),
+            kind,
+        })
     }
 }
 
@@ -371,6 +415,31 @@ impl ClientHandle {
             params["replacement"] = replacement;
         }
         self.call("session/approve", params).await.map(drop)
+    }
+
+    /// `session/subscribe`: receive the session's updates from now on, after a replay of
+    /// the buffered ones past `(turn_id, after_event_seq)` (the running turn's when `None`).
+    pub async fn subscribe(
+        &self,
+        session_id: &str,
+        cursor: Option<(&str, u64)>,
+    ) -> Result<Subscription, ClientError> {
+        let mut params = json!({"sessionId": session_id});
+        if let Some((turn_id, after)) = cursor {
+            params["turnId"] = json!(turn_id);
+            params["afterEventSeq"] = json!(after);
+        }
+        decode(
+            "session/subscribe",
+            self.call("session/subscribe", params).await?,
+        )
+    }
+
+    /// `session/unsubscribe`.
+    pub async fn unsubscribe(&self, session_id: &str) -> Result<(), ClientError> {
+        self.call("session/unsubscribe", json!({"sessionId": session_id}))
+            .await
+            .map(drop)
     }
 
     /// `session/close`: unloads the live session (history stays).
@@ -568,5 +637,43 @@ mod tests {
         assert_eq!(result.outcome, TurnOutcome::Failed);
         assert_eq!(result.outcome.as_str(), "failed");
         assert_eq!(Decision::RejectWithEdit(None).as_str(), "reject_with_edit");
+    }
+
+    #[test]
+    fn stream_fields_and_the_stream_only_kinds_parse() {
+        let u = SessionUpdate::parse(&json!({"sessionId": "s1", "type": "approval_resolved",
+            "turnId": "t1", "eventSeq": 7, "replay": true,
+            "requestId": "apr_0", "decision": "reject", "reason": "timeout"}))
+        .unwrap();
+        assert_eq!(
+            (u.turn_id.as_deref(), u.event_seq, u.replay),
+            (Some("t1"), Some(7), true)
+        );
+        assert_eq!(
+            u.kind,
+            SessionUpdateKind::ApprovalResolved {
+                request_id: "apr_0".into(),
+                decision: "reject".into(),
+                reason: "timeout".into()
+            }
+        );
+        let gap = update(
+            json!({"sessionId": "s1", "type": "replay_gap", "turnId": "t2", "firstEventSeq": 40}),
+        );
+        assert_eq!(
+            gap,
+            SessionUpdateKind::ReplayGap {
+                turn_id: "t2".into(),
+                first_event_seq: 40
+            }
+        );
+        let old = SessionUpdate::parse(
+            &json!({"sessionId": "s1", "type": "agent_message_chunk", "text": "x"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (old.turn_id, old.event_seq, old.replay),
+            (None, None, false)
+        );
     }
 }

@@ -67,6 +67,8 @@ pub const CLIENT_METHODS: &[&str] = &[
     "session/delete",
     "session/list",
     "session/messages",
+    "session/subscribe",
+    "session/unsubscribe",
     "file/attach",
     "file/upload/begin",
     "file/upload/chunk",
@@ -87,7 +89,9 @@ pub fn required_grant(method: &str) -> Option<Requirement> {
         "session/new" => Grant("sessions", "create"),
         "session/prompt" => Grant("sessions", "execute"),
         "session/cancel" | "session/approve" | "session/close" => Grant("sessions", "update"),
-        "session/list" | "session/messages" => Grant("sessions", "read"),
+        "session/list" | "session/messages" | "session/subscribe" | "session/unsubscribe" => {
+            Grant("sessions", "read")
+        }
         "session/kill" | "session/delete" => Grant("sessions", "delete"),
         "file/attach" | "file/upload/begin" | "file/upload/chunk" | "file/upload/commit" => {
             Grant("files", "create")

@@ -18,6 +18,7 @@ use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Pending, Request};
 use crate::dispatch;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
+use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
 use crate::transport::{FrameSink, FrameSource, Incoming, PeerIdentity};
 
@@ -164,9 +165,11 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
                 let daemon = Arc::clone(&daemon);
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {
-                    let (line, shutting_down) = answer(&daemon, &conn, request).await;
+                    let ((line, shutting_down), after) =
+                        collect_after_answer(answer(&daemon, &conn, request)).await;
                     // A closed connection cannot be answered; the work itself is done.
                     let _ = conn.out.send(line).await;
+                    after.run();
                     if shutting_down {
                         daemon.begin_shutdown("daemon/shutdown");
                     }

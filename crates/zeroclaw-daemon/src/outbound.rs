@@ -7,6 +7,7 @@
 //! and is persisted). The writer coalesces queued lines into one write.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
@@ -32,6 +33,13 @@ pub struct Outbound {
     budget: Arc<Semaphore>,
     closed: CancellationToken,
     stall_timeout: Duration,
+    /// Bytes queued by [`Outbound::push_now`] beyond the budget; repaid first as lines are
+    /// written.
+    debt: Arc<AtomicUsize>,
+    /// Bytes handed to the sink so far (the stall watchdog's measure of progress).
+    written: Arc<AtomicU64>,
+    /// A stall watchdog is running for the current overdraft.
+    watching: Arc<AtomicBool>,
 }
 
 impl Outbound {
@@ -43,6 +51,9 @@ impl Outbound {
             budget: Arc::new(Semaphore::new(QUEUE_BYTES)),
             closed: CancellationToken::new(),
             stall_timeout,
+            debt: Arc::default(),
+            written: Arc::default(),
+            watching: Arc::default(),
         };
         (out, rx)
     }
@@ -57,6 +68,86 @@ impl Outbound {
             Err(tokio::sync::TryAcquireError::NoPermits) => self.wait_for_room(cost).await?,
         }
         self.tx.send(line).map_err(|_| Closed)
+    }
+
+    /// Queues one line at once, never waiting: session streams fan one event out to many
+    /// subscribers and must not be slowed by any of them. A line that finds the budget
+    /// full is queued on credit; a peer whose queue stays over budget without reading for
+    /// the stall timeout, or whose credit exceeds a second budget, is disconnected.
+    pub fn push_now(&self, line: Vec<u8>) -> Result<(), Closed> {
+        if self.is_closed() {
+            return Err(Closed);
+        }
+        let cost = cost_of(&line);
+        match self.budget.try_acquire_many(cost) {
+            Ok(permit) => permit.forget(),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                let debt = self.debt.fetch_add(cost as usize, Ordering::SeqCst) + cost as usize;
+                if debt > QUEUE_BYTES {
+                    tracing::warn!("peer's queue is more than twice full; disconnecting");
+                    self.close();
+                    return Err(Closed);
+                }
+                self.watch_stall();
+            }
+        }
+        self.tx.send(line).map_err(|_| Closed)
+    }
+
+    /// Starts (once per overdraft) a watchdog that disconnects the peer if nothing is
+    /// written for the stall timeout while the queue is over budget.
+    fn watch_stall(&self) {
+        if self.watching.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let out = self.clone();
+        tokio::spawn(async move {
+            let mut seen = out.written.load(Ordering::SeqCst);
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(out.stall_timeout) => {}
+                    () = out.closed() => break,
+                }
+                let now = out.written.load(Ordering::SeqCst);
+                if out.debt.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                if now == seen {
+                    tracing::warn!(
+                        "peer read nothing for {:?} with a full queue; disconnecting",
+                        out.stall_timeout
+                    );
+                    out.close();
+                    break;
+                }
+                seen = now;
+            }
+            out.watching.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// Gives back the budget of `cost` written bytes, repaying credit first.
+    fn release(&self, cost: usize) {
+        self.written.fetch_add(cost as u64, Ordering::SeqCst);
+        let mut debt = self.debt.load(Ordering::SeqCst);
+        let mut rest = cost;
+        while debt > 0 {
+            let repay = debt.min(rest);
+            match self
+                .debt
+                .compare_exchange(debt, debt - repay, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => {
+                    rest -= repay;
+                    break;
+                }
+                Err(now) => debt = now,
+            }
+        }
+        if rest > 0 {
+            self.budget.add_permits(rest);
+        }
     }
 
     async fn wait_for_room(&self, cost: u32) -> Result<(), Closed> {
@@ -109,7 +200,7 @@ impl Outbound {
 
     /// Whether every queued line has been written.
     pub fn is_drained(&self) -> bool {
-        self.budget.available_permits() == QUEUE_BYTES
+        self.debt.load(Ordering::SeqCst) == 0 && self.budget.available_permits() == QUEUE_BYTES
     }
 
     /// Waits (up to `limit`) until everything queued so far has been written.
@@ -156,7 +247,7 @@ pub async fn run_writer<S: FrameSink>(
         };
         let cost: u32 = batch.iter().map(|l| cost_of(l)).sum();
         batch.clear();
-        out.budget.add_permits(cost as usize);
+        out.release(cost as usize);
         if let Err(e) = written {
             tracing::debug!("write failed: {e}");
             break;

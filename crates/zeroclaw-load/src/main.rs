@@ -13,6 +13,7 @@
 mod bench;
 mod client;
 mod echo;
+mod fanout;
 mod sys;
 mod turns;
 mod turns_bench;
@@ -101,6 +102,19 @@ enum Command {
         /// Words in the prompt (each comes back as one `agent_message_chunk`).
         #[arg(long, default_value_t = 100_000)]
         words: usize,
+    },
+    /// One long streamed turn watched by 1, 4, 16 … subscribers: per-subscriber
+    /// notifications/s, prompt → first chunk, daemon RSS growth.
+    Fanout {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value = "default")]
+        agent: String,
+        #[arg(long, default_value_t = 100_000)]
+        words: usize,
+        /// Subscriber counts to measure, one turn each.
+        #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+        subscribers: Vec<usize>,
     },
     /// Chunked uploads (`file/upload/*`) through the socket vs an in-process
     /// base64-decode + SHA-256 baseline of the same bytes.
@@ -257,6 +271,19 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let report = client_runtime()?.block_on(turns::stream(&socket, &agent, words))?;
             println!("stream: {report}");
+            Ok(())
+        }
+        Command::Fanout {
+            socket,
+            agent,
+            words,
+            subscribers,
+        } => {
+            let rt = client_runtime()?;
+            for n in subscribers {
+                let report = rt.block_on(fanout::fanout(&socket, &agent, words, n))?;
+                println!("fanout: {report}");
+            }
             Ok(())
         }
         Command::Upload {

@@ -164,11 +164,18 @@ fn tool_call_approved_once_runs_and_reports_in_order() {
         [
             "tool_call",
             "approval_request",
+            "approval_resolved",
             "tool_result",
             "turn_complete"
         ]
     );
     let ups = updates(&msgs);
+    let resolved = ups
+        .iter()
+        .find(|u| u["type"] == "approval_resolved")
+        .unwrap();
+    assert_eq!(resolved["decision"], "allow_once");
+    assert_eq!(resolved["reason"], "answered");
     let call = ups.iter().find(|u| u["type"] == "tool_call").unwrap();
     assert_eq!(call["toolCallId"], "tc_1");
     assert_eq!(call["name"], "bash");

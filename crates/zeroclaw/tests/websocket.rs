@@ -470,6 +470,7 @@ async fn a_streamed_turn_with_approval_and_ask_user_over_websocket() {
         [
             "tool_call",
             "approval_request",
+            "approval_resolved",
             "tool_result",
             "tool_call",
             "elicitation",

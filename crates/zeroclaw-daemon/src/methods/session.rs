@@ -15,7 +15,9 @@ use crate::files;
 use crate::methods::file;
 use crate::params;
 use crate::session::lifecycle::parse_decision;
+use crate::session::link::ClientLink;
 use crate::session::open::NewRequest;
+use crate::session::stream::Cursor;
 use crate::state::Daemon;
 
 #[derive(Deserialize)]
@@ -59,6 +61,18 @@ struct ApproveParams {
     replacement: Option<Value>,
     #[serde(default)]
     mode: Option<Mode>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscribeParams {
+    session_id: String,
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    turn_id: Option<String>,
+    #[serde(default)]
+    after_event_seq: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -146,7 +160,7 @@ pub async fn call(
             sessions
                 .prompt(
                     principal,
-                    conn,
+                    Arc::clone(conn) as Arc<dyn ClientLink>,
                     daemon.config.current(),
                     &p.session_id,
                     p.mode,
@@ -174,6 +188,28 @@ pub async fn call(
         "session/delete" => {
             let p: IdParams = params::decode(params)?;
             sessions.delete(principal, &p.session_id, p.mode).await
+        }
+        "session/subscribe" => {
+            let p: SubscribeParams = params::decode(params)?;
+            let cursor = Cursor {
+                turn_id: p.turn_id,
+                after_event_seq: p.after_event_seq.unwrap_or(0),
+            };
+            let link = Arc::clone(conn) as Arc<dyn ClientLink>;
+            sessions
+                .subscribe(
+                    principal,
+                    &daemon.config.current(),
+                    link,
+                    &p.session_id,
+                    p.mode,
+                    cursor,
+                )
+                .await
+        }
+        "session/unsubscribe" => {
+            let p: IdParams = params::decode(params)?;
+            sessions.unsubscribe(principal, conn.as_ref(), &p.session_id, p.mode)
         }
         "session/list" => {
             let p: ListParams = params::decode(params)?;

@@ -1,66 +1,58 @@
-//! The daemon's side of a running turn ([`TurnHost`]): turn events become `session/update`
-//! notifications to the connection that sent the prompt (SPEC §7.2 wire names) and
-//! checkpoint progress for the [`Persister`](super::persist::Persister); approvals wait on
-//! the session's approval registry; `ask_user` becomes an outbound `elicitation/create`
-//! request (SPEC §7.4, §13).
+//! The daemon's side of a running turn ([`TurnHost`]): turn events become `session/update`s
+//! on the session's [`stream`](super::stream) (SPEC §7.2 wire names, §14 numbering and
+//! fan-out) and checkpoint progress for the [`Persister`](super::persist::Persister);
+//! approvals wait on the session's approval registry and end with `approval_resolved`;
+//! `ask_user` becomes an outbound `elicitation/create` request to whoever can answer
+//! (SPEC §7.4, §13, §14).
 //!
-//! A closed connection never stops a turn: the first failed send marks the connection gone
-//! and later notifications are dropped. No lock is held while waiting for the client.
+//! No lock is held while waiting for a client: updates are queued without waiting, and a
+//! question waits on its own request.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, TurnEvent, TurnHost};
-use zeroclaw_rpc::message::request_line;
 
 use super::Tuning;
+use super::link::{AskError, ClientLink};
 use super::live::LiveSession;
 use super::persist::{Op, ProgressTx};
-use crate::connection::ConnectionContext;
-
-/// Sends `session/update` notifications of one session to one connection.
-pub(crate) struct Notifier {
-    conn: Arc<ConnectionContext>,
-    session_id: String,
-    gone: AtomicBool,
-}
-
-impl Notifier {
-    pub fn new(conn: Arc<ConnectionContext>, session_id: &str) -> Notifier {
-        Notifier {
-            conn,
-            session_id: session_id.to_owned(),
-            gone: AtomicBool::new(false),
-        }
-    }
-
-    /// Sends `{sessionId, type, ...fields}`; dropped once the connection is gone.
-    pub async fn update(&self, kind: &str, fields: Value) {
-        if self.gone.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut params = Map::new();
-        params.insert("sessionId".into(), Value::String(self.session_id.clone()));
-        params.insert("type".into(), Value::String(kind.to_owned()));
-        if let Value::Object(fields) = fields {
-            params.extend(fields);
-        }
-        let line = request_line(None, "session/update", Some(&Value::Object(params)));
-        if self.conn.out.send(line).await.is_err() {
-            self.gone.store(true, Ordering::Relaxed);
-            tracing::debug!(session = %self.session_id, "connection gone; updates dropped");
-        }
-    }
-}
 
 pub(crate) struct SessionHost<'a> {
     pub session: &'a Arc<LiveSession>,
-    pub notifier: &'a Notifier,
     pub progress: Option<ProgressTx>,
-    pub conn: &'a Arc<ConnectionContext>,
+    /// The connection that sent the prompt.
+    pub prompter: &'a Arc<dyn ClientLink>,
     pub tuning: &'a Tuning,
+}
+
+/// The wire name of an approval decision.
+fn decision_name(decision: &ApprovalDecision) -> &'static str {
+    match decision {
+        ApprovalDecision::AllowOnce => "allow_once",
+        ApprovalDecision::AllowAlways => "allow_always",
+        ApprovalDecision::Reject => "reject",
+        ApprovalDecision::RejectWithEdit(_) => "reject_with_edit",
+    }
+}
+
+/// Announces `approval_resolved` for a request when dropped: with the decision once one is
+/// known, else as cancelled (the turn that waited for it went away).
+struct Resolution<'a> {
+    session: &'a LiveSession,
+    request_id: String,
+    outcome: Option<(&'static str, &'static str)>,
+}
+
+impl Drop for Resolution<'_> {
+    fn drop(&mut self) {
+        let (decision, reason) = self.outcome.unwrap_or(("reject", "cancelled"));
+        self.session.stream.emit(
+            "approval_resolved",
+            json!({"requestId": self.request_id, "decision": decision, "reason": reason}),
+        );
+    }
 }
 
 impl SessionHost<'_> {
@@ -72,6 +64,19 @@ impl SessionHost<'_> {
             let _ = tx.send(op).await;
         }
     }
+
+    fn update(&self, kind: &str, fields: Value) {
+        self.session.stream.emit(kind, fields);
+    }
+
+    /// Who should be asked now: the prompting connection if it can answer, else the
+    /// owner's most recently subscribed connection that can.
+    fn asker(&self) -> Option<Arc<dyn ClientLink>> {
+        if self.prompter.is_open() && self.prompter.can_elicit() {
+            return Some(Arc::clone(self.prompter));
+        }
+        self.session.stream.elicitation_target(&self.session.owner)
+    }
 }
 
 #[async_trait]
@@ -79,40 +84,28 @@ impl TurnHost for SessionHost<'_> {
     async fn emit(&self, event: TurnEvent) {
         match event {
             TurnEvent::MessageChunk { text } => {
-                self.persist(Op::Chunk(text.clone())).await;
-                self.notifier
-                    .update("agent_message_chunk", json!({"text": text}))
-                    .await;
+                self.update("agent_message_chunk", json!({"text": &text}));
+                self.persist(Op::Chunk(text)).await;
             }
             TurnEvent::ThoughtChunk { text } => {
-                self.notifier
-                    .update("agent_thought_chunk", json!({"text": text}))
-                    .await;
+                self.update("agent_thought_chunk", json!({"text": text}));
             }
             TurnEvent::ToolCall {
                 tool_call_id,
                 name,
                 raw_input,
-            } => {
-                self.notifier
-                    .update(
-                        "tool_call",
-                        json!({"toolCallId": tool_call_id, "name": name, "rawInput": raw_input}),
-                    )
-                    .await;
-            }
+            } => self.update(
+                "tool_call",
+                json!({"toolCallId": tool_call_id, "name": name, "rawInput": raw_input}),
+            ),
             TurnEvent::ToolResult {
                 tool_call_id,
                 name,
                 raw_output,
-            } => {
-                self.notifier
-                    .update(
-                        "tool_result",
-                        json!({"toolCallId": tool_call_id, "name": name, "rawOutput": raw_output}),
-                    )
-                    .await;
-            }
+            } => self.update(
+                "tool_result",
+                json!({"toolCallId": tool_call_id, "name": name, "rawOutput": raw_output}),
+            ),
             TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)).await,
             TurnEvent::Usage { usage } => {
                 tracing::debug!(session = %self.session.key.session_id, ?usage, "usage");
@@ -127,25 +120,33 @@ impl TurnHost for SessionHost<'_> {
         }
         let (guard, rx) = approvals.register();
         let timeout = self.tuning.approval_timeout;
-        self.notifier
-            .update(
-                "approval_request",
-                json!({
-                    "requestId": guard.id,
-                    "toolName": ask.tool_name,
-                    "argumentsSummary": ask.arguments_summary,
-                    "timeoutSecs": timeout.as_millis().div_ceil(1000) as u64,
-                }),
-            )
-            .await;
+        self.update(
+            "approval_request",
+            json!({
+                "requestId": guard.id,
+                "toolName": ask.tool_name,
+                "argumentsSummary": ask.arguments_summary,
+                "timeoutSecs": timeout.as_millis().div_ceil(1000) as u64,
+            }),
+        );
+        let mut resolution = Resolution {
+            session: self.session,
+            request_id: guard.id.clone(),
+            outcome: None,
+        };
         let decision = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(decision)) => decision,
+            Ok(Ok(decision)) => {
+                resolution.outcome = Some((decision_name(&decision), "answered"));
+                decision
+            }
             _ => {
                 tracing::info!(session = %self.session.key.session_id, request = %guard.id, "approval unanswered; rejected");
+                resolution.outcome = Some(("reject", "timeout"));
                 ApprovalDecision::Reject
             }
         };
         drop(guard);
+        drop(resolution);
         if decision == ApprovalDecision::AllowAlways {
             approvals.allow_always(&ask.tool_name);
         }
@@ -153,35 +154,42 @@ impl TurnHost for SessionHost<'_> {
     }
 
     async fn ask_user(&self, ask: AskUser) -> Option<String> {
-        if !self.can_ask_user() {
-            return None;
-        }
-        let ticket = self.conn.pending.register()?;
         let params = json!({
             "sessionId": self.session.key.session_id,
             "mode": "form",
             "message": ask.question,
             "requestedSchema": requested_schema(&ask),
         });
-        let line = request_line(
-            Some(&Value::String(ticket.id.clone())),
-            "elicitation/create",
-            Some(&params),
-        );
-        if self.conn.out.send(line).await.is_err() {
-            return None;
-        }
-        match ticket.wait(self.tuning.ask_user_timeout).await {
-            Ok(result) => answer_of(&result),
-            Err(e) => {
-                tracing::info!(session = %self.session.key.session_id, "ask_user got no answer: {e}");
-                None
+        let deadline = tokio::time::Instant::now() + self.tuning.ask_user_timeout;
+        loop {
+            // Registered before looking, so a subscription made meanwhile is not missed.
+            let subscribed = self.session.stream.subscribed();
+            tokio::pin!(subscribed);
+            subscribed.as_mut().enable();
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                tracing::info!(session = %self.session.key.session_id, "ask_user: nobody answered in time");
+                return None;
+            }
+            let Some(link) = self.asker() else {
+                // Nobody can answer now: wait (within the limit) for someone to subscribe.
+                let _ = tokio::time::timeout(left, subscribed).await;
+                continue;
+            };
+            match link.ask("elicitation/create", params.clone(), left).await {
+                Ok(result) => return answer_of(&result),
+                // That connection closed unanswered: ask the next one that can answer.
+                Err(AskError::Gone) => continue,
+                Err(AskError::NoAnswer(why)) => {
+                    tracing::info!(session = %self.session.key.session_id, "ask_user got no answer: {why}");
+                    return None;
+                }
             }
         }
     }
 
     fn can_ask_user(&self) -> bool {
-        !self.conn.out.is_closed() && self.conn.handshake.get().is_some_and(|h| h.elicitation)
+        self.asker().is_some()
     }
 }
 

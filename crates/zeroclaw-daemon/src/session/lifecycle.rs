@@ -16,9 +16,9 @@ use zeroclaw_config::policy::Principal;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{DEFAULT_PAGE_BYTES, MessagesQuery, Mode, SessionKey, SessionRow};
 
+use super::link::ClientLink;
 use super::live::{Job, LiveSession};
 use super::{SessionManager, check_owner, may_touch, store_error};
-use crate::connection::ConnectionContext;
 
 /// How long close/kill/delete wait for a cancelled turn to persist before answering.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -59,11 +59,12 @@ impl SessionManager {
         Ok(live)
     }
 
-    /// `session/prompt`: queues the prompt and waits for the turn's result.
+    /// `session/prompt`: queues the prompt, subscribes the sending connection to the
+    /// session (when there is room), and waits for the turn's result.
     pub async fn prompt(
         self: &Arc<Self>,
         principal: &Principal,
-        conn: &Arc<ConnectionContext>,
+        link: Arc<dyn ClientLink>,
         config: Arc<Config>,
         session_id: &str,
         mode: Option<Mode>,
@@ -73,9 +74,12 @@ impl SessionManager {
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
         let (reply, answer) = oneshot::channel();
+        if !live.stream.subscribe_prompter(&link, &principal.id) {
+            tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
+        }
         live.submit(Job {
             prompt,
-            conn: Arc::clone(conn),
+            link,
             config,
             reply,
         })?;
@@ -245,7 +249,9 @@ impl SessionManager {
             .into_iter()
             .filter(|r| may_touch(principal, &r.owner))
             .map(|r| {
-                let live = self.get(&r.key()).is_some();
+                let live = self.get(&r.key());
+                let active_turn = live.as_ref().and_then(|l| l.running_turn());
+                let subscribers = live.as_ref().map_or(0, |l| l.stream.subscriber_count());
                 json!({
                     "sessionId": r.session_id,
                     "mode": r.mode.as_str(),
@@ -253,8 +259,10 @@ impl SessionManager {
                     "createdAt": r.created_at,
                     "lastActivity": r.last_activity,
                     "messageCount": r.message_count,
-                    "live": live,
+                    "live": live.is_some(),
                     "interactionSurface": r.interaction_surface,
+                    "activeTurnId": active_turn,
+                    "subscribers": subscribers,
                 })
             })
             .collect();

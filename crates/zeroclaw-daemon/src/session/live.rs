@@ -24,16 +24,17 @@ use zeroclaw_config::Config;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::SessionKey;
 
+use super::link::ClientLink;
+use super::stream::SessionStream;
 use super::turn::Runner;
 use super::{MAX_QUEUED_PROMPTS, SessionManager};
-use crate::connection::ConnectionContext;
 
 /// One prompt waiting for its turn.
 pub(crate) struct Job {
     pub prompt: String,
-    /// The connection that sent it: receives the turn's `session/update`s and its
-    /// `elicitation/create` requests.
-    pub conn: Arc<ConnectionContext>,
+    /// The connection that sent it: asked first when the turn needs `elicitation/create`
+    /// (it is subscribed to the session's updates when there is room).
+    pub link: Arc<dyn ClientLink>,
     /// The configuration in force when the prompt was accepted.
     pub config: Arc<Config>,
     pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
@@ -98,6 +99,17 @@ impl Approvals {
         )
     }
 
+    /// Ids of the requests waiting for an answer, oldest first.
+    pub fn pending_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = lock(&self.pending).keys().cloned().collect();
+        ids.sort_by_key(|id| {
+            id.strip_prefix("apr_")
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(u64::MAX)
+        });
+        ids
+    }
+
     /// Delivers a decision; `false` when no request with that id is pending.
     pub fn answer(&self, id: &str, decision: ApprovalDecision) -> bool {
         match lock(&self.pending).remove(id) {
@@ -123,6 +135,8 @@ pub struct LiveSession {
     closing: CancellationToken,
     stopped: CancellationToken,
     pub(crate) approvals: Approvals,
+    /// The session's updates: subscribers and the replay buffer (SPEC §14).
+    pub(crate) stream: SessionStream,
 }
 
 impl LiveSession {
@@ -138,6 +152,7 @@ impl LiveSession {
         context: Vec<ChatMessage>,
     ) -> Arc<LiveSession> {
         let (jobs, rx) = mpsc::unbounded_channel();
+        let key_id = key.session_id.clone();
         let session = Arc::new(LiveSession {
             key,
             agent_alias,
@@ -150,6 +165,7 @@ impl LiveSession {
             closing: CancellationToken::new(),
             stopped: CancellationToken::new(),
             approvals: Approvals::default(),
+            stream: SessionStream::new(&key_id),
         });
         let runner = Runner::new(manager, context);
         tokio::spawn(worker(Arc::clone(&session), rx, runner));
@@ -203,10 +219,9 @@ impl LiveSession {
             .map(|r| r.turn_id.clone())
     }
 
-    /// Whether a turn runs or prompts wait.
-    pub fn is_busy(&self) -> bool {
-        let st = lock(&self.state);
-        st.running.is_some() || st.waiting > 0
+    /// Prompts accepted and not yet started.
+    pub fn queued_prompts(&self) -> usize {
+        lock(&self.state).waiting
     }
 
     /// Stops taking prompts and cancels the running turn; the worker answers the queued
@@ -254,6 +269,7 @@ async fn worker(
                 None
             } else {
                 let cancel = CancellationToken::new();
+                session.stream.begin_turn(&turn_id);
                 st.running = Some(Running {
                     turn_id: turn_id.clone(),
                     cancel: cancel.clone(),

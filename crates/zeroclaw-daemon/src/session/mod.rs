@@ -8,6 +8,9 @@
 //! - [`live`]: one live session: its FIFO prompt queue and the worker task that runs turns;
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`);
 //! - [`host`]: the `TurnHost` a turn talks to (notifications, approvals, ask-user);
+//! - [`stream`]: a session's numbered updates, its subscribers and replay buffer (§14);
+//! - [`subscribe`]: `session/subscribe` and `session/unsubscribe`;
+//! - [`link`]: what a session knows of a client connection ([`link::ClientLink`]);
 //! - [`persist`]: checkpoint progress writer, transcript rows ↔ provider messages, trim;
 //! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force.
 //!
@@ -31,9 +34,12 @@
 pub mod agent;
 pub mod host;
 pub mod lifecycle;
+pub mod link;
 pub mod live;
 pub mod open;
 pub mod persist;
+pub mod stream;
+pub mod subscribe;
 pub mod turn;
 
 use std::collections::HashMap;

@@ -23,7 +23,7 @@ use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
-use super::host::{Notifier, SessionHost};
+use super::host::SessionHost;
 use super::live::{Job, LiveSession};
 use super::persist::{self, Persister};
 use super::{SessionManager, Tuning, store_error};
@@ -115,12 +115,10 @@ impl Runner {
             );
             (Some(p), began)
         };
-        let notifier = Notifier::new(Arc::clone(&job.conn), &key.session_id);
         let host = SessionHost {
             session,
-            notifier: &notifier,
             progress: persister.as_ref().map(Persister::sender),
-            conn: &job.conn,
+            prompter: &job.link,
             tuning: &self.tuning,
         };
         let abandon = cancel.clone();
@@ -186,16 +184,14 @@ impl Runner {
             }
         };
         let covers_seq = seqs.last().copied().unwrap_or(started_seq);
-        self.trim(session, &notifier, agent.max_context_tokens, covers_seq)
+        self.trim(session, agent.max_context_tokens, covers_seq)
             .await;
 
         let outcome = result.outcome.as_str();
-        notifier
-            .update(
-                "turn_complete",
-                json!({"turnId": turn_id, "outcome": outcome, "content": result.content}),
-            )
-            .await;
+        session.stream.emit(
+            "turn_complete",
+            json!({"turnId": turn_id, "outcome": outcome, "content": result.content}),
+        );
         tracing::debug!(session = %key.session_id, turn = %turn_id, outcome, "turn finished");
         Ok(json!({
             "sessionId": key.session_id,
@@ -206,13 +202,7 @@ impl Runner {
     }
 
     /// Auto-trim (SPEC §7.3): snapshot first; `history_trimmed` only after it committed.
-    async fn trim(
-        &mut self,
-        session: &LiveSession,
-        notifier: &Notifier,
-        max_tokens: usize,
-        covers_seq: i64,
-    ) {
+    async fn trim(&mut self, session: &LiveSession, max_tokens: usize, covers_seq: i64) {
         let Some(trim) = persist::plan_trim(&self.context, max_tokens) else {
             return;
         };
@@ -234,17 +224,15 @@ impl Runner {
             Ok(_) => {
                 let kept = trim.kept.len();
                 self.context = trim.kept;
-                notifier
-                    .update(
-                        "history_trimmed",
-                        json!({
-                            "droppedMessages": trim.dropped,
-                            "keptMessages": kept,
-                            "checkpointSeq": covers_seq,
-                            "reason": "max_context_tokens",
-                        }),
-                    )
-                    .await;
+                session.stream.emit(
+                    "history_trimmed",
+                    json!({
+                        "droppedMessages": trim.dropped,
+                        "keptMessages": kept,
+                        "checkpointSeq": covers_seq,
+                        "reason": "max_context_tokens",
+                    }),
+                );
             }
             Err(e) => {
                 // Keep the untrimmed context: the next turn tries again, and memory never

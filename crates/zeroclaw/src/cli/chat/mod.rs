@@ -260,7 +260,10 @@ impl Turn<'_> {
                 "context trimmed: {dropped_messages} older messages dropped"
             )),
             // The answer to session/prompt carries the same; it ends the turn.
-            SessionUpdateKind::TurnComplete(_) | SessionUpdateKind::Unknown { .. } => {}
+            SessionUpdateKind::TurnComplete(_)
+            | SessionUpdateKind::ApprovalResolved { .. }
+            | SessionUpdateKind::ReplayGap { .. }
+            | SessionUpdateKind::Unknown { .. } => {}
         }
     }
 

@@ -1,0 +1,51 @@
+//! A connection as the sessions see it: [`ClientLink`] for [`ConnectionContext`] (queue an
+//! update, ask `elicitation/create`, open or not, can it answer elicitation).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use zeroclaw_rpc::PeerError;
+use zeroclaw_rpc::message::request_line;
+
+use crate::connection::ConnectionContext;
+use crate::session::link::{AskError, ClientLink};
+
+#[async_trait]
+impl ClientLink for ConnectionContext {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn push(&self, line: Vec<u8>) -> bool {
+        self.out.push_now(line).is_ok()
+    }
+
+    fn is_open(&self) -> bool {
+        !self.out.is_closed()
+    }
+
+    fn can_elicit(&self) -> bool {
+        self.handshake.get().is_some_and(|h| h.elicitation)
+    }
+
+    async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, AskError> {
+        let ticket = self.pending.register().ok_or(AskError::Gone)?;
+        let line = request_line(
+            Some(&Value::String(ticket.id.clone())),
+            method,
+            Some(&params),
+        );
+        if self.out.send(line).await.is_err() {
+            return Err(AskError::Gone);
+        }
+        let answer = tokio::select! {
+            answer = ticket.wait(timeout) => answer,
+            () = self.out.closed() => Err(PeerError::Closed),
+        };
+        answer.map_err(|e| match e {
+            PeerError::Closed => AskError::Gone,
+            other => AskError::NoAnswer(other.to_string()),
+        })
+    }
+}

@@ -1,0 +1,535 @@
+//! A session's event stream (SPEC §14): every `session/update` of every turn, numbered
+//! (`turnId`, `eventSeq` from 1 without gaps), fanned out to the session's subscribers and
+//! kept in a replay buffer (the running turn and the last completed one, at most
+//! [`BUFFER_BYTES`] of serialized updates).
+//!
+//! Invariants:
+//! - one mutex guards numbering, the buffer and the subscriber list, and every line is
+//!   queued to every subscriber while it is held, so all subscribers see one order and a
+//!   subscription's replay cursor and its registration are atomic with respect to the
+//!   stream: nothing is missed, nothing doubled;
+//! - queueing never waits ([`ClientLink::push`]): a slow subscriber never slows the turn
+//!   or the other subscribers; the connection's own outbound rule disconnects it;
+//! - a new subscription is "held" until its subscribe answer has been queued: the lines it
+//!   must get (replay first, then live) gather in its entry and are released in order
+//!   right after the answer;
+//! - at most [`MAX_SUBSCRIBERS`] connections; closed ones are pruned as they are met.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+use zeroclaw_rpc::ErrorObject;
+
+use super::link::ClientLink;
+
+/// Subscribed connections per session.
+pub const MAX_SUBSCRIBERS: usize = 16;
+/// Serialized updates kept for replay per session.
+pub const BUFFER_BYTES: usize = 8 * 1024 * 1024;
+
+/// Where a returning client left off: the last event it saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub turn_id: Option<String>,
+    pub after_event_seq: u64,
+}
+
+struct Event {
+    seq: u64,
+    /// The update's `params` object, serialized.
+    params: String,
+}
+
+struct TurnLog {
+    turn_id: String,
+    next_seq: u64,
+    /// The oldest event still buffered (events before it were evicted).
+    first_seq: u64,
+    events: VecDeque<Event>,
+    done: bool,
+}
+
+struct Subscriber {
+    link: Arc<dyn ClientLink>,
+    /// Principal id that subscribed (ask-user goes to the owner's connections).
+    principal: String,
+    /// Subscription order: larger = more recent.
+    order: u64,
+    /// Lines gathered until the subscribe answer is queued.
+    held: Option<Vec<Vec<u8>>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    turns: VecDeque<TurnLog>,
+    bytes: usize,
+    subscribers: Vec<Subscriber>,
+    next_order: u64,
+}
+
+/// The stream of one live session.
+pub struct SessionStream {
+    session_id: String,
+    inner: Mutex<Inner>,
+    /// Woken whenever a subscription becomes active (ask-user waits for one).
+    subscribed: Notify,
+}
+
+fn update_line(params: &str) -> Vec<u8> {
+    let mut line = Vec::with_capacity(params.len() + 60);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":"#);
+    line.extend_from_slice(params.as_bytes());
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+/// The same update marked `"replay": true`.
+fn replay_line(params: &str) -> Vec<u8> {
+    let rest = params.strip_prefix('{').unwrap_or(params);
+    let sep = if rest.starts_with('}') { "" } else { "," };
+    update_line(&format!("{{\"replay\":true{sep}{rest}"))
+}
+
+impl SessionStream {
+    pub fn new(session_id: &str) -> SessionStream {
+        SessionStream {
+            session_id: session_id.to_owned(),
+            inner: Mutex::default(),
+            subscribed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Every update is a few pushes; the state stays consistent after a panic.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts numbering a new turn; only the last completed turn is kept before it.
+    pub fn begin_turn(&self, turn_id: &str) {
+        let mut inner = self.lock();
+        // A turn that ended without `turn_complete` (its result could not be stored) is
+        // over all the same.
+        if let Some(last) = inner.turns.back_mut() {
+            last.done = true;
+        }
+        while inner.turns.len() > 1 {
+            if let Some(old) = inner.turns.pop_front() {
+                inner.bytes -= old.events.iter().map(|e| e.params.len()).sum::<usize>();
+            }
+        }
+        inner.turns.push_back(TurnLog {
+            turn_id: turn_id.to_owned(),
+            next_seq: 1,
+            first_seq: 1,
+            events: VecDeque::new(),
+            done: false,
+        });
+    }
+
+    /// Numbers, buffers and fans out one update of the running turn: `{sessionId, type,
+    /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn.
+    pub fn emit(&self, kind: &str, fields: Value) {
+        let mut inner = self.lock();
+        let Some(turn) = inner.turns.back_mut().filter(|t| !t.done) else {
+            tracing::warn!(session = %self.session_id, kind, "update outside a turn dropped");
+            return;
+        };
+        let seq = turn.next_seq;
+        turn.next_seq += 1;
+        let mut params = Map::new();
+        params.insert("sessionId".into(), Value::String(self.session_id.clone()));
+        params.insert("type".into(), Value::String(kind.to_owned()));
+        params.insert("turnId".into(), Value::String(turn.turn_id.clone()));
+        params.insert("eventSeq".into(), Value::from(seq));
+        if let Value::Object(fields) = fields {
+            params.extend(fields);
+        }
+        let params = Value::Object(params).to_string();
+        let line = update_line(&params);
+        if kind == "turn_complete" {
+            turn.done = true;
+        }
+        let size = params.len();
+        turn.events.push_back(Event { seq, params });
+        inner.bytes += size;
+        inner.evict();
+        inner.fan_out(&line);
+    }
+
+    /// Subscribes `link` with a replay from `cursor` (SPEC §14): -32013 for a 17th
+    /// connection. The subscription is held until [`SessionStream::release`], to be called
+    /// once the subscribe answer is queued. Subscribing again replaces the old entry.
+    pub fn subscribe(
+        &self,
+        link: Arc<dyn ClientLink>,
+        principal: &str,
+        cursor: &Cursor,
+    ) -> Result<(), ErrorObject> {
+        let mut inner = self.lock();
+        let id = link.id();
+        inner.prune(Some(id));
+        if inner.subscribers.len() >= MAX_SUBSCRIBERS {
+            return Err(ErrorObject::limit_exceeded(
+                format!(
+                    "session {} has {MAX_SUBSCRIBERS} subscribers already",
+                    self.session_id
+                ),
+                MAX_SUBSCRIBERS as u64,
+                MAX_SUBSCRIBERS as u64 + 1,
+            ));
+        }
+        let replay = inner.replay(&self.session_id, cursor);
+        inner.add(link, principal, Some(replay));
+        Ok(())
+    }
+
+    /// Releases a held subscription: its replay and the live lines gathered since go out.
+    pub fn release(&self, link_id: u64) {
+        {
+            let mut inner = self.lock();
+            let Some(sub) = inner
+                .subscribers
+                .iter_mut()
+                .find(|s| s.link.id() == link_id)
+            else {
+                return;
+            };
+            let held = sub.held.take().unwrap_or_default();
+            let link = Arc::clone(&sub.link);
+            for line in held {
+                if !link.push(line) {
+                    inner.prune(Some(link_id));
+                    break;
+                }
+            }
+        }
+        self.subscribed.notify_waiters();
+    }
+
+    /// Subscribes the connection that sent a prompt (no replay), if it is not already and
+    /// there is room; `false` when the session has [`MAX_SUBSCRIBERS`] others.
+    pub fn subscribe_prompter(&self, link: &Arc<dyn ClientLink>, principal: &str) -> bool {
+        {
+            let mut inner = self.lock();
+            if inner.subscribers.iter().any(|s| s.link.id() == link.id()) {
+                return true;
+            }
+            inner.prune(None);
+            if inner.subscribers.len() >= MAX_SUBSCRIBERS {
+                return false;
+            }
+            inner.add(Arc::clone(link), principal, None);
+        }
+        self.subscribed.notify_waiters();
+        true
+    }
+
+    /// Removes `link_id`'s subscription; `false` when it had none.
+    pub fn unsubscribe(&self, link_id: u64) -> bool {
+        let mut inner = self.lock();
+        let before = inner.subscribers.len();
+        inner.subscribers.retain(|s| s.link.id() != link_id);
+        before != inner.subscribers.len()
+    }
+
+    /// Open subscribed connections.
+    pub fn subscriber_count(&self) -> usize {
+        let mut inner = self.lock();
+        inner.prune(None);
+        inner.subscribers.len()
+    }
+
+    /// The most recently subscribed open connection of `owner` that can answer
+    /// `elicitation/create`.
+    pub fn elicitation_target(&self, owner: &str) -> Option<Arc<dyn ClientLink>> {
+        let inner = self.lock();
+        inner
+            .subscribers
+            .iter()
+            .filter(|s| s.principal == owner && s.held.is_none())
+            .filter(|s| s.link.is_open() && s.link.can_elicit())
+            .max_by_key(|s| s.order)
+            .map(|s| Arc::clone(&s.link))
+    }
+
+    /// Resolves when a subscription next becomes active.
+    pub fn subscribed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.subscribed.notified()
+    }
+
+    /// Bytes of serialized updates buffered now (tests, benchmarks).
+    pub fn buffered_bytes(&self) -> usize {
+        self.lock().bytes
+    }
+}
+
+impl Inner {
+    fn add(&mut self, link: Arc<dyn ClientLink>, principal: &str, held: Option<Vec<Vec<u8>>>) {
+        self.next_order += 1;
+        self.subscribers.push(Subscriber {
+            link,
+            principal: principal.to_owned(),
+            order: self.next_order,
+            held,
+        });
+    }
+
+    /// Drops closed subscribers, and `also` (a connection about to subscribe again).
+    fn prune(&mut self, also: Option<u64>) {
+        self.subscribers
+            .retain(|s| s.link.is_open() && Some(s.link.id()) != also);
+    }
+
+    fn fan_out(&mut self, line: &[u8]) {
+        self.subscribers.retain_mut(|s| match &mut s.held {
+            Some(held) => {
+                held.push(line.to_vec());
+                true
+            }
+            None => s.link.push(line.to_vec()),
+        });
+    }
+
+    /// Drops the oldest buffered events until the buffer fits its cap.
+    fn evict(&mut self) {
+        while self.bytes > BUFFER_BYTES {
+            let Some(turn) = self.turns.iter_mut().find(|t| !t.events.is_empty()) else {
+                return;
+            };
+            if let Some(old) = turn.events.pop_front() {
+                self.bytes -= old.params.len();
+                turn.first_seq = old.seq + 1;
+            }
+        }
+    }
+
+    /// The lines a subscriber with `cursor` must be sent before live ones.
+    fn replay(&self, session_id: &str, cursor: &Cursor) -> Vec<Vec<u8>> {
+        let start = cursor
+            .turn_id
+            .as_deref()
+            .and_then(|id| self.turns.iter().position(|t| t.turn_id == id));
+        let (first, after) = match start {
+            Some(i) => (i, cursor.after_event_seq),
+            // No cursor, or one no longer buffered: the running turn, from its start.
+            None => match self.turns.back() {
+                Some(t) if !t.done => (self.turns.len() - 1, 0),
+                _ => return Vec::new(),
+            },
+        };
+        let mut lines = Vec::new();
+        for (i, turn) in self.turns.iter().enumerate().skip(first) {
+            let after = if i == first { after } else { 0 };
+            if turn.first_seq > after + 1 {
+                let gap = json!({
+                    "sessionId": session_id,
+                    "type": "replay_gap",
+                    "turnId": turn.turn_id,
+                    "firstEventSeq": turn.first_seq,
+                });
+                lines.push(replay_line(&gap.to_string()));
+            }
+            lines.extend(
+                turn.events
+                    .iter()
+                    .filter(|e| e.seq > after)
+                    .map(|e| replay_line(&e.params)),
+            );
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::link::AskError;
+    use async_trait::async_trait;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Default)]
+    struct Probe {
+        id: u64,
+        lines: Mutex<Vec<Value>>,
+        closed: AtomicBool,
+    }
+
+    #[async_trait]
+    impl ClientLink for Probe {
+        fn id(&self) -> u64 {
+            self.id
+        }
+        fn push(&self, line: Vec<u8>) -> bool {
+            if self.closed.load(Ordering::SeqCst) {
+                return false;
+            }
+            let v: Value = serde_json::from_slice(&line).expect("json line");
+            self.lines.lock().unwrap().push(v["params"].clone());
+            true
+        }
+        fn is_open(&self) -> bool {
+            !self.closed.load(Ordering::SeqCst)
+        }
+        fn can_elicit(&self) -> bool {
+            true
+        }
+        async fn ask(&self, _: &str, _: Value, _: std::time::Duration) -> Result<Value, AskError> {
+            Err(AskError::Gone)
+        }
+    }
+
+    fn probe(id: u64) -> Arc<Probe> {
+        Arc::new(Probe {
+            id,
+            ..Probe::default()
+        })
+    }
+
+    fn seqs(p: &Probe) -> Vec<(String, u64, bool)> {
+        p.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                (
+                    v["turnId"].as_str().unwrap_or("").to_owned(),
+                    v["eventSeq"].as_u64().unwrap_or(0),
+                    v.get("replay").is_some(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn numbering_fan_out_and_replay_from_a_cursor() {
+        let s = SessionStream::new("s1");
+        let a = probe(1);
+        assert!(s.subscribe_prompter(&(a.clone() as Arc<dyn ClientLink>), "operator"));
+        s.begin_turn("t1");
+        for i in 0..3 {
+            s.emit("agent_message_chunk", json!({"text": format!("w{i}")}));
+        }
+        let b = probe(2);
+        let cursor = Cursor {
+            turn_id: Some("t1".into()),
+            after_event_seq: 1,
+        };
+        s.subscribe(b.clone(), "operator", &cursor).expect("room");
+        s.emit("agent_message_chunk", json!({"text": "live"}));
+        assert!(b.lines.lock().unwrap().is_empty(), "held until released");
+        s.release(2);
+        s.emit("turn_complete", json!({"outcome": "completed"}));
+        let t = |n: u64, r: bool| ("t1".to_string(), n, r);
+        assert_eq!(
+            seqs(&a),
+            vec![
+                t(1, false),
+                t(2, false),
+                t(3, false),
+                t(4, false),
+                t(5, false)
+            ]
+        );
+        assert_eq!(
+            seqs(&b),
+            vec![t(2, true), t(3, true), t(4, false), t(5, false)]
+        );
+        assert_eq!(a.lines.lock().unwrap()[1]["text"], "w1");
+        assert_eq!(b.lines.lock().unwrap()[0], {
+            let mut v = a.lines.lock().unwrap()[1].clone();
+            v["replay"] = json!(true);
+            v
+        });
+    }
+
+    #[test]
+    fn without_a_cursor_the_running_turn_is_replayed_and_a_finished_one_is_not() {
+        let s = SessionStream::new("s1");
+        s.begin_turn("t1");
+        s.emit("agent_message_chunk", json!({"text": "a"}));
+        s.emit("turn_complete", json!({}));
+        let late = probe(1);
+        s.subscribe(late.clone(), "operator", &Cursor::default())
+            .expect("room");
+        s.release(1);
+        assert!(late.lines.lock().unwrap().is_empty());
+        s.begin_turn("t2");
+        s.emit("agent_message_chunk", json!({"text": "b"}));
+        let mid = probe(2);
+        s.subscribe(mid.clone(), "operator", &Cursor::default())
+            .expect("room");
+        s.release(2);
+        assert_eq!(seqs(&mid), vec![("t2".into(), 1, true)]);
+        // A cursor in the completed turn replays its rest and the whole running turn.
+        let back = probe(3);
+        let cursor = Cursor {
+            turn_id: Some("t1".into()),
+            after_event_seq: 1,
+        };
+        s.subscribe(back.clone(), "operator", &cursor)
+            .expect("room");
+        s.release(3);
+        assert_eq!(
+            seqs(&back),
+            vec![("t1".into(), 2, true), ("t2".into(), 1, true)]
+        );
+    }
+
+    #[test]
+    fn evicted_events_start_the_replay_with_a_gap_and_the_buffer_stays_capped() {
+        let s = SessionStream::new("s1");
+        s.begin_turn("t1");
+        let text = "x".repeat(64 * 1024);
+        for _ in 0..200 {
+            s.emit("agent_message_chunk", json!({"text": text}));
+        }
+        assert!(s.buffered_bytes() <= BUFFER_BYTES);
+        let p = probe(1);
+        s.subscribe(p.clone(), "operator", &Cursor::default())
+            .expect("room");
+        s.release(1);
+        let lines = p.lines.lock().unwrap();
+        assert_eq!(lines[0]["type"], "replay_gap");
+        let first = lines[0]["firstEventSeq"].as_u64().expect("seq");
+        assert!(first > 1);
+        assert_eq!(lines[1]["eventSeq"].as_u64(), Some(first));
+        assert_eq!(lines.last().and_then(|l| l["eventSeq"].as_u64()), Some(200));
+    }
+
+    #[test]
+    fn sixteen_subscribers_at_most_closed_ones_pruned_resubscribe_replaces() {
+        let s = SessionStream::new("s1");
+        let probes: Vec<_> = (1..=16).map(probe).collect();
+        for p in &probes {
+            s.subscribe(p.clone(), "operator", &Cursor::default())
+                .expect("room");
+        }
+        let err = s
+            .subscribe(probe(17), "operator", &Cursor::default())
+            .expect_err("17th");
+        assert_eq!(err.data, Some(json!({"limit": 16, "value": 17})));
+        s.subscribe(probes[0].clone(), "operator", &Cursor::default())
+            .expect("again");
+        assert_eq!(s.subscriber_count(), 16);
+        probes[1].closed.store(true, Ordering::SeqCst);
+        assert_eq!(s.subscriber_count(), 15);
+        assert!(s.unsubscribe(3));
+        assert!(!s.unsubscribe(3));
+        assert_eq!(s.subscriber_count(), 14);
+    }
+
+    #[test]
+    fn the_owners_latest_eliciting_subscriber_is_asked() {
+        let s = SessionStream::new("s1");
+        for (id, who) in [(1, "operator"), (2, "user:bob"), (3, "operator")] {
+            s.subscribe(probe(id), who, &Cursor::default())
+                .expect("room");
+            s.release(id);
+        }
+        assert_eq!(s.elicitation_target("operator").map(|l| l.id()), Some(3));
+        assert_eq!(s.elicitation_target("user:bob").map(|l| l.id()), Some(2));
+        assert!(s.elicitation_target("user:eve").is_none());
+    }
+}

@@ -1,0 +1,74 @@
+//! `session/subscribe` and `session/unsubscribe` (SPEC §14): a connection of the owner (or
+//! an admin) starts or stops receiving a session's updates; a subscription replays the
+//! buffered events after its cursor right after its answer.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use zeroclaw_config::Config;
+use zeroclaw_config::policy::Principal;
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::{DEFAULT_PAGE_BYTES, MessagesQuery, Mode};
+
+use super::link::{ClientLink, after_answer};
+use super::stream::Cursor;
+use super::{SessionManager, check_owner, store_error};
+
+impl SessionManager {
+    /// `session/subscribe`: a persisted session that is not live is brought back first.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        principal: &Principal,
+        config: &Config,
+        link: Arc<dyn ClientLink>,
+        session_id: &str,
+        mode: Option<Mode>,
+        cursor: Cursor,
+    ) -> Result<Value, ErrorObject> {
+        let key = self.resolve_key(session_id, mode);
+        let live = self.live_or_rehydrate(principal, config, &key).await?;
+        check_owner(principal, &live.owner, session_id)?;
+        let last = self
+            .store
+            .messages(
+                &key,
+                MessagesQuery {
+                    limit: Some(1),
+                    before_seq: None,
+                    max_bytes: DEFAULT_PAGE_BYTES,
+                },
+            )
+            .await
+            .map_err(store_error)?;
+        let last_seq = last.rows.last().map_or(0, |r| r.seq);
+        let link_id = link.id();
+        live.stream.subscribe(link, &principal.id, &cursor)?;
+        let released = Arc::clone(&live);
+        after_answer(move || released.stream.release(link_id));
+        Ok(json!({
+            "sessionId": session_id,
+            "subscribed": true,
+            "activeTurnId": live.running_turn(),
+            "lastTranscriptSeq": last_seq,
+            "pendingApprovals": live.approvals.pending_ids(),
+        }))
+    }
+
+    /// `session/unsubscribe`: the connection stops receiving the session's updates (a
+    /// prompting connection stays unsubscribed until its next prompt).
+    pub fn unsubscribe(
+        &self,
+        principal: &Principal,
+        link: &dyn ClientLink,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<Value, ErrorObject> {
+        let key = self.resolve_key(session_id, mode);
+        let live = self.get(&key).ok_or_else(|| {
+            ErrorObject::session_not_found(format!("no live session {session_id}"))
+        })?;
+        check_owner(principal, &live.owner, session_id)?;
+        live.stream.unsubscribe(link.id());
+        Ok(json!({"sessionId": session_id, "subscribed": false}))
+    }
+}
