@@ -85,12 +85,13 @@ fn user_powers(config: &Config, name: &str) -> Principal {
     }
 }
 
-/// The properties that decide what user `name` holds in `config`.
-fn user_props(config: &Config, name: &str) -> Vec<PropPath> {
-    let mut props = vec![
-        prop(&["users", name, "uid"]),
-        prop(&["users", name, "permission_profiles"]),
-    ];
+/// The properties that decide what user `name` holds in `config` (and its `uid`, when
+/// `uid_changed`).
+fn user_props(config: &Config, name: &str, uid_changed: bool) -> Vec<PropPath> {
+    let mut props = vec![prop(&["users", name, "permission_profiles"])];
+    if uid_changed {
+        props.push(prop(&["users", name, "uid"]));
+    }
     if let Some(u) = config.users.get(name) {
         props.extend(
             u.permission_profiles
@@ -133,7 +134,7 @@ pub fn find(writer: &Principal, before: &Config, after: &Config) -> Vec<Escalati
         let what = gained(&new, &user_powers(before, name), writer);
         if !what.is_empty() {
             out.push(Escalation {
-                props: user_props(after, name),
+                props: user_props(after, name, false),
                 message: format!("user {name} would hold {}", lacks(what)),
             });
         }
@@ -144,8 +145,9 @@ pub fn find(writer: &Principal, before: &Config, after: &Config) -> Vec<Escalati
         };
         let what = gained(&new, &old, writer);
         if !what.is_empty() {
+            let uid_changed = before.users.get(name).is_none_or(|u| u.uid != Some(uid));
             out.push(Escalation {
-                props: user_props(after, name),
+                props: user_props(after, name, uid_changed),
                 message: format!("uid {uid} would map to user {name} holding {}", lacks(what)),
             });
         }
