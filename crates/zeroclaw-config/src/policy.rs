@@ -427,6 +427,34 @@ permission_profiles = ["boss"]
     }
 
     #[test]
+    fn provider_endpoint_and_key_are_admin_only() {
+        let mut p = Principal::holding_nothing("user:x".into());
+        p.config_write_paths.push(WritePattern::parse("*").unwrap());
+        let path = |s: &str| PropPath::parse(s).unwrap();
+        for prop in [
+            "providers",
+            "providers.local",
+            "providers.local.base_url",
+            "providers.local.kind",
+            "providers.local.api_key",
+            "providers.local.api_key_env",
+        ] {
+            assert!(admin_only(&path(prop)), "{prop}");
+            assert!(!p.may_write(&path(prop)), "{prop}");
+            assert!(Principal::operator().may_write(&path(prop)), "{prop}");
+        }
+        for prop in ["providers.local.model", "providers.local.timeout_secs", "wss.port"] {
+            assert!(!admin_only(&path(prop)), "{prop}");
+            assert!(p.may_write(&path(prop)), "{prop}");
+        }
+        let e = p
+            .require_write(&path("providers.local.base_url"), None)
+            .unwrap_err();
+        assert_eq!(e.code, code::FORBIDDEN);
+        assert!(e.message.contains("admin-only"), "{}", e.message);
+    }
+
+    #[test]
     fn grant_table_covers_every_method() {
         for m in CLIENT_METHODS {
             assert!(required_grant(m).is_some(), "{m}");

@@ -102,6 +102,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
     let listener = LocalListener::bind_with(&endpoint, BindOptions::for_endpoint(&dirs, &endpoint))
         .map_err(startup)?;
+    zeroclaw_config::sweep_config_temp_files(config.config_dir()); // holding the lock now
     let sessions = open_sessions(&dirs).await?;
     let wss = config.current().wss.clone();
     let ws = match wss.enabled {
