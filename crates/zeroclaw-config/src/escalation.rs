@@ -217,8 +217,15 @@ permission_profiles = ["reader"]
             a.users.get_mut("alice").unwrap().permission_profiles = vec!["boss".into()];
         });
         assert!(!found.is_empty());
-        assert!(found[0].message.contains("user alice would hold admin"), "{found:?}");
-        assert!(found[0].props.contains(&prop(&["users", "alice", "permission_profiles"])));
+        assert!(
+            found[0].message.contains("user alice would hold admin"),
+            "{found:?}"
+        );
+        assert!(
+            found[0]
+                .props
+                .contains(&prop(&["users", "alice", "permission_profiles"]))
+        );
     }
 
     #[test]
@@ -229,7 +236,11 @@ permission_profiles = ["reader"]
             a.users.get_mut("root2").unwrap().uid = Some(1001);
         });
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].message.starts_with("uid 1001 would map to user root2 holding admin"));
+        assert!(
+            found[0]
+                .message
+                .starts_with("uid 1001 would map to user root2 holding admin")
+        );
         assert!(found[0].props.contains(&prop(&["users", "root2", "uid"])));
     }
 
@@ -242,7 +253,11 @@ permission_profiles = ["reader"]
             a.permission_profiles.insert("mine".into(), p);
         });
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].message.starts_with("permission profile mine would hold admin"));
+        assert!(
+            found[0]
+                .message
+                .starts_with("permission profile mine would hold admin")
+        );
 
         let found = edit(&c, |a| {
             let p = a.permission_profiles.get_mut("editor").unwrap();
@@ -285,7 +300,11 @@ permission_profiles = ["reader"]
                 a.permission_profiles.insert("narrow".into(), p);
                 // taking rights away is always allowed
                 a.permission_profiles.get_mut("boss").unwrap().admin = false;
-                a.users.get_mut("token_only").unwrap().permission_profiles.clear();
+                a.users
+                    .get_mut("token_only")
+                    .unwrap()
+                    .permission_profiles
+                    .clear();
                 // what a profile already held it keeps
                 a.permission_profiles
                     .get_mut("deleter")

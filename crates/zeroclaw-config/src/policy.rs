@@ -241,8 +241,7 @@ impl Principal {
     /// Whether `prop` is within `config_write_paths` (see [`WritePattern`]) and not
     /// [`admin_only`].
     pub fn may_write(&self, prop: &PropPath) -> bool {
-        self.admin
-            || (!admin_only(prop) && self.config_write_paths.iter().any(|p| p.matches(prop)))
+        self.admin || (!admin_only(prop) && self.config_write_paths.iter().any(|p| p.matches(prop)))
     }
 
     /// -32012 naming `prop` (and `index` for a batch entry) unless [`Self::may_write`].
@@ -443,7 +442,11 @@ permission_profiles = ["boss"]
             assert!(!p.may_write(&path(prop)), "{prop}");
             assert!(Principal::operator().may_write(&path(prop)), "{prop}");
         }
-        for prop in ["providers.local.model", "providers.local.timeout_secs", "wss.port"] {
+        for prop in [
+            "providers.local.model",
+            "providers.local.timeout_secs",
+            "wss.port",
+        ] {
             assert!(!admin_only(&path(prop)), "{prop}");
             assert!(p.may_write(&path(prop)), "{prop}");
         }

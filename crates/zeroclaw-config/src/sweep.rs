@@ -80,7 +80,10 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         left.sort();
-        assert_eq!(left, [".config.toml.bak~", ".config.toml.dir1", "config.toml"]);
+        assert_eq!(
+            left,
+            [".config.toml.bak~", ".config.toml.dir1", "config.toml"]
+        );
         assert_eq!(sweep_config_temp_files(&d.join("missing")), 0);
     }
 }

@@ -85,7 +85,11 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         e.data,
         Some(json!({"prop": "users.alice.permission_profiles"}))
     );
-    assert!(e.message.contains("user alice would hold admin"), "{}", e.message);
+    assert!(
+        e.message.contains("user alice would hold admin"),
+        "{}",
+        e.message
+    );
 
     // 2. swapping uids with an admin user: blamed on the entry that maps 2001 to root2
     let e = store
@@ -171,7 +175,10 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         .await
         .unwrap_err();
     assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
-    assert_eq!(e.data, Some(json!({"index": 0, "prop": "users.mallory.uid"})));
+    assert_eq!(
+        e.data,
+        Some(json!({"index": 0, "prop": "users.mallory.uid"}))
+    );
     assert_eq!(bytes(&path), before, "refusals write nothing");
 
     // 6. deleting a user takes rights away: allowed; taking over its admin profile is not
@@ -211,11 +218,7 @@ async fn legitimate_writes_by_a_limited_writer_go_through() {
         .await
         .unwrap();
     store
-        .set(
-            "permission_profiles.boss.admin",
-            json!(false),
-            alice,
-        )
+        .set("permission_profiles.boss.admin", json!(false), alice)
         .await
         .unwrap();
     store
@@ -223,7 +226,10 @@ async fn legitimate_writes_by_a_limited_writer_go_through() {
         .await
         .unwrap();
     // changing bob's uid to a free one: the uid gains nothing alice lacks
-    store.set("users.bob.uid", json!(2004), alice).await.unwrap();
+    store
+        .set("users.bob.uid", json!(2004), alice)
+        .await
+        .unwrap();
     assert_eq!(store.current().users["bob"].uid, Some(2004));
     // the admin is not limited
     store
@@ -238,7 +244,10 @@ async fn legitimate_writes_by_a_limited_writer_go_through() {
 async fn two_users_with_one_uid_are_invalid_for_everyone() {
     let (_d, path, store) = open();
     let before = bytes(&path);
-    for who in [alice as fn(&Config) -> Result<Principal, ErrorObject>, operator] {
+    for who in [
+        alice as fn(&Config) -> Result<Principal, ErrorObject>,
+        operator,
+    ] {
         let e = store
             .set("users.alice.uid", json!(2002), who)
             .await
@@ -259,8 +268,14 @@ async fn provider_endpoint_and_key_are_admin_only() {
     let before = bytes(&path);
     // alice's write paths cover `providers.*`: still refused
     for (prop, value) in [
-        ("providers.remote.base_url", json!("http://127.0.0.1:1/steal")),
-        ("providers.remote.api_key_env", json!("DAEMON_PRIVATE_TOKEN")),
+        (
+            "providers.remote.base_url",
+            json!("http://127.0.0.1:1/steal"),
+        ),
+        (
+            "providers.remote.api_key_env",
+            json!("DAEMON_PRIVATE_TOKEN"),
+        ),
         ("providers.remote.api_key", json!("x")),
         ("providers.remote.kind", json!("echo")),
         (
@@ -275,7 +290,11 @@ async fn provider_endpoint_and_key_are_admin_only() {
         assert_eq!(e.data, Some(json!({"prop": prop})));
         assert!(e.message.contains("admin-only"), "{}", e.message);
     }
-    for prop in ["providers.remote.base_url", "providers.remote.api_key", "providers.remote"] {
+    for prop in [
+        "providers.remote.base_url",
+        "providers.remote.api_key",
+        "providers.remote",
+    ] {
         let e = store.delete(prop, alice).await.unwrap_err();
         assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
     }
@@ -301,7 +320,11 @@ async fn provider_endpoint_and_key_are_admin_only() {
         .await
         .unwrap();
     store
-        .set("providers.remote.base_url", json!("http://127.0.0.1:9/v1"), operator)
+        .set(
+            "providers.remote.base_url",
+            json!("http://127.0.0.1:9/v1"),
+            operator,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -347,7 +370,11 @@ async fn values_and_the_file_are_bounded() {
     // a huge property path is not echoed either
     let e = store.set(&big, json!(1), operator).await.unwrap_err();
     assert_eq!(e.code, code::INVALID_PARAMS);
-    assert!(e.message.len() < 300 && e.data.is_none(), "{}", &e.message[..300]);
+    assert!(
+        e.message.len() < 300 && e.data.is_none(),
+        "{}",
+        &e.message[..300]
+    );
     assert!(store.get(Some(&big)).unwrap_err().message.len() < 300);
 
     // 64 KiB exactly is fine; many values under the limit but over 1 MiB together are not
@@ -363,7 +390,11 @@ async fn values_and_the_file_are_bounded() {
         .collect();
     let e = store.set_many(many, operator).await.unwrap_err();
     assert_eq!(e.code, code::INVALID_PARAMS, "{}", e.message);
-    assert!(e.message.contains("over the limit of 1048576 bytes"), "{}", e.message);
+    assert!(
+        e.message.contains("over the limit of 1048576 bytes"),
+        "{}",
+        e.message
+    );
     assert_eq!(bytes(&path), at_max);
     assert_ne!(at_max, before);
     // a whole config always fits a frame

@@ -101,7 +101,10 @@ fn a_user_who_may_write_users_cannot_make_itself_admin() {
             {"prop": "users.tester.permission_profiles", "value": ["editor", "mine"]},
         ]}),
     );
-    assert_eq!(data, json!({"index": 0, "prop": "permission_profiles.mine"}));
+    assert_eq!(
+        data,
+        json!({"index": 0, "prop": "permission_profiles.mine"})
+    );
     // a grant added to its own profile
     let data = refused(
         &mut u,
@@ -114,8 +117,14 @@ fn a_user_who_may_write_users_cannot_make_itself_admin() {
     );
     // the stored key's endpoint and the key variable, whatever config_write_paths says
     for (prop, value) in [
-        ("providers.remote.base_url", json!("http://127.0.0.1:1/steal")),
-        ("providers.remote.api_key_env", json!("DAEMON_PRIVATE_TOKEN")),
+        (
+            "providers.remote.base_url",
+            json!("http://127.0.0.1:1/steal"),
+        ),
+        (
+            "providers.remote.api_key_env",
+            json!("DAEMON_PRIVATE_TOKEN"),
+        ),
         ("providers.remote", json!({"kind": "openai"})),
     ] {
         refused(&mut u, "config/set", json!({"prop": prop, "value": value}));
@@ -125,14 +134,22 @@ fn a_user_who_may_write_users_cannot_make_itself_admin() {
         "config/delete",
         json!({"prop": "providers.remote.base_url"}),
     );
-    assert_eq!(config_bytes(&daemon), before, "every refusal left the file alone");
+    assert_eq!(
+        config_bytes(&daemon),
+        before,
+        "every refusal left the file alone"
+    );
 
     // one uid on two users is invalid, whoever asks
-    let e = u.call("config/set", json!({"prop": "users.tester.uid", "value": uid + 1}));
+    let e = u.call(
+        "config/set",
+        json!({"prop": "users.tester.uid", "value": uid + 1}),
+    );
     assert_eq!(code(&e["error"]), -32602, "{e}");
-    let e = daemon
-        .client()
-        .error("config/set", json!({"prop": "users.boss.uid", "value": uid}));
+    let e = daemon.client().error(
+        "config/set",
+        json!({"prop": "users.boss.uid", "value": uid}),
+    );
     assert_eq!(code(&e), -32602, "{e}");
     assert_eq!(config_bytes(&daemon), before);
 
@@ -205,10 +222,7 @@ fn oversized_values_are_refused_and_get_fits_a_frame() {
         .collect();
     let e = c.error("config/set-many", json!({"sets": sets}));
     assert_eq!(code(&e), -32602);
-    assert!(
-        e["message"].as_str().unwrap().contains("1048576"),
-        "{e}"
-    );
+    assert!(e["message"].as_str().unwrap().contains("1048576"), "{e}");
     assert_eq!(config_bytes(&daemon), before);
     let whole = c.call("config/get", json!({}));
     assert!(whole.to_string().len() < 1024 * 1024, "config/get is small");
@@ -300,7 +314,10 @@ fn config_temp_files_left_by_a_crash_are_swept_at_start() {
     let dir = daemon.config_dir();
     assert!(!dir.join(".config.toml.abc123").exists());
     assert!(!dir.join(".config.toml.Zz9Yy8").exists());
-    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "mine");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
     assert!(dir.join(".config.toml.bak~").exists());
     assert!(dir.join("config.toml").exists());
     // the writer's own temp files follow the swept pattern: none is left after a write

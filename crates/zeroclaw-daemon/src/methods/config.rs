@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use zeroclaw_config::{Config, PropPath};
 use zeroclaw_config::policy::{self, Credential, Principal};
+use zeroclaw_config::{Config, PropPath};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
@@ -92,9 +92,9 @@ pub async fn call(
 
 /// Whether any of the written (canonical) props takes effect only after a restart.
 fn restart_required<S: AsRef<str>>(props: impl IntoIterator<Item = S>) -> bool {
-    props.into_iter().any(|p| {
-        PropPath::parse(p.as_ref()).is_ok_and(|path| Config::needs_restart(&path))
-    })
+    props
+        .into_iter()
+        .any(|p| PropPath::parse(p.as_ref()).is_ok_and(|path| Config::needs_restart(&path)))
 }
 
 /// One `{prop, value}` entry of `config/set-many`.
