@@ -4,7 +4,9 @@
 //! - [`path`]: property paths and `config_write_paths` patterns;
 //! - [`shape`]: the schema as data, for checking files and coercing JSON values;
 //! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
-//! - [`policy`]: principals, grants and the method → grant table.
+//! - [`policy`]: principals, grants and the method → grant table;
+//! - [`escalation`]: the "no escalation" rule for non-admin config writes;
+//! - [`sweep`]: removing temp files an interrupted write left behind.
 
 pub mod path;
 pub mod schema;
@@ -14,11 +16,14 @@ pub use path::{PathError, PropPath, WritePattern};
 pub use schema::{
     Agent, Autonomy, Config, Limits, Profile, Provider, ProviderKind, Security, User, Wss,
 };
+pub mod escalation;
 pub mod policy;
 pub mod value;
 
 pub use policy::{Credential, Principal, Requirement, required_grant, resolve};
 mod persist;
 pub mod store;
+pub mod sweep;
 
 pub use store::{ConfigStore, Frozen, MAX_SET_MANY, OpenError};
+pub use sweep::sweep_config_temp_files;

@@ -274,6 +274,33 @@ impl WritePattern {
     }
 }
 
+impl WritePattern {
+    /// Whether every property this pattern matches is also matched by `wider` (a pattern
+    /// always lies within itself). Used by the no-escalation rule (SPEC §4.1).
+    pub fn within(&self, wider: &WritePattern) -> bool {
+        if wider.segs == [PatSeg::Any] {
+            return true;
+        }
+        if self.segs == [PatSeg::Any] {
+            return false;
+        }
+        let trailing = |segs: &[PatSeg]| segs.last() == Some(&PatSeg::Any);
+        let (m, n) = (self.segs.len(), wider.segs.len());
+        // The lengths of the paths matched: exactly m, or m and more with a trailing `*`.
+        let lengths_fit = match (trailing(&self.segs), trailing(&wider.segs)) {
+            (true, true) | (false, true) => n <= m,
+            (false, false) => n == m,
+            (true, false) => false,
+        };
+        lengths_fit
+            && wider
+                .segs
+                .iter()
+                .zip(&self.segs)
+                .all(|(w, s)| *w == PatSeg::Any || w == s)
+    }
+}
+
 impl fmt::Display for WritePattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)
@@ -355,6 +382,31 @@ mod tests {
         let lit_star = WritePattern::parse("users.\"*\"").unwrap();
         assert!(lit_star.matches(&p("users.\"*\"")));
         assert!(!lit_star.matches(&p("users.x")));
+    }
+
+    #[test]
+    fn pattern_within() {
+        let w = |a: &str, b: &str| {
+            WritePattern::parse(a)
+                .unwrap()
+                .within(&WritePattern::parse(b).unwrap())
+        };
+        assert!(w("users.*", "users.*"));
+        assert!(w("users.bob.*", "users.*"));
+        assert!(w("users.bob.uid", "users.*"));
+        assert!(w("users.*.uid", "users.*"));
+        assert!(w("anything.at.all", "*"));
+        assert!(w("*", "*"));
+        assert!(w("agents.x.model", "agents.*.model"));
+        assert!(!w("*", "users.*"));
+        assert!(!w("users.*", "users.bob.*"));
+        assert!(!w("users.*", "users.*.uid"));
+        assert!(!w("users.*.uid", "users.bob.uid"));
+        assert!(!w("users", "users.*"));
+        assert!(!w("agents.*.model", "agents.x.*"));
+        assert!(!w("permission_profiles.*", "users.*"));
+        assert!(w("users.\"*\"", "users.*"));
+        assert!(!w("users.*", "users.\"*\""));
     }
 
     proptest::proptest! {

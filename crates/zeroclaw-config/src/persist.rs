@@ -12,8 +12,11 @@ pub(crate) fn write_atomic(path: &Path, text: &str, no_clobber: bool) -> io::Res
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // `.config.toml.<6 random letters and digits>`: the name the start-up sweep removes.
     let mut tmp = tempfile::Builder::new()
-        .prefix(".config.toml.")
+        .prefix(crate::sweep::TEMP_PREFIX)
+        .suffix("")
+        .rand_bytes(6)
         .tempfile_in(dir)?;
     #[cfg(unix)]
     {

@@ -10,7 +10,7 @@ use serde_json::json;
 use zeroclaw_rpc::ErrorObject;
 
 use crate::path::{PropPath, WritePattern};
-use crate::schema::Config;
+use crate::schema::{Config, Profile};
 
 /// How a peer proved who it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,13 +149,7 @@ impl Principal {
     /// The principal of user `name` (which must exist in `config`): the union of its
     /// profiles. Unknown profiles (impossible in a validated config) grant nothing.
     pub fn for_user(config: &Config, name: &str) -> Principal {
-        let mut p = Principal {
-            id: format!("user:{name}"),
-            admin: false,
-            grants: Grants::new(),
-            allowed_agents: BTreeSet::new(),
-            config_write_paths: Vec::new(),
-        };
+        let mut p = Principal::holding_nothing(format!("user:{name}"));
         let profiles = config
             .users
             .get(name)
@@ -165,23 +159,41 @@ impl Principal {
             .iter()
             .filter_map(|n| config.permission_profiles.get(n))
         {
-            p.admin |= prof.admin;
-            for (res, verbs) in &prof.grants {
-                p.grants
-                    .entry(res.clone())
-                    .or_default()
-                    .extend(verbs.iter().cloned());
-            }
-            p.allowed_agents.extend(prof.allowed_agents.iter().cloned());
-            for pat in &prof.config_write_paths {
-                if let Ok(wp) = WritePattern::parse(pat)
-                    && !p.config_write_paths.contains(&wp)
-                {
-                    p.config_write_paths.push(wp);
-                }
-            }
+            p.add_profile(prof);
         }
         p
+    }
+
+    /// A principal with no grant, agent or write path.
+    pub fn holding_nothing(id: String) -> Principal {
+        Principal {
+            id,
+            admin: false,
+            grants: Grants::new(),
+            allowed_agents: BTreeSet::new(),
+            config_write_paths: Vec::new(),
+        }
+    }
+
+    /// Adds what `prof` holds. Invalid write patterns (impossible in a validated config)
+    /// add nothing.
+    pub fn add_profile(&mut self, prof: &Profile) {
+        self.admin |= prof.admin;
+        for (res, verbs) in &prof.grants {
+            self.grants
+                .entry(res.clone())
+                .or_default()
+                .extend(verbs.iter().cloned());
+        }
+        self.allowed_agents
+            .extend(prof.allowed_agents.iter().cloned());
+        for pat in &prof.config_write_paths {
+            if let Ok(wp) = WritePattern::parse(pat)
+                && !self.config_write_paths.contains(&wp)
+            {
+                self.config_write_paths.push(wp);
+            }
+        }
     }
 
     pub fn has_grant(&self, resource: &str, verb: &str) -> bool {
@@ -230,9 +242,10 @@ impl Principal {
         self.admin || self.allowed_agents.contains("*") || self.allowed_agents.contains(alias)
     }
 
-    /// Whether `prop` is within `config_write_paths` (see [`WritePattern`]).
+    /// Whether `prop` is within `config_write_paths` (see [`WritePattern`]) and not
+    /// [`admin_only`].
     pub fn may_write(&self, prop: &PropPath) -> bool {
-        self.admin || self.config_write_paths.iter().any(|p| p.matches(prop))
+        self.admin || (!admin_only(prop) && self.config_write_paths.iter().any(|p| p.matches(prop)))
     }
 
     /// -32012 naming `prop` (and `index` for a batch entry) unless [`Self::may_write`].
@@ -240,20 +253,59 @@ impl Principal {
         if self.may_write(prop) {
             return Ok(());
         }
+        let why = match admin_only(prop) {
+            true => " (a provider's endpoint and key are admin-only)",
+            false => "",
+        };
         let (message, data) = match index {
             Some(i) => (
                 format!(
-                    "config entry {i} ({prop}): principal {} may not write this property",
+                    "config entry {i} ({prop}): principal {} may not write this property{why}",
                     self.id
                 ),
                 json!({"index": i, "prop": prop.to_string()}),
             ),
             None => (
-                format!("principal {} may not write config property {prop}", self.id),
+                format!(
+                    "principal {} may not write config property {prop}{why}",
+                    self.id
+                ),
                 json!({"prop": prop.to_string()}),
             ),
         };
         Err(ErrorObject::forbidden(message).with_data(data))
+    }
+}
+
+/// -32012 for a config write entry: `data {prop}` for a single call, `{index, prop}` for
+/// entry `index` of a batch.
+pub fn write_refused(index: Option<usize>, prop: &PropPath, reason: &str) -> ErrorObject {
+    let (message, data) = match index {
+        Some(i) => (
+            format!("config entry {i} ({prop}): {reason}"),
+            json!({"index": i, "prop": prop.to_string()}),
+        ),
+        None => (
+            format!("config property {prop}: {reason}"),
+            json!({"prop": prop.to_string()}),
+        ),
+    };
+    ErrorObject::forbidden(message).with_data(data)
+}
+
+/// The provider keys only an admin may write (SPEC §17 "Secrets stay with their endpoint"):
+/// where the stored key is sent and which key is sent.
+const PROVIDER_ADMIN_KEYS: &[&str] = &["base_url", "kind", "api_key", "api_key_env"];
+
+/// Whether writing or deleting `prop` is admin-only whatever `config_write_paths` says: the
+/// `providers` section, a whole provider table, or a provider's endpoint or key.
+pub fn admin_only(prop: &PropPath) -> bool {
+    match prop.segments() {
+        [first, rest @ ..] if first == "providers" => match rest {
+            [] | [_] => true,
+            [_, key, ..] => PROVIDER_ADMIN_KEYS.contains(&key.as_str()),
+        },
+        _ => false,
     }
 }
 
@@ -375,6 +427,38 @@ permission_profiles = ["boss"]
         for m in CLIENT_METHODS.iter().filter(|m| **m != "initialize") {
             assert_eq!(n.check_method(m).unwrap_err().code, code::FORBIDDEN, "{m}");
         }
+    }
+
+    #[test]
+    fn provider_endpoint_and_key_are_admin_only() {
+        let mut p = Principal::holding_nothing("user:x".into());
+        p.config_write_paths.push(WritePattern::parse("*").unwrap());
+        let path = |s: &str| PropPath::parse(s).unwrap();
+        for prop in [
+            "providers",
+            "providers.local",
+            "providers.local.base_url",
+            "providers.local.kind",
+            "providers.local.api_key",
+            "providers.local.api_key_env",
+        ] {
+            assert!(admin_only(&path(prop)), "{prop}");
+            assert!(!p.may_write(&path(prop)), "{prop}");
+            assert!(Principal::operator().may_write(&path(prop)), "{prop}");
+        }
+        for prop in [
+            "providers.local.model",
+            "providers.local.timeout_secs",
+            "wss.port",
+        ] {
+            assert!(!admin_only(&path(prop)), "{prop}");
+            assert!(p.may_write(&path(prop)), "{prop}");
+        }
+        let e = p
+            .require_write(&path("providers.local.base_url"), None)
+            .unwrap_err();
+        assert_eq!(e.code, code::FORBIDDEN);
+        assert!(e.message.contains("admin-only"), "{}", e.message);
     }
 
     #[test]

@@ -427,14 +427,18 @@ impl Config {
             });
         }
         if w.cert_path.is_empty() != w.key_path.is_empty() {
-            let missing = if w.cert_path.is_empty() {
-                "cert_path"
+            // Located at the one that is set (usually the one just written), naming the
+            // other, so the message names each property once.
+            let (set, missing) = if w.cert_path.is_empty() {
+                ("key_path", "cert_path")
             } else {
-                "key_path"
+                ("cert_path", "key_path")
             };
             out.push(Violation {
-                prop: at(&["wss", missing]),
-                message: "cert_path and key_path must be set together".into(),
+                prop: at(&["wss", set]),
+                message: format!(
+                    "wss.{missing} must be set too: the certificate and the key go together"
+                ),
             });
         } else if w.enabled && w.cert_path.is_empty() && !w.is_loopback() {
             out.push(Violation {
@@ -442,6 +446,15 @@ impl Config {
                 message: "TLS is required when bind is not a loopback address".into(),
             });
         }
+    }
+
+    /// Whether a change at `prop` takes effect only after a restart: the WebSocket
+    /// listener (`wss.*`) and the `[limits]` are read at start.
+    pub fn needs_restart(prop: &PropPath) -> bool {
+        matches!(
+            prop.segments().first().map(String::as_str),
+            Some("wss" | "limits")
+        )
     }
 
     /// The workspace directory of agent `alias`: its `workspace` if set (relative paths

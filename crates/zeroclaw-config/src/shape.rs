@@ -120,6 +120,33 @@ pub static ROOT: Shape = Shape::Struct(&[
 /// A problem at a property.
 pub type Located = (PropPath, String);
 
+/// The longest string value or key the configuration may hold, in bytes (SPEC §17).
+pub const MAX_STRING_BYTES: usize = 64 * 1024;
+
+/// `s` quoted for an error message, cut after 80 bytes (at a character boundary) so an
+/// error never echoes a huge value.
+pub(crate) fn shown(s: &str) -> String {
+    const SHOWN: usize = 80;
+    if s.len() <= SHOWN {
+        return format!("{s:?}");
+    }
+    let mut end = SHOWN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}… ({} bytes)", &s[..end], s.len())
+}
+
+fn check_len(what: &str, s: &str) -> Result<(), String> {
+    match s.len() > MAX_STRING_BYTES {
+        true => Err(format!(
+            "{what} of {} bytes is over the limit of {MAX_STRING_BYTES} bytes",
+            s.len()
+        )),
+        false => Ok(()),
+    }
+}
+
 fn seg_path(parent: Option<&PropPath>, key: &str) -> PropPath {
     match parent {
         Some(p) => p.child(key),
@@ -179,7 +206,7 @@ impl Shape {
     fn check_enum(&self, s: &str) -> Result<(), String> {
         match self {
             Shape::Enum(v) if !v.contains(&s) => {
-                Err(format!("expected {}, found {s:?}", self.describe()))
+                Err(format!("expected {}, found {}", self.describe(), shown(s)))
             }
             _ => Ok(()),
         }
@@ -201,6 +228,7 @@ impl Shape {
                     return Err(mismatch(item_kind(item)));
                 };
                 for (k, v) in t.iter() {
+                    check_len("a key", k).map_err(|m| (here(), m))?;
                     let child = seg_path(path, k);
                     let shape = match self {
                         Shape::Struct(fields) => match fields.iter().find(|(f, _)| *f == k) {
@@ -225,15 +253,20 @@ impl Shape {
         match (self, v) {
             (Shape::Bool, Value::Boolean(_)) => Ok(()),
             (Shape::Int { .. }, Value::Integer(n)) => self.check_int(*n.value()),
-            (Shape::Str, Value::String(_)) => Ok(()),
+            (Shape::Str, Value::String(s)) => check_len("a string", s.value()),
             (Shape::Enum(_), Value::String(s)) => self.check_enum(s.value()),
             (Shape::StrList, Value::Array(a)) => {
-                match a.iter().position(|e| !matches!(e, Value::String(_))) {
-                    Some(i) => Err(format!(
-                        "expected array of strings, element {i} is not a string"
-                    )),
-                    None => Ok(()),
+                for (i, e) in a.iter().enumerate() {
+                    match e {
+                        Value::String(s) => check_len(&format!("element {i}"), s.value())?,
+                        _ => {
+                            return Err(format!(
+                                "expected array of strings, element {i} is not a string"
+                            ));
+                        }
+                    }
                 }
+                Ok(())
             }
             _ => Err(mismatch()),
         }
@@ -257,7 +290,9 @@ impl Shape {
                 Json::String(s) => match s.as_str() {
                     "true" => toml_edit::value(true),
                     "false" => toml_edit::value(false),
-                    _ => return Err(err(format!("expected boolean, found string {s:?}"))),
+                    _ => {
+                        return Err(err(format!("expected boolean, found string {}", shown(s))));
+                    }
                 },
                 _ => return Err(mismatch()),
             },
@@ -270,7 +305,7 @@ impl Shape {
                     },
                     Json::String(s) => s
                         .parse::<i64>()
-                        .map_err(|_| err(format!("expected integer, found string {s:?}")))?,
+                        .map_err(|_| err(format!("expected integer, found string {}", shown(s))))?,
                     _ => return Err(mismatch()),
                 };
                 self.check_int(n).map_err(err)?;

@@ -8,6 +8,8 @@
 //!   kept); a write edits a clone (the candidate), validates it whole, persists it once
 //!   atomically, and only then replaces the document and installs the typed view. Any
 //!   failure before that leaves file, document and view untouched;
+//! - a non-admin write that would give any principal more than the writer holds is refused
+//!   whole (see [`crate::escalation`]);
 //! - readers ([`ConfigStore::current`]) never wait for a writer.
 
 use std::path::{Path, PathBuf};
@@ -19,9 +21,10 @@ use tokio::sync::{Mutex, watch};
 use toml_edit::DocumentMut;
 use zeroclaw_rpc::ErrorObject;
 
+use crate::escalation::{self, Escalation};
 use crate::path::PropPath;
 use crate::persist::{ensure_dir, write_atomic};
-use crate::policy::Principal;
+use crate::policy::{Principal, write_refused};
 use crate::schema::{Config, DEFAULT_CONFIG_TOML, Violation};
 use crate::value::{Invalid, check_document, get_json, masked_json, remove, set_json};
 
@@ -63,7 +66,12 @@ impl Op {
     }
 }
 
-/// Formats errors for a batch entry (`Some(index)`) or a single call (`None`).
+/// The longest property path a call may name, in bytes (real ones are far shorter: map
+/// keys are at most 64 bytes). Longer ones are refused without being echoed.
+pub const MAX_PROP_BYTES: usize = 1024;
+
+/// Formats errors for a batch entry (`Some(index)`) or a single call (`None`). `at` is
+/// where the problem is, `prop` the property written; each is named once.
 fn entry_error(index: Option<usize>, prop: &PropPath, at: &PropPath, msg: &str) -> ErrorObject {
     let detail = if at == prop {
         msg.to_string()
@@ -76,8 +84,55 @@ fn entry_error(index: Option<usize>, prop: &PropPath, at: &PropPath, msg: &str) 
             &prop.to_string(),
             format!("config entry {i} ({prop}): {detail}"),
         ),
-        None => ErrorObject::invalid_params(format!("{prop}: {detail}"))
-            .with_data(json!({"prop": prop.to_string()})),
+        None => {
+            let name = prop.to_string();
+            // `at` below `prop`, or a message that already names `prop`: no prefix.
+            let names_prop = at != prop && (at.starts_with(prop) || msg.contains(&name));
+            let message = match names_prop {
+                true => detail,
+                false => format!("{name}: {detail}"),
+            };
+            ErrorObject::invalid_params(message).with_data(json!({"prop": name}))
+        }
+    }
+}
+
+/// -32602 for a property path over [`MAX_PROP_BYTES`], naming the entry but not echoing it.
+fn check_prop_len(raw: &str, index: Option<usize>) -> Result<(), ErrorObject> {
+    if raw.len() <= MAX_PROP_BYTES {
+        return Ok(());
+    }
+    let msg = format!(
+        "property path of {} bytes is over the limit of {MAX_PROP_BYTES} bytes",
+        raw.len()
+    );
+    Err(match index {
+        Some(i) => ErrorObject::invalid_params(format!("config entry {i}: {msg}"))
+            .with_data(json!({"index": i})),
+        None => ErrorObject::invalid_params(msg),
+    })
+}
+
+/// The batch entry to blame for escalations: the first one at, above or below a property
+/// that caused one (else the last entry), with that escalation's message.
+fn blame_escalation(found: &[Escalation], ops: &[Op]) -> (usize, String) {
+    let overlaps = |op: &Op, p: &PropPath| op.path().starts_with(p) || p.starts_with(op.path());
+    let mut best: Option<(usize, &Escalation)> = None;
+    for e in found {
+        if let Some(i) = ops
+            .iter()
+            .position(|op| e.props.iter().any(|p| overlaps(op, p)))
+            && best.is_none_or(|(b, _)| i < b)
+        {
+            best = Some((i, e));
+        }
+    }
+    match best {
+        Some((i, e)) => (i, e.message.clone()),
+        None => (
+            ops.len().saturating_sub(1),
+            found.first().map(|e| e.message.clone()).unwrap_or_default(),
+        ),
     }
 }
 
@@ -167,6 +222,7 @@ impl ConfigStore {
         let Some(raw) = prop else {
             return Ok(masked_json(&config));
         };
+        check_prop_len(raw, None)?;
         let path = PropPath::parse(raw).map_err(|e| ErrorObject::invalid_params(e.0))?;
         get_json(&config, &path).map_err(|(at, m)| entry_error(None, &path, &at, &m))
     }
@@ -190,6 +246,7 @@ impl ConfigStore {
         }
         let mut ops = Vec::with_capacity(sets.len());
         for (i, (raw, value)) in sets.into_iter().enumerate() {
+            check_prop_len(&raw, Some(i))?;
             let path = PropPath::parse(&raw).map_err(|e| {
                 ErrorObject::invalid_entry(i, &raw, format!("config entry {i} ({raw}): {e}"))
             })?;
@@ -216,6 +273,7 @@ impl ConfigStore {
     where
         F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
     {
+        check_prop_len(prop, None)?;
         let path = PropPath::parse(prop).map_err(|e| {
             ErrorObject::invalid_params(format!("{prop}: {e}")).with_data(json!({"prop": prop}))
         })?;
@@ -231,6 +289,7 @@ impl ConfigStore {
     where
         F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
     {
+        check_prop_len(prop, None)?;
         let path = PropPath::parse(prop).map_err(|e| {
             ErrorObject::invalid_params(format!("{prop}: {e}")).with_data(json!({"prop": prop}))
         })?;
@@ -294,7 +353,13 @@ impl ConfigStore {
                 ));
             }
         };
-        // 6. Persist once, atomically.
+        // 6. No escalation (SPEC §4.1): a non-admin gives no one more than it holds.
+        let found = escalation::find(&principal, &self.current(), &config);
+        if !found.is_empty() {
+            let (i, why) = blame_escalation(&found, &ops);
+            return Err(write_refused(idx(i), ops[i].path(), &why));
+        }
+        // 7. Persist once, atomically.
         let text = candidate.to_string();
         let path = self.path.clone();
         let fail = self.fail_next_persist.swap(false, Ordering::SeqCst);
@@ -314,7 +379,7 @@ impl ConfigStore {
                 self.path.display()
             )));
         }
-        // 7. Install, only after the commit.
+        // 8. Install, only after the commit.
         *doc = candidate;
         self.view.send_replace(Arc::new(config));
         Ok(())

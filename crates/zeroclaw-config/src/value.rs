@@ -43,12 +43,24 @@ impl From<Located> for Invalid {
     }
 }
 
-/// Checks a document completely: keys and types (the shape table), then the typed view
-/// (serde, `deny_unknown_fields`), then references.
+/// The largest `config.toml` the daemon writes or accepts, in bytes (SPEC §17), so that
+/// `config/get` always fits a frame.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// Checks a document completely: keys, types and string lengths (the shape table), the
+/// size of the whole file, then the typed view (serde, `deny_unknown_fields`), then
+/// references.
 pub fn check_document(doc: &DocumentMut) -> Result<Config, Invalid> {
     ROOT.check_item(doc.as_item(), None)?;
+    let text = doc.to_string();
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(Invalid::Other(format!(
+            "config.toml of {} bytes is over the limit of {MAX_CONFIG_BYTES} bytes",
+            text.len()
+        )));
+    }
     let config: Config =
-        toml_edit::de::from_str(&doc.to_string()).map_err(|e| Invalid::Other(e.to_string()))?;
+        toml_edit::de::from_str(&text).map_err(|e| Invalid::Other(e.to_string()))?;
     let violations = config.validate();
     if violations.is_empty() {
         Ok(config)

@@ -103,6 +103,8 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
     let listener = LocalListener::bind_with(&endpoint, BindOptions::for_endpoint(&dirs, &endpoint))
         .map_err(startup)?;
+    // Leftovers of interrupted writes, swept only once this daemon holds the endpoint.
+    zeroclaw_config::sweep_config_temp_files(config.config_dir());
     files::workspace::sweep_partial_uploads(&config.current(), &dirs.config_dir);
     let sessions = open_sessions(&dirs).await?;
     let wss = config.current().wss.clone();

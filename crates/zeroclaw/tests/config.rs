@@ -39,7 +39,7 @@ fn set_many_example_from_the_spec() {
     );
     assert_eq!(
         r,
-        json!({"props": ["users.example.uid", "users.example.permission_profiles"], "set": true})
+        json!({"props": ["users.example.uid", "users.example.permission_profiles"], "set": true, "restartRequired": false})
     );
     assert_eq!(
         c.result("config/get", json!({"prop": "users.example.uid"})),
@@ -140,7 +140,7 @@ fn secrets_are_masked_and_delete_removes_entries() {
     );
     assert_eq!(
         c.result("config/delete", json!({"prop": "providers.local"})),
-        json!({"prop": "providers.local", "deleted": true})
+        json!({"prop": "providers.local", "deleted": true, "restartRequired": false})
     );
     assert_eq!(
         code(&c.error("config/get", json!({"prop": "providers.local.model"}))),

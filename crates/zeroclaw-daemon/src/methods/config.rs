@@ -2,14 +2,15 @@
 //!
 //! Writes hand the store a closure that resolves the caller's principal and checks its
 //! grant; the store runs it *after* taking the config write lock, so a grant revoked while
-//! the call waited for the lock rejects it.
+//! the call waited for the lock rejects it. Every write answers `restartRequired` (a bool):
+//! true when a written property is read only at start (`wss.*`, `limits.*`).
 
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use zeroclaw_config::Config;
 use zeroclaw_config::policy::{self, Credential, Principal};
+use zeroclaw_config::{Config, PropPath};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
@@ -64,12 +65,14 @@ pub async fn call(
             let prop = store
                 .set(&p.prop, p.value, writer(daemon, conn, method)?)
                 .await?;
-            Ok(json!({"prop": prop, "set": true}))
+            let restart = restart_required([&prop]);
+            Ok(json!({"prop": prop, "set": true, "restartRequired": restart}))
         }
         "config/delete" => {
             let p: DeleteParams = params::decode(params)?;
             let prop = store.delete(&p.prop, writer(daemon, conn, method)?).await?;
-            Ok(json!({"prop": prop, "deleted": true}))
+            let restart = restart_required([&prop]);
+            Ok(json!({"prop": prop, "deleted": true, "restartRequired": restart}))
         }
         "config/set-many" => {
             let p: SetManyParams = params::decode(params)?;
@@ -80,10 +83,18 @@ pub async fn call(
                 .map(entry)
                 .collect::<Result<Vec<_>, _>>()?;
             let props = store.set_many(sets, writer(daemon, conn, method)?).await?;
-            Ok(json!({"props": props, "set": true}))
+            let restart = restart_required(&props);
+            Ok(json!({"props": props, "set": true, "restartRequired": restart}))
         }
         _ => Err(ErrorObject::method_not_found(method)),
     }
+}
+
+/// Whether any of the written (canonical) props takes effect only after a restart.
+fn restart_required<S: AsRef<str>>(props: impl IntoIterator<Item = S>) -> bool {
+    props
+        .into_iter()
+        .any(|p| PropPath::parse(p.as_ref()).is_ok_and(|path| Config::needs_restart(&path)))
 }
 
 /// One `{prop, value}` entry of `config/set-many`.

@@ -15,7 +15,7 @@ pub async fn call(daemon: &Arc<Daemon>, principal: &Principal) -> Result<Value, 
     let mut session_ids: Vec<String> = visible.iter().map(|s| s.key.session_id.clone()).collect();
     session_ids.sort_unstable();
     session_ids.dedup();
-    Ok(json!({
+    let mut status = json!({
         "protocolVersion": PROTOCOL_VERSION,
         "serverVersion": env!("CARGO_PKG_VERSION"),
         "serverPid": daemon.pid,
@@ -26,5 +26,17 @@ pub async fn call(daemon: &Arc<Daemon>, principal: &Principal) -> Result<Value, 
         "connections": daemon.connections.open_count(),
         "activeSessions": visible.len(),
         "sessionIds": session_ids,
-    }))
+    });
+    if !principal.admin
+        && let Some(fields) = status.as_object_mut()
+    {
+        // These describe the daemon's host, not the caller's sessions (SPEC §5).
+        for host_only in HOST_FIELDS {
+            fields.remove(*host_only);
+        }
+    }
+    Ok(status)
 }
+
+/// The fields only an admin principal is shown.
+const HOST_FIELDS: &[&str] = &["configDir", "dataDir", "serverPid", "endpoint"];
