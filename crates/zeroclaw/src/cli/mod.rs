@@ -219,7 +219,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Service { action } => service::run(cli.config_dir, action),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "zeroclaw", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "zeroclaw", &mut script);
+            // A closed pipe (`| head`) is not an error worth a message.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
             Ok(())
         }
     }
