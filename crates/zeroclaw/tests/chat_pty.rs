@@ -51,10 +51,10 @@ fn expect(p: &mut PtySession, needle: &str) -> String {
     }
 }
 
-/// Waits for a reply line: the spinner is cleared (`ESC[K`) right before the reply's
-/// first text, which tells the reply from the line editor showing the typed prompt.
-fn reply(p: &mut PtySession, first_line: &str) {
-    expect(p, &format!("\x1b[K{first_line}\r\n"));
+/// Waits for the start of a reply: the spinner is cleared (`ESC[K`) right before the
+/// reply's first text, which tells the reply from the line editor showing the prompt.
+fn reply(p: &mut PtySession, start: &str) {
+    expect(p, &format!("\x1b[K{start}"));
 }
 
 fn send(p: &mut PtySession, keys: &str) {
@@ -97,7 +97,10 @@ fn line_editing_history_slash_commands_and_resume() {
     // Slash commands are the chat's own.
     send(&mut p, &format!("/help{ENTER}"));
     expect(&mut p, "commands (not sent to the model)");
-    expect(&mut p, "Ctrl-C cancels a running turn (at the prompt it exits)");
+    expect(
+        &mut p,
+        "Ctrl-C cancels a running turn (at the prompt it exits)",
+    );
     prompt(&mut p);
     send(&mut p, &format!("/nope{ENTER}"));
     expect(&mut p, "unknown command /nope; /help lists the commands");
@@ -149,10 +152,61 @@ fn markdown_renders_as_the_reply_streams() {
     prompt(&mut p);
     send(&mut p, &format!("show me{ENTER}"));
     let before = expect(&mut p, "  ╭─ rust\r\n");
-    assert!(before.contains("Plan\r\n\r\nHere is the code:\r\n"), "{before:?}");
-    assert!(!before.contains("# Plan") && !before.contains("**"), "{before:?}");
-    expect(&mut p, "  │ let x = 1;\r\n  ╰─\r\n• first item\r\n• second `item`\r\n");
+    assert!(
+        before.contains("Plan\r\n\r\nHere is the code:\r\n"),
+        "{before:?}"
+    );
+    assert!(
+        !before.contains("# Plan") && !before.contains("**"),
+        "{before:?}"
+    );
+    expect(
+        &mut p,
+        "  │ let x = 1;\r\n  ╰─\r\n• first item\r\n• second `item`\r\n",
+    );
     prompt(&mut p);
     leave(p);
     assert!(fake.requests()[0].to_string().contains("show me"));
+}
+
+#[test]
+fn approvals_in_the_line_editor_and_ctrl_c_cancels_a_turn() {
+    use zeroclaw_testkit::Scripted;
+
+    let fake = Fake::start();
+    fake.push(Scripted::tool_call(
+        "call_1",
+        "bash",
+        serde_json::json!({"command": "echo approved-output"}),
+    ));
+    fake.push(Scripted::text("all done"));
+    // The second turn streams slowly: Ctrl-C cancels it.
+    fake.push(Scripted::chunks(
+        ["working ", "on ", "it ", "still ", "more"],
+        std::time::Duration::from_secs(2),
+    ));
+    let config = common::session_config(&fake.server.base_url(), "");
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+    });
+    let mut p = chat(daemon.config_dir(), &[]);
+    prompt(&mut p);
+    send(&mut p, &format!("run it{ENTER}"));
+    // The question is the line editor's prompt.
+    expect(
+        &mut p,
+        "allow bash `echo approved-output`? [y]es/[n]o/[a]lways ",
+    );
+    send(&mut p, &format!("y{ENTER}"));
+    expect(&mut p, "  → approved-output\r\n");
+    expect(&mut p, "all done\r\n");
+    prompt(&mut p);
+
+    send(&mut p, &format!("second{ENTER}"));
+    reply(&mut p, "working ");
+    p.send_control('c').unwrap();
+    expect(&mut p, "[cancelling the turn (Ctrl-C again to exit)]");
+    expect(&mut p, "[turn cancelled]");
+    prompt(&mut p);
+    leave(p);
 }

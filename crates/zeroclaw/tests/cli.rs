@@ -62,7 +62,10 @@ fn status_in_both_forms() {
     let text = ok(zc(dir, &["status"]));
     let pid = daemon.child.as_ref().unwrap().id();
     assert!(
-        text.starts_with(&format!("zeroclaw {} is running (pid {pid})\n", env!("CARGO_PKG_VERSION"))),
+        text.starts_with(&format!(
+            "zeroclaw {} is running (pid {pid})\n",
+            env!("CARGO_PKG_VERSION")
+        )),
         "{text}"
     );
     assert!(
@@ -79,9 +82,15 @@ fn status_in_both_forms() {
 fn config_get_set_and_set_many() {
     let daemon = TestDaemon::start();
     let dir = daemon.config_dir();
-    assert_eq!(ok(zc(dir, &["config", "get", "agents.default.provider"])), "echo\n");
     assert_eq!(
-        json_of(zc(dir, &["config", "get", "agents.default.provider", "--json"])),
+        ok(zc(dir, &["config", "get", "agents.default.provider"])),
+        "echo\n"
+    );
+    assert_eq!(
+        json_of(zc(
+            dir,
+            &["config", "get", "agents.default.provider", "--json"]
+        )),
         json!({"prop": "agents.default.provider", "value": "echo"})
     );
     // The whole configuration reads as TOML.
@@ -96,33 +105,70 @@ fn config_get_set_and_set_many() {
         "set agents.default.model\n"
     );
     assert_eq!(
-        json_of(zc(dir, &["config", "set", "agents.default.max_tool_iterations", "7", "--json"])),
+        json_of(zc(
+            dir,
+            &[
+                "config",
+                "set",
+                "agents.default.max_tool_iterations",
+                "7",
+                "--json"
+            ]
+        )),
         json!({"prop": "agents.default.max_tool_iterations", "set": true})
     );
-    assert_eq!(ok(zc(dir, &["config", "get", "agents.default.max_tool_iterations"])), "7\n");
+    assert_eq!(
+        ok(zc(
+            dir,
+            &["config", "get", "agents.default.max_tool_iterations"]
+        )),
+        "7\n"
+    );
 
     // Refused: exit 1 with the property.
     let err = failed(zc(dir, &["config", "set", "users.x.uid", "abc"]), 1);
     assert!(err.contains("users.x.uid"), "{err}");
 
     // Cert and key only together: alone refused, together accepted in one write.
-    let err = failed(zc(dir, &["config", "set", "wss.cert_path", "/tmp/c.pem"]), 1);
+    let err = failed(
+        zc(dir, &["config", "set", "wss.cert_path", "/tmp/c.pem"]),
+        1,
+    );
     assert!(err.contains("cert_path"), "{err}");
     assert_eq!(
         ok(zc(
             dir,
-            &["config", "set-many", "wss.cert_path=/tmp/c.pem", "wss.key_path=/tmp/k.pem"]
+            &[
+                "config",
+                "set-many",
+                "wss.cert_path=/tmp/c.pem",
+                "wss.key_path=/tmp/k.pem"
+            ]
         )),
         "set wss.cert_path, wss.key_path\n"
     );
-    assert_eq!(ok(zc(dir, &["config", "get", "wss.key_path"])), "/tmp/k.pem\n");
     assert_eq!(
-        json_of(zc(dir, &["config", "set-many", "agents.default.model=m2", "--json"]))["props"],
+        ok(zc(dir, &["config", "get", "wss.key_path"])),
+        "/tmp/k.pem\n"
+    );
+    assert_eq!(
+        json_of(zc(
+            dir,
+            &["config", "set-many", "agents.default.model=m2", "--json"]
+        ))["props"],
         json!(["agents.default.model"])
     );
     // A bad entry names its index.
     let err = failed(
-        zc(dir, &["config", "set-many", "agents.default.model=x", "users.y.uid=abc"]),
+        zc(
+            dir,
+            &[
+                "config",
+                "set-many",
+                "agents.default.model=x",
+                "users.y.uid=abc",
+            ],
+        ),
         1,
     );
     assert!(err.contains('1') && err.contains("users.y.uid"), "{err}");
@@ -163,7 +209,10 @@ fn daemon_not_running_exits_3_with_the_start_command() {
         let err = failed(zc(dir.path(), args), 3);
         assert!(err.contains("the daemon is not running"), "{err}");
         assert!(
-            err.contains(&format!("zeroclaw daemon --config-dir {}", dir.path().display())),
+            err.contains(&format!(
+                "zeroclaw daemon --config-dir {}",
+                dir.path().display()
+            )),
             "{err}"
         );
     }
@@ -197,7 +246,10 @@ fn sessions_list_and_show() {
         text,
         "you:\n  hello there friend\n  second line\n\nagent:\n  hello there friend\n  second line\n\n"
     );
-    let v = json_of(zc(dir, &["sessions", "show", "cli-s1", "--json", "--last", "1"]));
+    let v = json_of(zc(
+        dir,
+        &["sessions", "show", "cli-s1", "--json", "--last", "1"],
+    ));
     assert_eq!(v["messages"].as_array().unwrap().len(), 1);
     assert_eq!(v["messages"][0]["role"], "assistant");
     let err = failed(zc(dir, &["sessions", "show", "no-such"]), 1);
@@ -241,7 +293,10 @@ fn pair_and_upload_for_people_and_scripts() {
     let file = file.to_str().unwrap();
     let text = ok(zc(dir, &["upload", "--session", "up", file]));
     assert!(text.starts_with(&format!("{file}: 11 bytes → ")), "{text}");
-    assert!(text.contains("\n  marker: [Document: notes.txt] "), "{text}");
+    assert!(
+        text.contains("\n  marker: [Document: notes.txt] "),
+        "{text}"
+    );
     let v = json_of(zc(dir, &["upload", "--session", "up", "--json", file]));
     assert_eq!(v["deduplicated"], true);
     let err = failed(zc(dir, &["upload", "--session", "nope", file]), 1);
@@ -272,14 +327,32 @@ fn service_install_print_and_files() {
         )),
         "{unit}"
     );
-    assert!(unit.contains("[Install]\nWantedBy=default.target\n"), "{unit}");
-    let plist = ok(run(&["service", "install", "--print", "--manager", "launchd"]));
-    assert!(plist.contains(&format!("<string>{}</string>", config.display())), "{plist}");
+    assert!(
+        unit.contains("[Install]\nWantedBy=default.target\n"),
+        "{unit}"
+    );
+    let plist = ok(run(&[
+        "service",
+        "install",
+        "--print",
+        "--manager",
+        "launchd",
+    ]));
+    assert!(
+        plist.contains(&format!("<string>{}</string>", config.display())),
+        "{plist}"
+    );
 
     let path = home.path().join(".config/systemd/user/zeroclaw.service");
     let text = ok(run(&["service", "install"]));
-    assert!(text.contains(&format!("wrote {}", path.display())), "{text}");
-    assert!(text.contains("systemctl --user enable --now zeroclaw.service"), "{text}");
+    assert!(
+        text.contains(&format!("wrote {}", path.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("systemctl --user enable --now zeroclaw.service"),
+        "{text}"
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), unit);
     assert!(ok(run(&["service", "status"])).starts_with("installed: "));
     assert!(ok(run(&["service", "uninstall"])).contains("removed "));

@@ -78,30 +78,59 @@ pub async fn run(
         rpc::print_json(&result);
         return Ok(());
     }
-    match action {
-        ConfigAction::Get { prop: Some(_) } => println!("{}", human::value(&result["value"])),
-        ConfigAction::Get { prop: None } => println!("{}", human::value(&result["config"])),
-        ConfigAction::Set { prop, .. } => println!("set {prop}"),
+    print!("{}", describe(&action, &result));
+    Ok(())
+}
+
+/// What a call did, for people; says so when the change waits for a restart.
+fn describe(action: &ConfigAction, result: &Value) -> String {
+    let mut text = match action {
+        ConfigAction::Get { prop: Some(_) } => human::value(&result["value"]),
+        ConfigAction::Get { prop: None } => human::value(&result["config"]),
+        ConfigAction::Set { prop, .. } => format!("set {prop}"),
         ConfigAction::SetMany { .. } => {
             let props: Vec<&str> = result["props"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            println!("set {}", props.join(", "));
+            format!("set {}", props.join(", "))
         }
-        ConfigAction::Delete { prop } => println!("deleted {prop}"),
-    }
+        ConfigAction::Delete { prop } => format!("deleted {prop}"),
+    };
+    text.push('\n');
     if result["restartRequired"] == json!(true) {
-        println!("restart the daemon for this to take effect (zeroclaw stop, then zeroclaw daemon)");
+        text.push_str(
+            "restart the daemon for this to take effect (zeroclaw stop, then zeroclaw daemon)\n",
+        );
     }
-    Ok(())
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::{parse_pair, parse_value};
+    use super::{ConfigAction, describe, parse_pair, parse_value};
+
+    #[test]
+    fn a_change_that_waits_for_a_restart_says_so() {
+        let set = ConfigAction::Set {
+            prop: "wss.port".into(),
+            value: "9000".into(),
+        };
+        assert_eq!(
+            describe(&set, &json!({"prop": "wss.port", "set": true})),
+            "set wss.port\n"
+        );
+        let text = describe(
+            &set,
+            &json!({"prop": "wss.port", "set": true, "restartRequired": true}),
+        );
+        assert!(
+            text.starts_with("set wss.port\nrestart the daemon for this to take effect"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn values_are_json_else_strings() {

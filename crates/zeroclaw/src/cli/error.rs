@@ -108,7 +108,10 @@ mod tests {
     fn names_index_and_prop_once() {
         assert_eq!(describe_rpc(&error("bad value", None)), "bad value");
         assert_eq!(
-            describe_rpc(&error("bad value", Some(json!({"index": 2, "prop": "a.b"})))),
+            describe_rpc(&error(
+                "bad value",
+                Some(json!({"index": 2, "prop": "a.b"}))
+            )),
             "bad value (entry 2, property a.b)"
         );
         assert_eq!(

@@ -135,7 +135,10 @@ mod tests {
     fn table_aligns_columns() {
         let t = table(
             &["ID", "AGENT"],
-            &[vec!["a".into(), "default".into()], vec!["long-id".into(), "x".into()]],
+            &[
+                vec!["a".into(), "default".into()],
+                vec!["long-id".into(), "x".into()],
+            ],
         );
         assert_eq!(t, "ID       AGENT\na        default\nlong-id  x\n");
     }

@@ -106,4 +106,3 @@ pub async fn call_and_print(
         Err(e) => Err(CliError::from_client(e)),
     }
 }
-

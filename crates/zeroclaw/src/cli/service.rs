@@ -97,14 +97,30 @@ impl Manager {
     fn disable_commands(self, path: &Path) -> Vec<Vec<String>> {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match self {
-            Manager::Systemd => vec![args(&["systemctl", "--user", "disable", "--now", UNIT_NAME])],
-            Manager::Launchd => vec![args(&["launchctl", "unload", "-w", &path.to_string_lossy()])],
+            Manager::Systemd => vec![args(&[
+                "systemctl",
+                "--user",
+                "disable",
+                "--now",
+                UNIT_NAME,
+            ])],
+            Manager::Launchd => vec![args(&[
+                "launchctl",
+                "unload",
+                "-w",
+                &path.to_string_lossy(),
+            ])],
         }
     }
 
     fn status_command(self) -> Vec<String> {
         match self {
-            Manager::Systemd => vec!["systemctl".into(), "--user".into(), "is-active".into(), UNIT_NAME.into()],
+            Manager::Systemd => vec![
+                "systemctl".into(),
+                "--user".into(),
+                "is-active".into(),
+                UNIT_NAME.into(),
+            ],
             Manager::Launchd => vec!["launchctl".into(), "list".into(), LAUNCHD_LABEL.into()],
         }
     }

@@ -73,7 +73,12 @@ pub async fn table(handle: &ClientHandle, list: &Value, limit: usize) -> String 
             s["agentAlias"].as_str().unwrap_or("?").to_string(),
             human::age(&s["lastActivity"], now),
             s["messageCount"].to_string(),
-            if s["live"] == json!(true) { "yes" } else { "no" }.to_string(),
+            if s["live"] == json!(true) {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
             title,
         ]);
     }

@@ -110,7 +110,10 @@ mod tests {
             "endpoint": "/d/daemon.sock", "connections": 1, "activeSessions": 2,
             "sessionIds": ["a", "b"]
         }));
-        assert!(text.starts_with("zeroclaw 0.1.0 is running (pid 42)\n"), "{text}");
+        assert!(
+            text.starts_with("zeroclaw 0.1.0 is running (pid 42)\n"),
+            "{text}"
+        );
         assert!(text.contains("  uptime         3m 12s\n"), "{text}");
         assert!(text.contains("  live sessions  2 (a, b)\n"), "{text}");
     }

@@ -85,8 +85,8 @@ impl Input {
             .map_err(|e| e.to_string())?
             .auto_add_history(false)
             .build();
-        let mut editor: Editor<(), FileHistory> =
-            Editor::with_config(config).map_err(|e| format!("cannot start the line editor: {e}"))?;
+        let mut editor: Editor<(), FileHistory> = Editor::with_config(config)
+            .map_err(|e| format!("cannot start the line editor: {e}"))?;
         if let Some(path) = &history
             && path.exists()
             && let Err(e) = editor.load_history(path)

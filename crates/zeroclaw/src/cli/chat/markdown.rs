@@ -1,7 +1,9 @@
-//! Markdown for the terminal, one line at a time, as streamed text arrives: fenced code
-//! blocks get a gutter, headings and emphasis are styled (markers removed), list bullets
-//! become `•`, quotes and rules are drawn. Block state (inside a fence or not) is kept
-//! across lines; the inline part of each line is parsed with `pulldown-cmark`.
+//! Markdown for the terminal, as streamed text arrives: fenced code blocks get a gutter,
+//! headings and emphasis are styled (markers removed), list bullets become `•`, quotes
+//! and rules are drawn. Lines are rendered when they end, except that plain paragraph
+//! text is written at once up to the first character that could start inline markup.
+//! Block state (inside a fence or not) is kept across lines; the inline part of each line
+//! is parsed with `pulldown-cmark`.
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
@@ -19,9 +21,14 @@ pub struct Markdown {
     color: bool,
     /// The fence (```` ``` ```` or `~~~`, with its length) of the open code block.
     fence: Option<String>,
-    /// Text of the line not finished yet.
+    /// Text of the line not finished yet (and not written yet).
     pending: String,
+    /// The start of the current line was written already (a paragraph).
+    started: bool,
 }
+
+/// Characters that may begin inline markup: text before the first of them renders as is.
+const INLINE_MARKUP: [char; 9] = ['*', '_', '`', '[', '<', '~', '\\', '!', '&'];
 
 impl Markdown {
     pub fn new(color: bool) -> Markdown {
@@ -29,6 +36,7 @@ impl Markdown {
             color,
             fence: None,
             pending: String::new(),
+            started: false,
         }
     }
 
@@ -38,10 +46,43 @@ impl Markdown {
         let mut out = String::new();
         while let Some(end) = self.pending.find('\n') {
             let line: String = self.pending.drain(..=end).collect();
-            out.push_str(&self.line(line.trim_end_matches(['\n', '\r'])));
+            let line = line.trim_end_matches(['\n', '\r']);
+            if std::mem::take(&mut self.started) {
+                out.push_str(&self.rest_of_line(line));
+            } else {
+                out.push_str(&self.line(line));
+            }
             out.push('\n');
         }
+        out.push_str(&self.plain_prefix());
         out
+    }
+
+    /// Writes the unfinished line up to its first possible markup, when it is paragraph
+    /// text (anything that may start a block waits for the end of its line).
+    fn plain_prefix(&mut self) -> String {
+        if self.fence.is_some() || self.pending.is_empty() {
+            return String::new();
+        }
+        if !self.started {
+            let first = self.pending.chars().next().unwrap_or(' ');
+            if !first.is_alphabetic() {
+                return String::new();
+            }
+            self.started = true;
+        }
+        let end = self
+            .pending
+            .find(INLINE_MARKUP)
+            .unwrap_or(self.pending.len());
+        self.pending.drain(..end).collect()
+    }
+
+    /// The remainder of a line whose start was written: inline markup only.
+    fn rest_of_line(&self, rest: &str) -> String {
+        let trimmed = rest.trim_start();
+        let space = &rest[..rest.len() - trimmed.len()];
+        format!("{space}{}", self.inline(trimmed, ""))
     }
 
     /// Renders the unfinished line (without a newline) and forgets the block state: the
@@ -50,10 +91,13 @@ impl Markdown {
         let rest = std::mem::take(&mut self.pending);
         let out = if rest.is_empty() {
             String::new()
+        } else if self.started {
+            self.rest_of_line(&rest)
         } else {
             self.line(&rest)
         };
         self.fence = None;
+        self.started = false;
         out
     }
 
@@ -91,7 +135,10 @@ impl Markdown {
         if is_rule(trimmed) {
             return self.paint(DIM, "────────────────────────────────");
         }
-        if let Some(rest) = trimmed.strip_prefix("> ").or(trimmed.strip_prefix('>').filter(|r| r.is_empty())) {
+        if let Some(rest) = trimmed
+            .strip_prefix("> ")
+            .or(trimmed.strip_prefix('>').filter(|r| r.is_empty()))
+        {
             return format!("{}{}", self.paint(DIM, "│ "), self.inline(rest, ""));
         }
         if let Some(rest) = bullet(trimmed) {
@@ -270,6 +317,18 @@ mod tests {
             out,
             "Here:\n  ╭─ rust\n  │ let x = 1;\n  │ # not a heading\n  ╰─\ndone"
         );
+    }
+
+    #[test]
+    fn paragraph_text_is_written_before_its_line_ends() {
+        let mut md = Markdown::new(false);
+        assert_eq!(md.push("working "), "working ");
+        assert_eq!(md.push("on it, **bo"), "on it, ");
+        assert_eq!(md.push("ld** then"), "");
+        assert_eq!(md.push(" more\n- item"), "bold then more\n");
+        assert_eq!(md.push(" two\n"), "• item two\n");
+        assert_eq!(md.push("2 words"), "");
+        assert_eq!(md.finish(), "2 words");
     }
 
     #[test]

@@ -45,10 +45,18 @@ pub async fn run(
     agent: String,
     session: Option<String>,
 ) -> Result<(), CliError> {
-    let mut interrupts = Interrupts::new()?;
     let history = Dirs::resolve(config_dir.as_deref())
         .ok()
         .map(|dirs| dirs.data_dir.join(HISTORY_FILE));
+    let interactive = std::io::stdin().is_terminal();
+    let mut input = if interactive {
+        Input::editor(history)?
+    } else {
+        Input::lines()
+    };
+    // After the editor: it sets a SIGINT handler of its own when it starts; ours, set
+    // later, sees every Ctrl-C and passes it on to the editor's.
+    let mut interrupts = Interrupts::new()?;
     let client = rpc::connect(config_dir, socket, true).await?;
     let (handle, mut events) = client.split();
     let mut params = NewSession::agent(agent.clone());
@@ -57,15 +65,9 @@ pub async fn run(
         .new_session(&params)
         .await
         .map_err(|e| format!("session/new failed: {}", message(&e)))?;
-    let interactive = std::io::stdin().is_terminal();
     let mut ui = Ui::new(interactive);
     ui.header(&info);
     show_earlier(&handle, &info, &mut ui).await;
-    let mut input = if interactive {
-        Input::editor(history)?
-    } else {
-        Input::lines()
-    };
     let mut session_id = info.session_id;
     loop {
         ui.prompt_marker();
@@ -122,9 +124,9 @@ pub async fn run(
                     ui.end_line();
                     return Ok(());
                 }
-                Slash::Unknown(name) => {
-                    ui.note(&format!("unknown command /{name}; /help lists the commands"))
-                }
+                Slash::Unknown(name) => ui.note(&format!(
+                    "unknown command /{name}; /help lists the commands"
+                )),
             }
             continue;
         }

@@ -60,7 +60,10 @@ mod tests {
     fn parses_commands_and_escapes() {
         assert_eq!(Slash::parse("/help"), Some(Slash::Help));
         assert_eq!(Slash::parse("  /quit "), Some(Slash::Quit));
-        assert_eq!(Slash::parse("/model x"), Some(Slash::Unknown("model".into())));
+        assert_eq!(
+            Slash::parse("/model x"),
+            Some(Slash::Unknown("model".into()))
+        );
         assert_eq!(Slash::parse("hello /help"), None);
         assert_eq!(Slash::parse("//etc/passwd"), None);
         assert_eq!(prompt_text("//etc/passwd"), "/etc/passwd");
