@@ -121,7 +121,7 @@ impl Markdown {
         if let Some(fence) = fence_of(trimmed) {
             let lang = trimmed[fence.len()..].trim();
             self.fence = Some(fence);
-            return self.paint(DIM, &format!("  ╭─ {lang}").trim_end().to_string());
+            return self.paint(DIM, format!("  ╭─ {lang}").trim_end());
         }
         let indent = &line[..line.len() - trimmed.len()];
         if let Some((level, text)) = heading(trimmed) {
