@@ -19,6 +19,10 @@ const ENTER: &str = "\r";
 
 /// `zeroclaw chat` on a pty, without colours (`NO_COLOR`), waiting up to 20 s per expect.
 fn chat(config_dir: &Path, args: &[&str]) -> PtySession {
+    chat_env(config_dir, args, &[("NO_COLOR", "1")])
+}
+
+fn chat_env(config_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> PtySession {
     let mut cmd = Command::new(BIN);
     cmd.arg("chat")
         .arg("--config-dir")
@@ -27,7 +31,8 @@ fn chat(config_dir: &Path, args: &[&str]) -> PtySession {
         .env_remove("ZEROCLAW_SOCKET")
         .env_remove("ZEROCLAW_CONFIG_DIR")
         .env_remove("ZEROCLAW_DATA_DIR")
-        .env("NO_COLOR", "1")
+        .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
         .env("TERM", "xterm")
         .env("RUST_LOG", "warn");
     spawn_command(cmd, Some(20_000)).expect("spawn chat on a pty")
@@ -136,14 +141,16 @@ fn line_editing_history_slash_commands_and_resume() {
 #[test]
 fn markdown_renders_as_the_reply_streams() {
     let fake = Fake::start();
-    fake.push(zeroclaw_testkit::Scripted::chunks(
-        [
-            "# Plan\n\nHere is **the code**:\n``",
-            "`rust\nlet x = 1;\n```\n- first item\n",
-            "- second `item`\n",
-        ],
-        std::time::Duration::from_millis(20),
-    ));
+    for _ in 0..2 {
+        fake.push(zeroclaw_testkit::Scripted::chunks(
+            [
+                "# Plan\n\nHere is **the code**:\n``",
+                "`rust\nlet x = 1;\n```\n- first item\n",
+                "- second `item`\n",
+            ],
+            std::time::Duration::from_millis(20),
+        ));
+    }
     let config = common::session_config(&fake.server.base_url(), "");
     let daemon = TestDaemon::start_with(&[], |dir| {
         std::fs::write(dir.join("config.toml"), config).unwrap();

@@ -54,10 +54,12 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
-    /// Chat with an agent: line editing and history on a terminal, each stdin line a
-    /// prompt otherwise; `/help` lists the slash commands.
+    /// Chat with an agent (type `/help` in the chat for its commands).
+    ///
+    /// On a terminal: line editing, prompt history kept in the data dir, replies rendered
+    /// as markdown. With stdin from a pipe, each line is a prompt.
     Chat {
-        /// Agent alias (default `default`).
+        /// Agent alias.
         #[arg(long, default_value = "default")]
         agent: String,
         /// Resume (or create) the session with this id; its last messages are shown.
@@ -157,7 +159,8 @@ enum Command {
         #[command(subcommand)]
         action: service::ServiceAction,
     },
-    /// Print a shell completion script (e.g. `zeroclaw completions bash > ~/.zeroclaw.bash`).
+    /// Print a shell completion script for bash, zsh or fish (see the README for where to
+    /// put it).
     Completions {
         /// The shell to write the script for.
         shell: clap_complete::Shell,

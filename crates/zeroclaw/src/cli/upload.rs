@@ -37,7 +37,7 @@ pub async fn run(
     Ok(())
 }
 
-/// `report.pdf: 2500000 bytes → /w/uploads/… (marker: [Document: report.pdf] …)`.
+/// `report.pdf: 2500000 bytes → /w/uploads/…`, then the marker on a line of its own.
 fn describe(path: &std::path::Path, entry: &Value) -> String {
     let mut line = format!(
         "{}: {} bytes → {}",
