@@ -25,15 +25,15 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("zeroclaw: cannot start the runtime: {e}");
+            eprintln!("error: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(cli::run(args)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("zeroclaw: {message}");
-            ExitCode::FAILURE
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            ExitCode::from(e.exit)
         }
     }
 }

@@ -617,3 +617,56 @@ fn approvals_and_questions_over_the_real_daemon() {
     let sent = requests[2]["messages"].to_string();
     assert!(sent.contains("green"), "{sent}");
 }
+
+#[test]
+fn slash_commands_and_resume_over_a_pipe() {
+    let daemon = TestDaemon::start();
+    let mut args = config_dir_arg(daemon.config_dir()).to_vec();
+    args.extend(["--session", "slash-1"]);
+    let out = chat(
+        &args,
+        "/help\nfirst prompt\n/bogus\n//etc/x\n/sessions\n/cancel\n/quit\nnever sent\n",
+    );
+    assert!(out.status.success(), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("commands (not sent to the model)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("first prompt\n"), "{}", out.stdout);
+    // `//x` sends `/x`.
+    assert!(out.stdout.contains("/etc/x\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("ID"), "{}", out.stdout);
+    assert!(out.stdout.contains("slash-1"), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("[unknown command /bogus; /help lists the commands]"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("[no turn is running in this session]"),
+        "{}",
+        out.stderr
+    );
+    let mut c = daemon.client();
+    let sent: Vec<(String, String)> = common::roles(&c.messages("slash-1"))
+        .into_iter()
+        .filter(|(role, _)| role == "user")
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("user".to_string(), "first prompt".to_string()),
+            ("user".to_string(), "/etc/x".to_string())
+        ]
+    );
+
+    // Resumed: the earlier messages come first.
+    let out = chat(&args, "");
+    assert!(out.status.success(), "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "── 4 earlier messages ──\n> first prompt\nfirst prompt\n> /etc/x\n/etc/x\n──\n"
+    );
+}

@@ -310,6 +310,7 @@ fn config_commands_of_the_cli() {
             "config",
             "get",
             "agents.default.model",
+            "--json",
         ])
         .output()
         .unwrap();
@@ -319,8 +320,12 @@ fn config_commands_of_the_cli() {
         .args(["--config-dir", &dir, "config", "set", "users.x.uid", "abc"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("-32602"));
+    // A refused call: exit 1, one `error:` line naming the property.
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains("users.x.uid"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
 // ---- a second local user -------------------------------------------------------------

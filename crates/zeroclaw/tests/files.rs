@@ -422,6 +422,7 @@ fn upload_command_stores_files_and_prints_their_entries() {
             "--config-dir",
             daemon.config_dir().to_str().unwrap(),
             "upload",
+            "--json",
             "--session",
             "cli",
         ])

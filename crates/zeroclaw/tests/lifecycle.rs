@@ -288,7 +288,7 @@ fn rpc_and_status_commands() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["serverPid"], daemon.child.as_ref().unwrap().id());
 
-    let out = run(&["status"]);
+    let out = run(&["status", "--json"]);
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["endpoint"], daemon.socket.display().to_string());

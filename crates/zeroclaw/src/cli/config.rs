@@ -1,38 +1,150 @@
-//! `zeroclaw config get [PROP]` and `zeroclaw config set PROP JSON`: thin wrappers over the
-//! `config/*` methods, so every rule (grants, validation, atomic writes) is the daemon's.
+//! `zeroclaw config get|set|set-many|delete`: thin wrappers over the `config/*` methods,
+//! so every rule (grants, validation, atomic writes) is the daemon's. Prints what changed,
+//! or the raw result with `--json`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use super::rpc;
+use super::error::CliError;
+use super::{human, rpc};
 
 #[derive(Subcommand)]
 pub enum ConfigAction {
-    /// Print one property (or the whole configuration) as JSON.
-    Get { prop: Option<String> },
-    /// Set one property; VALUE is JSON (`1001`, `"text"`, `["a","b"]`, `{"k":1}`). A bare
-    /// word that is not JSON is taken as a string.
-    Set { prop: String, value: String },
+    /// Print one property, or the whole configuration (as TOML).
+    Get {
+        /// Property path, e.g. `agents.default.model` (default: everything).
+        prop: Option<String>,
+    },
+    /// Set one property.
+    Set {
+        /// Property path, e.g. `agents.default.model`.
+        prop: String,
+        /// JSON (`1001`, `"text"`, `["a","b"]`, `{"k":1}`); a bare word that is not JSON
+        /// is taken as a string.
+        value: String,
+    },
+    /// Set several properties in one atomic write (e.g. `wss.cert_path` and
+    /// `wss.key_path`, which are only valid together).
+    SetMany {
+        /// `PROP=VALUE` pairs; each VALUE is JSON, else a string.
+        #[arg(required = true, value_name = "PROP=VALUE")]
+        pairs: Vec<String>,
+    },
     /// Remove a key or a map entry.
-    Delete { prop: String },
+    Delete {
+        /// Property path to remove.
+        prop: String,
+    },
+}
+
+/// A value typed on the command line: JSON when it parses, else the text itself.
+fn parse_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+fn parse_pair(pair: &str) -> Result<Value, CliError> {
+    let (prop, value) = pair
+        .split_once('=')
+        .ok_or_else(|| CliError::failed(format!("`{pair}` is not PROP=VALUE")))?;
+    Ok(json!({"prop": prop.trim(), "value": parse_value(value)}))
 }
 
 pub async fn run(
     config_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
     action: ConfigAction,
-) -> Result<(), String> {
-    let (method, params) = match action {
+    json: bool,
+) -> Result<(), CliError> {
+    let (method, params) = match &action {
         ConfigAction::Get { prop: Some(prop) } => ("config/get", json!({"prop": prop})),
         ConfigAction::Get { prop: None } => ("config/get", json!({})),
-        ConfigAction::Set { prop, value } => {
-            let value = serde_json::from_str(&value).unwrap_or(Value::String(value));
-            ("config/set", json!({"prop": prop, "value": value}))
+        ConfigAction::Set { prop, value } => (
+            "config/set",
+            json!({"prop": prop, "value": parse_value(value)}),
+        ),
+        ConfigAction::SetMany { pairs } => {
+            let sets = pairs
+                .iter()
+                .map(|p| parse_pair(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            ("config/set-many", json!({"sets": sets}))
         }
         ConfigAction::Delete { prop } => ("config/delete", json!({"prop": prop})),
     };
-    let params = params.to_string();
-    rpc::call_and_print(config_dir, socket, method, Some(&params)).await
+    let result = rpc::call(config_dir, socket, method, params).await?;
+    if json {
+        rpc::print_json(&result);
+        return Ok(());
+    }
+    print!("{}", describe(&action, &result));
+    Ok(())
+}
+
+/// What a call did, for people; says so when the change waits for a restart.
+fn describe(action: &ConfigAction, result: &Value) -> String {
+    let mut text = match action {
+        ConfigAction::Get { prop: Some(_) } => human::value(&result["value"]),
+        ConfigAction::Get { prop: None } => human::value(&result["config"]),
+        ConfigAction::Set { prop, .. } => format!("set {prop}"),
+        ConfigAction::SetMany { .. } => {
+            let props: Vec<&str> = result["props"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            format!("set {}", props.join(", "))
+        }
+        ConfigAction::Delete { prop } => format!("deleted {prop}"),
+    };
+    text.push('\n');
+    if result["restartRequired"] == json!(true) {
+        text.push_str(
+            "restart the daemon for this to take effect (zeroclaw stop, then zeroclaw daemon)\n",
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{ConfigAction, describe, parse_pair, parse_value};
+
+    #[test]
+    fn a_change_that_waits_for_a_restart_says_so() {
+        let set = ConfigAction::Set {
+            prop: "wss.port".into(),
+            value: "9000".into(),
+        };
+        assert_eq!(
+            describe(&set, &json!({"prop": "wss.port", "set": true})),
+            "set wss.port\n"
+        );
+        let text = describe(
+            &set,
+            &json!({"prop": "wss.port", "set": true, "restartRequired": true}),
+        );
+        assert!(
+            text.starts_with("set wss.port\nrestart the daemon for this to take effect"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn values_are_json_else_strings() {
+        assert_eq!(parse_value("1001"), json!(1001));
+        assert_eq!(parse_value("\"x\""), json!("x"));
+        assert_eq!(parse_value("/etc/cert.pem"), json!("/etc/cert.pem"));
+        assert_eq!(
+            parse_pair("wss.port=9000").unwrap(),
+            json!({"prop": "wss.port", "value": 9000})
+        );
+        assert_eq!(
+            parse_pair("a.b=x=y").unwrap(),
+            json!({"prop": "a.b", "value": "x=y"})
+        );
+        assert!(parse_pair("novalue").is_err());
+    }
 }

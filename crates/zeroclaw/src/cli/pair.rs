@@ -13,7 +13,7 @@ fn data_dir(config_dir: Option<PathBuf>) -> Result<PathBuf, String> {
         .data_dir)
 }
 
-pub fn pair(config_dir: Option<PathBuf>, user: &str) -> Result<(), String> {
+pub fn pair(config_dir: Option<PathBuf>, user: &str, json: bool) -> Result<(), String> {
     let dirs = Dirs::resolve(config_dir.as_deref()).map_err(|e| e.to_string())?;
     let known = std::fs::read_to_string(dirs.config_file())
         .ok()
@@ -22,11 +22,16 @@ pub fn pair(config_dir: Option<PathBuf>, user: &str) -> Result<(), String> {
         .is_some();
     if !known {
         eprintln!(
-            "note: users.{user} is not in the configuration yet; the token is refused until it is"
+            "note: users.{user} is not in the configuration yet; the token is refused until it \
+             is (add [users.{user}] with permission_profiles)"
         );
     }
     let token = pairing::pair(&dirs.data_dir, user)?;
-    println!("paired user {user}; this token is shown once:");
+    if json {
+        println!("{}", serde_json::json!({"user": user, "token": token}));
+        return Ok(());
+    }
+    println!("paired user {user}; this token is shown once (send it as authToken):");
     println!("{token}");
     Ok(())
 }

@@ -1,10 +1,13 @@
-//! `zeroclaw rpc` and `zeroclaw status`: connect, initialize, call one method, print.
+//! Connecting to the daemon, and `zeroclaw rpc`: connect, initialize, call one method,
+//! print its result as JSON.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
-use zeroclaw_client::{Client, ClientError};
+use zeroclaw_client::{Client, ClientError, ClientHandle};
 use zeroclaw_ipc::Dirs;
+
+use super::error::CliError;
 
 /// The endpoint a command-line client talks to: `--socket`, else the resolved one.
 pub fn endpoint(config_dir: Option<PathBuf>, socket: Option<PathBuf>) -> Result<PathBuf, String> {
@@ -15,50 +18,91 @@ pub fn endpoint(config_dir: Option<PathBuf>, socket: Option<PathBuf>) -> Result<
     zeroclaw_ipc::endpoint_path(&dirs).map_err(|e| e.to_string())
 }
 
+/// Whether a failed connect means that no daemon serves the endpoint.
+fn nobody_listens(e: &ClientError) -> bool {
+    matches!(e, ClientError::Io(io) if matches!(
+        io.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+    ))
+}
+
 /// Connects and initializes a client.
 pub async fn connect(
     config_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
     elicitation: bool,
-) -> Result<Client, String> {
-    let path = endpoint(config_dir, socket)?;
+) -> Result<Client, CliError> {
+    let path = endpoint(config_dir.clone(), socket)?;
     let client = Client::connect(&path).await.map_err(|e| {
-        format!(
-            "cannot connect to {}: {e} (is `zeroclaw daemon` running?)",
-            path.display()
-        )
+        if nobody_listens(&e) {
+            CliError::not_running(&path, config_dir.as_deref())
+        } else {
+            CliError::failed(format!("cannot connect to {}: {e}", path.display()))
+        }
     })?;
     client
         .initialize("zeroclaw-cli", elicitation)
         .await
-        .map_err(describe)?;
+        .map_err(CliError::from_client)?;
     Ok(client)
 }
 
-pub fn describe(e: ClientError) -> String {
-    match e {
-        ClientError::Rpc(error) => serde_json::json!(error).to_string(),
-        other => other.to_string(),
-    }
+/// A connection for one-shot calls: events the calls cause are discarded.
+pub async fn handle(
+    config_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+) -> Result<ClientHandle, CliError> {
+    let (handle, events) = connect(config_dir, socket, false).await?.split();
+    drop(events);
+    Ok(handle)
 }
 
+/// Connects, calls `method` and returns its result.
+pub async fn call(
+    config_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+    method: &str,
+    params: Value,
+) -> Result<Value, CliError> {
+    let handle = handle(config_dir, socket).await?;
+    handle
+        .call(method, params)
+        .await
+        .map_err(CliError::from_client)
+}
+
+/// Prints a result as indented JSON (`--json`, `zeroclaw rpc`).
+pub fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    );
+}
+
+/// `zeroclaw rpc METHOD [PARAMS]`: the raw result; an error names its code too.
 pub async fn call_and_print(
     config_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
     method: &str,
     params: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let params: Value = match params {
         Some(text) => {
             serde_json::from_str(text).map_err(|e| format!("params are not valid JSON: {e}"))?
         }
         None => Value::Object(Default::default()),
     };
-    // This command prints only the result: events the call causes are discarded.
-    let (client, events) = connect(config_dir, socket, false).await?.split();
-    drop(events);
-    let result = client.call(method, params).await.map_err(describe)?;
-    let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
-    println!("{text}");
-    Ok(())
+    let handle = handle(config_dir, socket).await?;
+    match handle.call(method, params).await {
+        Ok(result) => {
+            print_json(&result);
+            Ok(())
+        }
+        Err(ClientError::Rpc(error)) => Err(CliError::failed(format!(
+            "{} (code {})",
+            super::error::describe_rpc(&error),
+            error.code
+        ))),
+        Err(e) => Err(CliError::from_client(e)),
+    }
 }

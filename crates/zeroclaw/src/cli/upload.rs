@@ -1,6 +1,6 @@
 //! `zeroclaw upload --session ID FILE…`: sends files to a session's workspace with the
-//! chunked upload methods, showing a progress bar, and prints each stored entry (its
-//! marker is what to paste into a prompt). A chunk whose reply is lost is sent again: the
+//! chunked upload methods, showing a progress bar, and prints each stored file with its
+//! marker (what to paste into a prompt), or each entry as JSON with `--json`. A chunk whose reply is lost is sent again: the
 //! daemon acknowledges an identical chunk at an accepted offset without change.
 
 use std::path::PathBuf;
@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use zeroclaw_client::{ClientError, ClientHandle};
 
+use super::error::CliError;
 use super::rpc;
 
 const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -22,20 +23,43 @@ pub async fn run(
     socket: Option<PathBuf>,
     session: String,
     files: Vec<PathBuf>,
-) -> Result<(), String> {
-    let (handle, events) = rpc::connect(config_dir, socket, false).await?.split();
-    drop(events);
+    json: bool,
+) -> Result<(), CliError> {
+    let handle = rpc::handle(config_dir, socket).await?;
     for path in files {
         let entry = upload_one(&handle, &session, &path).await?;
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&entry).map_err(|e| e.to_string())?
-        );
+        if json {
+            rpc::print_json(&entry);
+        } else {
+            println!("{}", describe(&path, &entry));
+        }
     }
     Ok(())
 }
 
-async fn upload_one(client: &ClientHandle, session: &str, path: &PathBuf) -> Result<Value, String> {
+/// `report.pdf: 2500000 bytes → /w/uploads/…`, then the marker on a line of its own.
+fn describe(path: &std::path::Path, entry: &Value) -> String {
+    let mut line = format!(
+        "{}: {} bytes → {}",
+        path.display(),
+        entry["size_bytes"],
+        entry["workspace_path"].as_str().unwrap_or("?")
+    );
+    if entry["deduplicated"] == Value::Bool(true) {
+        line.push_str(" (already there)");
+    }
+    line.push_str(&format!(
+        "\n  marker: {}",
+        entry["marker"].as_str().unwrap_or("?")
+    ));
+    line
+}
+
+async fn upload_one(
+    client: &ClientHandle,
+    session: &str,
+    path: &PathBuf,
+) -> Result<Value, CliError> {
     let bytes = tokio::fs::read(path)
         .await
         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -50,7 +74,7 @@ async fn upload_one(client: &ClientHandle, session: &str, path: &PathBuf) -> Res
             json!({"session_id": session, "size_bytes": bytes.len(), "filename": filename, "sha256": sha256}),
         )
         .await
-        .map_err(rpc::describe)?;
+        .map_err(CliError::from_client)?;
     let upload_id = begin["upload_id"]
         .as_str()
         .ok_or("daemon sent no upload_id")?
@@ -76,13 +100,13 @@ async fn upload_one(client: &ClientHandle, session: &str, path: &PathBuf) -> Res
     let entry = client
         .call("file/upload/commit", json!({"upload_id": upload_id}))
         .await
-        .map_err(rpc::describe);
+        .map_err(CliError::from_client);
     bar.finish_and_clear();
     entry
 }
 
 /// One chunk, retried when its reply does not come back in time.
-async fn send_chunk(client: &ClientHandle, params: Value) -> Result<u64, String> {
+async fn send_chunk(client: &ClientHandle, params: Value) -> Result<u64, CliError> {
     let mut tries = 0;
     loop {
         tries += 1;
@@ -93,12 +117,12 @@ async fn send_chunk(client: &ClientHandle, params: Value) -> Result<u64, String>
             Ok(r) => {
                 return r["received_bytes"]
                     .as_u64()
-                    .ok_or_else(|| "daemon sent no received_bytes".into());
+                    .ok_or_else(|| CliError::failed("daemon sent no received_bytes"));
             }
             Err(ClientError::Timeout) if tries < CHUNK_TRIES => {
                 eprintln!("no reply to a chunk in {CHUNK_TIMEOUT:?}; sending it again");
             }
-            Err(e) => return Err(rpc::describe(e)),
+            Err(e) => return Err(CliError::from_client(e)),
         }
     }
 }

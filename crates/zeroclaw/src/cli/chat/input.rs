@@ -1,21 +1,57 @@
-//! Input of `zeroclaw chat`: stdin lines read on a thread of their own, and Ctrl-C.
+//! Input of `zeroclaw chat`: on a terminal, a line editor (rustyline: editing keys,
+//! history kept in the data dir) asked for one line at a time; otherwise stdin lines read
+//! ahead on a thread of their own. And Ctrl-C.
 
 use std::io::BufRead;
+use std::path::PathBuf;
 
+use rustyline::error::ReadlineError;
+use rustyline::history::FileHistory;
+use rustyline::{Config, Editor};
 use tokio::sync::mpsc;
 
 /// Lines read ahead of the chat (the reading thread waits when they are not taken).
 const LINES_AHEAD: usize = 64;
+/// Prompts kept in the history file.
+const HISTORY_LINES: usize = 1000;
 
-/// Lines of stdin, read on a thread of their own (blocking reads never hold the runtime,
-/// and a pending read does not keep the process alive at exit).
+/// What reading a line gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    Line(String),
+    /// Ctrl-D, or the end of piped input.
+    End,
+    /// Ctrl-C while the editor was reading.
+    Interrupt,
+}
+
+/// Where lines come from.
 pub struct Input {
-    rx: mpsc::Receiver<String>,
+    source: Source,
     closed: bool,
 }
 
+enum Source {
+    /// Piped stdin, read ahead.
+    Lines(mpsc::Receiver<String>),
+    /// The line editor on its own thread: one request, one line.
+    Editor {
+        requests: std::sync::mpsc::Sender<Request>,
+        replies: mpsc::Receiver<Read>,
+        /// A request was sent and its reply not yet taken.
+        waiting: bool,
+    },
+}
+
+struct Request {
+    prompt: String,
+    /// Whether the line goes into the history (prompts do, answers to questions do not).
+    remember: bool,
+}
+
 impl Input {
-    pub fn spawn() -> Input {
+    /// Stdin lines read ahead (stdin is not a terminal).
+    pub fn lines() -> Input {
         let (tx, rx) = mpsc::channel(LINES_AHEAD);
         std::thread::spawn(move || {
             let stdin = std::io::stdin();
@@ -35,21 +71,100 @@ impl Input {
                 }
             }
         });
-        Input { rx, closed: false }
+        Input {
+            source: Source::Lines(rx),
+            closed: false,
+        }
     }
 
-    /// Whether stdin has ended.
+    /// The line editor, with its history in `history` (loaded now, saved after each
+    /// remembered line).
+    pub fn editor(history: Option<PathBuf>) -> Result<Input, String> {
+        let config = Config::builder()
+            .max_history_size(HISTORY_LINES)
+            .map_err(|e| e.to_string())?
+            .auto_add_history(false)
+            .build();
+        let mut editor: Editor<(), FileHistory> = Editor::with_config(config)
+            .map_err(|e| format!("cannot start the line editor: {e}"))?;
+        if let Some(path) = &history
+            && path.exists()
+            && let Err(e) = editor.load_history(path)
+        {
+            tracing::warn!("cannot read the chat history {}: {e}", path.display());
+        }
+        let (req_tx, req_rx) = std::sync::mpsc::channel::<Request>();
+        let (reply_tx, reply_rx) = mpsc::channel(1);
+        std::thread::spawn(move || {
+            while let Ok(request) = req_rx.recv() {
+                let read = match editor.readline(&request.prompt) {
+                    Ok(line) => {
+                        if request.remember && !line.trim().is_empty() {
+                            let _ = editor.add_history_entry(line.as_str());
+                            if let Some(path) = &history
+                                && let Err(e) = editor.save_history(path)
+                            {
+                                tracing::warn!("cannot save the chat history: {e}");
+                            }
+                        }
+                        Read::Line(line)
+                    }
+                    Err(ReadlineError::Interrupted) => Read::Interrupt,
+                    Err(_) => Read::End,
+                };
+                let end = read == Read::End;
+                if reply_tx.blocking_send(read).is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(Input {
+            source: Source::Editor {
+                requests: req_tx,
+                replies: reply_rx,
+                waiting: false,
+            },
+            closed: false,
+        })
+    }
+
+    /// Whether input has ended.
     pub fn is_closed(&self) -> bool {
         self.closed
     }
 
-    pub async fn next(&mut self) -> Option<String> {
+    /// The next line. `prompt` is shown by the editor (piped input shows none); a
+    /// `remember`ed line goes into the history. Cancel-safe: a read that was started and
+    /// dropped is finished by the next call (whose prompt is then not used).
+    pub async fn next(&mut self, prompt: &str, remember: bool) -> Read {
         if self.closed {
-            return None;
+            return Read::End;
         }
-        let line = self.rx.recv().await;
-        self.closed = line.is_none();
-        line
+        let read = match &mut self.source {
+            Source::Lines(rx) => rx.recv().await.map_or(Read::End, Read::Line),
+            Source::Editor {
+                requests,
+                replies,
+                waiting,
+            } => {
+                if !*waiting {
+                    let request = Request {
+                        prompt: prompt.to_string(),
+                        remember,
+                    };
+                    if requests.send(request).is_err() {
+                        self.closed = true;
+                        return Read::End;
+                    }
+                    *waiting = true;
+                }
+                let read = replies.recv().await.unwrap_or(Read::End);
+                *waiting = false;
+                read
+            }
+        };
+        self.closed = read == Read::End;
+        read
     }
 }
 

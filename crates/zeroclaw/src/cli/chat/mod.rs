@@ -1,69 +1,133 @@
-//! `zeroclaw chat`: a line-oriented terminal client. Each line read from stdin is a prompt;
-//! the reply streams to stdout as it arrives, with tool calls and their results; approvals
-//! and ask-user questions are answered from stdin. Ctrl-C cancels the running turn, a
-//! second one (or one at the prompt) exits. Works the same with stdin from a pipe.
+//! `zeroclaw chat`: a terminal client. On a terminal, prompts are typed in a line editor
+//! (history kept in the data dir) and replies render as markdown; with stdin from a pipe
+//! each line is a prompt and the reply text is written as it comes. Approvals and ask-user
+//! questions are answered with the next line. Lines starting with `/` are chat commands
+//! (`/help`). Ctrl-C cancels the running turn, a second one (or one at the prompt) exits.
 //!
 //! Conversation (replies, tools, questions) goes to stdout; the header, notes and errors go
-//! to stderr. Colours only when stdout is a terminal.
+//! to stderr.
 
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
+use serde_json::json;
 use zeroclaw_client::{
-    ClientError, ClientHandle, Decision, ElicitationAnswer, ElicitationRequest, ErrorObject, Event,
-    Events, NewSession, ServerMessage, SessionUpdateKind, TurnOutcome, TurnResult,
+    ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, NewSession, ServerMessage,
+    SessionInfo,
 };
+use zeroclaw_ipc::Dirs;
 
-use super::rpc;
+use super::error::CliError;
+use super::{rpc, sessions};
 
 mod input;
+mod markdown;
+mod slash;
+mod turn;
 mod ui;
 
-use input::{Input, Interrupts};
+use input::{Input, Interrupts, Read};
+use slash::Slash;
+use turn::Turn;
 use ui::Ui;
 
 /// Exit status after Ctrl-C (128 + SIGINT).
 const INTERRUPTED: i32 = 130;
+/// Messages of a resumed session shown before the prompt.
+const RESUME_MESSAGES: u32 = 6;
+/// The history file of the line editor, in the data dir.
+const HISTORY_FILE: &str = "chat_history";
 
 pub async fn run(
     config_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
     agent: String,
     session: Option<String>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
+    let history = Dirs::resolve(config_dir.as_deref())
+        .ok()
+        .map(|dirs| dirs.data_dir.join(HISTORY_FILE));
+    let interactive = std::io::stdin().is_terminal();
+    let mut input = if interactive {
+        Input::editor(history)?
+    } else {
+        Input::lines()
+    };
+    // After the editor: it sets a SIGINT handler of its own when it starts; ours, set
+    // later, sees every Ctrl-C and passes it on to the editor's.
     let mut interrupts = Interrupts::new()?;
     let client = rpc::connect(config_dir, socket, true).await?;
     let (handle, mut events) = client.split();
-    let mut params = NewSession::agent(agent);
+    let mut params = NewSession::agent(agent.clone());
     params.session_id = session;
     let info = handle
         .new_session(&params)
         .await
         .map_err(|e| format!("session/new failed: {}", message(&e)))?;
-    let mut ui = Ui::new();
+    let mut ui = Ui::new(interactive);
     ui.header(&info);
-    let mut input = Input::spawn();
-    let session_id = info.session_id;
+    show_earlier(&handle, &info, &mut ui).await;
+    let mut session_id = info.session_id;
     loop {
         ui.prompt_marker();
+        let prompt = ui.take_prompt();
         // Input first: at the end of piped input the chat ends cleanly even when the
         // daemon hung up at the same time.
-        let line = loop {
+        let read = loop {
             tokio::select! {
                 biased;
                 _ = interrupts.recv() => ui.exit(INTERRUPTED),
-                line = input.next() => break line,
+                read = input.next(&prompt, true) => break read,
                 event = events.next() => match event {
                     Some(event) => idle_event(&handle, &session_id, event).await,
-                    None => return Err("the daemon closed the connection".to_string()),
+                    None => return Err("the daemon closed the connection".into()),
                 },
             }
         };
-        let Some(line) = line else {
-            ui.end_line();
-            return Ok(());
+        let line = match read {
+            Read::Line(line) => line,
+            Read::End => {
+                ui.end_line();
+                return Ok(());
+            }
+            Read::Interrupt => ui.exit(INTERRUPTED),
         };
         if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(command) = Slash::parse(&line) {
+            match command {
+                Slash::Help => ui.print(slash::HELP),
+                Slash::Sessions => {
+                    let text = match handle.call("session/list", json!({})).await {
+                        Ok(list) => sessions::table(&handle, &list, 20).await,
+                        Err(e) => format!("error: {}", message(&e)),
+                    };
+                    ui.print(&text);
+                }
+                Slash::New => match handle.new_session(&NewSession::agent(agent.clone())).await {
+                    Ok(info) => {
+                        ui.header(&info);
+                        session_id = info.session_id;
+                    }
+                    Err(e) => ui.error(&format!("session/new failed: {}", message(&e))),
+                },
+                Slash::Cancel => match handle.cancel(&session_id).await {
+                    Ok(()) => ui.note("cancel sent"),
+                    Err(ClientError::Rpc(e)) if e.code == -32000 => {
+                        ui.note("no turn is running in this session")
+                    }
+                    Err(e) => ui.error(&message(&e)),
+                },
+                Slash::Quit => {
+                    ui.end_line();
+                    return Ok(());
+                }
+                Slash::Unknown(name) => ui.note(&format!(
+                    "unknown command /{name}; /help lists the commands"
+                )),
+            }
             continue;
         }
         let mut turn = Turn {
@@ -76,14 +140,35 @@ pub async fn run(
             streamed: false,
             cancelling: false,
         };
-        match turn.run(&mut events, &mut interrupts, line.trim()).await {
+        match turn
+            .run(&mut events, &mut interrupts, slash::prompt_text(&line))
+            .await
+        {
             Ok(()) => {}
             Err(ClientError::Rpc(e)) => ui.error(&format!("{} (code {})", e.message, e.code)),
             Err(e) => {
                 ui.end_line();
-                return Err(e.to_string());
+                return Err(e.to_string().into());
             }
         }
+    }
+}
+
+/// A resumed session's last messages, before the first prompt.
+async fn show_earlier(handle: &ClientHandle, info: &SessionInfo, ui: &mut Ui) {
+    if !info.resumed || info.message_count == 0 {
+        return;
+    }
+    let params = json!({"sessionId": info.session_id, "mode": info.mode, "limit": RESUME_MESSAGES});
+    match handle.call("session/messages", params).await {
+        Ok(page) => {
+            let rows = page["messages"].as_array().cloned().unwrap_or_default();
+            let total = page["total"].as_u64().unwrap_or(info.message_count);
+            if !rows.is_empty() {
+                ui.history(&rows, total);
+            }
+        }
+        Err(e) => ui.note(&format!("cannot show earlier messages: {}", message(&e))),
     }
 }
 
@@ -113,274 +198,5 @@ async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) {
             tracing::debug!("update outside a turn: {:?}", u.kind);
         }
         _ => {}
-    }
-}
-
-/// A question waiting for a line of input.
-enum Question {
-    Approval {
-        request_id: String,
-        tool: String,
-        summary: String,
-    },
-    Elicitation(ElicitationRequest),
-}
-
-struct Turn<'a> {
-    handle: &'a ClientHandle,
-    session_id: &'a str,
-    ui: &'a mut Ui,
-    input: &'a mut Input,
-    /// Questions not yet shown, in arrival order.
-    questions: VecDeque<Question>,
-    /// The question shown, waiting for its answer.
-    asking: Option<Question>,
-    /// Whether any reply text was streamed.
-    streamed: bool,
-    cancelling: bool,
-}
-
-impl Turn<'_> {
-    async fn run(
-        &mut self,
-        events: &mut Events,
-        interrupts: &mut Interrupts,
-        prompt: &str,
-    ) -> Result<(), ClientError> {
-        let prompt_call = self.handle.prompt(self.session_id, prompt);
-        tokio::pin!(prompt_call);
-        let mut events_open = true;
-        let result = loop {
-            tokio::select! {
-                biased;
-                _ = interrupts.recv() => self.interrupt(),
-                event = events.next(), if events_open => match event {
-                    Some(event) => self.event(event).await,
-                    None => events_open = false,
-                },
-                line = self.input.next(), if self.asking.is_some() => {
-                    self.answer(line).await;
-                }
-                result = &mut prompt_call => break result,
-            }
-            while self.asking.is_none() {
-                let Some(question) = self.questions.pop_front() else {
-                    break;
-                };
-                self.ask(question).await;
-            }
-        };
-        // The reader queues every message before it resolves the answer (or the close)
-        // that follows it, so what the turn sent is all queued by now; the select above
-        // may still have missed the last of it (it raced the reader thread).
-        while let Some(message) = events.try_recv() {
-            self.event(Event::from_message(message)).await;
-        }
-        // Questions of a finished turn can no longer matter.
-        if self.asking.is_some() || !self.questions.is_empty() {
-            self.ui.end_line();
-        }
-        for question in self
-            .asking
-            .take()
-            .into_iter()
-            .chain(self.questions.drain(..))
-        {
-            if let Question::Elicitation(req) = question {
-                let _ = self
-                    .handle
-                    .answer_elicitation(&req, &ElicitationAnswer::Cancel)
-                    .await;
-            }
-        }
-        let result = result?;
-        self.finish(&result);
-        Ok(())
-    }
-
-    fn interrupt(&mut self) {
-        if self.cancelling {
-            self.ui.exit(INTERRUPTED);
-        }
-        self.cancelling = true;
-        self.ui.note("cancelling the turn (Ctrl-C again to exit)");
-        let handle = self.handle.clone();
-        let session_id = self.session_id.to_string();
-        tokio::spawn(async move {
-            if let Err(e) = handle.cancel(&session_id).await {
-                eprintln!("zeroclaw: cancel failed: {}", message(&e));
-            }
-        });
-    }
-
-    async fn event(&mut self, event: Event) {
-        let update = match event {
-            Event::Update(update) => update,
-            Event::Elicitation(req) => {
-                self.questions.push_back(Question::Elicitation(req));
-                return;
-            }
-            Event::Other(ServerMessage::Request { id, method, .. }) => {
-                let _ = self
-                    .handle
-                    .respond(id, Err(ErrorObject::method_not_found(&method)))
-                    .await;
-                return;
-            }
-            Event::Other(_) => return,
-        };
-        if update.session_id != self.session_id {
-            return;
-        }
-        match update.kind {
-            SessionUpdateKind::AgentMessageChunk { text } => {
-                self.streamed |= !text.is_empty();
-                self.ui.message(&text);
-            }
-            SessionUpdateKind::AgentThoughtChunk { text } => self.ui.thought(&text),
-            SessionUpdateKind::ToolCall {
-                name, raw_input, ..
-            } => self.ui.tool_call(&name, &raw_input),
-            SessionUpdateKind::ToolResult {
-                name, raw_output, ..
-            } => self.ui.tool_result(&name, &raw_output),
-            SessionUpdateKind::ApprovalRequest {
-                request_id,
-                tool_name,
-                arguments_summary,
-                ..
-            } => self.questions.push_back(Question::Approval {
-                request_id,
-                tool: tool_name,
-                summary: arguments_summary,
-            }),
-            SessionUpdateKind::HistoryTrimmed {
-                dropped_messages, ..
-            } => self.ui.note(&format!(
-                "context trimmed: {dropped_messages} older messages dropped"
-            )),
-            // The answer to session/prompt carries the same; it ends the turn.
-            SessionUpdateKind::TurnComplete(_)
-            | SessionUpdateKind::ApprovalResolved { .. }
-            | SessionUpdateKind::ReplayGap { .. }
-            | SessionUpdateKind::Unknown { .. } => {}
-        }
-    }
-
-    /// Shows a question, or answers it at once when stdin is finished.
-    async fn ask(&mut self, question: Question) {
-        if self.input.is_closed() {
-            self.answer_closed(question).await;
-            return;
-        }
-        match &question {
-            Question::Approval { tool, summary, .. } => self.ui.ask_approval(tool, summary),
-            Question::Elicitation(req) => self.ui.ask_elicitation(req),
-        }
-        self.asking = Some(question);
-    }
-
-    /// Answers the question shown with a line of input (`None` = stdin ended).
-    async fn answer(&mut self, line: Option<String>) {
-        let Some(question) = self.asking.take() else {
-            return;
-        };
-        let Some(line) = line else {
-            self.ui.end_line();
-            self.answer_closed(question).await;
-            return;
-        };
-        self.ui.echo_answer(&line);
-        match question {
-            Question::Approval {
-                request_id,
-                tool,
-                summary,
-            } => {
-                let decision = match line.trim().to_ascii_lowercase().as_str() {
-                    "y" | "yes" => Decision::AllowOnce,
-                    "a" | "always" => Decision::AllowAlways,
-                    "" | "n" | "no" => Decision::Reject,
-                    _ => {
-                        self.ui.note("answer y, n or a");
-                        self.ui.ask_approval(&tool, &summary);
-                        self.asking = Some(Question::Approval {
-                            request_id,
-                            tool,
-                            summary,
-                        });
-                        return;
-                    }
-                };
-                self.approve(request_id, decision);
-            }
-            Question::Elicitation(req) => match req.answer_from_input(&line) {
-                Ok(answer) => {
-                    if answer == ElicitationAnswer::Decline {
-                        self.ui.note("declined");
-                    }
-                    if let Err(e) = self.handle.answer_elicitation(&req, &answer).await {
-                        self.ui.error(&message(&e));
-                    }
-                }
-                Err(why) => {
-                    self.ui.note(&why);
-                    self.ui.ask_elicitation(&req);
-                    self.asking = Some(Question::Elicitation(req));
-                }
-            },
-        }
-    }
-
-    /// No more input: approvals are rejected, questions declined.
-    async fn answer_closed(&mut self, question: Question) {
-        match question {
-            Question::Approval {
-                request_id, tool, ..
-            } => {
-                self.ui.note(&format!("no input left: rejecting {tool}"));
-                self.approve(request_id, Decision::Reject);
-            }
-            Question::Elicitation(req) => {
-                self.ui.note("no input left: declining the question");
-                let _ = self
-                    .handle
-                    .answer_elicitation(&req, &ElicitationAnswer::Decline)
-                    .await;
-            }
-        }
-    }
-
-    fn approve(&self, request_id: String, decision: Decision) {
-        let handle = self.handle.clone();
-        let session_id = self.session_id.to_string();
-        tokio::spawn(async move {
-            if let Err(e) = handle.approve(&session_id, &request_id, decision).await {
-                eprintln!("zeroclaw: session/approve failed: {}", message(&e));
-            }
-        });
-    }
-
-    fn finish(&mut self, result: &TurnResult) {
-        match &result.outcome {
-            TurnOutcome::Completed => {
-                if !self.streamed && !result.content.is_empty() {
-                    self.ui.message(&result.content);
-                }
-                self.ui.end_line();
-            }
-            TurnOutcome::Cancelled => {
-                self.ui.end_line();
-                self.ui.note("turn cancelled");
-            }
-            TurnOutcome::Failed => {
-                self.ui.end_line();
-                self.ui.error(&format!("turn failed: {}", result.content));
-            }
-            TurnOutcome::Other(outcome) => {
-                self.ui.end_line();
-                self.ui.note(&format!("turn ended: {outcome}"));
-            }
-        }
     }
 }

@@ -1,10 +1,13 @@
-//! Output of `zeroclaw chat`: streamed text, tool calls and results, notes and questions,
-//! with colours only on a terminal.
+//! Output of `zeroclaw chat`: streamed text (markdown rendered on a terminal), a spinner
+//! until the reply starts, tool calls and results, notes and questions. Colours only on a
+//! terminal and without `NO_COLOR`; piped output is the raw text.
 
 use std::io::{IsTerminal, Write};
 
 use serde_json::Value;
 use zeroclaw_client::{ElicitationRequest, SessionInfo};
+
+use super::markdown::Markdown;
 
 /// Lines of a tool result shown.
 const RESULT_LINES: usize = 4;
@@ -18,13 +21,24 @@ pub enum Stream {
     Thought,
 }
 
+/// Frames of the spinner.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
 /// The terminal: where the cursor is, and whether to colour.
 pub struct Ui {
     color: bool,
+    /// Stdout is a terminal: markdown is rendered and a spinner shown.
+    rich: bool,
+    /// Input comes from the line editor: the last line of a question is its prompt.
     interactive: bool,
     /// An unfinished line is on stdout.
     open_line: bool,
     stream: Stream,
+    /// The prompt the line editor shows next.
+    prompt: String,
+    /// The spinner's next frame, while it turns.
+    spinner: Option<usize>,
+    markdown: Markdown,
 }
 
 const DIM: &str = "\x1b[2m";
@@ -35,12 +49,69 @@ const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
 impl Ui {
-    pub fn new() -> Ui {
+    /// `interactive`: input comes from the line editor.
+    pub fn new(interactive: bool) -> Ui {
+        let rich = std::io::stdout().is_terminal();
+        let color = rich && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         Ui {
-            color: std::io::stdout().is_terminal(),
-            interactive: std::io::stdin().is_terminal(),
+            color,
+            rich,
+            interactive,
             open_line: false,
             stream: Stream::None,
+            prompt: String::new(),
+            spinner: None,
+            markdown: Markdown::new(color),
+        }
+    }
+
+    /// The prompt for the line editor, taken once.
+    pub fn take_prompt(&mut self) -> String {
+        std::mem::take(&mut self.prompt)
+    }
+
+    /// Shows `head` and then `tail` as the line input is typed on: printed on a pipe,
+    /// given to the line editor on a terminal.
+    fn ask(&mut self, head: &str, tail: &str) {
+        self.out(head);
+        if self.interactive {
+            self.prompt = tail.to_string();
+        } else {
+            let tail = self.paint(YELLOW, tail);
+            self.out(&tail);
+        }
+    }
+
+    /// Starts the spinner (on a terminal) until the first output.
+    pub fn start_spinner(&mut self) {
+        if self.rich {
+            self.spinner = Some(0);
+            self.spin();
+        }
+    }
+
+    pub fn spinning(&self) -> bool {
+        self.spinner.is_some()
+    }
+
+    /// Draws the next frame.
+    pub fn spin(&mut self) {
+        let Some(frame) = self.spinner else {
+            return;
+        };
+        let text = format!("\r{} thinking…", SPINNER[frame % SPINNER.len()]);
+        let text = self.paint(DIM, &text);
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+        self.spinner = Some(frame + 1);
+    }
+
+    fn stop_spinner(&mut self) {
+        if self.spinner.take().is_some() {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(b"\r\x1b[K");
+            let _ = stdout.flush();
         }
     }
 
@@ -56,14 +127,20 @@ impl Ui {
         if text.is_empty() {
             return;
         }
+        self.stop_spinner();
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
         self.open_line = !text.ends_with('\n');
     }
 
-    /// Finishes an unfinished stdout line.
+    /// Finishes an unfinished stdout line (and the markdown being streamed).
     pub fn end_line(&mut self) {
+        self.stop_spinner();
+        if self.stream == Stream::Message {
+            let rest = self.markdown.finish();
+            self.out(&rest);
+        }
         if self.open_line {
             self.out("\n");
         }
@@ -81,17 +158,49 @@ impl Ui {
                 "{}",
                 self.paint(
                     DIM,
-                    "type a prompt and press Enter · Ctrl-C cancels a turn · Ctrl-D exits"
+                    "type a prompt and press Enter · /help lists commands · Ctrl-C cancels a turn · Ctrl-D exits"
                 )
             );
         }
     }
 
+    /// Earlier messages of a resumed session.
+    pub fn history(&mut self, rows: &[Value], total: u64) {
+        self.end_line();
+        let shown = rows.len() as u64;
+        let head = if total > shown {
+            format!("── last {shown} of {total} messages ──")
+        } else {
+            format!("── {shown} earlier messages ──")
+        };
+        let head = self.paint(DIM, &head);
+        self.out(&format!("{head}\n"));
+        for row in rows {
+            let text = row["content"].as_str().unwrap_or("");
+            match row["role"].as_str().unwrap_or("?") {
+                "user" => {
+                    let line = self.paint(BOLD, &format!("> {}", text.trim_end()));
+                    self.out(&format!("{line}\n"));
+                }
+                "assistant" => {
+                    self.message(text);
+                    self.end_line();
+                }
+                other => {
+                    let line = self.paint(DIM, &format!("[{other}] {}", clip(text, LINE_CHARS)));
+                    self.out(&format!("{line}\n"));
+                }
+            }
+        }
+        let rule = self.paint(DIM, "──");
+        self.out(&format!("{rule}\n"));
+    }
+
+    /// The prompt for the next line (shown by the line editor).
     pub fn prompt_marker(&mut self) {
+        self.end_line();
         if self.interactive {
-            self.end_line();
-            let marker = self.paint(BOLD, "> ");
-            self.out(&marker);
+            self.prompt = "> ".to_string();
         }
     }
 
@@ -100,7 +209,12 @@ impl Ui {
             self.end_line();
         }
         self.stream = Stream::Message;
-        self.out(text);
+        if self.rich {
+            let rendered = self.markdown.push(text);
+            self.out(&rendered);
+        } else {
+            self.out(text);
+        }
     }
 
     pub fn thought(&mut self, text: &str) {
@@ -158,8 +272,7 @@ impl Ui {
             "allow {tool} `{}`? [y]es/[n]o/[a]lways ",
             clip(summary, LINE_CHARS)
         );
-        let question = self.paint(YELLOW, &question);
-        self.out(&question);
+        self.ask("", &question);
     }
 
     pub fn ask_elicitation(&mut self, req: &ElicitationRequest) {
@@ -179,8 +292,7 @@ impl Ui {
             }
             None => "answer (empty = no answer): ",
         };
-        text.push_str(&self.paint(YELLOW, hint));
-        self.out(&text);
+        self.ask(&text, hint);
     }
 
     /// With stdin not a terminal the typed answer is not on the screen: show it.
@@ -189,6 +301,15 @@ impl Ui {
             self.open_line = false;
         } else {
             self.out(&format!("{}\n", line.trim()));
+        }
+    }
+
+    /// Plain lines on stdout (command output such as `/help`).
+    pub fn print(&mut self, text: &str) {
+        self.end_line();
+        self.out(text);
+        if !text.ends_with('\n') {
+            self.out("\n");
         }
     }
 

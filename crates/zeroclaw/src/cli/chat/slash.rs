@@ -1,0 +1,72 @@
+//! Slash commands of `zeroclaw chat`: typed at the prompt, handled by the chat itself and
+//! never sent to the model.
+
+/// A line that starts with `/`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Slash {
+    Help,
+    Sessions,
+    New,
+    Cancel,
+    Quit,
+    Unknown(String),
+}
+
+pub const HELP: &str = "\
+commands (not sent to the model):
+  /help       this list
+  /sessions   your sessions (id, agent, last activity, messages, title)
+  /new        start a new session with the same agent
+  /cancel     cancel the turn running in this session
+  /quit       leave the chat (also Ctrl-D)
+keys: ←/→ and Home/End move · ↑/↓ recall earlier prompts · Ctrl-R searches them
+      Ctrl-C cancels a running turn (at the prompt it exits)";
+
+impl Slash {
+    /// The command a line holds; `None` for a prompt (`//text` sends `/text`).
+    pub fn parse(line: &str) -> Option<Slash> {
+        let line = line.trim();
+        let word = line.strip_prefix('/')?;
+        if word.starts_with('/') {
+            return None;
+        }
+        let name = word.split_whitespace().next().unwrap_or("");
+        Some(match name {
+            "help" | "h" | "?" => Slash::Help,
+            "sessions" => Slash::Sessions,
+            "new" => Slash::New,
+            "cancel" => Slash::Cancel,
+            "quit" | "exit" | "q" => Slash::Quit,
+            other => Slash::Unknown(other.to_string()),
+        })
+    }
+}
+
+/// The text to send for a prompt line: `//x` is sent as `/x`.
+pub fn prompt_text(line: &str) -> &str {
+    let line = line.trim();
+    if line.starts_with("//") {
+        &line[1..]
+    } else {
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Slash, prompt_text};
+
+    #[test]
+    fn parses_commands_and_escapes() {
+        assert_eq!(Slash::parse("/help"), Some(Slash::Help));
+        assert_eq!(Slash::parse("  /quit "), Some(Slash::Quit));
+        assert_eq!(
+            Slash::parse("/model x"),
+            Some(Slash::Unknown("model".into()))
+        );
+        assert_eq!(Slash::parse("hello /help"), None);
+        assert_eq!(Slash::parse("//etc/passwd"), None);
+        assert_eq!(prompt_text("//etc/passwd"), "/etc/passwd");
+        assert_eq!(prompt_text(" hi "), "hi");
+    }
+}

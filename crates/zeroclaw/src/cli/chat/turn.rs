@@ -1,0 +1,306 @@
+//! One turn of `zeroclaw chat`: sends the prompt, shows what streams back (a spinner until
+//! the first of it), asks the questions the turn raises (approvals, ask-user) and answers
+//! them from input, and Ctrl-C cancels (a second one exits).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use zeroclaw_client::{
+    ClientError, ClientHandle, Decision, ElicitationAnswer, ElicitationRequest, ErrorObject, Event,
+    Events, ServerMessage, SessionUpdateKind, TurnOutcome, TurnResult,
+};
+
+use super::input::{Input, Interrupts, Read};
+use super::ui::Ui;
+use super::{INTERRUPTED, message};
+
+/// How often the spinner turns.
+const SPIN_EVERY: Duration = Duration::from_millis(100);
+
+/// A question waiting for a line of input.
+pub enum Question {
+    Approval {
+        request_id: String,
+        tool: String,
+        summary: String,
+    },
+    Elicitation(ElicitationRequest),
+}
+
+pub struct Turn<'a> {
+    pub handle: &'a ClientHandle,
+    pub session_id: &'a str,
+    pub ui: &'a mut Ui,
+    pub input: &'a mut Input,
+    /// Questions not yet shown, in arrival order.
+    pub questions: VecDeque<Question>,
+    /// The question shown, waiting for its answer.
+    pub asking: Option<Question>,
+    /// Whether any reply text was streamed.
+    pub streamed: bool,
+    pub cancelling: bool,
+}
+
+impl Turn<'_> {
+    pub async fn run(
+        &mut self,
+        events: &mut Events,
+        interrupts: &mut Interrupts,
+        prompt: &str,
+    ) -> Result<(), ClientError> {
+        let prompt_call = self.handle.prompt(self.session_id, prompt);
+        tokio::pin!(prompt_call);
+        let mut events_open = true;
+        let mut spin = tokio::time::interval(SPIN_EVERY);
+        self.ui.start_spinner();
+        let result = loop {
+            let prompt = self.ui.take_prompt();
+            tokio::select! {
+                biased;
+                _ = interrupts.recv() => self.interrupt(),
+                event = events.next(), if events_open => match event {
+                    Some(event) => self.event(event).await,
+                    None => events_open = false,
+                },
+                read = self.input.next(&prompt, false), if self.asking.is_some() => {
+                    self.answer(read).await;
+                }
+                result = &mut prompt_call => break result,
+                _ = spin.tick(), if self.ui.spinning() => self.ui.spin(),
+            }
+            while self.asking.is_none() {
+                let Some(question) = self.questions.pop_front() else {
+                    break;
+                };
+                self.ask(question).await;
+            }
+        };
+        // The reader queues every message before it resolves the answer (or the close)
+        // that follows it, so what the turn sent is all queued by now; the select above
+        // may still have missed the last of it (it raced the reader thread).
+        while let Some(message) = events.try_recv() {
+            self.event(Event::from_message(message)).await;
+        }
+        // Questions of a finished turn can no longer matter.
+        if self.asking.is_some() || !self.questions.is_empty() {
+            self.ui.end_line();
+        }
+        for question in self
+            .asking
+            .take()
+            .into_iter()
+            .chain(self.questions.drain(..))
+        {
+            if let Question::Elicitation(req) = question {
+                let _ = self
+                    .handle
+                    .answer_elicitation(&req, &ElicitationAnswer::Cancel)
+                    .await;
+            }
+        }
+        let result = result?;
+        self.finish(&result);
+        Ok(())
+    }
+
+    fn interrupt(&mut self) {
+        if self.cancelling {
+            self.ui.exit(INTERRUPTED);
+        }
+        self.cancelling = true;
+        self.ui.note("cancelling the turn (Ctrl-C again to exit)");
+        let handle = self.handle.clone();
+        let session_id = self.session_id.to_string();
+        tokio::spawn(async move {
+            if let Err(e) = handle.cancel(&session_id).await {
+                eprintln!("zeroclaw: cancel failed: {}", message(&e));
+            }
+        });
+    }
+
+    async fn event(&mut self, event: Event) {
+        let update = match event {
+            Event::Update(update) => update,
+            Event::Elicitation(req) => {
+                self.questions.push_back(Question::Elicitation(req));
+                return;
+            }
+            Event::Other(ServerMessage::Request { id, method, .. }) => {
+                let _ = self
+                    .handle
+                    .respond(id, Err(ErrorObject::method_not_found(&method)))
+                    .await;
+                return;
+            }
+            Event::Other(_) => return,
+        };
+        if update.session_id != self.session_id {
+            return;
+        }
+        match update.kind {
+            SessionUpdateKind::AgentMessageChunk { text } => {
+                self.streamed |= !text.is_empty();
+                self.ui.message(&text);
+            }
+            SessionUpdateKind::AgentThoughtChunk { text } => self.ui.thought(&text),
+            SessionUpdateKind::ToolCall {
+                name, raw_input, ..
+            } => self.ui.tool_call(&name, &raw_input),
+            SessionUpdateKind::ToolResult {
+                name, raw_output, ..
+            } => self.ui.tool_result(&name, &raw_output),
+            SessionUpdateKind::ApprovalRequest {
+                request_id,
+                tool_name,
+                arguments_summary,
+                ..
+            } => self.questions.push_back(Question::Approval {
+                request_id,
+                tool: tool_name,
+                summary: arguments_summary,
+            }),
+            SessionUpdateKind::HistoryTrimmed {
+                dropped_messages, ..
+            } => self.ui.note(&format!(
+                "context trimmed: {dropped_messages} older messages dropped"
+            )),
+            // The answer to session/prompt carries the same; it ends the turn.
+            SessionUpdateKind::TurnComplete(_)
+            | SessionUpdateKind::ApprovalResolved { .. }
+            | SessionUpdateKind::ReplayGap { .. }
+            | SessionUpdateKind::Unknown { .. } => {}
+        }
+    }
+
+    /// Shows a question, or answers it at once when stdin is finished.
+    async fn ask(&mut self, question: Question) {
+        if self.input.is_closed() {
+            self.answer_closed(question).await;
+            return;
+        }
+        self.show(&question);
+        self.asking = Some(question);
+    }
+
+    fn show(&mut self, question: &Question) {
+        match question {
+            Question::Approval { tool, summary, .. } => self.ui.ask_approval(tool, summary),
+            Question::Elicitation(req) => self.ui.ask_elicitation(req),
+        }
+    }
+
+    /// Answers the question shown with a line of input.
+    async fn answer(&mut self, read: Read) {
+        let Some(question) = self.asking.take() else {
+            return;
+        };
+        let line = match read {
+            Read::Line(line) => line,
+            Read::End => {
+                self.ui.end_line();
+                self.answer_closed(question).await;
+                return;
+            }
+            Read::Interrupt => {
+                // Ctrl-C in the line editor: as at any other time during a turn; the
+                // question stays open until the turn ends.
+                self.interrupt();
+                self.show(&question);
+                self.asking = Some(question);
+                return;
+            }
+        };
+        self.ui.echo_answer(&line);
+        match question {
+            Question::Approval {
+                request_id,
+                tool,
+                summary,
+            } => {
+                let decision = match line.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => Decision::AllowOnce,
+                    "a" | "always" => Decision::AllowAlways,
+                    "" | "n" | "no" => Decision::Reject,
+                    _ => {
+                        self.ui.note("answer y, n or a");
+                        self.ui.ask_approval(&tool, &summary);
+                        self.asking = Some(Question::Approval {
+                            request_id,
+                            tool,
+                            summary,
+                        });
+                        return;
+                    }
+                };
+                self.approve(request_id, decision);
+            }
+            Question::Elicitation(req) => match req.answer_from_input(&line) {
+                Ok(answer) => {
+                    if answer == ElicitationAnswer::Decline {
+                        self.ui.note("declined");
+                    }
+                    if let Err(e) = self.handle.answer_elicitation(&req, &answer).await {
+                        self.ui.error(&message(&e));
+                    }
+                }
+                Err(why) => {
+                    self.ui.note(&why);
+                    self.ui.ask_elicitation(&req);
+                    self.asking = Some(Question::Elicitation(req));
+                }
+            },
+        }
+    }
+
+    /// No more input: approvals are rejected, questions declined.
+    async fn answer_closed(&mut self, question: Question) {
+        match question {
+            Question::Approval {
+                request_id, tool, ..
+            } => {
+                self.ui.note(&format!("no input left: rejecting {tool}"));
+                self.approve(request_id, Decision::Reject);
+            }
+            Question::Elicitation(req) => {
+                self.ui.note("no input left: declining the question");
+                let _ = self
+                    .handle
+                    .answer_elicitation(&req, &ElicitationAnswer::Decline)
+                    .await;
+            }
+        }
+    }
+
+    fn approve(&self, request_id: String, decision: Decision) {
+        let handle = self.handle.clone();
+        let session_id = self.session_id.to_string();
+        tokio::spawn(async move {
+            if let Err(e) = handle.approve(&session_id, &request_id, decision).await {
+                eprintln!("zeroclaw: session/approve failed: {}", message(&e));
+            }
+        });
+    }
+
+    fn finish(&mut self, result: &TurnResult) {
+        match &result.outcome {
+            TurnOutcome::Completed => {
+                if !self.streamed && !result.content.is_empty() {
+                    self.ui.message(&result.content);
+                }
+                self.ui.end_line();
+            }
+            TurnOutcome::Cancelled => {
+                self.ui.end_line();
+                self.ui.note("turn cancelled");
+            }
+            TurnOutcome::Failed => {
+                self.ui.end_line();
+                self.ui.error(&format!("turn failed: {}", result.content));
+            }
+            TurnOutcome::Other(outcome) => {
+                self.ui.end_line();
+                self.ui.note(&format!("turn ended: {outcome}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! `zeroclaw sessions` (a table of the sessions the caller may see, most recently active
+//! first, titled by the start of their first prompt) and `zeroclaw sessions show ID` (the
+//! transcript).
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+use zeroclaw_client::ClientHandle;
+
+use super::error::CliError;
+use super::{human, rpc};
+
+/// Characters of a title.
+const TITLE_CHARS: usize = 48;
+
+#[derive(Subcommand)]
+pub enum SessionsAction {
+    /// Print the transcript of a session.
+    Show {
+        /// The session id.
+        id: String,
+        /// Only the last N messages.
+        #[arg(long, value_name = "N")]
+        last: Option<u32>,
+    },
+}
+
+pub async fn run(
+    config_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+    action: Option<SessionsAction>,
+    limit: usize,
+    json: bool,
+) -> Result<(), CliError> {
+    let handle = rpc::handle(config_dir, socket).await?;
+    match action {
+        None => list(&handle, limit, json).await,
+        Some(SessionsAction::Show { id, last }) => show(&handle, &id, last, json).await,
+    }
+}
+
+async fn list(handle: &ClientHandle, limit: usize, json: bool) -> Result<(), CliError> {
+    let result = handle
+        .call("session/list", json!({}))
+        .await
+        .map_err(CliError::from_client)?;
+    if json {
+        rpc::print_json(&result);
+        return Ok(());
+    }
+    print!("{}", table(handle, &result, limit).await);
+    Ok(())
+}
+
+/// The sessions table (at most `limit` rows); titles cost one small call per row shown.
+pub async fn table(handle: &ClientHandle, list: &Value, limit: usize) -> String {
+    let mut sessions: Vec<Value> = list["sessions"].as_array().cloned().unwrap_or_default();
+    if sessions.is_empty() {
+        return "no sessions\n".to_string();
+    }
+    sessions.sort_by_key(|s| std::cmp::Reverse(s["lastActivity"].as_i64().unwrap_or(0)));
+    let hidden = sessions.len().saturating_sub(limit);
+    sessions.truncate(limit);
+    let now = human::now_ms();
+    let mut rows = Vec::new();
+    for s in &sessions {
+        let id = s["sessionId"].as_str().unwrap_or("?");
+        let mode = s["mode"].as_str().unwrap_or("acp");
+        let title = title(handle, s, id, mode).await;
+        rows.push(vec![
+            id.to_string(),
+            s["agentAlias"].as_str().unwrap_or("?").to_string(),
+            human::age(&s["lastActivity"], now),
+            s["messageCount"].to_string(),
+            if s["live"] == json!(true) {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
+            title,
+        ]);
+    }
+    let mut text = human::table(&["ID", "AGENT", "ACTIVE", "MSGS", "LIVE", "TITLE"], &rows);
+    if hidden > 0 {
+        text.push_str(&format!("… and {hidden} more (--limit N shows more)\n"));
+    }
+    text
+}
+
+/// The start of the first prompt, from `session/list` when it has a title, else from the
+/// first transcript row.
+async fn title(handle: &ClientHandle, session: &Value, id: &str, mode: &str) -> String {
+    if let Some(title) = session["title"].as_str() {
+        return human::first_line(title, TITLE_CHARS);
+    }
+    if session["messageCount"].as_u64() == Some(0) {
+        return String::new();
+    }
+    let first = handle
+        .call(
+            "session/messages",
+            json!({"sessionId": id, "mode": mode, "beforeSeq": 2, "limit": 1}),
+        )
+        .await;
+    match first {
+        Ok(page) => page["messages"]
+            .as_array()
+            .and_then(|rows| rows.first())
+            .and_then(|row| row["content"].as_str())
+            .map(|text| human::first_line(text, TITLE_CHARS))
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+async fn show(
+    handle: &ClientHandle,
+    id: &str,
+    last: Option<u32>,
+    json: bool,
+) -> Result<(), CliError> {
+    let mut params = json!({"sessionId": id});
+    if let Some(n) = last {
+        params["limit"] = json!(n);
+    }
+    let result = handle
+        .call("session/messages", params)
+        .await
+        .map_err(CliError::from_client)?;
+    if json {
+        rpc::print_json(&result);
+        return Ok(());
+    }
+    let rows = result["messages"].as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("(no messages)");
+    }
+    print!("{}", transcript(&rows));
+    Ok(())
+}
+
+/// Transcript rows for people: `you:` / `agent:` / the role, then the text indented.
+pub fn transcript(rows: &[Value]) -> String {
+    let mut out = String::new();
+    for row in rows {
+        let role = row["role"].as_str().unwrap_or("?");
+        let who = match role {
+            "user" => "you",
+            "assistant" => "agent",
+            other => other,
+        };
+        out.push_str(&format!("{who}:\n"));
+        for line in row["content"].as_str().unwrap_or("").lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::transcript;
+
+    #[test]
+    fn transcript_for_people() {
+        let rows = [
+            json!({"role": "user", "content": "hi\nthere"}),
+            json!({"role": "assistant", "content": "hello"}),
+        ];
+        assert_eq!(
+            transcript(&rows),
+            "you:\n  hi\n  there\n\nagent:\n  hello\n\n"
+        );
+    }
+}
