@@ -115,7 +115,7 @@ fn config_get_set_and_set_many() {
                 "--json"
             ]
         )),
-        json!({"prop": "agents.default.max_tool_iterations", "set": true})
+        json!({"prop": "agents.default.max_tool_iterations", "set": true, "restartRequired": false})
     );
     assert_eq!(
         ok(zc(
@@ -145,7 +145,7 @@ fn config_get_set_and_set_many() {
                 "wss.key_path=/tmp/k.pem"
             ]
         )),
-        "set wss.cert_path, wss.key_path\n"
+        "set wss.cert_path, wss.key_path\nrestart the daemon for this to take effect (zeroclaw stop, then zeroclaw daemon)\n"
     );
     assert_eq!(
         ok(zc(dir, &["config", "get", "wss.key_path"])),
