@@ -73,12 +73,15 @@ impl SessionManager {
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
         let (reply, answer) = oneshot::channel();
-        live.submit(Job {
+        let submitted = live.submit(Job {
             prompt,
             conn: Arc::clone(conn),
             config,
             reply,
-        })?;
+        });
+        // Queued or refused: the connection's next request for this session may go ahead.
+        crate::ordering::admitted();
+        submitted?;
         answer.await.unwrap_or_else(|_| {
             Err(ErrorObject::internal(
                 "the session stopped before answering",
