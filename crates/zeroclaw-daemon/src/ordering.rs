@@ -87,8 +87,12 @@ mod tests {
     async fn a_ticket_waits_for_its_predecessor_to_be_admitted() {
         let mut order = SessionOrder::default();
         let params = json!({"sessionId": "s"});
-        let first = order.ticket("session/prompt", Some(&params)).expect("ticket");
-        let second = order.ticket("session/prompt", Some(&params)).expect("ticket");
+        let first = order
+            .ticket("session/prompt", Some(&params))
+            .expect("ticket");
+        let second = order
+            .ticket("session/prompt", Some(&params))
+            .expect("ticket");
         assert!(order.ticket("status", Some(&params)).is_none());
         assert!(order.ticket("session/list", Some(&json!({}))).is_none());
         let log = Arc::new(Mutex::new(Vec::new()));

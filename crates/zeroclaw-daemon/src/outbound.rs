@@ -166,7 +166,10 @@ pub async fn run_writer<S: FrameSink>(
         }
     }
     out.close();
-    if tokio::time::timeout(CLOSE_WAIT, sink.shutdown()).await.is_err() {
+    if tokio::time::timeout(CLOSE_WAIT, sink.shutdown())
+        .await
+        .is_err()
+    {
         tracing::debug!("peer did not take the close in {CLOSE_WAIT:?}; dropping the socket");
     }
 }

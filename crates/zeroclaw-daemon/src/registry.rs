@@ -231,14 +231,19 @@ mod tests {
         assert!(reg.admit_unauthenticated(2, 2).is_none(), "pool full");
         assert_eq!(reg.open_count(), 3);
         // The pool never takes local capacity.
-        let mut local2 = reg.admit(Some("uid:1"), 4, 2).expect("local still admitted");
+        let mut local2 = reg
+            .admit(Some("uid:1"), 4, 2)
+            .expect("local still admitted");
         // Authenticating needs room in the total.
         assert!(ws1.assign("token:a", 4).is_err(), "total full");
         local2.release();
         local2.release();
         ws1.assign("token:a", 4).expect("room now");
         assert!(!ws1.is_unauthenticated());
-        assert!(reg.admit_unauthenticated(2, 2).is_some(), "a pool slot was freed");
+        assert!(
+            reg.admit_unauthenticated(2, 2).is_some(),
+            "a pool slot was freed"
+        );
         assert_eq!(reg.open_count(), 3);
         drop(ws1);
         assert_eq!(reg.open_count(), 2);

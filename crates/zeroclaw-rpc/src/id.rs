@@ -27,9 +27,8 @@ impl Id {
         match serde_json::value::to_raw_value(value) {
             Ok(raw) => Id(raw),
             // Serializing a plain JSON value cannot fail; `null` is a safe stand-in.
-            Err(_) => Id(RawValue::from_string("null".to_string()).unwrap_or_else(|_| {
-                unreachable!("null is valid JSON")
-            })),
+            Err(_) => Id(RawValue::from_string("null".to_string())
+                .unwrap_or_else(|_| unreachable!("null is valid JSON"))),
         }
     }
 
@@ -144,7 +143,8 @@ mod tests {
             "\"plain\"",
             "null",
         ] {
-            let frame = format!(r#"{{"params":{{"x":"\\n"}},"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            let frame =
+                format!(r#"{{"params":{{"x":"\\n"}},"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
             assert_eq!(exact(&frame), id, "{frame}");
             let frame = format!(r#"{{"id":{id},"jsonrpc":"2.0","method":"m"}}"#);
             assert_eq!(exact(&frame), id, "{frame}");
