@@ -230,6 +230,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
         out.drain(FLUSH_ON_CLOSE).await;
     }
     out.close();
+    drop(source);
     conn.pending.close();
     daemon.uploads.drop_connection(id);
     // The writer gives up on the peer within its close wait; the bound here is a backstop.

@@ -21,8 +21,8 @@ pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest batch of queued lines handed to the transport in one write.
 const BATCH_BYTES: usize = 256 * 1024;
 /// How long closing may wait on the peer (a WebSocket close frame, a TLS close-notify)
-/// before the socket is simply dropped (SPEC §17 "Every wait ends").
-pub const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// before the socket is simply dropped: within the 2 s of SPEC §17 "Every wait ends".
+pub const CLOSE_WAIT: Duration = Duration::from_millis(1500);
 
 /// The connection is closed; nothing more can be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
