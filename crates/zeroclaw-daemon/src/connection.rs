@@ -24,9 +24,10 @@ use zeroclaw_rpc::message::{error_line, response_line};
 use zeroclaw_rpc::{ErrorObject, Id, Inbound, MAX_FRAME_BYTES, Pending, Request};
 
 use crate::dispatch;
-use crate::ordering::SessionOrder;
+use crate::ordering::{LastPrompts, SessionOrder};
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
+use crate::session::LiveSession;
 use crate::state::Daemon;
 use crate::transport::{FrameSink, FrameSource, Incoming, PeerIdentity};
 
@@ -60,11 +61,23 @@ pub struct ConnectionContext {
     pub handshake: OnceLock<Handshake>,
     /// This connection's slot in the connection limits.
     pub admission: std::sync::Mutex<Admission>,
+    /// This connection's last prompt to each live session (what a cancel applies to).
+    pub prompts: LastPrompts,
 }
 
 impl ConnectionContext {
     pub fn is_initialized(&self) -> bool {
         self.handshake.get().is_some()
+    }
+
+    /// Records that prompt number `seq` of `live` came from this connection.
+    pub fn prompted(&self, live: &Arc<LiveSession>, seq: u64) {
+        self.prompts.record(live, seq);
+    }
+
+    /// The number of this connection's last prompt to `live` (0: none).
+    pub fn last_prompt(&self, live: &Arc<LiveSession>) -> u64 {
+        self.prompts.get(live)
     }
 }
 
@@ -89,6 +102,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
         pending: Pending::new(),
         handshake: OnceLock::new(),
         admission: std::sync::Mutex::new(admission),
+        prompts: LastPrompts::default(),
     });
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut order = SessionOrder::default();

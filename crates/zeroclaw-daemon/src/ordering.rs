@@ -6,12 +6,17 @@
 //! request's task waits until its predecessor's ticket is *admitted* before it does its own
 //! step. A ticket is admitted when its request calls [`admitted`] (`session/prompt`: once the
 //! prompt is in the session's queue, or refused) or, at the latest, when the request ends.
+//! [`LastPrompts`] remembers the connection's last prompt per session, so that a later
+//! `session/cancel` applies to it or a later turn, never an earlier one.
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 use tokio::sync::oneshot;
+
+use crate::session::LiveSession;
 
 /// Distinct sessions remembered per connection before settled entries are forgotten.
 const REMEMBERED_SESSIONS: usize = 256;
@@ -74,6 +79,28 @@ impl SessionOrder {
         let (admit, rx) = oneshot::channel();
         let predecessor = self.last.insert(session.to_string(), rx);
         Some(Ticket { predecessor, admit })
+    }
+}
+
+/// A connection's last prompt number per live session.
+#[derive(Default)]
+pub struct LastPrompts {
+    by_session: Mutex<Vec<(Weak<LiveSession>, u64)>>,
+}
+
+impl LastPrompts {
+    pub fn record(&self, live: &Arc<LiveSession>, seq: u64) {
+        let mut all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
+        // Sessions gone since are forgotten, so the list stays as short as the live ones.
+        all.retain(|(s, _)| s.strong_count() > 0 && !std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)));
+        all.push((Arc::downgrade(live), seq));
+    }
+
+    pub fn get(&self, live: &Arc<LiveSession>) -> u64 {
+        let all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
+        all.iter()
+            .find(|(s, _)| std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)))
+            .map_or(0, |(_, seq)| *seq)
     }
 }
 

@@ -529,3 +529,62 @@ fn ids_echo_exactly_as_sent() {
         serde_json::from_str(&exchange(r#"{"id":7,"jsonrpc":"2.0","method":"status"}"#)).unwrap();
     assert_eq!(v["id"], 7);
 }
+
+#[test]
+fn a_cancel_applies_to_the_prompt_before_it_never_to_an_earlier_turn() {
+    let fake = Fake::start();
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(
+            dir.join("config.toml"),
+            session_config(&fake.server.base_url(), ""),
+        )
+        .unwrap();
+    });
+    let mut c = daemon.client();
+    let sid = c.new_session(json!({"agentAlias": "default"}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // An idle session: prompt and cancel in one write; the cancel finds that prompt even
+    // though its turn has not started when the cancel is read.
+    fake.push(Scripted::chunks(
+        (0..100).map(|i| format!("a{i} ")),
+        Duration::from_millis(50),
+    ));
+    let burst = prompt_line(1, &sid, "first")
+        + &json!({"jsonrpc": "2.0", "id": 2, "method": "session/cancel",
+                  "params": {"sessionId": sid}})
+        .to_string()
+        + "\n";
+    c.stream.write_all(burst.as_bytes()).unwrap();
+    let (seen, first) = c.collect_until(&json!(1));
+    assert_eq!(first["result"]["outcome"], "cancelled", "{first}");
+    let cancel = seen
+        .iter()
+        .find(|m| m["id"] == 2)
+        .cloned()
+        .unwrap_or_else(|| c.recv_response(&json!(2)));
+    assert_eq!(cancel["result"]["cancelled"], true, "{cancel}");
+
+    // A running turn, then a second prompt and a cancel: the cancel applies to the second
+    // prompt (waiting), the running turn completes.
+    fake.push(Scripted::chunks(
+        (0..10).map(|i| format!("b{i} ")),
+        Duration::from_millis(50),
+    ));
+    fake.push(Scripted::text("never streamed"));
+    c.stream
+        .write_all(prompt_line(3, &sid, "running").as_bytes())
+        .unwrap();
+    while c.recv()["params"]["type"] != "agent_message_chunk" {}
+    let burst = prompt_line(4, &sid, "waiting")
+        + &json!({"jsonrpc": "2.0", "method": "session/cancel",
+                  "params": {"sessionId": sid}})
+        .to_string()
+        + "\n";
+    c.stream.write_all(burst.as_bytes()).unwrap();
+    let (_, running) = c.collect_until(&json!(3));
+    assert_eq!(running["result"]["outcome"], "completed", "{running}");
+    let (_, waiting) = c.collect_until(&json!(4));
+    assert_eq!(waiting["result"]["outcome"], "cancelled", "{waiting}");
+}

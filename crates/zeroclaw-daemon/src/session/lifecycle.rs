@@ -81,7 +81,7 @@ impl SessionManager {
         });
         // Queued or refused: the connection's next request for this session may go ahead.
         crate::ordering::admitted();
-        submitted?;
+        conn.prompted(&live, submitted?);
         answer.await.unwrap_or_else(|_| {
             Err(ErrorObject::internal(
                 "the session stopped before answering",
@@ -89,15 +89,17 @@ impl SessionManager {
         })
     }
 
-    /// `session/cancel`.
+    /// `session/cancel`: applies to this connection's last prompt to the session or a later
+    /// one, never to an earlier turn (SPEC §14 "Order").
     pub fn cancel(
         &self,
         principal: &Principal,
+        conn: &ConnectionContext,
         session_id: &str,
         mode: Option<Mode>,
     ) -> Result<Value, ErrorObject> {
         let live = self.live_owned(principal, session_id, mode)?;
-        if !live.cancel_turn() {
+        if !live.cancel_from(conn.last_prompt(&live)) {
             return Err(ErrorObject::session_not_found(format!(
                 "no active turn in session {session_id}"
             )));
