@@ -307,7 +307,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             Inbound::Request(req) => match req.id {
                 Some(id) => ServerMessage::Request {
-                    id,
+                    id: id.value(),
                     method: req.method,
                     params: req.params.unwrap_or(Value::Null),
                 },

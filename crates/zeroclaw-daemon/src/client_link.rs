@@ -1,6 +1,7 @@
 //! A connection as the sessions see it: [`ClientLink`] for [`ConnectionContext`] (queue an
 //! update, ask `elicitation/create`, open or not, can it answer elicitation).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,6 +10,7 @@ use zeroclaw_rpc::PeerError;
 use zeroclaw_rpc::message::request_line;
 
 use crate::connection::ConnectionContext;
+use crate::session::LiveSession;
 use crate::session::link::{AskError, ClientLink};
 
 #[async_trait]
@@ -47,5 +49,13 @@ impl ClientLink for ConnectionContext {
             PeerError::Closed => AskError::Gone,
             other => AskError::NoAnswer(other.to_string()),
         })
+    }
+
+    fn record_prompt(&self, session: &Arc<LiveSession>, seq: u64) {
+        self.prompted(session, seq);
+    }
+
+    fn last_prompt(&self, session: &Arc<LiveSession>) -> u64 {
+        ConnectionContext::last_prompt(self, session)
     }
 }

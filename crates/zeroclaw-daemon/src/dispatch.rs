@@ -20,6 +20,11 @@ fn find(method: &str) -> Option<&'static str> {
     CLIENT_METHODS.iter().copied().find(|m| *m == method)
 }
 
+/// Whether `method` is one this daemon serves (to anyone).
+pub fn is_known(method: &str) -> bool {
+    find(method).is_some()
+}
+
 /// Methods served on the local endpoint only (refused over WebSocket with -32012).
 fn local_only(method: &str) -> bool {
     method.starts_with("file/upload/")

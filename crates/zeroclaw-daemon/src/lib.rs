@@ -10,6 +10,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod files;
 pub mod methods;
+pub mod ordering;
 pub mod outbound;
 pub mod pairing;
 pub mod params;
@@ -43,8 +44,8 @@ pub struct DaemonOptions {
     pub stall_timeout: Option<Duration>,
 }
 
-/// How long a stopping daemon waits for cancelled turns to persist.
-const SHUTDOWN_PERSIST_WAIT: Duration = Duration::from_secs(10);
+/// The whole stop, from the signal to the exit, stays within this (SPEC §17: 10 s).
+const SHUTDOWN_BUDGET: Duration = Duration::from_secs(9);
 
 /// Opens `<data dir>/zeroclaw.db`, recovers turns a previous run left open (before any
 /// client is served), and creates the session manager.
@@ -94,6 +95,7 @@ fn startup<E: std::fmt::Display>(e: E) -> StartupError {
 /// Runs the daemon to completion. Must be called inside a multi-threaded tokio runtime.
 pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let started = Instant::now();
+    raise_open_files_limit();
     let signals = server::StopSignals::install()
         .map_err(|e| StartupError(format!("cannot install signal handlers: {e}")))?;
     let dirs = Dirs::resolve(options.config_dir.as_deref()).map_err(startup)?;
@@ -139,15 +141,17 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
             Arc::clone(&daemon.sessions).watch_fail_triggers(data_dir, daemon.shutdown.clone()),
         );
     }
-    {
+    let stopping = {
         // Stopping: cancel running turns at once so their prompts are answered (cancelled)
         // while connections are still flushing.
         let daemon = Arc::clone(&daemon);
         tokio::spawn(async move {
             daemon.shutdown.cancelled().await;
+            let since = Instant::now();
             daemon.sessions.cancel_all();
-        });
-    }
+            since
+        })
+    };
     if options.ephemeral {
         tokio::spawn(server::watch_ephemeral(Arc::clone(&daemon)));
     }
@@ -157,7 +161,36 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         let _ = task.await;
     }
     daemon.sessions.cancel_all();
-    daemon.sessions.wait_idle(SHUTDOWN_PERSIST_WAIT).await;
+    let since = stopping.await.unwrap_or_else(|_| Instant::now());
+    let left = SHUTDOWN_BUDGET.saturating_sub(since.elapsed());
+    daemon.sessions.wait_idle(left).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Raises the open-files soft limit to the hard limit (SPEC §17), so a flood of
+/// connections meets the connection limits before the descriptor limit.
+fn raise_open_files_limit() {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return;
+            }
+            if limit.rlim_cur < limit.rlim_max {
+                let wanted = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+                    tracing::debug!("cannot raise the open-files limit");
+                }
+            }
+        }
+    }
 }

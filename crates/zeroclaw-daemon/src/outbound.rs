@@ -21,6 +21,9 @@ pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest batch of queued lines handed to the transport in one write.
 const BATCH_BYTES: usize = 256 * 1024;
+/// How long closing may wait on the peer (a WebSocket close frame, a TLS close-notify)
+/// before the socket is simply dropped: within the 2 s of SPEC §17 "Every wait ends".
+pub const CLOSE_WAIT: Duration = Duration::from_millis(1500);
 
 /// The connection is closed; nothing more can be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,5 +257,10 @@ pub async fn run_writer<S: FrameSink>(
         }
     }
     out.close();
-    sink.shutdown().await;
+    if tokio::time::timeout(CLOSE_WAIT, sink.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::debug!("peer did not take the close in {CLOSE_WAIT:?}; dropping the socket");
+    }
 }

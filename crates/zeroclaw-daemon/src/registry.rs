@@ -1,8 +1,11 @@
 //! Counting open connections: the per-principal and total limits of SPEC §3.3, the
-//! `status.connections` figure, and the client count ephemeral mode watches.
+//! `[limits] unauthenticated_ws` pool of SPEC §17, the `status.connections` figure, and the
+//! client count ephemeral mode watches.
 //!
-//! An [`Admission`] is held for as long as its connection is open; dropping it gives the
-//! slot back and publishes the new count.
+//! A WebSocket peer that has not completed `initialize` counts only in its own small pool,
+//! never in the total the local endpoint shares; it moves to the total once it names its
+//! principal. An [`Admission`] is held for as long as its connection is open; releasing or
+//! dropping it gives the slot back and publishes the new count.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +16,15 @@ use zeroclaw_rpc::ErrorObject;
 #[derive(Default)]
 struct Counts {
     total: usize,
+    /// WebSocket peers not yet past `initialize` (not in `total`).
+    unauthenticated: usize,
     per_key: HashMap<String, usize>,
+}
+
+impl Counts {
+    fn open(&self) -> usize {
+        self.total + self.unauthenticated
+    }
 }
 
 /// Open connections of the daemon, by principal key (`uid:N` locally, the token's user over
@@ -28,6 +39,11 @@ pub struct Admission {
     registry: Arc<ConnectionRegistry>,
     /// `None` until the principal is known (WebSocket peers name it at `initialize`).
     key: Option<String>,
+    /// Counted in the unauthenticated pool; the total limit it must fit once it names its
+    /// principal.
+    unauthenticated: Option<usize>,
+    /// The slot was given back already.
+    released: bool,
 }
 
 impl ConnectionRegistry {
@@ -62,10 +78,30 @@ impl ConnectionRegistry {
             Self::take_slot(&mut counts, key, per_principal)?;
         }
         counts.total += 1;
-        self.open.send_replace(counts.total);
+        self.open.send_replace(counts.open());
         Ok(Admission {
             registry: Arc::clone(self),
             key: key.map(str::to_string),
+            unauthenticated: None,
+            released: false,
+        })
+    }
+
+    /// Admits a WebSocket peer before it has authenticated: at most `pool` such peers at
+    /// once (`None` beyond it: close the connection at once). It joins the total, checked
+    /// against `total`, when [`Admission::assign`] names its principal.
+    pub fn admit_unauthenticated(self: &Arc<Self>, pool: usize, total: usize) -> Option<Admission> {
+        let mut counts = self.lock();
+        if counts.unauthenticated >= pool {
+            return None;
+        }
+        counts.unauthenticated += 1;
+        self.open.send_replace(counts.open());
+        Some(Admission {
+            registry: Arc::clone(self),
+            key: None,
+            unauthenticated: Some(total),
+            released: false,
         })
     }
 
@@ -82,9 +118,9 @@ impl ConnectionRegistry {
         Ok(())
     }
 
-    /// Connections open right now.
+    /// Connections open right now (authenticated or not).
     pub fn open_count(&self) -> usize {
-        self.lock().total
+        self.lock().open()
     }
 
     /// Follows the number of open connections.
@@ -94,23 +130,49 @@ impl ConnectionRegistry {
 }
 
 impl Admission {
-    /// Counts this connection against `key` once its principal is known; a connection
-    /// already counted under a key keeps it.
+    /// Counts this connection against `key` once its principal is known (and, for a peer
+    /// of the unauthenticated pool, against the total); a connection already counted under
+    /// a key keeps it.
     pub fn assign(&mut self, key: &str, per_principal: usize) -> Result<(), ErrorObject> {
-        if self.key.is_some() {
+        if self.key.is_some() || self.released {
             return Ok(());
         }
         let mut counts = self.registry.lock();
+        if let Some(total) = self.unauthenticated
+            && counts.total >= total
+        {
+            return Err(ErrorObject::limit_exceeded(
+                format!("too many connections: the daemon serves at most {total}"),
+                total as u64,
+                counts.total as u64 + 1,
+            ));
+        }
         ConnectionRegistry::take_slot(&mut counts, key, per_principal)?;
+        if self.unauthenticated.take().is_some() {
+            counts.unauthenticated = counts.unauthenticated.saturating_sub(1);
+            counts.total += 1;
+        }
         self.key = Some(key.to_string());
         Ok(())
     }
-}
 
-impl Drop for Admission {
-    fn drop(&mut self) {
+    /// Whether this connection has not named its principal yet (unauthenticated pool).
+    pub fn is_unauthenticated(&self) -> bool {
+        self.unauthenticated.is_some()
+    }
+
+    /// Gives the slot back now: the connection is gone even if something still holds its
+    /// context (a queued prompt, say). Later calls do nothing.
+    pub fn release(&mut self) {
+        if std::mem::replace(&mut self.released, true) {
+            return;
+        }
         let mut counts = self.registry.lock();
-        counts.total = counts.total.saturating_sub(1);
+        if self.unauthenticated.is_some() {
+            counts.unauthenticated = counts.unauthenticated.saturating_sub(1);
+        } else {
+            counts.total = counts.total.saturating_sub(1);
+        }
         if let Some(key) = &self.key
             && let Some(n) = counts.per_key.get_mut(key)
         {
@@ -119,7 +181,13 @@ impl Drop for Admission {
                 counts.per_key.remove(key);
             }
         }
-        self.registry.open.send_replace(counts.total);
+        self.registry.open.send_replace(counts.open());
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -152,5 +220,32 @@ mod tests {
         drop(a);
         b.assign("token:x", 1).expect("slot given back");
         assert_eq!(reg.open_count(), 1);
+    }
+
+    #[test]
+    fn unauthenticated_peers_have_their_own_pool_and_join_the_total_at_assign() {
+        let reg = ConnectionRegistry::new();
+        let _local = reg.admit(Some("uid:1"), 4, 2).expect("local");
+        let mut ws1 = reg.admit_unauthenticated(2, 2).expect("pool 1");
+        let _ws2 = reg.admit_unauthenticated(2, 2).expect("pool 2");
+        assert!(reg.admit_unauthenticated(2, 2).is_none(), "pool full");
+        assert_eq!(reg.open_count(), 3);
+        // The pool never takes local capacity.
+        let mut local2 = reg
+            .admit(Some("uid:1"), 4, 2)
+            .expect("local still admitted");
+        // Authenticating needs room in the total.
+        assert!(ws1.assign("token:a", 4).is_err(), "total full");
+        local2.release();
+        local2.release();
+        ws1.assign("token:a", 4).expect("room now");
+        assert!(!ws1.is_unauthenticated());
+        assert!(
+            reg.admit_unauthenticated(2, 2).is_some(),
+            "a pool slot was freed"
+        );
+        assert_eq!(reg.open_count(), 3);
+        drop(ws1);
+        assert_eq!(reg.open_count(), 2);
     }
 }

@@ -1,6 +1,8 @@
 //! Accept loops: takes connections from every transport, admits them against the
 //! connection limits (refusing with one -32013 line), logs the audit line, and hands each to
-//! the connection loop. Also owns the signal handlers and the ephemeral-exit watcher.
+//! the connection loop; an accept that fails backs off instead of spinning, and a stopping
+//! listener waits for its connections only so long. Also owns the signal handlers and the
+//! ephemeral-exit watcher.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use zeroclaw_ipc::{LocalConnection, LocalListener};
 use zeroclaw_rpc::message::error_line;
 
@@ -26,9 +29,15 @@ pub fn next_connection_id() -> u64 {
     NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Accepts local connections until shutdown; returns once every connection has ended.
+/// How long a stopping daemon lets its connections flush and close before dropping them
+/// (SPEC §17: the whole stop takes at most 10 s).
+pub const CONNECTIONS_ON_SHUTDOWN: Duration = Duration::from_secs(6);
+
+/// Accepts local connections until shutdown; returns once every connection has ended (or
+/// the shutdown bound has passed).
 pub async fn serve_local(daemon: Arc<Daemon>, listener: LocalListener) {
     let mut connections = JoinSet::new();
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -37,20 +46,60 @@ pub async fn serve_local(daemon: Arc<Daemon>, listener: LocalListener) {
         };
         match accepted {
             Ok(conn) => {
-                connections.spawn(admit_local(Arc::clone(&daemon), conn));
+                backoff.reset();
+                connections.spawn(admit_local(Arc::clone(&daemon), conn, Instant::now()));
             }
-            Err(e) => {
-                // Out of descriptors and similar: back off instead of spinning.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+            Err(e) => backoff.wait(&e).await,
         }
     }
     drop(listener);
-    while connections.join_next().await.is_some() {}
+    wait_for_connections(&mut connections).await;
 }
 
-async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection) {
+/// Waits for the connections of a stopping listener, at most [`CONNECTIONS_ON_SHUTDOWN`];
+/// the ones still open then are dropped.
+pub async fn wait_for_connections(connections: &mut JoinSet<()>) {
+    let all_ended = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(CONNECTIONS_ON_SHUTDOWN, all_ended)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = connections.len(),
+            "connections did not close in time; dropping them"
+        );
+        connections.abort_all();
+    }
+}
+
+/// The pause after a failed accept (out of file descriptors and the like): it grows while
+/// accepts keep failing, so the loop never spins, and resets on the next success.
+#[derive(Default)]
+pub struct AcceptBackoff {
+    failures: u32,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MAX: Duration = Duration::from_secs(1);
+
+    pub async fn wait(&mut self, error: &std::io::Error) {
+        let pause = Self::FIRST
+            .saturating_mul(1 << self.failures.min(7))
+            .min(Self::MAX);
+        if self.failures == 0 {
+            tracing::warn!("accept failed: {error}; backing off");
+        }
+        self.failures = self.failures.saturating_add(1);
+        tokio::time::sleep(pause).await;
+    }
+
+    pub fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
+async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection, accepted: Instant) {
     let LocalConnection {
         reader,
         mut writer,
@@ -83,7 +132,7 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection) {
         kind: TransportKind::Local,
     };
     let (source, sink) = (StreamSource::new(reader), StreamSink::new(writer));
-    connection::serve(daemon, id, identity, admission, source, sink).await;
+    connection::serve(daemon, id, identity, admission, accepted, source, sink).await;
 }
 
 /// Ephemeral mode: stop about [`EPHEMERAL_GRACE`] after the last client leaves; a client

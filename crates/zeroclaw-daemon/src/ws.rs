@@ -5,17 +5,21 @@
 //! a message over 8 MiB closes the connection with status 1009. An upgrade carrying an
 //! `Origin` header is refused with HTTP 403 unless that origin is allowed (cross-site
 //! WebSocket hijacking).
+//!
+//! A TCP connection takes a slot of `[limits] unauthenticated_ws` as it is accepted (none
+//! left: it is closed at once) and keeps it until `initialize` names its principal; TLS,
+//! upgrade and `initialize` must all finish within 10 s of the accept (SPEC §17).
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -26,13 +30,11 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use zeroclaw_config::Wss;
 use zeroclaw_rpc::MAX_FRAME_BYTES;
 
-use crate::connection;
-use crate::server::next_connection_id;
+use crate::connection::{self, INITIALIZE_WITHIN};
+use crate::registry::Admission;
+use crate::server::{AcceptBackoff, next_connection_id, wait_for_connections};
 use crate::state::Daemon;
 use crate::transport::{BoxFuture, FrameSink, FrameSource, Incoming, PeerIdentity, TransportKind};
-
-/// TLS handshake plus HTTP upgrade must finish within this.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A bound WebSocket listener, ready to serve.
 pub struct WsListener {
@@ -100,41 +102,71 @@ fn tls_acceptor(cert_path: &str, key_path: &str) -> Result<TlsAcceptor, String> 
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Accepts WebSocket connections until shutdown; returns once they have all ended.
+/// Accepts WebSocket connections until shutdown; returns once they have all ended (or
+/// the shutdown bound has passed).
 pub async fn serve(daemon: Arc<Daemon>, ws: WsListener) {
+    let WsListener {
+        listener,
+        tls,
+        allowed_origins,
+    } = ws;
     let mut connections = JoinSet::new();
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
-            accepted = ws.listener.accept() => accepted,
+            accepted = listener.accept() => accepted,
             () = daemon.shutdown.cancelled() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
         match accepted {
             Ok((tcp, addr)) => {
+                backoff.reset();
+                let accepted_at = Instant::now();
+                let limits = daemon.config.current().limits.clone();
+                let Some(admission) = daemon.connections.admit_unauthenticated(
+                    limits.unauthenticated_ws as usize,
+                    limits.connections_total as usize,
+                ) else {
+                    // Too many peers that have not authenticated: hang up at once.
+                    tracing::debug!(peer = %addr, "refused: unauthenticated_ws limit");
+                    drop(tcp);
+                    continue;
+                };
                 let _ = tcp.set_nodelay(true);
                 let daemon = Arc::clone(&daemon);
-                let tls = ws.tls.clone();
-                let origins = Arc::clone(&ws.allowed_origins);
+                let tls = tls.clone();
+                let origins = Arc::clone(&allowed_origins);
+                let deadline = accepted_at + INITIALIZE_WITHIN;
                 connections.spawn(async move {
+                    let peer = Peer {
+                        addr,
+                        admission,
+                        accepted_at,
+                    };
                     match tls {
-                        Some(tls) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(tcp))
-                            .await
+                        Some(tls) => match tokio::time::timeout_at(deadline, tls.accept(tcp)).await
                         {
-                            Ok(Ok(stream)) => upgrade(daemon, stream, addr, origins).await,
+                            Ok(Ok(stream)) => upgrade(daemon, stream, peer, origins).await,
                             Ok(Err(e)) => tracing::info!(peer = %addr, "tls handshake failed: {e}"),
                             Err(_) => tracing::info!(peer = %addr, "tls handshake timed out"),
                         },
-                        None => upgrade(daemon, tcp, addr, origins).await,
+                        None => upgrade(daemon, tcp, peer, origins).await,
                     }
                 });
             }
-            Err(e) => {
-                tracing::warn!("websocket accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+            Err(e) => backoff.wait(&e).await,
         }
     }
-    while connections.join_next().await.is_some() {}
+    drop(listener);
+    wait_for_connections(&mut connections).await;
+}
+
+/// An accepted TCP peer on its way to the connection loop.
+struct Peer {
+    addr: SocketAddr,
+    /// Its slot in the unauthenticated pool.
+    admission: Admission,
+    accepted_at: Instant,
 }
 
 fn refuse(status: StatusCode, why: &str) -> ErrorResponse {
@@ -145,10 +177,15 @@ fn refuse(status: StatusCode, why: &str) -> ErrorResponse {
 
 // The upgrade callback's `Result<Response, ErrorResponse>` is tungstenite's signature.
 #[allow(clippy::result_large_err)]
-async fn upgrade<S>(daemon: Arc<Daemon>, stream: S, addr: SocketAddr, origins: Arc<Vec<String>>)
+async fn upgrade<S>(daemon: Arc<Daemon>, stream: S, peer: Peer, origins: Arc<Vec<String>>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let Peer {
+        addr,
+        admission,
+        accepted_at,
+    } = peer;
     let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
         if req.uri().path() != "/" {
             return Err(refuse(StatusCode::NOT_FOUND, "the websocket endpoint is /"));
@@ -166,8 +203,8 @@ where
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_FRAME_BYTES);
     config.max_frame_size = Some(MAX_FRAME_BYTES);
-    let upgraded = tokio::time::timeout(
-        HANDSHAKE_TIMEOUT,
+    let upgraded = tokio::time::timeout_at(
+        accepted_at + INITIALIZE_WITHIN,
         tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)),
     )
     .await;
@@ -175,24 +212,6 @@ where
         Ok(Ok(socket)) => socket,
         Ok(Err(e)) => return tracing::info!(peer = %addr, "websocket upgrade refused: {e}"),
         Err(_) => return tracing::info!(peer = %addr, "websocket upgrade timed out"),
-    };
-    let limits = daemon.config.current().limits.clone();
-    // The principal (its token) is known only at `initialize`; until then only the total
-    // limit applies.
-    let admission = match daemon.connections.admit(
-        None,
-        limits.connections_per_principal as usize,
-        limits.connections_total as usize,
-    ) {
-        Ok(admission) => admission,
-        Err(error) => {
-            let (mut sink, _) = socket.split();
-            let line = zeroclaw_rpc::message::error_line(&serde_json::Value::Null, &error);
-            let text = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
-            let _ = sink.send(Message::Text(text.into())).await;
-            let _ = sink.close().await;
-            return;
-        }
     };
     let label = format!("ws:{}:{}", addr.ip(), addr.port());
     let id = next_connection_id();
@@ -209,7 +228,7 @@ where
         close: Arc::clone(&close),
     };
     let sink = WsSink { tx, close };
-    connection::serve(daemon, id, identity, admission, source, sink).await;
+    connection::serve(daemon, id, identity, admission, accepted_at, source, sink).await;
 }
 
 type CloseSlot = Arc<Mutex<Option<CloseFrame>>>;

@@ -4,10 +4,11 @@
 
 pub mod codec;
 pub mod error;
+mod id;
 pub mod message;
 pub mod peer;
 
 pub use codec::{Frame, FrameReader, MAX_FRAME_BYTES};
 pub use error::{ErrorObject, code};
-pub use message::{Inbound, Request, Response, classify, classify_value};
+pub use message::{Id, Inbound, Request, Response, classify, classify_value};
 pub use peer::{PeerError, Pending};

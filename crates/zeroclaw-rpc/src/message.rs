@@ -3,18 +3,19 @@
 //! [`classify`] turns one frame (a line without its `\n`) into what the receiver must do
 //! with it: dispatch a request, resolve a response, answer with an error, or drop it. It
 //! classifies first (request-shaped / response-shaped / ambiguous) and validates second,
-//! so an invalid request still gets its valid id echoed.
+//! so an invalid request still gets its valid id echoed, exactly as it was written ([`Id`]).
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::ErrorObject;
+pub use crate::id::Id;
 
 /// A request or notification received from the peer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// `None` for a notification (no `id` key); `Some(Value::Null)` for `"id": null`.
-    pub id: Option<Value>,
+    /// `None` for a notification (no `id` key); the JSON `null` for `"id": null`.
+    pub id: Option<Id>,
     pub method: String,
     /// `None` when absent; otherwise an object or an array.
     pub params: Option<Value>,
@@ -40,7 +41,7 @@ pub enum Inbound {
     Response(Response),
     /// The frame was invalid; answer with this error (the id to echo is `id`).
     Reject {
-        id: Value,
+        id: Id,
         error: ErrorObject,
     },
     /// An invalid response-shaped frame: never answered; the reason is safe to log (it
@@ -59,16 +60,21 @@ pub fn classify(frame: &[u8]) -> Inbound {
                 format!("parse error: {e}")
             };
             return Inbound::Reject {
-                id: Value::Null,
+                id: Id::null(),
                 error: ErrorObject::parse_error(what),
             };
         }
     };
-    classify_value(value)
+    classify_parsed(value, Some(frame))
 }
 
-/// Classifies an already parsed JSON value (used by message-framed transports too).
+/// Classifies an already parsed JSON value (its ids are echoed as that value prints).
 pub fn classify_value(value: Value) -> Inbound {
+    classify_parsed(value, None)
+}
+
+/// `frame`, when known, is the text `value` was parsed from (for ids echoed exactly).
+fn classify_parsed(value: Value, frame: Option<&[u8]>) -> Inbound {
     let Value::Object(obj) = value else {
         let what = if value.is_array() {
             "invalid request: batches are not supported"
@@ -80,7 +86,7 @@ pub fn classify_value(value: Value) -> Inbound {
     let has_result = obj.contains_key("result");
     let has_error = obj.contains_key("error");
     match obj.get("method") {
-        Some(Value::String(_)) if !has_result && !has_error => validate_request(obj),
+        Some(Value::String(_)) if !has_result && !has_error => validate_request(obj, frame),
         None if has_result || has_error => validate_response(obj),
         Some(Value::String(_)) => {
             ambiguous("invalid request: method together with result or error")
@@ -92,7 +98,7 @@ pub fn classify_value(value: Value) -> Inbound {
 
 fn ambiguous(message: &str) -> Inbound {
     Inbound::Reject {
-        id: Value::Null,
+        id: Id::null(),
         error: ErrorObject::invalid_request(message),
     }
 }
@@ -105,12 +111,13 @@ fn version_ok(obj: &Map<String, Value>) -> bool {
     obj.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
 }
 
-fn validate_request(mut obj: Map<String, Value>) -> Inbound {
+fn validate_request(mut obj: Map<String, Value>, frame: Option<&[u8]>) -> Inbound {
     let id = obj.remove("id");
-    let echo = match &id {
-        Some(id) if valid_id(id) => id.clone(),
-        _ => Value::Null,
+    let exact = match &id {
+        Some(id) if valid_id(id) => Some(Id::exact(id, frame)),
+        _ => None,
     };
+    let echo = exact.clone().unwrap_or_else(Id::null);
     let reject = |message: &str| Inbound::Reject {
         id: echo.clone(),
         error: ErrorObject::invalid_request(message),
@@ -131,7 +138,11 @@ fn validate_request(mut obj: Map<String, Value>) -> Inbound {
     let Some(Value::String(method)) = obj.remove("method") else {
         return reject("invalid request: method must be a string");
     };
-    Inbound::Request(Request { id, method, params })
+    Inbound::Request(Request {
+        id: exact,
+        method,
+        params,
+    })
 }
 
 fn validate_response(mut obj: Map<String, Value>) -> Inbound {
@@ -186,16 +197,16 @@ struct WireRequest<'a> {
 }
 
 #[derive(Serialize)]
-struct WireResult<'a> {
+struct WireResult<'a, I: ?Sized> {
     jsonrpc: &'static str,
-    id: &'a Value,
+    id: &'a I,
     result: &'a Value,
 }
 
 #[derive(Serialize)]
-struct WireError<'a> {
+struct WireError<'a, I: ?Sized> {
     jsonrpc: &'static str,
-    id: &'a Value,
+    id: &'a I,
     error: &'a ErrorObject,
 }
 
@@ -217,8 +228,8 @@ pub fn request_line(id: Option<&Value>, method: &str, params: Option<&Value>) ->
     })
 }
 
-/// One compact JSON line for a success response.
-pub fn result_line(id: &Value, result: &Value) -> Vec<u8> {
+/// One compact JSON line for a success response (`id`: a [`Value`] or an [`Id`]).
+pub fn result_line<I: Serialize + ?Sized>(id: &I, result: &Value) -> Vec<u8> {
     to_line(&WireResult {
         jsonrpc: "2.0",
         id,
@@ -227,7 +238,7 @@ pub fn result_line(id: &Value, result: &Value) -> Vec<u8> {
 }
 
 /// One compact JSON line for an error response.
-pub fn error_line(id: &Value, error: &ErrorObject) -> Vec<u8> {
+pub fn error_line<I: Serialize + ?Sized>(id: &I, error: &ErrorObject) -> Vec<u8> {
     to_line(&WireError {
         jsonrpc: "2.0",
         id,
@@ -236,7 +247,10 @@ pub fn error_line(id: &Value, error: &ErrorObject) -> Vec<u8> {
 }
 
 /// A success or error response line, by outcome.
-pub fn response_line(id: &Value, outcome: &Result<Value, ErrorObject>) -> Vec<u8> {
+pub fn response_line<I: Serialize + ?Sized>(
+    id: &I,
+    outcome: &Result<Value, ErrorObject>,
+) -> Vec<u8> {
     match outcome {
         Ok(result) => result_line(id, result),
         Err(error) => error_line(id, error),
@@ -251,7 +265,7 @@ mod tests {
 
     fn rejected(frame: &str) -> (Value, i64) {
         match classify(frame.as_bytes()) {
-            Inbound::Reject { id, error } => (id, error.code),
+            Inbound::Reject { id, error } => (id.value(), error.code),
             other => panic!("expected a rejection for {frame}, got {other:?}"),
         }
     }
@@ -262,7 +276,7 @@ mod tests {
         assert_eq!(
             req,
             Inbound::Request(Request {
-                id: Some(json!(2)),
+                id: Some(Id::from_value(&json!(2))),
                 method: "status".into(),
                 params: Some(json!({}))
             })
@@ -276,7 +290,7 @@ mod tests {
         else {
             panic!("null id request")
         };
-        assert_eq!(r.id, Some(Value::Null));
+        assert_eq!(r.id, Some(Id::null()));
     }
 
     #[test]
@@ -284,7 +298,7 @@ mod tests {
         assert_eq!(rejected("{not json"), (Value::Null, code::PARSE_ERROR));
         match classify(b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}") {
             Inbound::Reject { id, error } => {
-                assert_eq!((id, error.code), (Value::Null, code::PARSE_ERROR));
+                assert_eq!((id, error.code), (Id::null(), code::PARSE_ERROR));
                 assert!(error.message.contains("UTF-8"), "{}", error.message);
             }
             other => panic!("{other:?}"),

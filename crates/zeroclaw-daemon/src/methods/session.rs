@@ -170,7 +170,7 @@ pub async fn call(
         }
         "session/cancel" => {
             let p: IdParams = params::decode(params)?;
-            sessions.cancel(principal, &p.session_id, p.mode)
+            sessions.cancel(principal, conn.as_ref(), &p.session_id, p.mode)
         }
         "session/approve" => {
             let p: ApproveParams = params::decode(params)?;

@@ -77,12 +77,15 @@ impl SessionManager {
         if !live.stream.subscribe_prompter(&link, &principal.id) {
             tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
         }
-        live.submit(Job {
+        let submitted = live.submit(Job {
             prompt,
-            link,
+            link: Arc::clone(&link),
             config,
             reply,
-        })?;
+        });
+        // Queued or refused: the connection's next request for this session may go ahead.
+        crate::ordering::admitted();
+        link.record_prompt(&live, submitted?);
         answer.await.unwrap_or_else(|_| {
             Err(ErrorObject::internal(
                 "the session stopped before answering",
@@ -90,15 +93,17 @@ impl SessionManager {
         })
     }
 
-    /// `session/cancel`.
+    /// `session/cancel`: applies to this connection's last prompt to the session or a later
+    /// one, never to an earlier turn (SPEC §14 "Order").
     pub fn cancel(
         &self,
         principal: &Principal,
+        link: &dyn ClientLink,
         session_id: &str,
         mode: Option<Mode>,
     ) -> Result<Value, ErrorObject> {
         let live = self.live_owned(principal, session_id, mode)?;
-        if !live.cancel_turn() {
+        if !live.cancel_from(link.last_prompt(&live)) {
             return Err(ErrorObject::session_not_found(format!(
                 "no active turn in session {session_id}"
             )));

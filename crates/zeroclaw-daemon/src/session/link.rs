@@ -9,8 +9,12 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::Value;
+
+use super::live::LiveSession;
 
 /// Why an outbound request to a client got no result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +37,11 @@ pub trait ClientLink: Send + Sync {
     fn can_elicit(&self) -> bool;
     /// Sends a request to the client and waits (up to `timeout`) for its result.
     async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, AskError>;
+    /// Records that prompt number `seq` of `session` came from this connection.
+    fn record_prompt(&self, session: &Arc<LiveSession>, seq: u64);
+    /// This connection's last prompt number to `session` (0: none): what its cancel
+    /// applies to (SPEC §14 "Order").
+    fn last_prompt(&self, session: &Arc<LiveSession>) -> u64;
 }
 
 type Hook = Box<dyn FnOnce() + Send>;

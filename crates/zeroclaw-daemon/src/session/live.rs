@@ -43,12 +43,20 @@ pub(crate) struct Job {
 struct Running {
     turn_id: String,
     cancel: CancellationToken,
+    /// Its prompt's place in submit order (1, 2, …).
+    seq: u64,
 }
 
 #[derive(Default)]
 struct State {
     waiting: usize,
     running: Option<Running>,
+    /// Prompts queued so far, and prompts the worker has taken (both in submit order).
+    submitted: u64,
+    started: u64,
+    /// A cancel for a prompt not started yet: the first prompt from this number on starts
+    /// cancelled (SPEC §14 "Order").
+    cancel_from: Option<u64>,
 }
 
 /// Pending approval requests of a session and the tools it always allows.
@@ -178,7 +186,8 @@ impl LiveSession {
 
     /// Queues a prompt: -32000 once the session is closing, -32002 when
     /// [`MAX_QUEUED_PROMPTS`] are already waiting.
-    pub(crate) fn submit(&self, job: Job) -> Result<(), ErrorObject> {
+    /// Returns the prompt's number in submit order.
+    pub(crate) fn submit(&self, job: Job) -> Result<u64, ErrorObject> {
         let mut st = lock(&self.state);
         if self.closing.is_cancelled() {
             return Err(ErrorObject::session_not_found(format!(
@@ -197,7 +206,8 @@ impl LiveSession {
             st.waiting -= 1;
             return Err(ErrorObject::internal("the session worker has stopped"));
         }
-        Ok(())
+        st.submitted += 1;
+        Ok(st.submitted)
     }
 
     /// Cancels the running turn; `false` when none runs.
@@ -222,6 +232,23 @@ impl LiveSession {
     /// Prompts accepted and not yet started.
     pub fn queued_prompts(&self) -> usize {
         lock(&self.state).waiting
+    }
+
+    /// Cancels the turn of prompt number `from` or a later one, never an earlier turn: the
+    /// running turn if its prompt is `from` or later, else the first such prompt still
+    /// waiting (it starts cancelled); `false` when there is none.
+    pub fn cancel_from(&self, from: u64) -> bool {
+        let mut st = lock(&self.state);
+        if let Some(r) = st.running.as_ref().filter(|r| r.seq >= from) {
+            r.cancel.cancel();
+            return true;
+        }
+        if st.submitted > st.started && st.submitted >= from {
+            let from = from.max(st.started + 1);
+            st.cancel_from = Some(st.cancel_from.map_or(from, |c| c.min(from)));
+            return true;
+        }
+        false
     }
 
     /// Stops taking prompts and cancels the running turn; the worker answers the queued
@@ -265,14 +292,21 @@ async fn worker(
         let cancel = {
             let mut st = lock(&session.state);
             st.waiting = st.waiting.saturating_sub(1);
+            st.started += 1;
+            let seq = st.started;
             if session.closing.is_cancelled() {
                 None
             } else {
                 let cancel = CancellationToken::new();
                 session.stream.begin_turn(&turn_id);
+                if st.cancel_from.is_some_and(|from| seq >= from) {
+                    st.cancel_from = None;
+                    cancel.cancel();
+                }
                 st.running = Some(Running {
                     turn_id: turn_id.clone(),
                     cancel: cancel.clone(),
+                    seq,
                 });
                 Some(cancel)
             }

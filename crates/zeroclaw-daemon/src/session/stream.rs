@@ -378,6 +378,10 @@ mod tests {
         async fn ask(&self, _: &str, _: Value, _: std::time::Duration) -> Result<Value, AskError> {
             Err(AskError::Gone)
         }
+        fn record_prompt(&self, _: &Arc<crate::session::LiveSession>, _: u64) {}
+        fn last_prompt(&self, _: &Arc<crate::session::LiveSession>) -> u64 {
+            0
+        }
     }
 
     fn probe(id: u64) -> Arc<Probe> {

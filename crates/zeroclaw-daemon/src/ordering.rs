@@ -1,0 +1,154 @@
+//! Per-session order of one connection's requests (SPEC §14 "Order").
+//!
+//! Requests run in their own tasks, and tasks are scheduled in any order. So that requests
+//! of one connection addressing one session still take effect in the order they were
+//! received, the connection loop hands each such request a [`Ticket`] in receive order; the
+//! request's task waits until its predecessor's ticket is *admitted* before it does its own
+//! step. A ticket is admitted when its request calls [`admitted`] (`session/prompt`: once the
+//! prompt is in the session's queue, or refused) or, at the latest, when the request ends.
+//! [`LastPrompts`] remembers the connection's last prompt per session, so that a later
+//! `session/cancel` applies to it or a later turn, never an earlier one.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::session::LiveSession;
+
+/// Distinct sessions remembered per connection before settled entries are forgotten.
+const REMEMBERED_SESSIONS: usize = 256;
+
+tokio::task_local! {
+    /// The ticket of the request this task is running, if it has one.
+    static CURRENT: Cell<Option<oneshot::Sender<()>>>;
+}
+
+/// One request's place in its session's order.
+pub struct Ticket {
+    /// Admitted (or gone) when the previous request for the session may be overtaken.
+    predecessor: Option<oneshot::Receiver<()>>,
+    /// Signalled (or dropped) when this request is admitted.
+    admit: oneshot::Sender<()>,
+}
+
+impl Ticket {
+    /// Waits for the predecessor, then runs `step` with this ticket current; the ticket is
+    /// admitted when `step` calls [`admitted`] or ends.
+    pub async fn run<F: Future>(self, step: F) -> F::Output {
+        if let Some(predecessor) = self.predecessor {
+            // Sent or dropped: either way the predecessor no longer holds us back.
+            let _ = predecessor.await;
+        }
+        CURRENT.scope(Cell::new(Some(self.admit)), step).await
+    }
+}
+
+/// Marks the current request's ticket admitted: later requests of its connection for the
+/// same session may go ahead. Does nothing outside a ticketed request.
+pub fn admitted() {
+    let _ = CURRENT.try_with(|slot| {
+        if let Some(admit) = slot.take() {
+            let _ = admit.send(());
+        }
+    });
+}
+
+/// The last ticket handed out per session, for one connection.
+#[derive(Default)]
+pub struct SessionOrder {
+    last: HashMap<String, oneshot::Receiver<()>>,
+}
+
+impl SessionOrder {
+    /// A ticket for a request of `method` with `params`, taken in receive order; `None`
+    /// for requests that address no session.
+    pub fn ticket(&mut self, method: &str, params: Option<&Value>) -> Option<Ticket> {
+        if !method.starts_with("session/") {
+            return None;
+        }
+        let session = params?.get("sessionId")?.as_str()?;
+        if self.last.len() >= REMEMBERED_SESSIONS {
+            // Forget sessions whose last request is already admitted; those still waiting
+            // are at most the requests in flight.
+            self.last
+                .retain(|_, rx| matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Empty)));
+        }
+        let (admit, rx) = oneshot::channel();
+        let predecessor = self.last.insert(session.to_string(), rx);
+        Some(Ticket { predecessor, admit })
+    }
+}
+
+/// A connection's last prompt number per live session.
+#[derive(Default)]
+pub struct LastPrompts {
+    by_session: Mutex<Vec<(Weak<LiveSession>, u64)>>,
+}
+
+impl LastPrompts {
+    pub fn record(&self, live: &Arc<LiveSession>, seq: u64) {
+        let mut all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
+        // Sessions gone since are forgotten, so the list stays as short as the live ones.
+        all.retain(|(s, _)| s.strong_count() > 0 && !std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)));
+        all.push((Arc::downgrade(live), seq));
+    }
+
+    pub fn get(&self, live: &Arc<LiveSession>) -> u64 {
+        let all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
+        all.iter()
+            .find(|(s, _)| std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)))
+            .map_or(0, |(_, seq)| *seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::{Arc, Mutex};
+
+    #[tokio::test]
+    async fn a_ticket_waits_for_its_predecessor_to_be_admitted() {
+        let mut order = SessionOrder::default();
+        let params = json!({"sessionId": "s"});
+        let first = order
+            .ticket("session/prompt", Some(&params))
+            .expect("ticket");
+        let second = order
+            .ticket("session/prompt", Some(&params))
+            .expect("ticket");
+        assert!(order.ticket("status", Some(&params)).is_none());
+        assert!(order.ticket("session/list", Some(&json!({}))).is_none());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (release, hold) = oneshot::channel::<()>();
+        // The second is started first; it must still go after the first's admission.
+        let l2 = Arc::clone(&log);
+        let t2 = tokio::spawn(second.run(async move { l2.lock().unwrap().push("second") }));
+        let l1 = Arc::clone(&log);
+        let t1 = tokio::spawn(first.run(async move {
+            l1.lock().unwrap().push("first admitted");
+            admitted();
+            let _ = hold.await;
+            l1.lock().unwrap().push("first done");
+        }));
+        t2.await.unwrap();
+        assert_eq!(*log.lock().unwrap(), vec!["first admitted", "second"]);
+        let _ = release.send(());
+        t1.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn settled_sessions_are_forgotten() {
+        let mut order = SessionOrder::default();
+        for i in 0..1000 {
+            let t = order
+                .ticket("session/cancel", Some(&json!({"sessionId": i.to_string()})))
+                .expect("ticket");
+            t.run(async {}).await;
+        }
+        assert!(order.last.len() <= REMEMBERED_SESSIONS);
+    }
+}
