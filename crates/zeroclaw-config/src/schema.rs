@@ -67,6 +67,7 @@ workspace = ""                     # empty = <config dir>/agents/<alias>/workspa
 [limits]
 connections_per_principal = 32
 connections_total = 1024
+live_sessions_per_principal = 16   # non-admin principals only; the daemon-wide limit is 64
 
 [wss]
 enabled = false
@@ -209,6 +210,8 @@ impl Default for Agent {
 pub struct Limits {
     pub connections_per_principal: u32,
     pub connections_total: u32,
+    /// Live sessions one non-admin principal may hold (SPEC §17).
+    pub live_sessions_per_principal: u32,
 }
 
 impl Default for Limits {
@@ -216,6 +219,7 @@ impl Default for Limits {
         Limits {
             connections_per_principal: 32,
             connections_total: 1024,
+            live_sessions_per_principal: 16,
         }
     }
 }

@@ -94,6 +94,7 @@ pub static ROOT: Shape = Shape::Struct(&[
         Shape::Struct(&[
             ("connections_per_principal", POSITIVE_U32),
             ("connections_total", POSITIVE_U32),
+            ("live_sessions_per_principal", POSITIVE_U32),
         ]),
     ),
     ("users", Shape::Map(&USER)),

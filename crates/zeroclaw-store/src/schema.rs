@@ -83,6 +83,10 @@ CREATE TABLE snapshots (
     created_at INTEGER NOT NULL,
     PRIMARY KEY (session, id)
 ) WITHOUT ROWID;
+"#, r#"
+-- `session/list` pages, newest activity first (all rows, or one owner's).
+CREATE INDEX sessions_by_activity ON sessions (last_activity, pk);
+CREATE INDEX sessions_by_owner_activity ON sessions (owner, last_activity, pk);
 "#];
 
 /// Schema version this build writes.

@@ -9,6 +9,11 @@
 //! object inside the stream, malformed event JSON, connect / first-byte /
 //! idle timeouts, and a stream that ends with neither `[DONE]` nor a
 //! `finish_reason` ("stream ended unexpectedly").
+//!
+//! Memory is bounded whatever the server sends (SPEC §17): an error body is
+//! read up to [`MAX_ERROR_BODY`] bytes, one event over [`MAX_EVENT`] bytes
+//! and tool-call arguments over [`MAX_ARGUMENTS`] bytes in total fail the
+//! stream.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
@@ -21,6 +26,13 @@ use serde_json::{Value, json};
 
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
+
+/// Bytes of an HTTP error body that are read (the rest is never received).
+pub const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Longest server-sent event, in bytes (its lines without their line ends).
+pub const MAX_EVENT: usize = 8 * 1024 * 1024;
+/// Tool-call arguments of one response, all calls together, in bytes.
+pub const MAX_ARGUMENTS: usize = 32 * 1024 * 1024;
 
 /// Connection settings of one OpenAI-compatible endpoint.
 #[derive(Debug, Clone)]
@@ -203,21 +215,107 @@ impl Provider for OpenAiProvider {
         };
         let status = resp.status();
         if status.as_u16() >= 400 {
-            let text = match tokio::time::timeout(self.config.idle_timeout, resp.text()).await {
-                Ok(Ok(t)) => t,
-                _ => String::new(),
-            };
+            let text = read_capped(resp, MAX_ERROR_BODY, self.config.idle_timeout).await;
             return Err(ProviderError::Http {
                 status: status.as_u16(),
                 message: error_message(&text),
             });
         }
-        let events = resp.bytes_stream().eventsource();
+        let mut size = EventSize::default();
+        let body = resp.bytes_stream().map(move |piece| match piece {
+            Err(e) => Err(BodyError::Transport(e.to_string())),
+            Ok(bytes) if size.feed(&bytes) => Ok(bytes),
+            Ok(_) => Err(BodyError::EventTooLarge),
+        });
+        let events = body.eventsource();
         Ok(sse_to_events(Box::pin(events), self.config.idle_timeout))
     }
 
     fn kind(&self) -> &'static str {
         "openai"
+    }
+}
+
+/// At most `cap` bytes of a response body (the connection is dropped after that), read
+/// within `limit`; whatever arrived by then.
+async fn read_capped(mut resp: reqwest::Response, cap: usize, limit: Duration) -> String {
+    let mut body: Vec<u8> = Vec::new();
+    let read = async {
+        while body.len() < cap {
+            match resp.chunk().await {
+                Ok(Some(piece)) => {
+                    let room = cap - body.len();
+                    body.extend_from_slice(&piece[..piece.len().min(room)]);
+                }
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(limit, read).await;
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// Why the body of a streaming response was abandoned.
+#[derive(Debug)]
+enum BodyError {
+    Transport(String),
+    EventTooLarge,
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::Transport(e) => f.write_str(e),
+            BodyError::EventTooLarge => {
+                write!(f, "a server-sent event exceeds {MAX_EVENT} bytes")
+            }
+        }
+    }
+}
+
+/// Measures the event being received, across body pieces: an event ends at an empty
+/// line (`\n`, `\r\n` or `\r` line ends).
+#[derive(Debug)]
+struct EventSize {
+    len: usize,
+    line_empty: bool,
+    after_cr: bool,
+}
+
+impl Default for EventSize {
+    fn default() -> Self {
+        EventSize {
+            len: 0,
+            line_empty: true,
+            after_cr: false,
+        }
+    }
+}
+
+impl EventSize {
+    /// Takes the next piece of the body; false once the current event is too large.
+    fn feed(&mut self, piece: &[u8]) -> bool {
+        for &b in piece {
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\r' | b'\n' => {
+                    if self.line_empty {
+                        self.len = 0;
+                    }
+                    self.line_empty = true;
+                    self.after_cr = b == b'\r';
+                }
+                _ => {
+                    self.after_cr = false;
+                    self.line_empty = false;
+                    self.len += 1;
+                    if self.len > MAX_EVENT {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 }
 
@@ -241,6 +339,8 @@ struct SseState<E> {
     idle: Duration,
     pending: VecDeque<Result<ProviderEvent, ProviderError>>,
     calls: BTreeMap<u64, PartialCall>,
+    /// Bytes of tool-call arguments received in this response.
+    arguments: usize,
     saw_finish: bool,
     finished: bool,
 }
@@ -327,6 +427,7 @@ impl<E> SseState<E> {
                             {
                                 entry.name = n.to_string();
                             }
+                            let before = entry.arguments.len();
                             match f.get("arguments") {
                                 Some(Value::String(a)) => entry.arguments.push_str(a),
                                 // Some servers send the arguments as an object.
@@ -334,6 +435,12 @@ impl<E> SseState<E> {
                                     entry.arguments.push_str(&a.to_string())
                                 }
                                 _ => {}
+                            }
+                            self.arguments += entry.arguments.len() - before;
+                            if self.arguments > MAX_ARGUMENTS {
+                                return self.fail(ProviderError::Stream(format!(
+                                    "tool call arguments exceed {MAX_ARGUMENTS} bytes"
+                                )));
                             }
                         }
                     }
@@ -370,6 +477,7 @@ fn sse_to_events<E: std::fmt::Display + Send + 'static>(
         idle,
         pending: VecDeque::new(),
         calls: BTreeMap::new(),
+        arguments: 0,
         saw_finish: false,
         finished: false,
     };
@@ -449,6 +557,22 @@ mod tests {
                     "name": "bash", "description": "d", "parameters": {"type": "object"}}}],
             })
         );
+    }
+
+    #[test]
+    fn event_size_spans_pieces_and_resets_at_blank_lines() {
+        let mut size = EventSize::default();
+        let line = vec![b'x'; MAX_EVENT / 2];
+        assert!(size.feed(b"data: "));
+        assert!(size.feed(&line));
+        assert!(size.feed(b"\r\n\r\n"), "CRLF blank line ends the event");
+        assert_eq!(size.len, 0);
+        assert!(size.feed(&line) && size.feed(b"\n") && size.feed(&line));
+        assert!(!size.feed(b"more"), "one event of two long lines is too large");
+        let mut size = EventSize::default();
+        for _ in 0..4 {
+            assert!(size.feed(&line) && size.feed(b"\r\r"));
+        }
     }
 
     #[test]
