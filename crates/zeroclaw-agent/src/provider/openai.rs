@@ -12,18 +12,18 @@
 //!
 //! Memory is bounded whatever the server sends (SPEC §17): an error body is
 //! read up to [`MAX_ERROR_BODY`] bytes, one event over [`MAX_EVENT`] bytes
-//! and tool-call arguments over [`MAX_ARGUMENTS`] bytes in total fail the
-//! stream.
+//! (see [`super::sse`]) and tool-call arguments over [`MAX_ARGUMENTS`] bytes
+//! in total fail the stream.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt, stream};
 use serde_json::{Value, json};
 
+use super::sse::SseDecoder;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
 
@@ -221,14 +221,10 @@ impl Provider for OpenAiProvider {
                 message: error_message(&text),
             });
         }
-        let mut size = EventSize::default();
-        let body = resp.bytes_stream().map(move |piece| match piece {
-            Err(e) => Err(BodyError::Transport(e.to_string())),
-            Ok(bytes) if size.feed(&bytes) => Ok(bytes),
-            Ok(_) => Err(BodyError::EventTooLarge),
-        });
-        let events = body.eventsource();
-        Ok(sse_to_events(Box::pin(events), self.config.idle_timeout))
+        Ok(sse_to_events(
+            Box::pin(resp.bytes_stream()),
+            self.config.idle_timeout,
+        ))
     }
 
     fn kind(&self) -> &'static str {
@@ -255,77 +251,7 @@ async fn read_capped(mut resp: reqwest::Response, cap: usize, limit: Duration) -
     String::from_utf8_lossy(&body).into_owned()
 }
 
-/// Why the body of a streaming response was abandoned.
-#[derive(Debug)]
-enum BodyError {
-    Transport(String),
-    EventTooLarge,
-}
-
-impl std::fmt::Display for BodyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BodyError::Transport(e) => f.write_str(e),
-            BodyError::EventTooLarge => {
-                write!(f, "a server-sent event exceeds {MAX_EVENT} bytes")
-            }
-        }
-    }
-}
-
-/// Measures the event being received, across body pieces: an event ends at an empty
-/// line (`\n`, `\r\n` or `\r` line ends).
-#[derive(Debug)]
-struct EventSize {
-    len: usize,
-    line_empty: bool,
-    after_cr: bool,
-}
-
-impl Default for EventSize {
-    fn default() -> Self {
-        EventSize {
-            len: 0,
-            line_empty: true,
-            after_cr: false,
-        }
-    }
-}
-
-impl EventSize {
-    /// Takes the next piece of the body; false once the current event is too large.
-    fn feed(&mut self, piece: &[u8]) -> bool {
-        for &b in piece {
-            match b {
-                b'\n' if self.after_cr => self.after_cr = false,
-                b'\r' | b'\n' => {
-                    if self.line_empty {
-                        self.len = 0;
-                    }
-                    self.line_empty = true;
-                    self.after_cr = b == b'\r';
-                }
-                _ => {
-                    self.after_cr = false;
-                    self.line_empty = false;
-                    self.len += 1;
-                    if self.len > MAX_EVENT {
-                        return false;
-                    }
-                }
-            }
-        }
-        true
-    }
-}
-
-type SseStream<E> = Pin<
-    Box<
-        dyn Stream<
-                Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<E>>,
-            > + Send,
-    >,
->;
+type Body = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send>>;
 
 #[derive(Default)]
 struct PartialCall {
@@ -334,8 +260,13 @@ struct PartialCall {
     arguments: String,
 }
 
-struct SseState<E> {
-    events: SseStream<E>,
+struct SseState {
+    body: Body,
+    decoder: SseDecoder,
+    /// Data of received events not handled yet.
+    ready: VecDeque<String>,
+    /// The body ended (what is in `ready` is all there is).
+    eof: bool,
     idle: Duration,
     pending: VecDeque<Result<ProviderEvent, ProviderError>>,
     calls: BTreeMap<u64, PartialCall>,
@@ -345,7 +276,7 @@ struct SseState<E> {
     finished: bool,
 }
 
-impl<E> SseState<E> {
+impl SseState {
     fn flush_calls(&mut self) {
         for (index, c) in std::mem::take(&mut self.calls) {
             let id = if c.id.is_empty() {
@@ -467,13 +398,13 @@ impl<E> SseState<E> {
     }
 }
 
-/// Turns a raw SSE stream into provider events (see the module doc).
-fn sse_to_events<E: std::fmt::Display + Send + 'static>(
-    events: SseStream<E>,
-    idle: Duration,
-) -> ProviderStream {
+/// Turns a response body of server-sent events into provider events (see the module doc).
+fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
     let state = SseState {
-        events,
+        body,
+        decoder: SseDecoder::new(MAX_EVENT),
+        ready: VecDeque::new(),
+        eof: false,
         idle,
         pending: VecDeque::new(),
         calls: BTreeMap::new(),
@@ -489,22 +420,38 @@ fn sse_to_events<E: std::fmt::Display + Send + 'static>(
             if st.finished {
                 return None;
             }
-            match tokio::time::timeout(st.idle, st.events.next()).await {
+            if let Some(data) = st.ready.pop_front() {
+                let data = data.trim();
+                if data == "[DONE]" {
+                    st.on_end();
+                } else if !data.is_empty() {
+                    st.on_chunk(data);
+                }
+                continue;
+            }
+            if st.eof {
+                if st.saw_finish {
+                    st.on_end();
+                } else {
+                    st.fail(ProviderError::Stream(
+                        "stream ended unexpectedly".to_string(),
+                    ));
+                }
+                continue;
+            }
+            match tokio::time::timeout(st.idle, st.body.next()).await {
                 Err(_) => st.fail(ProviderError::Timeout(format!(
                     "no data for {} s",
                     st.idle.as_secs_f64()
                 ))),
-                Ok(None) if st.saw_finish => st.on_end(),
-                Ok(None) => st.fail(ProviderError::Stream(
-                    "stream ended unexpectedly".to_string(),
-                )),
+                Ok(None) => {
+                    st.decoder.finish(&mut st.ready);
+                    st.eof = true;
+                }
                 Ok(Some(Err(e))) => st.fail(ProviderError::Stream(e.to_string())),
-                Ok(Some(Ok(ev))) => {
-                    let data = ev.data.trim();
-                    if data == "[DONE]" {
-                        st.on_end();
-                    } else if !data.is_empty() {
-                        st.on_chunk(data);
+                Ok(Some(Ok(piece))) => {
+                    if let Err(e) = st.decoder.feed(&piece, &mut st.ready) {
+                        st.fail(ProviderError::Stream(e.to_string()));
                     }
                 }
             }
@@ -557,22 +504,6 @@ mod tests {
                     "name": "bash", "description": "d", "parameters": {"type": "object"}}}],
             })
         );
-    }
-
-    #[test]
-    fn event_size_spans_pieces_and_resets_at_blank_lines() {
-        let mut size = EventSize::default();
-        let line = vec![b'x'; MAX_EVENT / 2];
-        assert!(size.feed(b"data: "));
-        assert!(size.feed(&line));
-        assert!(size.feed(b"\r\n\r\n"), "CRLF blank line ends the event");
-        assert_eq!(size.len, 0);
-        assert!(size.feed(&line) && size.feed(b"\n") && size.feed(&line));
-        assert!(!size.feed(b"more"), "one event of two long lines is too large");
-        let mut size = EventSize::default();
-        for _ in 0..4 {
-            assert!(size.feed(&line) && size.feed(b"\r\r"));
-        }
     }
 
     #[test]
