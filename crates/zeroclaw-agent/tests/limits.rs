@@ -41,12 +41,19 @@ async fn a_huge_error_body_is_not_read_whole() {
     let r = run_turn(&s, &mut ctx, "x".into(), &host, CancellationToken::new()).await;
     assert_eq!(r.outcome, TurnOutcome::Failed);
     assert!(r.content.contains("502"), "{}", r.content);
-    assert!(r.content.len() < MAX_ERROR_BODY, "{} bytes", r.content.len());
+    assert!(
+        r.content.len() < MAX_ERROR_BODY,
+        "{} bytes",
+        r.content.len()
+    );
     // Give the server a moment to notice the closed connection, then check how much of
     // the body it ever managed to write: socket buffers, not 300 MiB.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let written = fake.error_bytes_written();
-    assert!(written < 64 * MIB, "{written} bytes of the error body were read");
+    assert!(
+        written < 64 * MIB,
+        "{written} bytes of the error body were read"
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
@@ -55,7 +62,12 @@ async fn one_event_over_the_limit_fails_the_turn() {
     let fake = FakeOpenAi::start().await.unwrap();
     let big = "x".repeat(MAX_EVENT + 1024);
     let [finish, done] = finish_events();
-    fake.push(Scripted::raw([content_event("ok "), content_event(&big), finish, done]));
+    fake.push(Scripted::raw([
+        content_event("ok "),
+        content_event(&big),
+        finish,
+        done,
+    ]));
     let ws = tempfile::tempdir().unwrap();
     let s = spec(openai(&fake), ws.path(), Autonomy::Full);
     let host = TestHost::new();
@@ -63,11 +75,16 @@ async fn one_event_over_the_limit_fails_the_turn() {
     let r = run_turn(&s, &mut ctx, "x".into(), &host, CancellationToken::new()).await;
     assert_eq!(r.outcome, TurnOutcome::Failed, "{}", r.content.len());
     assert!(
-        r.content.contains(&format!("event exceeds {MAX_EVENT} bytes")),
+        r.content
+            .contains(&format!("event exceeds {MAX_EVENT} bytes")),
         "{}",
         r.content
     );
-    assert_eq!(host.text(), "ok ", "nothing of the oversized event was streamed");
+    assert_eq!(
+        host.text(),
+        "ok ",
+        "nothing of the oversized event was streamed"
+    );
 }
 
 #[tokio::test]

@@ -70,13 +70,20 @@ async fn pages_walk_every_row_once_newest_activity_first() {
 
     let all = walk(&t, query(4, None)).await;
     assert_eq!(all.len(), 22, "{all:?}");
-    assert!(matches!(all.iter().position(|s| s == "s05"), Some(0..=2)), "{all:?}");
+    assert!(
+        matches!(all.iter().position(|s| s == "s05"), Some(0..=2)),
+        "{all:?}"
+    );
     assert!(!all.contains(&"s07".to_string()));
     let mut unique = all.clone();
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), all.len(), "each row once");
-    assert_eq!(walk(&t, query(500, None)).await, all, "page size changes nothing");
+    assert_eq!(
+        walk(&t, query(500, None)).await,
+        all,
+        "page size changes nothing"
+    );
 
     let bob = walk(
         &t,
@@ -98,7 +105,10 @@ async fn pages_walk_every_row_once_newest_activity_first() {
     assert_eq!(chat.len(), 8, "{chat:?}");
 
     // A limit of 0 is clamped to 1; a huge one to the maximum.
-    assert_eq!(t.store.list_page(query(0, None)).await.unwrap().rows.len(), 1);
+    assert_eq!(
+        t.store.list_page(query(0, None)).await.unwrap().rows.len(),
+        1
+    );
     assert!(ListCursor::decode("nonsense").is_none());
     assert!(ListCursor::decode("1.x").is_none());
 }

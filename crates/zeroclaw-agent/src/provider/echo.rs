@@ -19,7 +19,7 @@ use crate::message::ChatMessage;
 /// Chunks streamed one word each before words are joined.
 pub const WORD_CHUNKS: usize = 64;
 /// Longest chunk, in bytes.
-pub const MAX_CHUNK: usize = 16 * 1024;
+pub const MAX_CHUNK: usize = 4 * 1024;
 
 #[derive(Debug, Clone, Default)]
 pub struct EchoProvider {

@@ -134,7 +134,12 @@ mod tests {
     #[test]
     fn events_across_pieces_and_line_ends() {
         assert_eq!(
-            decode(&[b"data: a\n\n", b"da", b"ta:b\r", b"\n\r\n: hi\ndata: c\r\rdata: d"]),
+            decode(&[
+                b"data: a\n\n",
+                b"da",
+                b"ta:b\r",
+                b"\n\r\n: hi\ndata: c\r\rdata: d"
+            ]),
             vec!["a", "b", "c", "d"]
         );
         assert_eq!(decode(&[b"data: x\ndata: y\n\nevent: e\n\n"]), vec!["x\ny"]);

@@ -253,13 +253,13 @@ impl SessionManager {
             Some(n) => n.min(MAX_LIST_LIMIT),
             None => MAX_LIST_LIMIT,
         };
-        let after = match cursor {
-            Some(text) => Some(
-                ListCursor::decode(text)
-                    .ok_or_else(|| ErrorObject::invalid_params("cursor: not a session/list cursor"))?,
-            ),
-            None => None,
-        };
+        let after =
+            match cursor {
+                Some(text) => Some(ListCursor::decode(text).ok_or_else(|| {
+                    ErrorObject::invalid_params("cursor: not a session/list cursor")
+                })?),
+                None => None,
+            };
         let page = self
             .store
             .list_page(ListQuery {

@@ -140,13 +140,7 @@ impl Runner {
             outcome.map(Some)
         };
         let (result, began) = tokio::join!(
-            run_turn(
-                &agent.spec,
-                &mut self.context,
-                prompt,
-                &host,
-                cancel,
-            ),
+            run_turn(&agent.spec, &mut self.context, prompt, &host, cancel,),
             watch_begin
         );
         drop(host);
