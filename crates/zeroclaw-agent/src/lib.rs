@@ -15,6 +15,6 @@ pub use provider::{
 };
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{
-    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, TurnEvent, TurnHost, TurnOutcome,
-    TurnResult, run_turn,
+    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, MAX_TURN_TEXT, TurnEvent, TurnHost,
+    TurnOutcome, TurnResult, run_turn,
 };

@@ -189,13 +189,18 @@ pub struct TurnResult {
     /// limit stopped the turn). Cancelled: the partial text of the last step.
     /// Failed: the error message.
     pub content: String,
-    /// The messages this turn appended to the context, in order.
-    pub new_messages: Vec<ChatMessage>,
+    /// How many messages this turn appended to the context: they are its last
+    /// `appended` entries (not copied here: a turn's text can be large).
+    pub appended: usize,
     /// Provider responses requested during the turn.
     pub provider_calls: u32,
     /// Tool rounds run.
     pub tool_rounds: u32,
 }
+
+/// Longest visible text of one turn, in bytes (SPEC §17): a provider streaming more
+/// fails the turn.
+pub const MAX_TURN_TEXT: usize = 32 * 1024 * 1024;
 
 /// Result text given to the model when the user refused a call.
 pub const REFUSED_BY_USER: &str = "The user refused to run this tool call.";
@@ -212,6 +217,8 @@ struct Turn<'a> {
     cancel: CancellationToken,
     offered: Vec<ToolName>,
     seen_ids: HashSet<String>,
+    /// Bytes of visible text streamed so far in this turn (all steps).
+    visible: usize,
 }
 
 #[derive(Default)]
@@ -249,12 +256,13 @@ pub async fn run_turn(
         cancel,
         offered,
         seen_ids: HashSet::new(),
+        visible: 0,
     };
     let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
     TurnResult {
         outcome,
         content,
-        new_messages: turn.context[start..].to_vec(),
+        appended: turn.context.len() - start,
         provider_calls,
         tool_rounds,
     }
@@ -415,6 +423,13 @@ impl Turn<'_> {
             match item {
                 None | Some(Ok(ProviderEvent::Done)) => return step,
                 Some(Ok(ProviderEvent::TextDelta(text))) => {
+                    self.visible += text.len();
+                    if self.visible > MAX_TURN_TEXT {
+                        step.error = Some(ProviderError::Stream(format!(
+                            "the turn's visible text exceeds {MAX_TURN_TEXT} bytes"
+                        )));
+                        return step;
+                    }
                     step.text.push_str(&text);
                     self.host.emit(TurnEvent::MessageChunk { text }).await;
                 }

@@ -449,10 +449,39 @@ impl ClientHandle {
             .map(drop)
     }
 
-    /// `session/list`.
+    /// `session/list`, every page: the sessions newest activity first.
     pub async fn list_sessions(&self) -> Result<Vec<SessionSummary>, ClientError> {
-        let mut result = self.call("session/list", json!({})).await?;
-        decode("session/list", result["sessions"].take())
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let (page, next) = self.list_sessions_page(cursor.as_deref(), None).await?;
+            all.extend(page);
+            match next {
+                // A cursor that does not move would loop forever: stop there.
+                Some(next) if cursor.as_deref() != Some(next.as_str()) => cursor = Some(next),
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// One page of `session/list` (SPEC §17): its sessions and the cursor of the next page
+    /// (`None` on the last one).
+    pub async fn list_sessions_page(
+        &self,
+        cursor: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<(Vec<SessionSummary>, Option<String>), ClientError> {
+        let mut params = json!({});
+        if let Some(cursor) = cursor {
+            params["cursor"] = json!(cursor);
+        }
+        if let Some(limit) = limit {
+            params["limit"] = json!(limit);
+        }
+        let mut result = self.call("session/list", params).await?;
+        let next = result["nextCursor"].as_str().map(str::to_owned);
+        let sessions = decode("session/list", result["sessions"].take())?;
+        Ok((sessions, next))
     }
 
     /// Answers an `elicitation/create` request.

@@ -68,6 +68,7 @@ workspace = ""                     # empty = <config dir>/agents/<alias>/workspa
 connections_per_principal = 32
 connections_total = 1024
 unauthenticated_ws = 64            # WebSocket peers not yet past initialize
+live_sessions_per_principal = 16   # non-admin principals only; the daemon-wide limit is 64
 
 [wss]
 enabled = false
@@ -212,6 +213,8 @@ pub struct Limits {
     pub connections_total: u32,
     /// WebSocket connections that have not completed `initialize` yet (SPEC §17).
     pub unauthenticated_ws: u32,
+    /// Live sessions one non-admin principal may hold (SPEC §17).
+    pub live_sessions_per_principal: u32,
 }
 
 impl Default for Limits {
@@ -220,6 +223,7 @@ impl Default for Limits {
             connections_per_principal: 32,
             connections_total: 1024,
             unauthenticated_ws: 64,
+            live_sessions_per_principal: 16,
         }
     }
 }

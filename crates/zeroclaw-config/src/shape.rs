@@ -95,6 +95,7 @@ pub static ROOT: Shape = Shape::Struct(&[
             ("connections_per_principal", POSITIVE_U32),
             ("connections_total", POSITIVE_U32),
             ("unauthenticated_ws", POSITIVE_U32),
+            ("live_sessions_per_principal", POSITIVE_U32),
         ]),
     ),
     ("users", Shape::Map(&USER)),

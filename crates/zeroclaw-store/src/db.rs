@@ -14,7 +14,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::error::{Result, StoreError};
-use crate::types::{Mode, Role, SessionKey, SessionRow};
+use crate::types::{
+    ListCursor, ListQuery, MAX_LIST_LIMIT, Mode, Role, SessionKey, SessionPage, SessionRow,
+};
 
 pub(crate) struct Db {
     pub(crate) conn: Connection,
@@ -147,6 +149,53 @@ pub(crate) fn list_sessions(
         session_from_row,
     )?;
     rows.map(|r| finish_session(r?)).collect()
+}
+
+/// One page of non-killed rows in `session/list` order: a single query that walks the
+/// activity index (the owner's, when filtered by owner) from the cursor on.
+pub(crate) fn list_page(conn: &Connection, q: &ListQuery) -> Result<SessionPage> {
+    let limit = q.limit.clamp(1, MAX_LIST_LIMIT);
+    let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.killed_at IS NULL");
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    if let Some(mode) = q.mode {
+        args.push(mode.as_str().to_owned().into());
+        sql += &format!(" AND s.mode = ?{}", args.len());
+    }
+    if let Some(owner) = &q.owner {
+        args.push(owner.clone().into());
+        sql += &format!(" AND s.owner = ?{}", args.len());
+    }
+    if let Some(after) = q.after {
+        args.push(after.last_activity.into());
+        args.push(after.pk.into());
+        sql += &format!(
+            " AND (s.last_activity, s.pk) < (?{}, ?{})",
+            args.len() - 1,
+            args.len()
+        );
+    }
+    args.push(i64::from(limit + 1).into());
+    sql += &format!(
+        " ORDER BY s.last_activity DESC, s.pk DESC LIMIT ?{}",
+        args.len()
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let found = stmt.query_map(rusqlite::params_from_iter(args), session_from_row)?;
+    let mut rows = Vec::with_capacity(limit as usize);
+    let mut has_more = false;
+    for r in found {
+        let (pk, row) = finish_session(r?)?;
+        if rows.len() == limit as usize {
+            has_more = true;
+            break;
+        }
+        let cursor = ListCursor {
+            last_activity: row.last_activity,
+            pk,
+        };
+        rows.push((cursor, row));
+    }
+    Ok(SessionPage { rows, has_more })
 }
 
 pub(crate) fn last_seq(conn: &Connection, pk: i64) -> Result<i64> {

@@ -39,6 +39,15 @@ fn escaped_len(ch: char) -> usize {
     }
 }
 
+/// The largest character boundary of `s` at or below `at`.
+pub fn char_floor(s: &str, at: usize) -> usize {
+    let mut end = at.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
 /// Cuts `row.content` so that the row fits `budget` bytes (a row larger than a whole page).
 fn truncate_to_fit(row: &mut MessageRow, budget: usize) {
     let content = std::mem::take(&mut row.content);
@@ -82,6 +91,10 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
                 created_at: r.get(4)?,
                 truncated: false,
             };
+            if m.content.len() > q.max_content {
+                m.content.truncate(char_floor(&m.content, q.max_content));
+                m.truncated = true;
+            }
             let size = json_size(&m);
             if used + size > budget {
                 if rows.is_empty() {

@@ -50,7 +50,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 pub use error::{Result, StoreError};
-pub use history::json_size as message_json_size;
+pub use history::{char_floor, json_size as message_json_size};
 pub use recovery::provider_safe;
 pub use schema::SCHEMA_VERSION;
 pub use types::*;
@@ -209,6 +209,11 @@ impl Store {
     /// Non-killed rows (of `mode`, if given), oldest first, with message counts.
     pub async fn list_sessions(&self, mode: Option<Mode>) -> Result<Vec<SessionRow>> {
         self.call(move |db| sessions::list_sessions(db, mode)).await
+    }
+
+    /// One page of non-killed rows, newest activity first (SPEC §17 `session/list`).
+    pub async fn list_page(&self, query: ListQuery) -> Result<SessionPage> {
+        self.call(move |db| sessions::list_page(db, &query)).await
     }
 
     /// Tombstones the row: never resumed or recovered again; its transcript stays readable.

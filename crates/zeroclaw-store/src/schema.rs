@@ -13,7 +13,8 @@ use crate::error::{Result, StoreError};
 
 /// Ordered migrations; index + 1 is the `user_version` after applying it. Never edit a
 /// released entry: append a new one.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE sessions (
     pk                  INTEGER PRIMARY KEY,
     mode                TEXT    NOT NULL CHECK (mode IN ('acp', 'chat')),
@@ -83,7 +84,13 @@ CREATE TABLE snapshots (
     created_at INTEGER NOT NULL,
     PRIMARY KEY (session, id)
 ) WITHOUT ROWID;
-"#];
+"#,
+    r#"
+-- `session/list` pages, newest activity first (all rows, or one owner's).
+CREATE INDEX sessions_by_activity ON sessions (last_activity, pk);
+CREATE INDEX sessions_by_owner_activity ON sessions (owner, last_activity, pk);
+"#,
+];
 
 /// Schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -4,7 +4,9 @@ use rusqlite::params;
 
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
-use crate::types::{Mode, NewRow, NewSession, OpenedSession, SessionKey, SessionRow};
+use crate::types::{
+    ListQuery, Mode, NewRow, NewSession, OpenedSession, SessionKey, SessionPage, SessionRow,
+};
 
 /// Creates the row, or finds the existing one. An existing row is never modified (rows of
 /// other surfaces must stay byte-for-byte as they are).
@@ -53,6 +55,10 @@ pub(crate) fn list_sessions(db: &mut Db, mode: Option<Mode>) -> Result<Vec<Sessi
             .map(|(_, row)| row)
             .collect())
     })
+}
+
+pub(crate) fn list_page(db: &mut Db, q: &ListQuery) -> Result<SessionPage> {
+    db.read(|conn| db::list_page(conn, q))
 }
 
 /// Tombstones the row. Killing a killed row keeps the first `killed_at`.

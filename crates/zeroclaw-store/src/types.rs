@@ -196,8 +196,8 @@ pub struct MessageRow {
     pub content: String,
     pub turn_id: Option<String>,
     pub created_at: i64,
-    /// The content was cut to fit the page's byte budget (only for a single row larger than
-    /// the whole budget).
+    /// The content was cut: to [`MessagesQuery::max_content`], or to fit the page's byte
+    /// budget (only for a single row larger than the whole budget).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
 }
@@ -318,6 +318,9 @@ pub struct MessagesQuery {
     /// [`MessageRow`]. Older rows that do not fit are left for the next page; a single row
     /// larger than the whole budget is returned cut to fit, with `truncated: true`.
     pub max_bytes: usize,
+    /// Longest `content` of one row, in bytes: longer content is cut at a character
+    /// boundary, with `truncated: true` (SPEC §17).
+    pub max_content: usize,
 }
 
 impl Default for MessagesQuery {
@@ -326,9 +329,13 @@ impl Default for MessagesQuery {
             limit: None,
             before_seq: None,
             max_bytes: DEFAULT_PAGE_BYTES,
+            max_content: MAX_MESSAGE_CONTENT,
         }
     }
 }
+
+/// 1 MiB: the longest `content` of one `session/messages` row (SPEC §17).
+pub const MAX_MESSAGE_CONTENT: usize = 1024 * 1024;
 
 /// 4 MiB: half the daemon's 8 MiB line limit, leaving room for the envelope.
 pub const DEFAULT_PAGE_BYTES: usize = 4 * 1024 * 1024;
@@ -399,4 +406,52 @@ pub struct RecoveredSession {
     pub key: SessionKey,
     pub interrupted_turns: Vec<String>,
     pub appended_rows: usize,
+}
+
+/// Largest page of [`crate::Store::list_page`] (SPEC §17: `session/list` `limit`).
+pub const MAX_LIST_LIMIT: u32 = 500;
+
+/// A position in the `session/list` order (newest activity first, then newest row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListCursor {
+    pub last_activity: i64,
+    pub(crate) pk: i64,
+}
+
+impl ListCursor {
+    /// The opaque text a client hands back as `cursor`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.last_activity, self.pk)
+    }
+
+    /// `None` when `text` is not a cursor this store made.
+    pub fn decode(text: &str) -> Option<ListCursor> {
+        let (activity, pk) = text.split_once('.')?;
+        Some(ListCursor {
+            last_activity: activity.parse().ok()?,
+            pk: pk.parse().ok()?,
+        })
+    }
+}
+
+/// Input of [`crate::Store::list_page`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Only sessions of this mode.
+    pub mode: Option<Mode>,
+    /// Only sessions of this owner (`None`: every owner).
+    pub owner: Option<String>,
+    /// At most this many rows (clamped to 1..=[`MAX_LIST_LIMIT`]).
+    pub limit: u32,
+    /// Rows strictly after this position.
+    pub after: Option<ListCursor>,
+}
+
+/// One page of non-killed sessions, newest activity first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionPage {
+    /// Each row with the cursor that continues right after it.
+    pub rows: Vec<(ListCursor, SessionRow)>,
+    /// More rows follow the last one.
+    pub has_more: bool,
 }

@@ -79,6 +79,10 @@ pub enum Scripted {
     /// These `data:` payloads written verbatim (no automatic `[DONE]`), then
     /// a clean end of the response body.
     Raw { events: Vec<String> },
+    /// A non-2xx answer whose body of `len` bytes is produced lazily, 64 KiB
+    /// at a time, as the client reads it (bytes written are counted by
+    /// [`FakeOpenAi::error_bytes_written`]).
+    HugeError { status: u16, len: usize },
 }
 
 impl Scripted {
@@ -142,6 +146,10 @@ impl Scripted {
         }
     }
 
+    pub fn huge_error(status: u16, len: usize) -> Self {
+        Scripted::HugeError { status, len }
+    }
+
     pub fn raw<S: Into<String>>(events: impl IntoIterator<Item = S>) -> Self {
         Scripted::Raw {
             events: events.into_iter().map(Into::into).collect(),
@@ -196,6 +204,7 @@ struct State {
     requests: Mutex<Vec<RecordedRequest>>,
     default_text: Mutex<String>,
     aborted: AtomicUsize,
+    error_written: Arc<AtomicUsize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -219,6 +228,7 @@ impl FakeOpenAi {
             requests: Mutex::new(Vec::new()),
             default_text: Mutex::new("Hello from the fake model.".to_string()),
             aborted: AtomicUsize::new(0),
+            error_written: Arc::new(AtomicUsize::new(0)),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -294,6 +304,11 @@ impl FakeOpenAi {
     /// went away (e.g. a cancelled turn dropped its stream).
     pub fn aborted_responses(&self) -> usize {
         self.state.aborted.load(Ordering::SeqCst)
+    }
+
+    /// Body bytes of [`Scripted::HugeError`] answers written to clients so far.
+    pub fn error_bytes_written(&self) -> usize {
+        self.state.error_written.load(Ordering::SeqCst)
     }
 
     /// Waits until at least `n` requests were received, or `timeout` passes.
@@ -408,6 +423,7 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         stream,
         model,
         started: false,
+        error_written: Arc::clone(&state.error_written),
     };
     if w.play(script).await.is_err() {
         state.aborted.fetch_add(1, Ordering::SeqCst);
@@ -447,6 +463,7 @@ struct Writer {
     stream: TcpStream,
     model: String,
     started: bool,
+    error_written: Arc<AtomicUsize>,
 }
 
 impl Writer {
@@ -509,6 +526,22 @@ impl Writer {
                 self.stream.flush().await?;
                 let _ = self.stream.shutdown().await;
                 Ok(())
+            }
+            Scripted::HugeError { status, len } => {
+                let head = format!(
+                    "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n",
+                    reason(status)
+                );
+                self.stream.write_all(head.as_bytes()).await?;
+                let piece = vec![b'x'; 64 * 1024];
+                let mut left = len;
+                while left > 0 {
+                    let n = left.min(piece.len());
+                    self.stream.write_all(&piece[..n]).await?;
+                    self.error_written.fetch_add(n, Ordering::SeqCst);
+                    left -= n;
+                }
+                self.stream.flush().await
             }
             Scripted::Raw { events } => {
                 self.headers().await?;

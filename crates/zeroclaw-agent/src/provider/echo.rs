@@ -1,12 +1,25 @@
-//! The offline `echo` provider: streams the last user prompt back, word by
-//! word. Deterministic, no network, never calls tools. The chunks keep their
-//! whitespace, so their concatenation is exactly the prompt.
+//! The offline `echo` provider: streams the last user prompt back. Deterministic, no
+//! network, never calls tools. The chunks keep their whitespace, so their concatenation is
+//! exactly the prompt.
+//!
+//! Chunks are produced lazily, one each time the consumer asks (SPEC §17 "Memory is
+//! bounded by the input"): the stream owns the prompt (moved out of the request, not
+//! copied) and a read position, nothing per word. The first [`WORD_CHUNKS`] chunks are one
+//! word each (a word and the whitespace after it), so a short answer streams word by word;
+//! after that consecutive words are joined into chunks of up to [`MAX_CHUNK`] bytes, so a
+//! long prompt does not become millions of notifications. No chunk exceeds `MAX_CHUNK`
+//! bytes: a longer word is cut at a character boundary.
 
 use async_trait::async_trait;
 use futures_util::stream;
 
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
 use crate::message::ChatMessage;
+
+/// Chunks streamed one word each before words are joined.
+pub const WORD_CHUNKS: usize = 64;
+/// Longest chunk, in bytes.
+pub const MAX_CHUNK: usize = 4 * 1024;
 
 #[derive(Debug, Clone, Default)]
 pub struct EchoProvider {
@@ -24,54 +37,94 @@ impl EchoProvider {
     }
 }
 
-/// Word chunks that keep their trailing whitespace.
-pub fn split_words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
+/// Length of the first word of `s` with the whitespace after it, looking at no more than
+/// [`MAX_CHUNK`] bytes (the result is then cut at a character boundary at most that long).
+fn first_word_len(s: &str) -> usize {
     let mut in_space = false;
-    for c in text.chars() {
+    for (i, c) in s.char_indices() {
+        if i + c.len_utf8() > MAX_CHUNK {
+            return i;
+        }
         if c.is_whitespace() {
             in_space = true;
         } else if in_space {
-            out.push(std::mem::take(&mut cur));
-            in_space = false;
+            return i;
         }
-        cur.push(c);
     }
-    if !cur.is_empty() {
-        out.push(cur);
+    s.len()
+}
+
+/// The prompt still to be echoed and how many chunks were produced.
+struct Chunks {
+    text: String,
+    pos: usize,
+    produced: usize,
+}
+
+impl Chunks {
+    fn next_chunk(&mut self) -> Option<String> {
+        let rest = &self.text[self.pos..];
+        if rest.is_empty() {
+            return None;
+        }
+        let mut len = first_word_len(rest);
+        if self.produced >= WORD_CHUNKS {
+            while len < rest.len() {
+                let next = first_word_len(&rest[len..]);
+                if len + next > MAX_CHUNK {
+                    break;
+                }
+                len += next;
+            }
+        }
+        self.pos += len;
+        self.produced += 1;
+        Some(rest[..len].to_owned())
     }
-    out
+}
+
+/// Every chunk of `text`, eagerly (for tests and small texts).
+pub fn chunks_of(text: &str) -> Vec<String> {
+    let mut chunks = Chunks {
+        text: text.to_owned(),
+        pos: 0,
+        produced: 0,
+    };
+    std::iter::from_fn(|| chunks.next_chunk()).collect()
 }
 
 #[async_trait]
 impl Provider for EchoProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let prompt = req
-            .messages
-            .iter()
+        let mut messages = req.messages;
+        let prompt = messages
+            .iter_mut()
             .rev()
             .find_map(|m| match m {
-                ChatMessage::User { content } => Some(content.clone()),
+                ChatMessage::User { content } => Some(std::mem::take(content)),
                 _ => None,
             })
             .unwrap_or_default();
+        drop(messages);
         let delay = self.chunk_delay;
-        let mut events: Vec<ProviderEvent> = split_words(&prompt)
-            .into_iter()
-            .map(ProviderEvent::TextDelta)
-            .collect();
-        events.push(ProviderEvent::Done);
-        let s = stream::unfold(
-            (events.into_iter(), true),
-            move |(mut it, first)| async move {
-                let ev = it.next()?;
-                if !first && !delay.is_zero() {
-                    tokio::time::sleep(delay).await;
+        let chunks = Chunks {
+            text: prompt,
+            pos: 0,
+            produced: 0,
+        };
+        // State: the chunks (None once `Done` was sent).
+        let s = stream::unfold(Some(chunks), move |state| async move {
+            let mut chunks = state?;
+            match chunks.next_chunk() {
+                Some(text) => {
+                    if chunks.produced > 1 && !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    Some((Ok(ProviderEvent::TextDelta(text)), Some(chunks)))
                 }
-                Some((Ok(ev), (it, false)))
-            },
-        );
+                None => Some((Ok(ProviderEvent::Done), None)),
+            }
+        });
         Ok(Box::pin(s))
     }
 
@@ -114,5 +167,32 @@ mod tests {
         assert_eq!(events.last(), Some(&Ok(ProviderEvent::Done)));
         assert_eq!(text, prompt);
         assert_eq!(chunks, 3);
+    }
+
+    #[test]
+    fn leading_space_and_unicode_round_trip() {
+        for s in ["", " ", "  a", "a  b\n", "é è\tü", "x"] {
+            assert_eq!(chunks_of(s).concat(), s, "{s:?}");
+        }
+        assert_eq!(chunks_of(" hi there"), vec![" ", "hi ", "there"]);
+    }
+
+    #[test]
+    fn long_prompts_are_joined_into_bounded_chunks() {
+        let prompt = "word ".repeat(100_000);
+        let chunks = chunks_of(&prompt);
+        assert_eq!(chunks.concat(), prompt);
+        assert!(chunks[..WORD_CHUNKS].iter().all(|c| c == "word "));
+        assert!(chunks.iter().all(|c| c.len() <= MAX_CHUNK));
+        assert!(chunks.len() < WORD_CHUNKS + prompt.len() / (MAX_CHUNK / 2));
+    }
+
+    #[test]
+    fn a_huge_word_is_cut_at_character_boundaries() {
+        let prompt = "é".repeat(3 * MAX_CHUNK);
+        let chunks = chunks_of(&prompt);
+        assert_eq!(chunks.concat(), prompt);
+        assert!(chunks.iter().all(|c| c.len() <= MAX_CHUNK && !c.is_empty()));
+        assert_eq!(chunks.len(), 6);
     }
 }

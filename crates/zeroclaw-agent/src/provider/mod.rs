@@ -18,6 +18,7 @@ use crate::message::{ChatMessage, ToolCallRequest};
 
 pub mod echo;
 pub mod openai;
+pub mod sse;
 
 pub use echo::EchoProvider;
 pub use openai::{OpenAiConfig, OpenAiProvider};

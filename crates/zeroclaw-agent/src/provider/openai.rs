@@ -9,18 +9,30 @@
 //! object inside the stream, malformed event JSON, connect / first-byte /
 //! idle timeouts, and a stream that ends with neither `[DONE]` nor a
 //! `finish_reason` ("stream ended unexpectedly").
+//!
+//! Memory is bounded whatever the server sends (SPEC §17): an error body is
+//! read up to [`MAX_ERROR_BODY`] bytes, one event over [`MAX_EVENT`] bytes
+//! (see [`super::sse`]) and tool-call arguments over [`MAX_ARGUMENTS`] bytes
+//! in total fail the stream.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt, stream};
 use serde_json::{Value, json};
 
+use super::sse::SseDecoder;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
+
+/// Bytes of an HTTP error body that are read (the rest is never received).
+pub const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Longest server-sent event, in bytes (its lines without their line ends).
+pub const MAX_EVENT: usize = 8 * 1024 * 1024;
+/// Tool-call arguments of one response, all calls together, in bytes.
+pub const MAX_ARGUMENTS: usize = 32 * 1024 * 1024;
 
 /// Connection settings of one OpenAI-compatible endpoint.
 #[derive(Debug, Clone)]
@@ -203,17 +215,16 @@ impl Provider for OpenAiProvider {
         };
         let status = resp.status();
         if status.as_u16() >= 400 {
-            let text = match tokio::time::timeout(self.config.idle_timeout, resp.text()).await {
-                Ok(Ok(t)) => t,
-                _ => String::new(),
-            };
+            let text = read_capped(resp, MAX_ERROR_BODY, self.config.idle_timeout).await;
             return Err(ProviderError::Http {
                 status: status.as_u16(),
                 message: error_message(&text),
             });
         }
-        let events = resp.bytes_stream().eventsource();
-        Ok(sse_to_events(Box::pin(events), self.config.idle_timeout))
+        Ok(sse_to_events(
+            Box::pin(resp.bytes_stream()),
+            self.config.idle_timeout,
+        ))
     }
 
     fn kind(&self) -> &'static str {
@@ -221,13 +232,26 @@ impl Provider for OpenAiProvider {
     }
 }
 
-type SseStream<E> = Pin<
-    Box<
-        dyn Stream<
-                Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<E>>,
-            > + Send,
-    >,
->;
+/// At most `cap` bytes of a response body (the connection is dropped after that), read
+/// within `limit`; whatever arrived by then.
+async fn read_capped(mut resp: reqwest::Response, cap: usize, limit: Duration) -> String {
+    let mut body: Vec<u8> = Vec::new();
+    let read = async {
+        while body.len() < cap {
+            match resp.chunk().await {
+                Ok(Some(piece)) => {
+                    let room = cap - body.len();
+                    body.extend_from_slice(&piece[..piece.len().min(room)]);
+                }
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(limit, read).await;
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+type Body = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send>>;
 
 #[derive(Default)]
 struct PartialCall {
@@ -236,16 +260,23 @@ struct PartialCall {
     arguments: String,
 }
 
-struct SseState<E> {
-    events: SseStream<E>,
+struct SseState {
+    body: Body,
+    decoder: SseDecoder,
+    /// Data of received events not handled yet.
+    ready: VecDeque<String>,
+    /// The body ended (what is in `ready` is all there is).
+    eof: bool,
     idle: Duration,
     pending: VecDeque<Result<ProviderEvent, ProviderError>>,
     calls: BTreeMap<u64, PartialCall>,
+    /// Bytes of tool-call arguments received in this response.
+    arguments: usize,
     saw_finish: bool,
     finished: bool,
 }
 
-impl<E> SseState<E> {
+impl SseState {
     fn flush_calls(&mut self) {
         for (index, c) in std::mem::take(&mut self.calls) {
             let id = if c.id.is_empty() {
@@ -327,6 +358,7 @@ impl<E> SseState<E> {
                             {
                                 entry.name = n.to_string();
                             }
+                            let before = entry.arguments.len();
                             match f.get("arguments") {
                                 Some(Value::String(a)) => entry.arguments.push_str(a),
                                 // Some servers send the arguments as an object.
@@ -334,6 +366,12 @@ impl<E> SseState<E> {
                                     entry.arguments.push_str(&a.to_string())
                                 }
                                 _ => {}
+                            }
+                            self.arguments += entry.arguments.len() - before;
+                            if self.arguments > MAX_ARGUMENTS {
+                                return self.fail(ProviderError::Stream(format!(
+                                    "tool call arguments exceed {MAX_ARGUMENTS} bytes"
+                                )));
                             }
                         }
                     }
@@ -360,16 +398,17 @@ impl<E> SseState<E> {
     }
 }
 
-/// Turns a raw SSE stream into provider events (see the module doc).
-fn sse_to_events<E: std::fmt::Display + Send + 'static>(
-    events: SseStream<E>,
-    idle: Duration,
-) -> ProviderStream {
+/// Turns a response body of server-sent events into provider events (see the module doc).
+fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
     let state = SseState {
-        events,
+        body,
+        decoder: SseDecoder::new(MAX_EVENT),
+        ready: VecDeque::new(),
+        eof: false,
         idle,
         pending: VecDeque::new(),
         calls: BTreeMap::new(),
+        arguments: 0,
         saw_finish: false,
         finished: false,
     };
@@ -381,22 +420,38 @@ fn sse_to_events<E: std::fmt::Display + Send + 'static>(
             if st.finished {
                 return None;
             }
-            match tokio::time::timeout(st.idle, st.events.next()).await {
+            if let Some(data) = st.ready.pop_front() {
+                let data = data.trim();
+                if data == "[DONE]" {
+                    st.on_end();
+                } else if !data.is_empty() {
+                    st.on_chunk(data);
+                }
+                continue;
+            }
+            if st.eof {
+                if st.saw_finish {
+                    st.on_end();
+                } else {
+                    st.fail(ProviderError::Stream(
+                        "stream ended unexpectedly".to_string(),
+                    ));
+                }
+                continue;
+            }
+            match tokio::time::timeout(st.idle, st.body.next()).await {
                 Err(_) => st.fail(ProviderError::Timeout(format!(
                     "no data for {} s",
                     st.idle.as_secs_f64()
                 ))),
-                Ok(None) if st.saw_finish => st.on_end(),
-                Ok(None) => st.fail(ProviderError::Stream(
-                    "stream ended unexpectedly".to_string(),
-                )),
+                Ok(None) => {
+                    st.decoder.finish(&mut st.ready);
+                    st.eof = true;
+                }
                 Ok(Some(Err(e))) => st.fail(ProviderError::Stream(e.to_string())),
-                Ok(Some(Ok(ev))) => {
-                    let data = ev.data.trim();
-                    if data == "[DONE]" {
-                        st.on_end();
-                    } else if !data.is_empty() {
-                        st.on_chunk(data);
+                Ok(Some(Ok(piece))) => {
+                    if let Err(e) = st.decoder.feed(&piece, &mut st.ready) {
+                        st.fail(ProviderError::Stream(e.to_string()));
                     }
                 }
             }

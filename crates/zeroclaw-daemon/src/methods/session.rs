@@ -80,6 +80,10 @@ struct SubscribeParams {
 struct ListParams {
     #[serde(default)]
     mode: Option<Mode>,
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -213,7 +217,9 @@ pub async fn call(
         }
         "session/list" => {
             let p: ListParams = params::decode(params)?;
-            sessions.list(principal, p.mode).await
+            sessions
+                .list(principal, p.mode, p.limit, p.cursor.as_deref())
+                .await
         }
         "session/messages" => {
             let p: MessagesParams = params::decode(params)?;

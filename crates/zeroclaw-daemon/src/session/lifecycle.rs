@@ -14,11 +14,14 @@ use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::{DEFAULT_PAGE_BYTES, MessagesQuery, Mode, SessionKey, SessionRow};
+use zeroclaw_store::{
+    DEFAULT_PAGE_BYTES, ListCursor, ListQuery, MAX_LIST_LIMIT, MessagesQuery, Mode, SessionKey,
+    SessionRow,
+};
 
 use super::link::ClientLink;
 use super::live::{Job, LiveSession};
-use super::{SessionManager, check_owner, may_touch, store_error};
+use super::{SessionManager, check_owner, store_error};
 
 /// How long close/kill/delete wait for a cancelled turn to persist before answering.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -243,35 +246,71 @@ impl SessionManager {
         Ok(json!({"sessionId": session_id, done: true}))
     }
 
-    /// `session/list`: persisted, non-tombstoned rows the caller may see.
+    /// `session/list`: one page of the persisted, non-tombstoned rows the caller may see,
+    /// newest activity first (SPEC §17): at most `limit` (default and maximum 500) rows and
+    /// never more than [`DEFAULT_PAGE_BYTES`] of them; `nextCursor` continues the walk (null
+    /// on the last page).
     pub async fn list(
         &self,
         principal: &Principal,
         mode: Option<Mode>,
+        limit: Option<u32>,
+        cursor: Option<&str>,
     ) -> Result<Value, ErrorObject> {
-        let rows = self.store.list_sessions(mode).await.map_err(store_error)?;
-        let sessions: Vec<Value> = rows
-            .into_iter()
-            .filter(|r| may_touch(principal, &r.owner))
-            .map(|r| {
-                let live = self.get(&r.key());
-                let active_turn = live.as_ref().and_then(|l| l.running_turn());
-                let subscribers = live.as_ref().map_or(0, |l| l.stream.subscriber_count());
-                json!({
-                    "sessionId": r.session_id,
-                    "mode": r.mode.as_str(),
-                    "agentAlias": r.agent_alias,
-                    "createdAt": r.created_at,
-                    "lastActivity": r.last_activity,
-                    "messageCount": r.message_count,
-                    "live": live.is_some(),
-                    "interactionSurface": r.interaction_surface,
-                    "activeTurnId": active_turn,
-                    "subscribers": subscribers,
-                })
+        let limit = match limit {
+            Some(0) => return Err(ErrorObject::invalid_params("limit: expected 1 or more")),
+            Some(n) => n.min(MAX_LIST_LIMIT),
+            None => MAX_LIST_LIMIT,
+        };
+        let after =
+            match cursor {
+                Some(text) => Some(ListCursor::decode(text).ok_or_else(|| {
+                    ErrorObject::invalid_params("cursor: not a session/list cursor")
+                })?),
+                None => None,
+            };
+        let page = self
+            .store
+            .list_page(ListQuery {
+                mode,
+                owner: (!principal.admin).then(|| principal.id.clone()),
+                limit,
+                after,
             })
-            .collect();
-        Ok(json!({"sessions": sessions}))
+            .await
+            .map_err(store_error)?;
+        let count = page.rows.len();
+        let mut sessions = Vec::with_capacity(count);
+        let mut used = 0usize;
+        let mut last = None;
+        for (cursor, r) in page.rows {
+            let live = self.get(&r.key());
+            let entry = json!({
+                "sessionId": r.session_id,
+                "mode": r.mode.as_str(),
+                "agentAlias": r.agent_alias,
+                "createdAt": r.created_at,
+                "lastActivity": r.last_activity,
+                "messageCount": r.message_count,
+                "live": live.is_some(),
+                "activeTurnId": live.as_ref().and_then(|l| l.running_turn()),
+                "subscribers": live.as_ref().map_or(0, |l| l.stream.subscriber_count()),
+                "interactionSurface": r.interaction_surface,
+            });
+            let size = entry.to_string().len() + 1;
+            if used + size > DEFAULT_PAGE_BYTES && !sessions.is_empty() {
+                break;
+            }
+            used += size;
+            sessions.push(entry);
+            last = Some(cursor);
+        }
+        let next = if sessions.len() < count || page.has_more {
+            last.map(|c| c.encode())
+        } else {
+            None
+        };
+        Ok(json!({"sessions": sessions, "nextCursor": next}))
     }
 
     /// `session/messages`: the raw visible transcript, paged to fit one frame.
@@ -292,7 +331,7 @@ impl SessionManager {
                 MessagesQuery {
                     limit,
                     before_seq,
-                    max_bytes: DEFAULT_PAGE_BYTES,
+                    ..MessagesQuery::default()
                 },
             )
             .await

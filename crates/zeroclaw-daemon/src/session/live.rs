@@ -287,7 +287,7 @@ async fn worker(
             job = rx.recv() => job,
             () = session.closing.cancelled() => None,
         };
-        let Some(job) = job else { break };
+        let Some(mut job) = job else { break };
         let turn_id = format!("turn_{}", uuid::Uuid::new_v4().simple());
         let cancel = {
             let mut st = lock(&session.state);
@@ -315,7 +315,7 @@ async fn worker(
             let _ = job.reply.send(Err(closed_error(&session)));
             continue;
         };
-        let outcome = runner.run(&session, &job, &turn_id, cancel).await;
+        let outcome = runner.run(&session, &mut job, &turn_id, cancel).await;
         lock(&session.state).running = None;
         // The caller may be gone (its connection closed); the turn is persisted anyway.
         let _ = job.reply.send(outcome);

@@ -12,7 +12,8 @@
 //! - [`subscribe`]: `session/subscribe` and `session/unsubscribe`;
 //! - [`link`]: what a session knows of a client connection ([`link::ClientLink`]);
 //! - [`persist`]: checkpoint progress writer, transcript rows ↔ provider messages, trim;
-//! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force.
+//! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force;
+//! - [`text`]: long `content` cut to fit a frame.
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
@@ -40,6 +41,7 @@ pub mod open;
 pub mod persist;
 pub mod stream;
 pub mod subscribe;
+pub mod text;
 pub mod turn;
 
 use std::collections::HashMap;
@@ -169,30 +171,29 @@ impl SessionManager {
         }
     }
 
-    /// Registers `session` unless the limit is reached or the key is taken (then the
-    /// session already registered is returned as `Err(Some(existing))`).
+    /// Registers `session` unless a limit is reached or the key is taken (then the
+    /// session already registered is returned as `Err(Ok(existing))`).
     pub(crate) fn insert(
         &self,
         session: Arc<LiveSession>,
+        quota: Quota,
     ) -> Result<(), Result<Arc<LiveSession>, ErrorObject>> {
         let mut map = self.lock();
         if let Some(existing) = map.get(&session.key) {
             return Err(Ok(Arc::clone(existing)));
         }
-        if map.len() >= MAX_LIVE_SESSIONS {
-            return Err(Err(ErrorObject::session_limit(MAX_LIVE_SESSIONS)));
-        }
+        room(&map, quota).map_err(Err)?;
         map.insert(session.key.clone(), session);
         Ok(())
     }
 
     /// -32001 when no further session may be registered (a cheap early check).
-    pub(crate) fn check_room(&self, key: &SessionKey) -> Result<(), ErrorObject> {
+    pub(crate) fn check_room(&self, key: &SessionKey, quota: Quota) -> Result<(), ErrorObject> {
         let map = self.lock();
-        if !map.contains_key(key) && map.len() >= MAX_LIVE_SESSIONS {
-            return Err(ErrorObject::session_limit(MAX_LIVE_SESSIONS));
+        if map.contains_key(key) {
+            return Ok(());
         }
-        Ok(())
+        room(&map, quota)
     }
 
     /// Unregisters exactly this session object (not a newer one with the same key).
@@ -277,6 +278,38 @@ impl SessionManager {
             }
         }
     }
+}
+
+/// The per-principal share of the live sessions (SPEC §17 "Quotas per principal"): a
+/// non-admin principal holds at most `limit` of them; admins are only bound by
+/// [`MAX_LIVE_SESSIONS`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quota<'a> {
+    pub owner: &'a str,
+    pub limit: Option<usize>,
+}
+
+impl<'a> Quota<'a> {
+    /// The quota of `principal` under `config`.
+    pub fn of(principal: &'a Principal, config: &zeroclaw_config::Config) -> Quota<'a> {
+        Quota {
+            owner: &principal.id,
+            limit: (!principal.admin).then_some(config.limits.live_sessions_per_principal as usize),
+        }
+    }
+}
+
+/// -32001 when the daemon-wide limit or `quota` leaves no room for one more session.
+fn room(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Result<(), ErrorObject> {
+    if map.len() >= MAX_LIVE_SESSIONS {
+        return Err(ErrorObject::session_limit(MAX_LIVE_SESSIONS));
+    }
+    if let Some(limit) = quota.limit
+        && map.values().filter(|s| s.owner == quota.owner).count() >= limit
+    {
+        return Err(ErrorObject::session_limit(limit));
+    }
+    Ok(())
 }
 
 /// Whether `principal` may see and touch a session owned by `owner`.

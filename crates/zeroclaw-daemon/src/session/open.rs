@@ -17,7 +17,7 @@ use zeroclaw_store::{Mode, NewSession, RPC_SURFACE, SessionKey, SessionRow};
 
 use super::live::LiveSession;
 use super::persist::context_from;
-use super::{SessionManager, check_owner, store_error};
+use super::{Quota, SessionManager, check_owner, store_error};
 
 /// Longest accepted session id, in bytes.
 const MAX_SESSION_ID: usize = 256;
@@ -68,26 +68,36 @@ impl SessionManager {
         })
     }
 
-    /// Where `bash` runs: `requested` (relative to the workspace), else the row's cwd if it
-    /// still exists, else the workspace.
+    /// Where `bash` runs (SPEC §17 "Names are data"): `requested` (relative to the
+    /// workspace, or absolute), which must be an existing directory (-32602) and, when
+    /// `confined` (non-admin principals), lie inside the workspace once canonicalized
+    /// (-32012); else the row's cwd if it still exists (and is inside the workspace when
+    /// confined), else the workspace.
     fn cwd(
         workspace: &Path,
         requested: Option<&str>,
         row: Option<&SessionRow>,
+        confined: bool,
     ) -> Result<PathBuf, ErrorObject> {
         if let Some(req) = requested.filter(|c| !c.is_empty()) {
-            let path = workspace.join(req);
+            let not_dir =
+                || ErrorObject::invalid_params(format!("cwd {req:?} is not an existing directory"));
+            let path = workspace.join(req).canonicalize().map_err(|_| not_dir())?;
             if !path.is_dir() {
-                return Err(ErrorObject::invalid_params(format!(
-                    "cwd {req} is not a directory"
-                )));
+                return Err(not_dir());
+            }
+            if confined && !path.starts_with(workspace) {
+                return Err(ErrorObject::forbidden(format!(
+                    "cwd {req:?} is outside the agent's workspace"
+                ))
+                .with_data(json!({"prop": "cwd"})));
             }
             return Ok(path);
         }
         Ok(row
             .and_then(|r| r.cwd.as_deref())
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute() && p.is_dir())
+            .and_then(|c| PathBuf::from(c).canonicalize().ok())
+            .filter(|p| p.is_dir() && (!confined || p.starts_with(workspace)))
             .unwrap_or_else(|| workspace.to_path_buf()))
     }
 
@@ -147,15 +157,17 @@ impl SessionManager {
         if let Some(live) = self.get(&key) {
             return self.attach(principal, &live, alias).await;
         }
-        self.check_room(&key)?;
+        let quota = Quota::of(principal, config);
+        self.check_room(&key, quota)?;
         let workspace = self.workspace(config, alias)?;
-        Self::cwd(&workspace, req.cwd.as_deref(), None)?;
+        let confined = !principal.admin;
+        let cwd = Self::cwd(&workspace, req.cwd.as_deref(), None, confined)?;
 
         let _loading = self.loading.lock().await;
         if let Some(live) = self.get(&key) {
             return self.attach(principal, &live, alias).await;
         }
-        self.check_room(&key)?;
+        self.check_room(&key, quota)?;
         if let Some(row) = self.store.get_session(&key).await.map_err(store_error)? {
             // Check before `open_session` so a refused resume writes nothing.
             if !row.is_killed() {
@@ -180,11 +192,7 @@ impl SessionManager {
                 key: key.clone(),
                 agent_alias: alias.to_owned(),
                 owner: principal.id.clone(),
-                cwd: Some(
-                    Self::cwd(&workspace, req.cwd.as_deref(), None)?
-                        .display()
-                        .to_string(),
-                ),
+                cwd: Some(cwd.display().to_string()),
                 interaction_surface: RPC_SURFACE.to_owned(),
             })
             .await
@@ -203,7 +211,7 @@ impl SessionManager {
             let restored = self.store.context(&key).await.map_err(store_error)?;
             context_from(&restored)
         };
-        let cwd = Self::cwd(&workspace, req.cwd.as_deref(), Some(&row))?;
+        let cwd = Self::cwd(&workspace, req.cwd.as_deref(), Some(&row), confined)?;
         let live = LiveSession::start(
             self,
             key,
@@ -213,13 +221,13 @@ impl SessionManager {
             cwd,
             context,
         );
-        self.register(&live)?;
+        self.register(&live, quota)?;
         tracing::info!(session = %live.key.session_id, mode = %live.key.mode, agent = alias, resumed = opened.resumed, "session live");
         self.describe(&live, opened.resumed).await
     }
 
-    fn register(&self, live: &Arc<LiveSession>) -> Result<(), ErrorObject> {
-        match self.insert(Arc::clone(live)) {
+    fn register(&self, live: &Arc<LiveSession>, quota: Quota) -> Result<(), ErrorObject> {
+        match self.insert(Arc::clone(live), quota) {
             Ok(()) => Ok(()),
             Err(e) => {
                 live.close();
@@ -271,9 +279,14 @@ impl SessionManager {
             )));
         }
         check_agent(config, principal, &row.agent_alias)?;
-        self.check_room(key)?;
+        // The session counts against its owner's share, whoever brings it back.
+        let quota = Quota {
+            owner: &row.owner,
+            limit: Quota::of(principal, config).limit,
+        };
+        self.check_room(key, quota)?;
         let workspace = self.workspace(config, &row.agent_alias)?;
-        let cwd = Self::cwd(&workspace, None, Some(&row))?;
+        let cwd = Self::cwd(&workspace, None, Some(&row), !principal.admin)?;
         let recovered = self
             .store
             .recover(key, RPC_SURFACE)
@@ -291,7 +304,7 @@ impl SessionManager {
             cwd,
             context_from(&recovered.context),
         );
-        self.register(&live)?;
+        self.register(&live, quota)?;
         tracing::info!(session = %key.session_id, "session rehydrated");
         Ok(live)
     }

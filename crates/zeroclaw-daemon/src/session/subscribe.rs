@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::{DEFAULT_PAGE_BYTES, MessagesQuery, Mode};
+use zeroclaw_store::{MessagesQuery, Mode};
 
 use super::link::{ClientLink, after_answer};
 use super::stream::Cursor;
@@ -34,8 +34,9 @@ impl SessionManager {
                 &key,
                 MessagesQuery {
                     limit: Some(1),
-                    before_seq: None,
-                    max_bytes: DEFAULT_PAGE_BYTES,
+                    // Only the row's seq is needed.
+                    max_content: 0,
+                    ..MessagesQuery::default()
                 },
             )
             .await

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
 use zeroclaw_rpc::ErrorObject;
@@ -26,7 +26,7 @@ use super::agent::{self, ProviderCache};
 use super::host::SessionHost;
 use super::live::{Job, LiveSession};
 use super::persist::{self, Persister};
-use super::{SessionManager, Tuning, store_error};
+use super::{SessionManager, Tuning, store_error, text};
 
 /// The worker's per-session state between turns.
 pub(crate) struct Runner {
@@ -88,7 +88,7 @@ impl Runner {
     pub async fn run(
         &mut self,
         session: &Arc<LiveSession>,
-        job: &Job,
+        job: &mut Job,
         turn_id: &str,
         cancel: CancellationToken,
     ) -> Result<Value, ErrorObject> {
@@ -96,13 +96,17 @@ impl Runner {
         let key = &session.key;
         let acp = key.mode == Mode::Acp;
         let context_before = self.context.len();
+        // The turn takes the prompt; only the store gets a copy (SPEC §17: a prompt is not
+        // multiplied in memory).
+        let prompt = std::mem::take(&mut job.prompt);
+        let chat_prompt = (!acp).then(|| prompt.clone());
         // Normally `begin_turn` runs on the persister, overlapping the provider call; after
         // a failed write it runs here first, with recovery.
         let mut started_seq = 0;
         let (persister, began) = if !acp {
             (None, None)
         } else if self.needs_recover {
-            started_seq = self.begin(session, turn_id, &job.prompt).await?;
+            started_seq = self.begin(session, turn_id, &prompt).await?;
             let (p, _) =
                 Persister::spawn(self.store.clone(), key.clone(), turn_id.to_owned(), None);
             (Some(p), None)
@@ -111,7 +115,7 @@ impl Runner {
                 self.store.clone(),
                 key.clone(),
                 turn_id.to_owned(),
-                Some(job.prompt.clone()),
+                Some(prompt.clone()),
             );
             (Some(p), began)
         };
@@ -134,13 +138,7 @@ impl Runner {
             outcome.map(Some)
         };
         let (result, began) = tokio::join!(
-            run_turn(
-                &agent.spec,
-                &mut self.context,
-                job.prompt.clone(),
-                &host,
-                cancel,
-            ),
+            run_turn(&agent.spec, &mut self.context, prompt, &host, cancel,),
             watch_begin
         );
         drop(host);
@@ -157,7 +155,8 @@ impl Runner {
             }
         }
 
-        let rows = persist::visible_rows(&result.new_messages);
+        let appended = self.context.len() - result.appended;
+        let rows = persist::visible_rows(&self.context[appended..]);
         let written = if acp {
             let status = match result.outcome {
                 TurnOutcome::Completed => CheckpointStatus::Completed,
@@ -166,7 +165,7 @@ impl Runner {
             };
             self.store.finish_turn(key, turn_id, status, rows).await
         } else {
-            let mut all = vec![NewRow::user(job.prompt.clone())];
+            let mut all = vec![NewRow::user(chat_prompt.unwrap_or_default())];
             all.extend(rows);
             self.store.append_rows(key, Some(turn_id), all).await
         };
@@ -188,17 +187,17 @@ impl Runner {
             .await;
 
         let outcome = result.outcome.as_str();
-        session.stream.emit(
-            "turn_complete",
-            json!({"turnId": turn_id, "outcome": outcome, "content": result.content}),
-        );
+        let mut fields = Map::new();
+        fields.insert("turnId".into(), json!(turn_id));
+        fields.insert("outcome".into(), json!(outcome));
+        text::put_content(&mut fields, &result.content);
+        drop(result);
+        session
+            .stream
+            .emit("turn_complete", Value::Object(fields.clone()));
         tracing::debug!(session = %key.session_id, turn = %turn_id, outcome, "turn finished");
-        Ok(json!({
-            "sessionId": key.session_id,
-            "turnId": turn_id,
-            "outcome": outcome,
-            "content": result.content,
-        }))
+        fields.insert("sessionId".into(), json!(key.session_id));
+        Ok(Value::Object(fields))
     }
 
     /// Auto-trim (SPEC §7.3): snapshot first; `history_trimmed` only after it committed.
