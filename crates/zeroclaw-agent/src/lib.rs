@@ -3,14 +3,16 @@
 //! Knows nothing about sockets, JSON-RPC or storage: the daemon drives a turn
 //! with [`run_turn`] and receives its events through a [`TurnHost`].
 
+pub mod mcp;
 pub mod message;
 pub mod provider;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 
 pub use message::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
 pub use provider::{
-    EchoProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderEvent,
+    EchoProvider, ModelCatalog, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderEvent,
     ProviderRequest, ProviderStream, ToolSchema, Usage,
 };
 pub use tools::{AskUser, ToolLimits, ToolName};
@@ -18,3 +20,4 @@ pub use turn::{
     AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, TurnEvent, TurnHost, TurnOutcome,
     TurnResult, run_turn,
 };
+pub use usage::{CallUsage, TurnUsage};
