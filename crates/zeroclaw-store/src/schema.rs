@@ -13,7 +13,8 @@ use crate::error::{Result, StoreError};
 
 /// Ordered migrations; index + 1 is the `user_version` after applying it. Never edit a
 /// released entry: append a new one.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE sessions (
     pk                  INTEGER PRIMARY KEY,
     mode                TEXT    NOT NULL CHECK (mode IN ('acp', 'chat')),
@@ -83,7 +84,18 @@ CREATE TABLE snapshots (
     created_at INTEGER NOT NULL,
     PRIMARY KEY (session, id)
 ) WITHOUT ROWID;
-"#];
+"#,
+    // 2: per-session settings (session/configure) and token totals (SPEC §16).
+    r#"
+CREATE TABLE session_settings (
+    session        INTEGER PRIMARY KEY REFERENCES sessions (pk) ON DELETE CASCADE,
+    autonomy       TEXT,
+    model          TEXT,
+    total_tokens   INTEGER NOT NULL DEFAULT 0,
+    context_tokens INTEGER NOT NULL DEFAULT 0
+);
+"#,
+];
 
 /// Schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -400,3 +400,14 @@ pub struct RecoveredSession {
     pub interrupted_turns: Vec<String>,
     pub appended_rows: usize,
 }
+
+/// Per-session settings and token totals (`session_settings`); defaults when none saved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// Autonomy chosen with `session/configure` (`None` = the agent's).
+    pub autonomy: Option<String>,
+    /// Model chosen with `session/configure` (`None` = the agent's).
+    pub model: Option<String>,
+    pub total_tokens: u64,
+    pub context_tokens: u64,
+}
