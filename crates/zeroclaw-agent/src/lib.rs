@@ -17,7 +17,7 @@ pub use provider::{
 };
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{
-    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, TurnEvent, TurnHost, TurnOutcome,
+    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, LiveSettings, TurnEvent, TurnHost, TurnOutcome,
     TurnResult, run_turn,
 };
 pub use usage::{CallUsage, TurnUsage};

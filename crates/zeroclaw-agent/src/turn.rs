@@ -59,6 +59,13 @@ pub enum Autonomy {
     ReadOnly,
 }
 
+/// Settings a session may change while a turn runs; read before every provider call and
+/// every tool call (`None` = the [`AgentSpec`]'s own).
+pub trait LiveSettings: Send + Sync {
+    fn model(&self) -> Option<String>;
+    fn autonomy(&self) -> Option<Autonomy>;
+}
+
 /// Everything a turn needs to know about the agent.
 #[derive(Clone)]
 pub struct AgentSpec {
@@ -77,6 +84,8 @@ pub struct AgentSpec {
     pub limits: ToolLimits,
     /// The session's MCP servers, whose ready tools are offered too.
     pub mcp: Option<Arc<McpSet>>,
+    /// The session's own model and autonomy, when it changed them.
+    pub live: Option<Arc<dyn LiveSettings>>,
 }
 
 impl AgentSpec {
@@ -93,6 +102,7 @@ impl AgentSpec {
             workspace,
             limits: ToolLimits::default(),
             mcp: None,
+            live: None,
         }
     }
 }
@@ -281,6 +291,22 @@ pub async fn run_turn(
 }
 
 impl Turn<'_> {
+    fn model(&self) -> String {
+        self.spec
+            .live
+            .as_ref()
+            .and_then(|l| l.model())
+            .unwrap_or_else(|| self.spec.model.clone())
+    }
+
+    fn autonomy(&self) -> Autonomy {
+        self.spec
+            .live
+            .as_ref()
+            .and_then(|l| l.autonomy())
+            .unwrap_or(self.spec.autonomy)
+    }
+
     async fn append(&mut self, message: ChatMessage) {
         self.context.push(message.clone());
         self.host.emit(TurnEvent::ContextAppended { message }).await;
@@ -298,7 +324,7 @@ impl Turn<'_> {
                 tools.extend(mcp.tools().into_iter().map(|t| t.schema));
             }
             let req = ProviderRequest {
-                model: self.spec.model.clone(),
+                model: self.model(),
                 system_prompt: self.spec.system_prompt.clone(),
                 messages: self.context.clone(),
                 tools,
@@ -518,7 +544,7 @@ impl Turn<'_> {
         };
         let mut note = None;
         if tool.is_mutating() {
-            match self.spec.autonomy {
+            match self.autonomy() {
                 Autonomy::ReadOnly => {
                     return CallOutcome::Done(format!(
                         "Refused: the agent runs in read_only autonomy; `{tool}` is not allowed."
@@ -595,7 +621,7 @@ impl Turn<'_> {
         // explains why it cannot run.
         let read_only = mcp.tool(&call.name).is_none_or(|t| t.read_only);
         if !read_only {
-            match self.spec.autonomy {
+            match self.autonomy() {
                 Autonomy::ReadOnly => {
                     return CallOutcome::Done(format!(
                         "Refused: the agent runs in read_only autonomy; `{}` is not annotated read-only.",

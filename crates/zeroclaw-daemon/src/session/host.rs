@@ -61,6 +61,8 @@ pub(crate) struct SessionHost<'a> {
     pub progress: Option<ProgressTx>,
     pub conn: &'a Arc<ConnectionContext>,
     pub tuning: &'a Tuning,
+    /// The agent's `max_context_tokens` (`contextWindow` of `usage` updates).
+    pub context_window: u64,
 }
 
 impl SessionHost<'_> {
@@ -115,7 +117,22 @@ impl TurnHost for SessionHost<'_> {
             }
             TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)).await,
             TurnEvent::Usage { usage } => {
-                tracing::debug!(session = %self.session.key.session_id, ?usage, "usage");
+                let totals = self
+                    .session
+                    .add_usage(usage.input_tokens, usage.output_tokens);
+                self.notifier
+                    .update(
+                        "usage",
+                        json!({
+                            "inputTokens": usage.input_tokens,
+                            "outputTokens": usage.output_tokens,
+                            "sessionTotalTokens": totals.session_total,
+                            "contextTokens": totals.context,
+                            "contextWindow": self.context_window,
+                            "estimated": usage.estimated,
+                        }),
+                    )
+                    .await;
             }
         }
     }

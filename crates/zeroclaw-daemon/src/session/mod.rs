@@ -9,7 +9,9 @@
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`);
 //! - [`host`]: the `TurnHost` a turn talks to (notifications, approvals, ask-user);
 //! - [`persist`]: checkpoint progress writer, transcript rows ↔ provider messages, trim;
-//! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force.
+//! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force;
+//! - [`mcp`]: saved settings restored and MCP servers started as a session goes live;
+//! - [`configure`], [`status`]: `session/configure` and `session/status` (SPEC §16).
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
@@ -29,11 +31,14 @@
 //! failures into the real binary.
 
 pub mod agent;
+pub mod configure;
 pub mod host;
 pub mod lifecycle;
 pub mod live;
+pub mod mcp;
 pub mod open;
 pub mod persist;
+pub mod status;
 pub mod turn;
 
 use std::collections::HashMap;
@@ -111,6 +116,8 @@ pub struct SessionManager {
     /// calls for one id never both load it. Held across store calls only, never the network.
     pub(crate) loading: tokio::sync::Mutex<()>,
     next_generation: AtomicU64,
+    /// Providers' model lists (`models/list`, `session/configure`), cached 60 s.
+    pub models: zeroclaw_agent::ModelCatalog,
 }
 
 impl SessionManager {
@@ -122,6 +129,7 @@ impl SessionManager {
             live: Mutex::new(HashMap::new()),
             loading: tokio::sync::Mutex::new(()),
             next_generation: AtomicU64::new(1),
+            models: zeroclaw_agent::ModelCatalog::default(),
         })
     }
 

@@ -29,6 +29,8 @@ pub struct NewRequest {
     pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub mode: Mode,
+    /// MCP servers for this session only (admins only; checked by the caller).
+    pub mcp_servers: Vec<super::mcp::SessionServer>,
 }
 
 fn check_agent(config: &Config, principal: &Principal, alias: &str) -> Result<(), ErrorObject> {
@@ -213,6 +215,10 @@ impl SessionManager {
             cwd,
             context,
         );
+        if let Err(e) = self.prepare_live(&live, config, &req.mcp_servers).await {
+            live.close();
+            return Err(e);
+        }
         self.register(&live)?;
         tracing::info!(session = %live.key.session_id, mode = %live.key.mode, agent = alias, resumed = opened.resumed, "session live");
         self.describe(&live, opened.resumed).await
@@ -291,6 +297,10 @@ impl SessionManager {
             cwd,
             context_from(&recovered.context),
         );
+        if let Err(e) = self.prepare_live(&live, config, &[]).await {
+            live.close();
+            return Err(e);
+        }
         self.register(&live)?;
         tracing::info!(session = %key.session_id, "session rehydrated");
         Ok(live)

@@ -122,6 +122,7 @@ impl Runner {
             progress: persister.as_ref().map(Persister::sender),
             conn: &job.conn,
             tuning: &self.tuning,
+            context_window: agent.max_context_tokens as u64,
         };
         let abandon = cancel.clone();
         let watch_begin = async move {
@@ -186,6 +187,21 @@ impl Runner {
             }
         };
         let covers_seq = seqs.last().copied().unwrap_or(started_seq);
+        if result.provider_calls > 0 {
+            let totals = session.usage();
+            if let Err(e) = self
+                .store
+                .set_usage(key, totals.session_total, totals.context)
+                .await
+            {
+                // The totals stay right in memory; only a resume after a restart loses them.
+                tracing::warn!(session = %key.session_id, "token totals not saved: {e}");
+            }
+        }
+        let usage = json!({
+            "inputTokens": result.usage.input_tokens,
+            "outputTokens": result.usage.output_tokens,
+        });
         self.trim(session, &notifier, agent.max_context_tokens, covers_seq)
             .await;
 
@@ -193,7 +209,8 @@ impl Runner {
         notifier
             .update(
                 "turn_complete",
-                json!({"turnId": turn_id, "outcome": outcome, "content": result.content}),
+                json!({"turnId": turn_id, "outcome": outcome, "content": result.content,
+                    "usage": usage}),
             )
             .await;
         tracing::debug!(session = %key.session_id, turn = %turn_id, outcome, "turn finished");
@@ -202,6 +219,7 @@ impl Runner {
             "turnId": turn_id,
             "outcome": outcome,
             "content": result.content,
+            "usage": usage,
         }))
     }
 
