@@ -48,6 +48,8 @@ pub(super) struct Slot {
     pub name: String,
     inner: Mutex<Inner>,
     stop: CancellationToken,
+    /// Cancelled once the server is gone (failed, exited or stopped): calls in flight end.
+    gone: CancellationToken,
 }
 
 impl Slot {
@@ -63,6 +65,7 @@ impl Slot {
                 stderr_tail: String::new(),
             }),
             stop: CancellationToken::new(),
+            gone: CancellationToken::new(),
         });
         tokio::spawn(run(Arc::clone(&slot), config, ready_timeout));
         slot
@@ -114,6 +117,8 @@ impl Slot {
         inner.error = Some(error);
         inner.tools.clear();
         inner.peer = None;
+        drop(inner);
+        self.gone.cancel();
     }
 
     /// Kills the process group now and marks the server stopped.
@@ -128,6 +133,7 @@ impl Slot {
             inner.peer = None;
             inner.pgid
         };
+        self.gone.cancel();
         if let Some(pgid) = pgid {
             kill_group(pgid);
         }
@@ -170,7 +176,18 @@ impl Slot {
         };
         let mut params = CallToolRequestParams::new(tool);
         params.arguments = args.as_object().cloned();
-        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+        let answer = tokio::select! {
+            () = self.gone.cancelled() => {
+                let inner = self.lock();
+                return Err(format!(
+                    "Error: the MCP server `{}` stopped during the call ({}).",
+                    self.name,
+                    inner.error.as_deref().unwrap_or("stopped")
+                ));
+            }
+            r = tokio::time::timeout(timeout, peer.call_tool(params)) => r,
+        };
+        match answer {
             Err(_) => Err(format!(
                 "Error: `{qualified}` did not answer within {} s.",
                 timeout.as_secs()
@@ -336,13 +353,59 @@ async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) 
             service
         }
     };
+    let pid = slot.lock().pgid;
     tokio::select! {
         () = slot.stop.cancelled() => {}
         quit = service.waiting() => {
-            slot.fail(format!("the server exited ({quit:?})"));
+            slot.fail(format!("the server closed its connection ({quit:?})"));
         }
+        () = exited(pid) => slot.fail("the server process exited".to_owned()),
     }
     slot.kill_only();
+}
+
+/// How often a ready server's process is checked for.
+const EXIT_POLL: Duration = Duration::from_millis(200);
+
+/// Resolves once process `pid` has exited. Its pipes may outlive it (a helper it started
+/// keeps them open), so the end of its output alone does not tell.
+async fn exited(pid: Option<u32>) {
+    let Some(pid) = pid else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(EXIT_POLL).await;
+        if !process_running(pid) {
+            return;
+        }
+    }
+}
+
+/// Whether `pid` runs (a zombie — exited, not yet reaped — does not).
+fn process_running(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X"),
+            Err(_) => false,
+        }
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 impl Slot {
