@@ -297,14 +297,19 @@ async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) 
     }
     #[cfg(unix)]
     cmd.process_group(0);
-    let spawned = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::piped())
-        .spawn();
+    // fork/exec off the runtime's workers: they keep answering clients meanwhile.
+    let spawned = tokio::task::spawn_blocking(move || {
+        TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+    })
+    .await;
     let (process, stderr) = match spawned {
-        Ok(p) => p,
-        Err(e) => {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
             return slot.fail(format!("cannot start `{}`: {e}", config.command));
         }
+        Err(e) => return slot.fail(format!("cannot start `{}`: {e}", config.command)),
     };
     slot.lock().pgid = process.id();
     if slot.stop.is_cancelled() {
