@@ -12,12 +12,12 @@ pub mod usage;
 
 pub use message::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
 pub use provider::{
-    EchoProvider, ModelCatalog, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderEvent,
-    ProviderRequest, ProviderStream, ToolSchema, Usage,
+    EchoProvider, ModelCatalog, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
+    ProviderEvent, ProviderRequest, ProviderStream, ToolSchema, Usage,
 };
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{
-    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, LiveSettings, TurnEvent, TurnHost, TurnOutcome,
-    TurnResult, run_turn,
+    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, LiveSettings, TurnEvent, TurnHost,
+    TurnOutcome, TurnResult, run_turn,
 };
 pub use usage::{CallUsage, TurnUsage};

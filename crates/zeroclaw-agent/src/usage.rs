@@ -47,10 +47,7 @@ pub fn estimate_input(req: &ProviderRequest) -> u64 {
 
 /// The estimated output of a response: its text and tool calls.
 pub fn estimate_output(text: &str, calls: &[ToolCallRequest]) -> u64 {
-    let calls: usize = calls
-        .iter()
-        .map(|c| c.name.len() + c.arguments.len())
-        .sum();
+    let calls: usize = calls.iter().map(|c| c.name.len() + c.arguments.len()).sum();
     tokens_of(text.len() + calls)
 }
 

@@ -118,14 +118,25 @@ async fn openai_text_chunks_concatenate_and_request_is_well_formed() {
 async fn usage_is_estimated_when_the_provider_reports_none() {
     let fake = FakeOpenAi::start().await.unwrap();
     fake.set_usage(false);
-    fake.push(Scripted::tool_call("c1", "read_file", json!({"path": "missing.txt"})));
+    fake.push(Scripted::tool_call(
+        "c1",
+        "read_file",
+        json!({"path": "missing.txt"}),
+    ));
     fake.push(Scripted::text("done and dusted"));
     let ws = tempfile::tempdir().unwrap();
     let provider = Arc::new(OpenAiProvider::new(openai_config(&fake)).unwrap());
     let spec = zeroclaw_agent::AgentSpec::new(provider, ws.path().to_path_buf());
     let host = TestHost::new();
     let mut ctx = Vec::new();
-    let r = run_turn(&spec, &mut ctx, "hi".into(), &host, CancellationToken::new()).await;
+    let r = run_turn(
+        &spec,
+        &mut ctx,
+        "hi".into(),
+        &host,
+        CancellationToken::new(),
+    )
+    .await;
     assert_eq!(r.outcome, TurnOutcome::Completed);
     let usage: Vec<_> = host
         .log()

@@ -107,5 +107,8 @@ fn agent_mcp_servers_are_read_and_checked() {
          [agents.a.mcp_servers.\"a__b\"]\ncommand = \"\"\n",
     );
     let e = ConfigStore::open(&path).err().unwrap().to_string();
-    assert!(e.contains("SERVER__TOOL") || e.contains("command is required"), "{e}");
+    assert!(
+        e.contains("SERVER__TOOL") || e.contains("command is required"),
+        "{e}"
+    );
 }

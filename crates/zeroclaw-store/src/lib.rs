@@ -261,7 +261,12 @@ impl Store {
     }
 
     /// Saves the session's token total and context size.
-    pub async fn set_usage(&self, key: &SessionKey, total_tokens: u64, context_tokens: u64) -> Result<()> {
+    pub async fn set_usage(
+        &self,
+        key: &SessionKey,
+        total_tokens: u64,
+        context_tokens: u64,
+    ) -> Result<()> {
         let key = key.clone();
         self.call(move |db| settings::set_usage(db, &key, total_tokens, context_tokens))
             .await

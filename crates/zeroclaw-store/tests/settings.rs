@@ -62,7 +62,15 @@ async fn version_one_files_are_migrated_in_place() {
 
     let store = Store::open(&t.path).await.unwrap();
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(store.get_session(&key).await.unwrap().unwrap().message_count, 1);
+    assert_eq!(
+        store
+            .get_session(&key)
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        1
+    );
     store.set_usage(&key, 9, 9).await.unwrap();
     assert_eq!(store.settings(&key).await.unwrap().unwrap().total_tokens, 9);
 }

@@ -87,7 +87,11 @@ fn read_pids(pidfile: &Path) -> (i32, i32) {
                 return (a, b);
             }
         }
-        assert!(Instant::now() < deadline, "no pid file {}", pidfile.display());
+        assert!(
+            Instant::now() < deadline,
+            "no pid file {}",
+            pidfile.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -133,7 +137,12 @@ fn prompt_approving(c: &mut Conn, sid: &str, prompt: &str) -> (Vec<Value>, Value
             return (seen, msg, asked);
         }
         if msg["params"]["type"] == "approval_request" {
-            asked.push(msg["params"]["toolName"].as_str().unwrap_or("?").to_string());
+            asked.push(
+                msg["params"]["toolName"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
+            );
             let rid = msg["params"]["requestId"].clone();
             c.send_call(
                 "session/approve",
@@ -177,7 +186,11 @@ fn mcp_tools_run_with_approval_only_when_not_read_only_and_stop_with_the_session
     fake.push(Scripted::text("all done"));
     let (msgs, answer, asked) = prompt_approving(&mut c, &sid, "use the tools");
     assert_eq!(answer["result"]["outcome"], "completed", "{answer}");
-    assert_eq!(asked, vec!["kv__store".to_string()], "approval only for store");
+    assert_eq!(
+        asked,
+        vec!["kv__store".to_string()],
+        "approval only for store"
+    );
     let results: Vec<(String, String)> = updates(&msgs)
         .iter()
         .filter(|u| u["type"] == "tool_result")
@@ -251,11 +264,17 @@ fn a_crashed_server_is_reported_its_tools_withdrawn_and_the_turn_goes_on() {
         .map(|u| u["rawOutput"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(outputs.len(), 2, "{msgs:?}");
-    assert!(outputs.iter().all(|o| o.starts_with("Error")), "{outputs:?}");
+    assert!(
+        outputs.iter().all(|o| o.starts_with("Error")),
+        "{outputs:?}"
+    );
     assert!(outputs[1].contains("not running"), "{outputs:?}");
 
     let server = wait_server(&mut c, &sid, "failed");
-    assert!(server["error"].as_str().is_some_and(|e| !e.is_empty()), "{server}");
+    assert!(
+        server["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{server}"
+    );
     assert_eq!(server["tools"], json!([]));
     // Its tools are no longer offered.
     let reqs = fake.requests();
@@ -289,7 +308,7 @@ fn session_servers_are_for_admins_and_a_slow_server_never_delays_session_new() {
     let (daemon, pidfile) = start(&fake, 2.0);
     let mut c = daemon.client();
 
-    let mut measure = |c: &mut Conn, agent: &str| {
+    let measure = |c: &mut Conn, agent: &str| {
         let mut times = Vec::new();
         let mut sids = Vec::new();
         for _ in 0..20 {

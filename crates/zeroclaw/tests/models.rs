@@ -153,10 +153,7 @@ fn models_list_failing_gives_the_configured_model_with_the_error() {
     assert_eq!(models.len(), 1, "{r}");
     assert_eq!(models[0]["model"], "m");
     assert_eq!(models[0]["current"], true);
-    assert!(
-        models[0]["error"].as_str().unwrap().contains("500"),
-        "{r}"
-    );
+    assert!(models[0]["error"].as_str().unwrap().contains("500"), "{r}");
 
     // With no list to check against, session/configure accepts the model.
     let sid = new_session(&mut c, "default");
@@ -215,7 +212,11 @@ fn configure_changes_the_next_request_rejects_unknown_values_and_survives_a_rest
     assert_eq!(status["mcpServers"], json!([]));
 
     // Full autonomy: bash runs without an approval request.
-    fake.push(Scripted::tool_call("b1", "bash", json!({"command": "echo hi"})));
+    fake.push(Scripted::tool_call(
+        "b1",
+        "bash",
+        json!({"command": "echo hi"}),
+    ));
     fake.push(Scripted::text("ran"));
     let (msgs, answer) = c.prompt(&sid, "run");
     assert_eq!(answer["result"]["outcome"], "completed", "{answer}");

@@ -193,7 +193,10 @@ impl Slot {
                 timeout.as_secs()
             )),
             Ok(Err(e)) => {
-                if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
+                if matches!(
+                    e,
+                    ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                ) {
                     self.fail(format!("the server exited: {e}"));
                 }
                 Err(format!("Error: `{qualified}` failed: {e}"))
@@ -439,6 +442,10 @@ mod tests {
         let big = "x".repeat(MAX_RESULT_BYTES + 10);
         let r = CallToolResult::success(vec![ContentBlock::Text(TextContent::new(big))]);
         let t = result_text(&r);
-        assert!(t.ends_with("[output truncated: 10 more bytes]"), "{}", &t[t.len() - 50..]);
+        assert!(
+            t.ends_with("[output truncated: 10 more bytes]"),
+            "{}",
+            &t[t.len() - 50..]
+        );
     }
 }

@@ -53,7 +53,11 @@ impl ModelCatalog {
         {
             let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((at, result)) = entries.get(&key) {
-                let ttl = if result.is_ok() { LIST_TTL } else { FAILURE_TTL };
+                let ttl = if result.is_ok() {
+                    LIST_TTL
+                } else {
+                    FAILURE_TTL
+                };
                 if now.duration_since(*at) < ttl {
                     return result.clone();
                 }
@@ -98,7 +102,11 @@ pub async fn fetch(
         }
         if !status.is_success() {
             let text: String = String::from_utf8_lossy(&body).chars().take(500).collect();
-            return Err(format!("{url} answered HTTP {}: {}", status.as_u16(), text.trim()));
+            return Err(format!(
+                "{url} answered HTTP {}: {}",
+                status.as_u16(),
+                text.trim()
+            ));
         }
         Ok(body)
     };

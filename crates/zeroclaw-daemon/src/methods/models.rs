@@ -32,9 +32,10 @@ pub async fn call(
     // (provider name, the model in use with it)
     let targets: Vec<(String, String)> = match &p.agent_alias {
         Some(alias) => {
-            let agent = config.agents.get(alias).ok_or_else(|| {
-                ErrorObject::invalid_params(format!("unknown agent {alias:?}"))
-            })?;
+            let agent = config
+                .agents
+                .get(alias)
+                .ok_or_else(|| ErrorObject::invalid_params(format!("unknown agent {alias:?}")))?;
             if !principal.may_use_agent(alias) {
                 return Err(ErrorObject::forbidden(format!(
                     "principal {} may not use agent {alias}",

@@ -122,12 +122,19 @@ impl SessionManager {
                     "unknown model {model:?}: provider {} offers {}{}",
                     agent.provider,
                     shown.join(", "),
-                    if models.len() > SHOWN_MODELS { ", …" } else { "" }
+                    if models.len() > SHOWN_MODELS {
+                        ", …"
+                    } else {
+                        ""
+                    }
                 )))
             }
             Ok(_) => Ok(()),
             Err(e) => {
-                tracing::info!(model, "model list unavailable, model accepted unchecked: {e}");
+                tracing::info!(
+                    model,
+                    "model list unavailable, model accepted unchecked: {e}"
+                );
                 Ok(())
             }
         }
