@@ -235,6 +235,27 @@ fn mcp_tools_run_with_approval_only_when_not_read_only_and_stop_with_the_session
         ]
     );
 
+    // read_only autonomy: the read-only tool runs, the other is refused without asking.
+    c.result(
+        "session/configure",
+        json!({"sessionId": sid, "autonomy": "read_only"}),
+    );
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new("c3", "kv__lookup", json!({"key": "gamma"})),
+        FakeToolCall::new("c4", "kv__store", json!({"value": "delta"})),
+    ]));
+    fake.push(Scripted::text("ok"));
+    let (msgs, answer, asked) = prompt_approving(&mut c, &sid, "again");
+    assert_eq!(answer["result"]["outcome"], "completed", "{answer}");
+    assert!(asked.is_empty(), "{asked:?}");
+    let outputs: Vec<String> = updates(&msgs)
+        .iter()
+        .filter(|u| u["type"] == "tool_result")
+        .map(|u| u["rawOutput"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(outputs[0], "found:gamma");
+    assert!(outputs[1].starts_with("Refused"), "{outputs:?}");
+
     // Closing the session stops the whole process group (the helper too).
     c.result("session/close", json!({"sessionId": sid}));
     wait_dead(&[server_pid, helper_pid]);
@@ -369,7 +390,9 @@ fn session_servers_are_for_admins_and_a_slow_server_never_delays_session_new() {
     assert_eq!(code(&e), -32602, "{e}");
     c.result("session/close", json!({"sessionId": sid}));
 
-    // Non-admin principals may not (this uid becomes a plain user from here on).
+    // Non-admin principals may not (this uid becomes a plain user from here on); nor may
+    // they read or configure the operator's session.
+    c.new_session(json!({"agentAlias": "echo", "sessionId": "ops"}));
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     c.result(
@@ -392,5 +415,12 @@ fn session_servers_are_for_admins_and_a_slow_server_never_delays_session_new() {
                "mcpServers": [{"name": "x", "command": "python3", "args": [fixture()]}]}),
     );
     assert_eq!(code(&e), -32012, "{e}");
+    let e = c.error(
+        "session/configure",
+        json!({"sessionId": "ops", "autonomy": "full"}),
+    );
+    assert_eq!(code(&e), -32003, "{e}");
+    let e = c.error("session/status", json!({"sessionId": "ops"}));
+    assert_eq!(code(&e), -32003, "{e}");
     drop(pidfile);
 }

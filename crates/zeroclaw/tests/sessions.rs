@@ -162,9 +162,11 @@ fn tool_call_approved_once_runs_and_reports_in_order() {
     assert_eq!(
         kinds,
         [
+            "usage",
             "tool_call",
             "approval_request",
             "tool_result",
+            "usage",
             "turn_complete"
         ]
     );
