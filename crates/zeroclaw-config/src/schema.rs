@@ -53,6 +53,12 @@ max_context_tokens = 32000
 max_tool_iterations = 20
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
 
+# stdio MCP tool servers started for each session of the agent (tools named SERVER__TOOL):
+# [agents.default.mcp_servers.files]
+# command = "npx"
+# args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+# env = { }
+
 # Local users and what they may do:
 # [permission_profiles.operator]
 # admin = false

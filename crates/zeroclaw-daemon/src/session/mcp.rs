@@ -122,15 +122,21 @@ pub fn autonomy_str(a: zeroclaw_config::Autonomy) -> &'static str {
 }
 
 impl SessionManager {
-    /// Before `live` is registered: restores its saved settings and totals, and starts its
-    /// MCP servers in the background.
+    /// Before `live` is registered: restores its saved settings and totals (`resumed`: a
+    /// new row has none), and starts its MCP servers in the background.
     pub(crate) async fn prepare_live(
         &self,
         live: &Arc<LiveSession>,
         config: &Config,
         session_servers: &[SessionServer],
+        resumed: bool,
     ) -> Result<(), ErrorObject> {
-        if let Some(saved) = self.store.settings(&live.key).await.map_err(store_error)? {
+        let saved = if resumed {
+            self.store.settings(&live.key).await.map_err(store_error)?
+        } else {
+            None
+        };
+        if let Some(saved) = saved {
             live.set_overrides(Overrides {
                 autonomy: saved.autonomy.as_deref().and_then(parse_autonomy),
                 model: saved.model,

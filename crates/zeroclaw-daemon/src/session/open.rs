@@ -215,7 +215,10 @@ impl SessionManager {
             cwd,
             context,
         );
-        if let Err(e) = self.prepare_live(&live, config, &req.mcp_servers).await {
+        if let Err(e) = self
+            .prepare_live(&live, config, &req.mcp_servers, opened.resumed)
+            .await
+        {
             live.close();
             return Err(e);
         }
@@ -297,7 +300,7 @@ impl SessionManager {
             cwd,
             context_from(&recovered.context),
         );
-        if let Err(e) = self.prepare_live(&live, config, &[]).await {
+        if let Err(e) = self.prepare_live(&live, config, &[], true).await {
             live.close();
             return Err(e);
         }
