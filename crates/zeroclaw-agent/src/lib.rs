@@ -3,18 +3,21 @@
 //! Knows nothing about sockets, JSON-RPC or storage: the daemon drives a turn
 //! with [`run_turn`] and receives its events through a [`TurnHost`].
 
+pub mod mcp;
 pub mod message;
 pub mod provider;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 
 pub use message::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
 pub use provider::{
-    EchoProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderEvent,
-    ProviderRequest, ProviderStream, ToolSchema, Usage,
+    EchoProvider, ModelCatalog, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
+    ProviderEvent, ProviderRequest, ProviderStream, ToolSchema, Usage,
 };
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{
-    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, MAX_TURN_TEXT, TurnEvent, TurnHost,
-    TurnOutcome, TurnResult, run_turn,
+    AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, LiveSettings, MAX_TURN_TEXT, TurnEvent,
+    TurnHost, TurnOutcome, TurnResult, run_turn,
 };
+pub use usage::{CallUsage, TurnUsage};

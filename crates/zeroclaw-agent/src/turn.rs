@@ -9,7 +9,12 @@
 //! * `MessageChunk` / `ThoughtChunk` as the provider streams;
 //! * per tool call: `ToolCall`, then (supervised autonomy, `bash` /
 //!   `write_file`) `TurnHost::approve`, then `ToolResult`;
-//! * `Usage` when the provider reports token usage.
+//! * `Usage` after every provider call that started streaming: the provider's numbers
+//!   when it reported them, else an estimate ([`crate::usage`]);
+//! * MCP tools (`SERVER__TOOL`, [`crate::mcp`]) are offered while their server is ready
+//!   (re-read before every provider call) and run like built-in ones; supervised autonomy
+//!   asks approval unless the tool is annotated read-only, read-only autonomy refuses them
+//!   unless so annotated.
 //!
 //! Cancellation (the token) is raced against every wait: the provider
 //! stream is dropped (closing the HTTP connection), a running `bash` is
@@ -35,9 +40,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::mcp::McpSet;
 use crate::message::{ChatMessage, ToolCallRequest};
 use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, Usage};
 use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
+use crate::usage::{self, CallUsage, TurnUsage};
 
 /// How much the agent may do without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -50,6 +57,13 @@ pub enum Autonomy {
     Full,
     /// `bash` and `write_file` are refused without asking.
     ReadOnly,
+}
+
+/// Settings a session may change while a turn runs; read before every provider call and
+/// every tool call (`None` = the [`AgentSpec`]'s own).
+pub trait LiveSettings: Send + Sync {
+    fn model(&self) -> Option<String>;
+    fn autonomy(&self) -> Option<Autonomy>;
 }
 
 /// Everything a turn needs to know about the agent.
@@ -68,6 +82,10 @@ pub struct AgentSpec {
     /// Where `bash` runs.
     pub cwd: PathBuf,
     pub limits: ToolLimits,
+    /// The session's MCP servers, whose ready tools are offered too.
+    pub mcp: Option<Arc<McpSet>>,
+    /// The session's own model and autonomy, when it changed them.
+    pub live: Option<Arc<dyn LiveSettings>>,
 }
 
 impl AgentSpec {
@@ -83,6 +101,8 @@ impl AgentSpec {
             cwd: workspace.clone(),
             workspace,
             limits: ToolLimits::default(),
+            mcp: None,
+            live: None,
         }
     }
 }
@@ -125,8 +145,9 @@ pub enum TurnEvent {
     ContextAppended {
         message: ChatMessage,
     },
+    /// After every provider call that started streaming.
     Usage {
-        usage: Usage,
+        usage: CallUsage,
     },
 }
 
@@ -196,6 +217,8 @@ pub struct TurnResult {
     pub provider_calls: u32,
     /// Tool rounds run.
     pub tool_rounds: u32,
+    /// Tokens of every provider call of the turn.
+    pub usage: TurnUsage,
 }
 
 /// Longest visible text of one turn, in bytes (SPEC §17): a provider streaming more
@@ -219,6 +242,7 @@ struct Turn<'a> {
     seen_ids: HashSet<String>,
     /// Bytes of visible text streamed so far in this turn (all steps).
     visible: usize,
+    usage: TurnUsage,
 }
 
 #[derive(Default)]
@@ -227,6 +251,10 @@ struct Step {
     calls: Vec<ToolCallRequest>,
     error: Option<ProviderError>,
     cancelled: bool,
+    /// The provider accepted the request (a stream was opened).
+    started: bool,
+    /// The last usage the provider reported.
+    usage: Option<Usage>,
 }
 
 enum CallOutcome {
@@ -257,6 +285,7 @@ pub async fn run_turn(
         offered,
         seen_ids: HashSet::new(),
         visible: 0,
+        usage: TurnUsage::default(),
     };
     let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
     TurnResult {
@@ -265,10 +294,27 @@ pub async fn run_turn(
         appended: turn.context.len() - start,
         provider_calls,
         tool_rounds,
+        usage: turn.usage,
     }
 }
 
 impl Turn<'_> {
+    fn model(&self) -> String {
+        self.spec
+            .live
+            .as_ref()
+            .and_then(|l| l.model())
+            .unwrap_or_else(|| self.spec.model.clone())
+    }
+
+    fn autonomy(&self) -> Autonomy {
+        self.spec
+            .live
+            .as_ref()
+            .and_then(|l| l.autonomy())
+            .unwrap_or(self.spec.autonomy)
+    }
+
     async fn append(&mut self, message: ChatMessage) {
         self.context.push(message.clone());
         self.host.emit(TurnEvent::ContextAppended { message }).await;
@@ -276,19 +322,28 @@ impl Turn<'_> {
 
     async fn run(&mut self, prompt: String) -> (TurnOutcome, String, u32, u32) {
         self.append(ChatMessage::user(prompt)).await;
-        let schemas: Vec<_> = self.offered.iter().map(|t| t.schema()).collect();
+        let builtin: Vec<_> = self.offered.iter().map(|t| t.schema()).collect();
         let max = self.spec.max_tool_iterations;
         let mut rounds = 0u32;
         let mut calls_made = 0u32;
         loop {
+            let mut tools = builtin.clone();
+            if let Some(mcp) = &self.spec.mcp {
+                tools.extend(mcp.tools().into_iter().map(|t| t.schema));
+            }
             let req = ProviderRequest {
-                model: self.spec.model.clone(),
+                model: self.model(),
                 system_prompt: self.spec.system_prompt.clone(),
                 messages: self.context.clone(),
-                tools: schemas.clone(),
+                tools,
             };
             calls_made += 1;
-            let step = self.stream_step(req).await;
+            let step = self.stream_step(&req).await;
+            if step.started {
+                let call = usage::of_call(step.usage, &req, &step.text, &step.calls);
+                self.usage.add(call);
+                self.host.emit(TurnEvent::Usage { usage: call }).await;
+            }
             if step.cancelled || step.error.is_some() {
                 if !step.text.is_empty() {
                     self.append(ChatMessage::assistant(step.text.clone())).await;
@@ -394,7 +449,7 @@ impl Turn<'_> {
             .collect()
     }
 
-    async fn stream_step(&mut self, req: ProviderRequest) -> Step {
+    async fn stream_step(&mut self, req: &ProviderRequest) -> Step {
         let mut step = Step::default();
         let started = tokio::select! {
             biased;
@@ -402,7 +457,7 @@ impl Turn<'_> {
                 step.cancelled = true;
                 return step;
             }
-            r = self.spec.provider.stream(req) => r,
+            r = self.spec.provider.stream(req.clone()) => r,
         };
         let mut stream = match started {
             Ok(s) => s,
@@ -411,6 +466,7 @@ impl Turn<'_> {
                 return step;
             }
         };
+        step.started = true;
         loop {
             let item = tokio::select! {
                 biased;
@@ -437,9 +493,7 @@ impl Turn<'_> {
                     self.host.emit(TurnEvent::ThoughtChunk { text }).await;
                 }
                 Some(Ok(ProviderEvent::ToolCall(call))) => step.calls.push(call),
-                Some(Ok(ProviderEvent::Usage(usage))) => {
-                    self.host.emit(TurnEvent::Usage { usage }).await;
-                }
+                Some(Ok(ProviderEvent::Usage(usage))) => step.usage = Some(usage),
                 Some(Err(e)) => {
                     step.error = Some(e);
                     return step;
@@ -465,12 +519,18 @@ impl Turn<'_> {
                 raw_input: raw_input.clone(),
             })
             .await;
-        let Some(tool) = self
+        let builtin = self
             .offered
             .iter()
             .copied()
-            .find(|t| t.as_str() == call.name)
-        else {
+            .find(|t| t.as_str() == call.name);
+        if builtin.is_none()
+            && let Some(mcp) = self.spec.mcp.clone()
+            && mcp.owns(&call.name)
+        {
+            return self.run_mcp_call(&mcp, call, parsed, raw_input).await;
+        }
+        let Some(tool) = builtin else {
             let names: Vec<&str> = self.offered.iter().map(|t| t.as_str()).collect();
             return CallOutcome::Done(format!(
                 "Error: the tool `{}` is not available. Available tools: {}.",
@@ -499,7 +559,7 @@ impl Turn<'_> {
         };
         let mut note = None;
         if tool.is_mutating() {
-            match self.spec.autonomy {
+            match self.autonomy() {
                 Autonomy::ReadOnly => {
                     return CallOutcome::Done(format!(
                         "Refused: the agent runs in read_only autonomy; `{tool}` is not allowed."
@@ -548,6 +608,69 @@ impl Turn<'_> {
         })
     }
 
+    /// A call of an MCP tool: arguments checked, approval by autonomy and annotation, then
+    /// the server's answer (or the reason there is none) as the result.
+    async fn run_mcp_call(
+        &mut self,
+        mcp: &McpSet,
+        call: &ToolCallRequest,
+        parsed: Result<Value, String>,
+        raw_input: Value,
+    ) -> CallOutcome {
+        let args = match parsed {
+            Ok(v) if v.is_object() => v,
+            Ok(_) => {
+                return CallOutcome::Done(format!(
+                    "Error: the arguments of `{}` must be a JSON object.",
+                    call.name
+                ));
+            }
+            Err(e) => {
+                return CallOutcome::Done(format!(
+                    "Error: the arguments of `{}` are not valid JSON: {e}",
+                    call.name
+                ));
+            }
+        };
+        // A tool of a server that is not ready is not looked up here: the call itself
+        // explains why it cannot run.
+        let read_only = mcp.tool(&call.name).is_none_or(|t| t.read_only);
+        if !read_only {
+            match self.autonomy() {
+                Autonomy::ReadOnly => {
+                    return CallOutcome::Done(format!(
+                        "Refused: the agent runs in read_only autonomy; `{}` is not annotated read-only.",
+                        call.name
+                    ));
+                }
+                Autonomy::Full => {}
+                Autonomy::Supervised => {
+                    let ask = ApprovalAsk {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        arguments_summary: clip(&args.to_string()),
+                        raw_input,
+                    };
+                    let decision = tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => return CallOutcome::Cancelled,
+                        d = self.host.approve(ask) => d,
+                    };
+                    match decision {
+                        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {}
+                        _ => return CallOutcome::Done(REFUSED_BY_USER.to_string()),
+                    }
+                }
+            }
+        }
+        let cancel = self.cancel.clone();
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => CallOutcome::Cancelled,
+            out = mcp.call(&call.name, args) => CallOutcome::Done(out.unwrap_or_else(|e| e)),
+        }
+    }
+
     async fn execute(&self, tool: ToolName, args: &Value) -> String {
         let spec = self.spec;
         match tool {
@@ -580,18 +703,20 @@ fn with_limit_note(text: &str, max: u32) -> String {
     }
 }
 
+/// At most 500 characters of `s` for an approval prompt.
+fn clip(s: &str) -> String {
+    const MAX: usize = 500;
+    if s.chars().count() > MAX {
+        let mut t: String = s.chars().take(MAX).collect();
+        t.push('…');
+        t
+    } else {
+        s.to_string()
+    }
+}
+
 /// Human-readable summary of a call for an approval prompt.
 pub fn summarize(tool: ToolName, args: &Value) -> String {
-    fn clip(s: &str) -> String {
-        const MAX: usize = 500;
-        if s.chars().count() > MAX {
-            let mut t: String = s.chars().take(MAX).collect();
-            t.push('…');
-            t
-        } else {
-            s.to_string()
-        }
-    }
     match tool {
         ToolName::Bash => match args.get("command").and_then(Value::as_str) {
             Some(c) => clip(c),

@@ -94,11 +94,70 @@ async fn openai_text_chunks_concatenate_and_request_is_well_formed() {
     );
     // ask_user is not offered to a host that cannot ask.
     assert_eq!(tool_names(body), vec!["bash", "read_file", "write_file"]);
-    // Usage is forwarded.
-    assert!(
-        host.log()
-            .iter()
-            .any(|r| matches!(r, Rec::Event(TurnEvent::Usage { .. })))
+    // Usage is asked for and the provider's numbers are forwarded (SPEC §16).
+    assert_eq!(body["stream_options"]["include_usage"], true);
+    let usage: Vec<_> = host
+        .log()
+        .into_iter()
+        .filter_map(|r| match r {
+            Rec::Event(TurnEvent::Usage { usage }) => Some(usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        usage,
+        vec![zeroclaw_agent::CallUsage {
+            input_tokens: 10,
+            output_tokens: 5,
+            estimated: false
+        }]
+    );
+}
+
+#[tokio::test]
+async fn usage_is_estimated_when_the_provider_reports_none() {
+    let fake = FakeOpenAi::start().await.unwrap();
+    fake.set_usage(false);
+    fake.push(Scripted::tool_call(
+        "c1",
+        "read_file",
+        json!({"path": "missing.txt"}),
+    ));
+    fake.push(Scripted::text("done and dusted"));
+    let ws = tempfile::tempdir().unwrap();
+    let provider = Arc::new(OpenAiProvider::new(openai_config(&fake)).unwrap());
+    let spec = zeroclaw_agent::AgentSpec::new(provider, ws.path().to_path_buf());
+    let host = TestHost::new();
+    let mut ctx = Vec::new();
+    let r = run_turn(
+        &spec,
+        &mut ctx,
+        "hi".into(),
+        &host,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(r.outcome, TurnOutcome::Completed);
+    let usage: Vec<_> = host
+        .log()
+        .into_iter()
+        .filter_map(|r| match r {
+            Rec::Event(TurnEvent::Usage { usage }) => Some(usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage.len(), 2, "one per provider call: {usage:?}");
+    assert!(usage.iter().all(|u| u.estimated && u.input_tokens > 0));
+    // "done and dusted" is 15 bytes: 4 tokens at 4 bytes per token.
+    assert_eq!(usage[1].output_tokens, 4);
+    assert!(usage[1].input_tokens > usage[0].input_tokens, "{usage:?}");
+    assert_eq!(
+        r.usage.input_tokens,
+        usage[0].input_tokens + usage[1].input_tokens
+    );
+    assert_eq!(
+        r.usage.output_tokens,
+        usage[0].output_tokens + usage[1].output_tokens
     );
 }
 

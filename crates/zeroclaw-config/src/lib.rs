@@ -14,7 +14,8 @@ pub mod shape;
 
 pub use path::{PathError, PropPath, WritePattern};
 pub use schema::{
-    Agent, Autonomy, Config, Limits, Profile, Provider, ProviderKind, Security, User, Wss,
+    Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, Security, User,
+    Wss,
 };
 pub mod escalation;
 pub mod policy;

@@ -69,6 +69,9 @@ pub const CLIENT_METHODS: &[&str] = &[
     "session/messages",
     "session/subscribe",
     "session/unsubscribe",
+    "session/status",
+    "session/configure",
+    "models/list",
     "file/attach",
     "file/upload/begin",
     "file/upload/chunk",
@@ -82,16 +85,20 @@ pub fn required_grant(method: &str) -> Option<Requirement> {
     use Requirement::*;
     Some(match method {
         "initialize" => Open,
-        "status" => Grant("system", "read"),
+        "status" | "models/list" => Grant("system", "read"),
         "config/get" => Grant("config", "read"),
         "config/set" | "config/set-many" => Grant("config", "update"),
         "config/delete" => Grant("config", "delete"),
         "session/new" => Grant("sessions", "create"),
         "session/prompt" => Grant("sessions", "execute"),
-        "session/cancel" | "session/approve" | "session/close" => Grant("sessions", "update"),
-        "session/list" | "session/messages" | "session/subscribe" | "session/unsubscribe" => {
-            Grant("sessions", "read")
+        "session/cancel" | "session/approve" | "session/close" | "session/configure" => {
+            Grant("sessions", "update")
         }
+        "session/list"
+        | "session/messages"
+        | "session/subscribe"
+        | "session/unsubscribe"
+        | "session/status" => Grant("sessions", "read"),
         "session/kill" | "session/delete" => Grant("sessions", "delete"),
         "file/attach" | "file/upload/begin" | "file/upload/chunk" | "file/upload/commit" => {
             Grant("files", "create")

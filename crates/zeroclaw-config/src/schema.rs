@@ -53,6 +53,12 @@ max_context_tokens = 32000
 max_tool_iterations = 20
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
 
+# stdio MCP tool servers started for each session of the agent (tools named SERVER__TOOL):
+# [agents.default.mcp_servers.files]
+# command = "npx"
+# args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+# env = { }
+
 # Local users and what they may do:
 # [permission_profiles.operator]
 # admin = false
@@ -189,6 +195,19 @@ pub struct Agent {
     pub max_tool_iterations: u32,
     /// Empty = `<config dir>/agents/<alias>/workspace`; relative = under the config dir.
     pub workspace: String,
+    /// stdio MCP tool servers started for each session of this agent (SPEC §16).
+    pub mcp_servers: BTreeMap<String, McpServer>,
+}
+
+/// One stdio MCP server: `[agents.NAME.mcp_servers.SERVER]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpServer {
+    /// The program (looked up in `PATH` when not a path).
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to the daemon's environment.
+    pub env: BTreeMap<String, String>,
 }
 
 impl Default for Agent {
@@ -202,6 +221,7 @@ impl Default for Agent {
             max_context_tokens: 32000,
             max_tool_iterations: 20,
             workspace: String::new(),
+            mcp_servers: BTreeMap::new(),
         }
     }
 }
@@ -360,6 +380,22 @@ impl Config {
                     });
                 }
             }
+            for (server, m) in &a.mcp_servers {
+                if !valid_mcp_name(server) {
+                    out.push(Violation {
+                        prop: at(&["agents", alias, "mcp_servers", server]),
+                        message: "MCP server names use letters, digits, '-' and single '_' \
+                                  (they prefix tool names as SERVER__TOOL)"
+                            .into(),
+                    });
+                }
+                if m.command.trim().is_empty() {
+                    out.push(Violation {
+                        prop: at(&["agents", alias, "mcp_servers", server, "command"]),
+                        message: "command is required".into(),
+                    });
+                }
+            }
             if a.max_context_tokens == 0 {
                 out.push(Violation {
                     prop: at(&["agents", alias, "max_context_tokens"]),
@@ -474,4 +510,15 @@ impl Config {
             _ => config_dir.join("agents").join(alias).join("workspace"),
         }
     }
+}
+
+/// Whether `name` may name an MCP server: 1-64 of `[A-Za-z0-9_-]`, no `__`, so that
+/// `SERVER__TOOL` splits back unambiguously and stays a valid function name.
+pub fn valid_mcp_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.contains("__")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }

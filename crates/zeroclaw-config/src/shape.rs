@@ -70,6 +70,13 @@ static AGENT: Shape = Shape::Struct(&[
         },
     ),
     ("workspace", Shape::Str),
+    ("mcp_servers", Shape::Map(&MCP_SERVER)),
+]);
+
+static MCP_SERVER: Shape = Shape::Struct(&[
+    ("command", Shape::Str),
+    ("args", Shape::StrList),
+    ("env", Shape::Map(&Shape::Str)),
 ]);
 
 static USER: Shape = Shape::Struct(&[("uid", U32), ("permission_profiles", Shape::StrList)]);

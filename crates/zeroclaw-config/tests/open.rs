@@ -77,3 +77,38 @@ fn open_errors_name_file_and_property() {
     let e = ConfigStore::open(&path).err().unwrap().to_string();
     assert!(e.contains("invalid TOML"), "{e}");
 }
+
+#[test]
+fn agent_mcp_servers_are_read_and_checked() {
+    let (_d, path) = tmp();
+    write_file(
+        &path,
+        "[providers.echo]\nkind = \"echo\"\n[agents.a]\nprovider = \"echo\"\n\
+         [agents.a.mcp_servers.files]\ncommand = \"python3\"\nargs = [\"srv.py\"]\n\
+         env = { MODE = \"test\" }\n",
+    );
+    let c = ConfigStore::open(&path).unwrap().current();
+    let m = &c.agents["a"].mcp_servers["files"];
+    assert_eq!(m.command, "python3");
+    assert_eq!(m.args, vec!["srv.py".to_string()]);
+    assert_eq!(m.env["MODE"], "test");
+
+    write_file(
+        &path,
+        "[providers.echo]\nkind = \"echo\"\n[agents.a]\nprovider = \"echo\"\n\
+         [agents.a.mcp_servers.x]\ncommand = \"p\"\nenv = { N = 1 }\n",
+    );
+    let e = ConfigStore::open(&path).err().unwrap().to_string();
+    assert!(e.contains("agents.a.mcp_servers.x.env.N"), "{e}");
+
+    write_file(
+        &path,
+        "[providers.echo]\nkind = \"echo\"\n[agents.a]\nprovider = \"echo\"\n\
+         [agents.a.mcp_servers.\"a__b\"]\ncommand = \"\"\n",
+    );
+    let e = ConfigStore::open(&path).err().unwrap().to_string();
+    assert!(
+        e.contains("SERVER__TOOL") || e.contains("command is required"),
+        "{e}"
+    );
+}

@@ -70,6 +70,7 @@ pub async fn call(
     match method {
         "status" => methods::status::call(daemon, &principal).await,
         "daemon/shutdown" => Ok(json!({"shuttingDown": true})),
+        "models/list" => methods::models::call(daemon, &principal, params).await,
         m if m.starts_with("config/") => methods::config::call(daemon, conn, m, params).await,
         m if m.starts_with("session/") => {
             methods::session::call(daemon, conn, &principal, m, params).await

@@ -37,6 +37,7 @@ mod history;
 mod recovery;
 mod schema;
 mod sessions;
+mod settings;
 mod turns;
 mod types;
 
@@ -240,6 +241,39 @@ impl Store {
         let key = key.clone();
         let turn_id = turn_id.map(str::to_owned);
         self.call(move |db| sessions::append_rows(db, &key, turn_id.as_deref(), &rows))
+            .await
+    }
+
+    // ----- settings and usage (SPEC §16) ----------------------------------------------
+
+    /// The session's saved settings and token totals (defaults when none were saved);
+    /// `None` when there is no such session.
+    pub async fn settings(&self, key: &SessionKey) -> Result<Option<SessionSettings>> {
+        let key = key.clone();
+        self.call(move |db| settings::get(db, &key)).await
+    }
+
+    /// Saves the session's autonomy and model overrides (`None` = the agent's).
+    pub async fn set_overrides(
+        &self,
+        key: &SessionKey,
+        autonomy: Option<String>,
+        model: Option<String>,
+    ) -> Result<()> {
+        let key = key.clone();
+        self.call(move |db| settings::set_overrides(db, &key, autonomy, model))
+            .await
+    }
+
+    /// Saves the session's token total and context size.
+    pub async fn set_usage(
+        &self,
+        key: &SessionKey,
+        total_tokens: u64,
+        context_tokens: u64,
+    ) -> Result<()> {
+        let key = key.clone();
+        self.call(move |db| settings::set_usage(db, &key, total_tokens, context_tokens))
             .await
     }
 

@@ -85,10 +85,21 @@ CREATE TABLE snapshots (
     PRIMARY KEY (session, id)
 ) WITHOUT ROWID;
 "#,
+    // 2: `session/list` paging.
     r#"
 -- `session/list` pages, newest activity first (all rows, or one owner's).
 CREATE INDEX sessions_by_activity ON sessions (last_activity, pk);
 CREATE INDEX sessions_by_owner_activity ON sessions (owner, last_activity, pk);
+"#,
+    // 3: per-session settings (session/configure) and token totals (SPEC §16).
+    r#"
+CREATE TABLE session_settings (
+    session        INTEGER PRIMARY KEY REFERENCES sessions (pk) ON DELETE CASCADE,
+    autonomy       TEXT,
+    model          TEXT,
+    total_tokens   INTEGER NOT NULL DEFAULT 0,
+    context_tokens INTEGER NOT NULL DEFAULT 0
+);
 "#,
 ];
 

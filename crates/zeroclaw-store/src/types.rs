@@ -455,3 +455,14 @@ pub struct SessionPage {
     /// More rows follow the last one.
     pub has_more: bool,
 }
+
+/// Per-session settings and token totals (`session_settings`); defaults when none saved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// Autonomy chosen with `session/configure` (`None` = the agent's).
+    pub autonomy: Option<String>,
+    /// Model chosen with `session/configure` (`None` = the agent's).
+    pub model: Option<String>,
+    pub total_tokens: u64,
+    pub context_tokens: u64,
+}

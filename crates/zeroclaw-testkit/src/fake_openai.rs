@@ -8,6 +8,11 @@
 //! `text/event-stream` with chunked transfer encoding, `Connection: close`
 //! (one request per connection, so a dropped client is visible as a write
 //! failure, counted by [`FakeOpenAi::aborted_responses`]).
+//!
+//! Usage: a finished response ends with a usage chunk (10 prompt + 5 completion tokens)
+//! when the request asked for it (`stream_options.include_usage`), unless
+//! [`FakeOpenAi::set_usage`] turned that off. `GET /v1/models` answers the list set with
+//! [`FakeOpenAi::set_models`] (404 until then, or the HTTP status set instead).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -205,6 +210,8 @@ struct State {
     default_text: Mutex<String>,
     aborted: AtomicUsize,
     error_written: Arc<AtomicUsize>,
+    usage: std::sync::atomic::AtomicBool,
+    models: Mutex<Result<Vec<String>, u16>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -229,6 +236,8 @@ impl FakeOpenAi {
             default_text: Mutex::new("Hello from the fake model.".to_string()),
             aborted: AtomicUsize::new(0),
             error_written: Arc::new(AtomicUsize::new(0)),
+            usage: std::sync::atomic::AtomicBool::new(true),
+            models: Mutex::new(Err(404)),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -276,6 +285,16 @@ impl FakeOpenAi {
     /// The text answered (word by word) once the queue is empty.
     pub fn set_default_text(&self, text: &str) {
         *lock(&self.state.default_text) = text.to_string();
+    }
+
+    /// Whether finished responses carry a usage chunk (when the request asked for one).
+    pub fn set_usage(&self, on: bool) {
+        self.state.usage.store(on, Ordering::SeqCst);
+    }
+
+    /// What `GET /v1/models` answers: `Ok(ids)` a model list, `Err(status)` an HTTP error.
+    pub fn set_models(&self, models: Result<Vec<String>, u16>) {
+        *lock(&self.state.models) = models;
     }
 
     /// Scripted responses not consumed yet.
@@ -400,12 +419,21 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
     };
     let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let is_completions = head.method == "POST" && head.path.ends_with("/chat/completions");
+    let is_models = head.method == "GET" && head.path.ends_with("/models");
     lock(&state.requests).push(RecordedRequest {
         method: head.method,
         path: head.path,
         headers: head.headers,
         body: body_json.clone(),
     });
+    if is_models {
+        let models = lock(&state.models).clone();
+        let _ = match models {
+            Ok(ids) => write_models(&mut stream, &ids).await,
+            Err(status) => write_error(&mut stream, status, "models unavailable").await,
+        };
+        return;
+    }
     if !is_completions {
         let _ = write_error(&mut stream, 404, "not found").await;
         return;
@@ -419,11 +447,14 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         let text = lock(&state.default_text).clone();
         Scripted::text(&text)
     });
+    let usage = state.usage.load(Ordering::SeqCst)
+        && body_json["stream_options"]["include_usage"] == json!(true);
     let mut w = Writer {
         stream,
         model,
         started: false,
         error_written: Arc::clone(&state.error_written),
+        usage,
     };
     if w.play(script).await.is_err() {
         state.aborted.fetch_add(1, Ordering::SeqCst);
@@ -436,6 +467,23 @@ async fn write_error(stream: &mut TcpStream, status: u16, message: &str) -> std:
     let head = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         reason(status),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.flush().await?;
+    let _ = stream.shutdown().await;
+    Ok(())
+}
+
+async fn write_models(stream: &mut TcpStream, ids: &[String]) -> std::io::Result<()> {
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "owned_by": "fake"}))
+        .collect();
+    let body = json!({"object": "list", "data": data}).to_string();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await?;
@@ -464,6 +512,8 @@ struct Writer {
     model: String,
     started: bool,
     error_written: Arc<AtomicUsize>,
+    /// End finished responses with a usage chunk.
+    usage: bool,
 }
 
 impl Writer {
@@ -598,15 +648,17 @@ impl Writer {
 
     async fn finish(&mut self, reason: &str) -> std::io::Result<()> {
         self.delta(json!({}), Some(reason)).await?;
-        let usage = json!({
-            "id": "chatcmpl-fake",
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": self.model,
-            "choices": [],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        });
-        self.event(&usage).await?;
+        if self.usage {
+            let usage = json!({
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": self.model,
+                "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            });
+            self.event(&usage).await?;
+        }
         self.chunk(b"data: [DONE]\n\n").await?;
         self.end_body().await
     }

@@ -162,10 +162,12 @@ fn tool_call_approved_once_runs_and_reports_in_order() {
     assert_eq!(
         kinds,
         [
+            "usage",
             "tool_call",
             "approval_request",
             "approval_resolved",
             "tool_result",
+            "usage",
             "turn_complete"
         ]
     );

@@ -468,15 +468,18 @@ async fn a_streamed_turn_with_approval_and_ask_user_over_websocket() {
     assert_eq!(
         kinds,
         [
+            "usage",
             "tool_call",
             "approval_request",
             "approval_resolved",
             "tool_result",
+            "usage",
             "tool_call",
             "elicitation",
             "tool_result",
             "agent_message_chunk",
             "agent_message_chunk",
+            "usage",
             "turn_complete"
         ]
     );

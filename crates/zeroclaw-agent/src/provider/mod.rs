@@ -17,10 +17,12 @@ use serde_json::Value;
 use crate::message::{ChatMessage, ToolCallRequest};
 
 pub mod echo;
+pub mod models;
 pub mod openai;
 pub mod sse;
 
 pub use echo::EchoProvider;
+pub use models::ModelCatalog;
 pub use openai::{OpenAiConfig, OpenAiProvider};
 
 /// A function the model may call.

@@ -143,7 +143,9 @@ pub fn request_body(req: &ProviderRequest, default_model: &str) -> Value {
             } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
         });
     }
-    let mut body = json!({"model": model, "messages": messages, "stream": true});
+    // SPEC §16: ask for the usage chunk at the end of the stream.
+    let mut body = json!({"model": model, "messages": messages, "stream": true,
+        "stream_options": {"include_usage": true}});
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
             .tools
@@ -491,7 +493,7 @@ mod tests {
         assert_eq!(
             b,
             json!({
-                "model": "dflt", "stream": true,
+                "model": "dflt", "stream": true, "stream_options": {"include_usage": true},
                 "messages": [
                     {"role": "system", "content": "be nice"},
                     {"role": "user", "content": "hi"},

@@ -2,7 +2,9 @@
 //! caller's principal; they never touch a socket.
 
 pub mod config;
+pub mod configure;
 pub mod file;
 pub mod initialize;
+pub mod models;
 pub mod session;
 pub mod status;

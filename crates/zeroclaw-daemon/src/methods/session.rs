@@ -16,6 +16,7 @@ use crate::methods::file;
 use crate::params;
 use crate::session::lifecycle::parse_decision;
 use crate::session::link::ClientLink;
+use crate::session::mcp::{SessionServer, check_session_servers};
 use crate::session::open::NewRequest;
 use crate::session::stream::Cursor;
 use crate::state::Daemon;
@@ -30,6 +31,9 @@ struct NewParams {
     cwd: Option<String>,
     #[serde(default)]
     mode: Option<Mode>,
+    /// ACP-shaped stdio MCP servers for this session (admins only).
+    #[serde(default)]
+    mcp_servers: Vec<SessionServer>,
 }
 
 #[derive(Deserialize)]
@@ -133,11 +137,23 @@ pub async fn call(
     match method {
         "session/new" => {
             let p: NewParams = params::decode(params)?;
+            if !p.mcp_servers.is_empty() {
+                // They run as the daemon's user (SPEC §16).
+                if !principal.admin {
+                    return Err(ErrorObject::forbidden(format!(
+                        "principal {} may not start MCP servers (mcpServers needs an admin)",
+                        principal.id
+                    ))
+                    .with_data(serde_json::json!({"resource": "mcpServers"})));
+                }
+                check_session_servers(&p.mcp_servers)?;
+            }
             let req = NewRequest {
                 agent_alias: p.agent_alias,
                 session_id: p.session_id,
                 cwd: p.cwd,
                 mode: p.mode.unwrap_or(Mode::Acp),
+                mcp_servers: p.mcp_servers,
             };
             sessions
                 .new_session(principal, &daemon.config.current(), req)
@@ -226,6 +242,9 @@ pub async fn call(
             sessions
                 .messages(principal, &p.session_id, p.mode, p.limit, p.before_seq)
                 .await
+        }
+        "session/status" | "session/configure" => {
+            super::configure::call(daemon, principal, method, params).await
         }
         _ => Err(ErrorObject::method_not_found(method)),
     }

@@ -75,6 +75,10 @@ pub(crate) fn build(
     spec.model = agent.model.clone();
     spec.system_prompt = agent.system_prompt.clone();
     spec.tools = agent.tools.iter().filter_map(|t| t.parse().ok()).collect();
+    spec.mcp = session.mcp();
+    // `session/configure` settings of this session win over these, from the next
+    // provider or tool call on (SPEC §16).
+    spec.live = Some(session.live_settings());
     spec.autonomy = match agent.autonomy {
         zeroclaw_config::Autonomy::Supervised => Autonomy::Supervised,
         zeroclaw_config::Autonomy::Full => Autonomy::Full,
@@ -86,4 +90,23 @@ pub(crate) fn build(
         spec,
         max_context_tokens: agent.max_context_tokens as usize,
     })
+}
+
+/// The model a session of `alias` names in its provider calls: the session's choice, else
+/// the agent's, else its provider's (empty when none is set anywhere).
+pub(crate) fn effective_model(config: &Config, alias: &str, chosen: Option<&str>) -> String {
+    if let Some(m) = chosen.filter(|m| !m.is_empty()) {
+        return m.to_owned();
+    }
+    let Some(agent) = config.agents.get(alias) else {
+        return String::new();
+    };
+    if !agent.model.is_empty() {
+        return agent.model.clone();
+    }
+    config
+        .providers
+        .get(&agent.provider)
+        .map(|p| p.model.clone())
+        .unwrap_or_default()
 }

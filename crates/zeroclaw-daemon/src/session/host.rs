@@ -25,6 +25,8 @@ pub(crate) struct SessionHost<'a> {
     /// The connection that sent the prompt.
     pub prompter: &'a Arc<dyn ClientLink>,
     pub tuning: &'a Tuning,
+    /// The agent's `max_context_tokens` (`contextWindow` of `usage` updates).
+    pub context_window: u64,
 }
 
 /// The wire name of an approval decision.
@@ -108,7 +110,20 @@ impl TurnHost for SessionHost<'_> {
             ),
             TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)).await,
             TurnEvent::Usage { usage } => {
-                tracing::debug!(session = %self.session.key.session_id, ?usage, "usage");
+                let totals = self
+                    .session
+                    .add_usage(usage.input_tokens, usage.output_tokens);
+                self.update(
+                    "usage",
+                    json!({
+                        "inputTokens": usage.input_tokens,
+                        "outputTokens": usage.output_tokens,
+                        "sessionTotalTokens": totals.session_total,
+                        "contextTokens": totals.context,
+                        "contextWindow": self.context_window,
+                        "estimated": usage.estimated,
+                    }),
+                );
             }
         }
     }

@@ -13,12 +13,13 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use zeroclaw_agent::mcp::McpSet;
 use zeroclaw_agent::{ApprovalDecision, ChatMessage};
 use zeroclaw_config::Config;
 use zeroclaw_rpc::ErrorObject;
@@ -57,6 +58,41 @@ struct State {
     /// A cancel for a prompt not started yet: the first prompt from this number on starts
     /// cancelled (SPEC §14 "Order").
     cancel_from: Option<u64>,
+}
+
+/// What `session/configure` changed for this session (`None` = the agent's setting).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub autonomy: Option<zeroclaw_config::Autonomy>,
+    pub model: Option<String>,
+}
+
+/// The session's overrides, shared with its running turn (read before every provider and
+/// tool call, so a change applies from the next one).
+#[derive(Default)]
+pub(crate) struct SharedOverrides(Mutex<Overrides>);
+
+impl zeroclaw_agent::LiveSettings for SharedOverrides {
+    fn model(&self) -> Option<String> {
+        lock(&self.0).model.clone()
+    }
+
+    fn autonomy(&self) -> Option<zeroclaw_agent::Autonomy> {
+        lock(&self.0).autonomy.map(|a| match a {
+            zeroclaw_config::Autonomy::Supervised => zeroclaw_agent::Autonomy::Supervised,
+            zeroclaw_config::Autonomy::Full => zeroclaw_agent::Autonomy::Full,
+            zeroclaw_config::Autonomy::ReadOnly => zeroclaw_agent::Autonomy::ReadOnly,
+        })
+    }
+}
+
+/// The session's token counts (SPEC §16).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageTotals {
+    /// Every token of every provider call of the session.
+    pub session_total: u64,
+    /// Input plus output of the latest provider call: what the context amounts to now.
+    pub context: u64,
 }
 
 /// Pending approval requests of a session and the tools it always allows.
@@ -145,6 +181,10 @@ pub struct LiveSession {
     pub(crate) approvals: Approvals,
     /// The session's updates: subscribers and the replay buffer (SPEC §14).
     pub(crate) stream: SessionStream,
+    overrides: Arc<SharedOverrides>,
+    usage: Mutex<UsageTotals>,
+    /// The session's MCP servers, once started.
+    mcp: OnceLock<Arc<McpSet>>,
 }
 
 impl LiveSession {
@@ -174,6 +214,9 @@ impl LiveSession {
             stopped: CancellationToken::new(),
             approvals: Approvals::default(),
             stream: SessionStream::new(&key_id),
+            overrides: Arc::default(),
+            usage: Mutex::new(UsageTotals::default()),
+            mcp: OnceLock::new(),
         });
         let runner = Runner::new(manager, context);
         tokio::spawn(worker(Arc::clone(&session), rx, runner));
@@ -251,11 +294,60 @@ impl LiveSession {
         false
     }
 
-    /// Stops taking prompts and cancels the running turn; the worker answers the queued
-    /// prompts and stops once the turn has persisted.
+    /// Connections receiving this session's updates (SPEC §14).
+    pub fn subscribers(&self) -> usize {
+        self.stream.subscriber_count()
+    }
+
+    pub fn overrides(&self) -> Overrides {
+        lock(&self.overrides.0).clone()
+    }
+
+    pub fn set_overrides(&self, o: Overrides) {
+        *lock(&self.overrides.0) = o;
+    }
+
+    /// The handle a turn reads the overrides through.
+    pub(crate) fn live_settings(&self) -> Arc<dyn zeroclaw_agent::LiveSettings> {
+        Arc::clone(&self.overrides) as Arc<dyn zeroclaw_agent::LiveSettings>
+    }
+
+    pub fn usage(&self) -> UsageTotals {
+        *lock(&self.usage)
+    }
+
+    pub fn set_usage(&self, u: UsageTotals) {
+        *lock(&self.usage) = u;
+    }
+
+    /// Adds one provider call; returns the new totals.
+    pub fn add_usage(&self, input: u64, output: u64) -> UsageTotals {
+        let mut u = lock(&self.usage);
+        u.session_total = u.session_total.saturating_add(input.saturating_add(output));
+        u.context = input.saturating_add(output);
+        *u
+    }
+
+    /// The session's MCP servers (none until started).
+    pub fn mcp(&self) -> Option<Arc<McpSet>> {
+        self.mcp.get().cloned()
+    }
+
+    /// Installs the session's MCP servers (once); a closing session stops them at once.
+    pub(crate) fn set_mcp(&self, set: Arc<McpSet>) {
+        if self.mcp.set(Arc::clone(&set)).is_err() || self.closing.is_cancelled() {
+            set.shutdown();
+        }
+    }
+
+    /// Stops taking prompts, cancels the running turn and kills the MCP servers' process
+    /// groups; the worker answers the queued prompts and stops once the turn has persisted.
     pub fn close(&self) {
         self.closing.cancel();
         self.cancel_turn();
+        if let Some(mcp) = self.mcp.get() {
+            mcp.shutdown();
+        }
     }
 
     pub fn is_closing(&self) -> bool {

@@ -14,6 +14,8 @@
 //! - [`persist`]: checkpoint progress writer, transcript rows ↔ provider messages, trim;
 //! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force;
 //! - [`text`]: long `content` cut to fit a frame.
+//! - [`mcp`]: saved settings restored and MCP servers started as a session goes live;
+//! - [`configure`], [`status`]: `session/configure` and `session/status` (SPEC §16).
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
@@ -33,12 +35,15 @@
 //! failures into the real binary.
 
 pub mod agent;
+pub mod configure;
 pub mod host;
 pub mod lifecycle;
 pub mod link;
 pub mod live;
+pub mod mcp;
 pub mod open;
 pub mod persist;
+pub mod status;
 pub mod stream;
 pub mod subscribe;
 pub mod text;
@@ -119,6 +124,8 @@ pub struct SessionManager {
     /// calls for one id never both load it. Held across store calls only, never the network.
     pub(crate) loading: tokio::sync::Mutex<()>,
     next_generation: AtomicU64,
+    /// Providers' model lists (`models/list`, `session/configure`), cached 60 s.
+    pub models: zeroclaw_agent::ModelCatalog,
 }
 
 impl SessionManager {
@@ -130,6 +137,7 @@ impl SessionManager {
             live: Mutex::new(HashMap::new()),
             loading: tokio::sync::Mutex::new(()),
             next_generation: AtomicU64::new(1),
+            models: zeroclaw_agent::ModelCatalog::default(),
         })
     }
 

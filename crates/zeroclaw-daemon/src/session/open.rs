@@ -29,6 +29,8 @@ pub struct NewRequest {
     pub session_id: Option<String>,
     pub cwd: Option<String>,
     pub mode: Mode,
+    /// MCP servers for this session only (admins only; checked by the caller).
+    pub mcp_servers: Vec<super::mcp::SessionServer>,
 }
 
 fn check_agent(config: &Config, principal: &Principal, alias: &str) -> Result<(), ErrorObject> {
@@ -221,6 +223,13 @@ impl SessionManager {
             cwd,
             context,
         );
+        if let Err(e) = self
+            .prepare_live(&live, config, &req.mcp_servers, opened.resumed)
+            .await
+        {
+            live.close();
+            return Err(e);
+        }
         self.register(&live, quota)?;
         tracing::info!(session = %live.key.session_id, mode = %live.key.mode, agent = alias, resumed = opened.resumed, "session live");
         self.describe(&live, opened.resumed).await
@@ -304,6 +313,10 @@ impl SessionManager {
             cwd,
             context_from(&recovered.context),
         );
+        if let Err(e) = self.prepare_live(&live, config, &[], true).await {
+            live.close();
+            return Err(e);
+        }
         self.register(&live, quota)?;
         tracing::info!(session = %key.session_id, "session rehydrated");
         Ok(live)

@@ -124,6 +124,7 @@ impl Runner {
             progress: persister.as_ref().map(Persister::sender),
             prompter: &job.link,
             tuning: &self.tuning,
+            context_window: agent.max_context_tokens as u64,
         };
         let abandon = cancel.clone();
         let watch_begin = async move {
@@ -183,6 +184,21 @@ impl Runner {
             }
         };
         let covers_seq = seqs.last().copied().unwrap_or(started_seq);
+        if result.provider_calls > 0 {
+            let totals = session.usage();
+            if let Err(e) = self
+                .store
+                .set_usage(key, totals.session_total, totals.context)
+                .await
+            {
+                // The totals stay right in memory; only a resume after a restart loses them.
+                tracing::warn!(session = %key.session_id, "token totals not saved: {e}");
+            }
+        }
+        let usage = json!({
+            "inputTokens": result.usage.input_tokens,
+            "outputTokens": result.usage.output_tokens,
+        });
         self.trim(session, agent.max_context_tokens, covers_seq)
             .await;
 
@@ -191,6 +207,7 @@ impl Runner {
         fields.insert("turnId".into(), json!(turn_id));
         fields.insert("outcome".into(), json!(outcome));
         text::put_content(&mut fields, &result.content);
+        fields.insert("usage".into(), usage);
         drop(result);
         session
             .stream

@@ -1,0 +1,87 @@
+//! `models/list {agentAlias?}` (SPEC §16): the models of the agent's provider (or of every
+//! configured provider), each marked `current` when it is the one in use. A provider whose
+//! list cannot be had shows its configured model alone, with the `error`.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use zeroclaw_rpc::ErrorObject;
+
+use crate::auth::Principal;
+use crate::params;
+use crate::state::Daemon;
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListParams {
+    #[serde(default)]
+    agent_alias: Option<String>,
+}
+
+pub async fn call(
+    daemon: &Arc<Daemon>,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: ListParams = match params {
+        None | Some(Value::Null) => ListParams::default(),
+        some => params::decode(some)?,
+    };
+    let config = daemon.config.current();
+    // (provider name, the model in use with it)
+    let targets: Vec<(String, String)> = match &p.agent_alias {
+        Some(alias) => {
+            let agent = config
+                .agents
+                .get(alias)
+                .ok_or_else(|| ErrorObject::invalid_params(format!("unknown agent {alias:?}")))?;
+            if !principal.may_use_agent(alias) {
+                return Err(ErrorObject::forbidden(format!(
+                    "principal {} may not use agent {alias}",
+                    principal.id
+                ))
+                .with_data(json!({"resource": format!("agents.{alias}")})));
+            }
+            let model = if agent.model.is_empty() {
+                config
+                    .providers
+                    .get(&agent.provider)
+                    .map(|p| p.model.clone())
+                    .unwrap_or_default()
+            } else {
+                agent.model.clone()
+            };
+            vec![(agent.provider.clone(), model)]
+        }
+        None => config
+            .providers
+            .iter()
+            .map(|(name, p)| (name.clone(), p.model.clone()))
+            .collect(),
+    };
+    let mut models = Vec::new();
+    for (provider, current) in targets {
+        let kind_echo = config
+            .providers
+            .get(&provider)
+            .is_some_and(|p| p.kind == zeroclaw_config::ProviderKind::Echo);
+        let current = if kind_echo && current.is_empty() {
+            "echo".to_owned()
+        } else {
+            current
+        };
+        match daemon.sessions.provider_models(&config, &provider).await {
+            Ok(list) => {
+                for m in list {
+                    let is_current = m == current;
+                    models.push(json!({"provider": provider, "model": m, "current": is_current}));
+                }
+            }
+            Err(e) => models.push(json!({
+                "provider": provider, "model": current, "current": true, "error": e,
+            })),
+        }
+    }
+    Ok(json!({"models": models}))
+}

@@ -1,0 +1,156 @@
+//! `session/configure` (SPEC §16): one live session's autonomy and model, changed for that
+//! session only, saved with it (so a resumed session keeps them) and read by its turns
+//! before every provider and tool call. Also the provider model lists it validates
+//! against, shared with `models/list`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use zeroclaw_config::policy::Principal;
+use zeroclaw_config::{Config, ProviderKind};
+use zeroclaw_rpc::ErrorObject;
+use zeroclaw_store::Mode;
+
+use super::agent::effective_model;
+use super::live::{LiveSession, Overrides};
+use super::mcp::{autonomy_str, parse_autonomy};
+use super::{SessionManager, store_error};
+
+/// Model ids shown in an "unknown model" message.
+const SHOWN_MODELS: usize = 20;
+
+/// What `session/configure` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigureRequest {
+    pub autonomy: Option<String>,
+    /// `Some("")` = back to the agent's model.
+    pub model: Option<String>,
+}
+
+impl SessionManager {
+    /// The models provider `name` offers: `echo` for the echo provider, the provider's
+    /// `GET /models` (cached) for an OpenAI-compatible one.
+    pub(crate) async fn provider_models(
+        &self,
+        config: &Config,
+        name: &str,
+    ) -> Result<Vec<String>, String> {
+        let Some(p) = config.providers.get(name) else {
+            return Err(format!("provider {name} is not configured"));
+        };
+        match p.kind {
+            ProviderKind::Echo => Ok(vec!["echo".to_owned()]),
+            ProviderKind::Openai => {
+                let key = p.resolve_api_key();
+                self.models
+                    .list(p.effective_base_url(), key.as_deref())
+                    .await
+            }
+        }
+    }
+
+    /// `session/configure`: owner only.
+    pub async fn configure(
+        self: &Arc<Self>,
+        principal: &Principal,
+        config: &Config,
+        session_id: &str,
+        mode: Option<Mode>,
+        req: ConfigureRequest,
+    ) -> Result<Value, ErrorObject> {
+        let autonomy = match req.autonomy.as_deref() {
+            None => None,
+            Some(a) => Some(parse_autonomy(a).ok_or_else(|| {
+                ErrorObject::invalid_params(format!(
+                    "unknown autonomy {a:?}: expected supervised, full or read_only"
+                ))
+            })?),
+        };
+        let key = self.resolve_key(session_id, mode);
+        let live = self.live_or_rehydrate(principal, config, &key).await?;
+        if principal.id != live.owner {
+            return Err(ErrorObject::not_owner(session_id));
+        }
+        if let Some(model) = req.model.as_deref().filter(|m| !m.is_empty()) {
+            self.check_model(config, &live, model).await?;
+        }
+        let mut next = live.overrides();
+        if let Some(a) = autonomy {
+            next.autonomy = Some(a);
+        }
+        if let Some(m) = req.model {
+            next.model = Some(m).filter(|m| !m.is_empty());
+        }
+        self.store
+            .set_overrides(
+                &live.key,
+                next.autonomy.map(|a| autonomy_str(a).to_owned()),
+                next.model.clone(),
+            )
+            .await
+            .map_err(store_error)?;
+        live.set_overrides(next.clone());
+        tracing::info!(session = %session_id, ?next, "session configured");
+        Ok(json!({
+            "sessionId": session_id,
+            "autonomy": effective_autonomy(config, &live, &next),
+            "model": effective_model(config, &live.agent_alias, next.model.as_deref()),
+        }))
+    }
+
+    /// -32602 when the provider's list can be had and does not contain `model`.
+    async fn check_model(
+        &self,
+        config: &Config,
+        live: &LiveSession,
+        model: &str,
+    ) -> Result<(), ErrorObject> {
+        let Some(agent) = config.agents.get(&live.agent_alias) else {
+            return Err(ErrorObject::invalid_params(format!(
+                "agent {} is no longer configured",
+                live.agent_alias
+            )));
+        };
+        match self.provider_models(config, &agent.provider).await {
+            Ok(models) if !models.iter().any(|m| m == model) => {
+                let shown: Vec<&str> = models
+                    .iter()
+                    .take(SHOWN_MODELS)
+                    .map(String::as_str)
+                    .collect();
+                Err(ErrorObject::invalid_params(format!(
+                    "unknown model {model:?}: provider {} offers {}{}",
+                    agent.provider,
+                    shown.join(", "),
+                    if models.len() > SHOWN_MODELS {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::info!(
+                    model,
+                    "model list unavailable, model accepted unchecked: {e}"
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The autonomy the session's turns use.
+pub(crate) fn effective_autonomy(
+    config: &Config,
+    live: &LiveSession,
+    overrides: &Overrides,
+) -> &'static str {
+    let base = config
+        .agents
+        .get(&live.agent_alias)
+        .map(|a| a.autonomy)
+        .unwrap_or_default();
+    autonomy_str(overrides.autonomy.unwrap_or(base))
+}

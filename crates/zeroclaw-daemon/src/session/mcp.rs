@@ -1,0 +1,155 @@
+//! Bringing a session live beyond its worker (SPEC §16): its saved settings and token
+//! totals are restored from the store before it takes a prompt, and its MCP servers (the
+//! agent's `[agents.NAME.mcp_servers]` plus those `session/new` named) are started in the
+//! background — nothing here waits for a server.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use zeroclaw_agent::mcp::{McpServerConfig, McpSet, READY_TIMEOUT};
+use zeroclaw_config::Config;
+use zeroclaw_config::schema::valid_mcp_name;
+use zeroclaw_rpc::ErrorObject;
+
+use super::live::{LiveSession, Overrides, UsageTotals};
+use super::{SessionManager, store_error};
+
+/// Servers one `session/new` may add.
+pub const MAX_SESSION_SERVERS: usize = 16;
+
+/// One entry of `session/new`'s `mcpServers` (the ACP shape).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionServer {
+    pub name: String,
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: Vec<EnvVar>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
+}
+
+/// -32602 unless every server has a usable, distinct name and a command.
+pub fn check_session_servers(servers: &[SessionServer]) -> Result<(), ErrorObject> {
+    if servers.len() > MAX_SESSION_SERVERS {
+        return Err(ErrorObject::invalid_params(format!(
+            "at most {MAX_SESSION_SERVERS} mcpServers per session"
+        )));
+    }
+    for (i, s) in servers.iter().enumerate() {
+        if !valid_mcp_name(&s.name) {
+            return Err(ErrorObject::invalid_params(format!(
+                "mcpServers[{i}].name {:?}: use 1-64 letters, digits, '-' or single '_'",
+                s.name
+            )));
+        }
+        if s.command.trim().is_empty() {
+            return Err(ErrorObject::invalid_params(format!(
+                "mcpServers[{i}].command is empty"
+            )));
+        }
+        if servers[..i].iter().any(|o| o.name == s.name) {
+            return Err(ErrorObject::invalid_params(format!(
+                "mcpServers[{i}].name {:?} is used twice",
+                s.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The servers of a session of agent `alias`: the agent's, then the session's own (a
+/// session server replaces an agent server of the same name).
+pub fn servers_for(
+    config: &Config,
+    alias: &str,
+    session: &[SessionServer],
+    live: &LiveSession,
+) -> Vec<McpServerConfig> {
+    let mut out: Vec<McpServerConfig> = Vec::new();
+    if let Some(agent) = config.agents.get(alias) {
+        for (name, m) in &agent.mcp_servers {
+            if session.iter().any(|s| &s.name == name) {
+                continue;
+            }
+            out.push(McpServerConfig {
+                name: name.clone(),
+                command: m.command.clone(),
+                args: m.args.clone(),
+                env: m.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                cwd: Some(live.cwd.clone()),
+            });
+        }
+    }
+    for s in session {
+        out.push(McpServerConfig {
+            name: s.name.clone(),
+            command: s.command.clone(),
+            args: s.args.clone(),
+            env: s
+                .env
+                .iter()
+                .map(|e| (e.name.clone(), e.value.clone()))
+                .collect(),
+            cwd: Some(live.cwd.clone()),
+        });
+    }
+    out
+}
+
+/// Parses a saved autonomy.
+pub fn parse_autonomy(s: &str) -> Option<zeroclaw_config::Autonomy> {
+    match s {
+        "supervised" => Some(zeroclaw_config::Autonomy::Supervised),
+        "full" => Some(zeroclaw_config::Autonomy::Full),
+        "read_only" => Some(zeroclaw_config::Autonomy::ReadOnly),
+        _ => None,
+    }
+}
+
+pub fn autonomy_str(a: zeroclaw_config::Autonomy) -> &'static str {
+    match a {
+        zeroclaw_config::Autonomy::Supervised => "supervised",
+        zeroclaw_config::Autonomy::Full => "full",
+        zeroclaw_config::Autonomy::ReadOnly => "read_only",
+    }
+}
+
+impl SessionManager {
+    /// Before `live` is registered: restores its saved settings and totals (`resumed`: a
+    /// new row has none), and starts its MCP servers in the background.
+    pub(crate) async fn prepare_live(
+        &self,
+        live: &Arc<LiveSession>,
+        config: &Config,
+        session_servers: &[SessionServer],
+        resumed: bool,
+    ) -> Result<(), ErrorObject> {
+        let saved = if resumed {
+            self.store.settings(&live.key).await.map_err(store_error)?
+        } else {
+            None
+        };
+        if let Some(saved) = saved {
+            live.set_overrides(Overrides {
+                autonomy: saved.autonomy.as_deref().and_then(parse_autonomy),
+                model: saved.model,
+            });
+            live.set_usage(UsageTotals {
+                session_total: saved.total_tokens,
+                context: saved.context_tokens,
+            });
+        }
+        let servers = servers_for(config, &live.agent_alias, session_servers, live);
+        if !servers.is_empty() {
+            live.set_mcp(McpSet::start(servers, READY_TIMEOUT));
+        }
+        Ok(())
+    }
+}
