@@ -54,10 +54,13 @@ async fn version_one_files_are_migrated_in_place() {
     create(&t.store, &key).await;
     t.store.begin_turn(&key, "t1", "hello").await.unwrap();
     drop(t.store);
-    // Make the file look like one written before settings existed.
+    // Make the file look like one written before settings (and list paging) existed.
     let conn = rusqlite::Connection::open(&t.path).unwrap();
-    conn.execute_batch("DROP TABLE session_settings; PRAGMA user_version = 1;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE session_settings; DROP INDEX sessions_by_activity; \
+         DROP INDEX sessions_by_owner_activity; PRAGMA user_version = 1;",
+    )
+    .unwrap();
     drop(conn);
 
     let store = Store::open(&t.path).await.unwrap();

@@ -21,10 +21,18 @@ fn new_session(c: &mut Conn, agent: &str) -> String {
     r["sessionId"].as_str().unwrap().to_string()
 }
 
+/// The `usage` updates, without the stream numbering (`turnId`, `eventSeq`: checked to be
+/// there, tested in streams.rs).
 fn usage_updates(msgs: &[Value]) -> Vec<Value> {
     updates(msgs)
         .into_iter()
         .filter(|u| u["type"] == "usage")
+        .map(|mut u| {
+            let map = u.as_object_mut().expect("an object");
+            assert!(map.remove("turnId").is_some_and(|t| t.is_string()));
+            assert!(map.remove("eventSeq").is_some_and(|s| s.is_u64()));
+            u
+        })
         .collect()
 }
 
