@@ -26,5 +26,7 @@ pub mod validate;
 
 pub use decode::{ParamsError, camel_case, decode, decode_value, normalize_keys};
 pub use method::{ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE};
-pub use types::{Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role};
+pub use types::{
+    Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
+};
 pub use update::{SessionUpdate, UPDATE_TYPES, UpdateKind};

@@ -56,7 +56,11 @@ pub struct SessionNewParams {
     /// Default `acp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
-    #[serde(default, alias = "mcp_servers", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "mcp_servers",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub mcp_servers: Option<Vec<McpServer>>,
 }
 

@@ -1,4 +1,4 @@
-//! Params and results of the methods about watching and tuning a live session: 
+//! Params and results of the methods about watching and tuning a live session:
 //! `session/subscribe`, `session/unsubscribe` (SPEC §14), `session/status` and
 //! `session/configure` (§16).
 
@@ -18,7 +18,11 @@ pub struct SubscribeParams {
     #[serde(default, alias = "turn_id", skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
     /// Default 0.
-    #[serde(default, alias = "after_event_seq", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "after_event_seq",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub after_event_seq: Option<u64>,
 }
 

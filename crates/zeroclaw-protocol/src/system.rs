@@ -20,12 +20,24 @@ pub const UPLOAD_CHUNK_BYTES: u64 = 1024 * 1024;
 pub struct InitializeParams {
     /// Default 1. Any other value is answered with -32011; kept as JSON so the error can
     /// echo exactly what was requested.
-    #[serde(default, alias = "protocol_version", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "protocol_version",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "Option<u64>")]
     pub protocol_version: Option<Value>,
-    #[serde(default, alias = "client_info", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "client_info",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub client_info: Option<ClientInfo>,
-    #[serde(default, alias = "client_capabilities", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "client_capabilities",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub client_capabilities: Option<ClientCapabilities>,
     /// A pairing token (required over WebSocket).
     #[serde(default, alias = "auth_token", skip_serializing_if = "Option::is_none")]
@@ -166,7 +178,11 @@ pub struct ShutdownResult {
 #[serde(rename_all = "camelCase")]
 pub struct ModelsListParams {
     /// Only this agent's provider (default: every configured provider).
-    #[serde(default, alias = "agent_alias", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "agent_alias",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub agent_alias: Option<String>,
 }
 

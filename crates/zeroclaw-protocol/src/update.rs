@@ -46,7 +46,11 @@ pub struct SessionUpdate {
 
 /// The event an update reports, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum UpdateKind {
     /// Streamed answer text.
     AgentMessageChunk { text: String },

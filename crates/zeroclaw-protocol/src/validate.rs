@@ -61,7 +61,10 @@ fn check(root: &Value, schema: &Value, v: &Value, at: &str, depth: usize) -> Res
     if let Some(Value::Array(options)) = s.get("enum")
         && !options.contains(v)
     {
-        return Err(format!("{at}: {v} is not one of {}", Value::Array(options.clone())));
+        return Err(format!(
+            "{at}: {v} is not one of {}",
+            Value::Array(options.clone())
+        ));
     }
     if let Some(c) = s.get("const")
         && c != v
@@ -80,7 +83,10 @@ fn check(root: &Value, schema: &Value, v: &Value, at: &str, depth: usize) -> Res
             .filter_map(|sub| check(root, sub, v, at, depth + 1).err())
             .collect();
         if errors.len() == any.len() {
-            return Err(format!("{at}: matches none of anyOf: {}", errors.join("; ")));
+            return Err(format!(
+                "{at}: matches none of anyOf: {}",
+                errors.join("; ")
+            ));
         }
     }
     if let Some(Value::Array(one)) = s.get("oneOf") {
@@ -185,12 +191,21 @@ mod tests {
         assert!(validate(&root, &p, &json!({"a": 1, "b": "x"})).is_ok());
         assert!(validate(&root, &p, &json!({"b": "x"})).is_err(), "required");
         assert!(validate(&root, &p, &json!({"a": -1})).is_err(), "minimum");
-        assert!(validate(&root, &p, &json!({"a": 1, "b": "z"})).is_err(), "enum");
-        assert!(validate(&root, &p, &json!({"a": 1, "c": 0})).is_err(), "extra field");
+        assert!(
+            validate(&root, &p, &json!({"a": 1, "b": "z"})).is_err(),
+            "enum"
+        );
+        assert!(
+            validate(&root, &p, &json!({"a": 1, "c": 0})).is_err(),
+            "extra field"
+        );
         assert!(validate(&root, &p, &json!({"a": "1"})).is_err(), "type");
         let one = json!({"oneOf": [{"type": "string"}, {"const": "s"}]});
         assert!(validate(&root, &one, &json!(1)).is_err());
-        assert!(validate(&root, &one, &json!("s")).is_err(), "two branches match");
+        assert!(
+            validate(&root, &one, &json!("s")).is_err(),
+            "two branches match"
+        );
         assert!(validate(&root, &one, &json!("t")).is_ok());
     }
 }

@@ -161,7 +161,10 @@ fn session_lifecycle() {
                "truncated": true, "usage": {"inputTokens": 10, "outputTokens": 2}}),
     );
     let _: SessionRef = params("session/cancel", json!({"sessionId": "s1"}));
-    let _: CancelResult = result("session/cancel", json!({"sessionId": "s1", "cancelled": true}));
+    let _: CancelResult = result(
+        "session/cancel",
+        json!({"sessionId": "s1", "cancelled": true}),
+    );
     let p: ApproveParams = params(
         "session/approve",
         json!({"sessionId": "s1", "requestId": "r1", "decision": "reject_with_edit",
@@ -175,8 +178,14 @@ fn session_lifecycle() {
     let _: CloseResult = result("session/close", json!({"sessionId": "s1", "closed": true}));
     let _: KillResult = result("session/kill", json!({"sessionId": "s1", "killed": true}));
     let _: SessionRef = params("session/delete", json!({"sessionId": "s1", "mode": "acp"}));
-    let _: DeleteResult = result("session/delete", json!({"sessionId": "s1", "deleted": true}));
-    let _: ListParams = params("session/list", json!({"mode": "acp", "limit": 500, "cursor": "c"}));
+    let _: DeleteResult = result(
+        "session/delete",
+        json!({"sessionId": "s1", "deleted": true}),
+    );
+    let _: ListParams = params(
+        "session/list",
+        json!({"mode": "acp", "limit": 500, "cursor": "c"}),
+    );
     let _: ListResult = result(
         "session/list",
         json!({"sessions": [{"sessionId": "s1", "mode": "acp", "agentAlias": "default",
@@ -273,10 +282,14 @@ fn files() {
 fn updates_of_every_kind() {
     // SPEC §7.2, verbatim.
     update(json!({"sessionId":"…","type":"agent_message_chunk","text":"Hello"}));
-    update(json!({"sessionId":"…","type":"tool_call","toolCallId":"tc_1","name":"bash",
-                  "rawInput":{"command":"ls"}}));
-    update(json!({"sessionId":"…","type":"tool_result","toolCallId":"tc_1","name":"bash",
-                  "rawOutput":"…"}));
+    update(
+        json!({"sessionId":"…","type":"tool_call","toolCallId":"tc_1","name":"bash",
+                  "rawInput":{"command":"ls"}}),
+    );
+    update(
+        json!({"sessionId":"…","type":"tool_result","toolCallId":"tc_1","name":"bash",
+                  "rawOutput":"…"}),
+    );
     let env = |kind: Value| {
         let mut v = json!({"sessionId": "s1", "turnId": "t1", "eventSeq": 3});
         v.as_object_mut()
@@ -302,11 +315,15 @@ fn updates_of_every_kind() {
         update(env(kind));
     }
     // A replayed event, and the gap marker that starts a replay missing old events.
-    let u = update(json!({"replay": true, "sessionId": "s1", "turnId": "t1", "eventSeq": 1,
-                          "type": "agent_message_chunk", "text": "a"}));
+    let u = update(
+        json!({"replay": true, "sessionId": "s1", "turnId": "t1", "eventSeq": 1,
+                          "type": "agent_message_chunk", "text": "a"}),
+    );
     assert!(u.replay);
-    let gap = update(json!({"sessionId": "s1", "type": "replay_gap", "turnId": "t1",
-                            "firstEventSeq": 7}));
+    let gap = update(
+        json!({"sessionId": "s1", "type": "replay_gap", "turnId": "t1",
+                            "firstEventSeq": 7}),
+    );
     assert_eq!(gap.kind, UpdateKind::ReplayGap { first_event_seq: 7 });
     assert_eq!(gap.turn_id.as_deref(), Some("t1"));
     // An unknown type or a missing field is refused by both the type and the schema.
@@ -317,7 +334,10 @@ fn updates_of_every_kind() {
         json!({"sessionId": "s1", "type": "agent_message_chunk"}),
         json!({"type": "agent_message_chunk", "text": "x"}),
     ] {
-        assert!(serde_json::from_value::<SessionUpdate>(bad.clone()).is_err(), "{bad}");
+        assert!(
+            serde_json::from_value::<SessionUpdate>(bad.clone()).is_err(),
+            "{bad}"
+        );
         assert!(validate(&doc, &schema, &bad).is_err(), "{bad}");
     }
 }
@@ -329,12 +349,20 @@ fn elicitation() {
                      "requestedSchema": {"type": "object",
                                          "properties": {"answer": {"type": "string"}},
                                          "required": ["answer"]}});
-    validate(&doc, &json!({"$ref": "#/requests/elicitation~1create/params"}), &ask)
-        .expect("ask");
+    validate(
+        &doc,
+        &json!({"$ref": "#/requests/elicitation~1create/params"}),
+        &ask,
+    )
+    .expect("ask");
     let _: ElicitationParams = round_trip(ask);
     let answer = json!({"action": "accept", "content": {"answer": "x"}});
-    validate(&doc, &json!({"$ref": "#/requests/elicitation~1create/result"}), &answer)
-        .expect("answer");
+    validate(
+        &doc,
+        &json!({"$ref": "#/requests/elicitation~1create/result"}),
+        &answer,
+    )
+    .expect("answer");
     let _: ElicitationResult = round_trip(answer);
     let _: ElicitationResult = round_trip(json!({"action": "decline"}));
 }
@@ -345,8 +373,10 @@ fn both_spellings_are_accepted_and_camel_case_wins() {
         json!({"session_id": "s", "size_bytes": 3, "filename": "f"}),
     ))
     .expect("snake");
-    let camel: UploadBeginParams =
-        decode(Some(json!({"sessionId": "s", "sizeBytes": 3, "filename": "f"}))).expect("camel");
+    let camel: UploadBeginParams = decode(Some(
+        json!({"sessionId": "s", "sizeBytes": 3, "filename": "f"}),
+    ))
+    .expect("camel");
     assert_eq!(snake, camel);
     // Plain serde accepts either spelling alone too (aliases).
     let direct: SubscribeParams =
@@ -367,6 +397,9 @@ fn both_spellings_are_accepted_and_camel_case_wins() {
     let init: InitializeParams =
         decode(Some(json!({"protocol_version": 2, "auth_token": "t"}))).expect("init");
     assert_eq!(init.protocol_version, Some(json!(2)));
-    assert!(decode::<SessionRef>(Some(json!([1]))).is_err(), "positional params");
+    assert!(
+        decode::<SessionRef>(Some(json!([1]))).is_err(),
+        "positional params"
+    );
     assert!(decode::<SessionRef>(None).is_err(), "missing sessionId");
 }

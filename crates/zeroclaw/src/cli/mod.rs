@@ -5,6 +5,7 @@ mod config;
 mod connect;
 mod pair;
 mod rpc;
+mod schema;
 mod upload;
 
 use std::path::PathBuf;
@@ -96,6 +97,8 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
+    /// Print the protocol's JSON Schema (methods, results, session updates).
+    Schema,
 }
 
 pub async fn run(cli: Cli) -> Result<(), String> {
@@ -135,5 +138,6 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             socket,
         } => upload::run(cli.config_dir, socket, session, files).await,
         Command::Connect { socket } => connect::run(rpc::endpoint(cli.config_dir, socket)?).await,
+        Command::Schema => schema::print(),
     }
 }
