@@ -176,6 +176,8 @@ class Crate:
                     self.reexports[(here, bound)] = (here, segs)
                 else:
                     found.append((here, segs))
+        # Paths inside `use` declarations were handled above.
+        code = re.sub(r"\buse\s+[^;]+;", lambda u: " " * len(u.group(0)), code)
         for m in re.finditer(r"(?<![\w:])" + IDENT + r"(?:::" + IDENT + r")+", code):
             here = where(m.start())
             segs = tuple(m.group(0).split("::"))
