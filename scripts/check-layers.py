@@ -16,6 +16,7 @@ import each other) and exits 1 if a checked crate has one.
     python3 scripts/check-layers.py                      # every crate
     python3 scripts/check-layers.py --skip zeroclaw-daemon
     python3 scripts/check-layers.py --only zeroclaw-daemon
+    python3 scripts/check-layers.py --self-test          # the checker's own test
 """
 
 import argparse
@@ -273,7 +274,39 @@ def name(crate, mod):
     return os.path.relpath(crate.modules[mod], crate.root)
 
 
+def self_test():
+    """Checks the checker on a made-up crate with known cycles."""
+    import tempfile
+
+    files = {
+        "lib.rs": "mod a;\nmod b;\nmod c;\nmod d;\npub use d::Thing;\n",
+        # a <-> b through a grouped `use` and an inline path.
+        "a.rs": "use crate::{b::{self, B as Bee}, c};\nfn f() { c::g(); }\n",
+        "b.rs": "fn g() { crate::a::f(); }\n",
+        # c names d's item through the root's re-export: c -> d, not c -> lib.
+        "c.rs": "use crate::Thing;\n// use crate::a; (a comment)\nconst S: &str = \"crate::a::f\";\n",
+        "d.rs": "pub struct Thing;\n#[cfg(test)]\nmod tests { use crate::c; }\n",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "src"))
+        for name, text in files.items():
+            with open(os.path.join(tmp, "src", name), "w") as fh:
+                fh.write(text)
+        crate = Crate(tmp)
+        edges = crate.edges()
+        assert edges[("a",)] == {("b",), ("c",)}, edges
+        assert edges[("b",)] == {("a",)}, edges
+        assert edges[("c",)] == {("d",)}, edges
+        assert edges[("d",)] == set(), edges
+        assert edges[()] == set(), edges
+        assert cycles(edges) == [[("a",), ("b",)]], cycles(edges)
+    print("self-test ok")
+    return 0
+
+
 def main():
+    if "--self-test" in sys.argv:
+        return self_test()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     ap.add_argument("--skip", action="append", default=[], help="crate to report but not fail on")
