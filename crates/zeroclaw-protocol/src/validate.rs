@@ -141,13 +141,18 @@ fn object(
     let props = s.get("properties").and_then(Value::as_object);
     for (key, value) in obj {
         let path = format!("{at}/{key}");
-        match props.and_then(|p| p.get(key)) {
-            Some(sub) => check(root, sub, value, &path, depth + 1)?,
-            None => match s.get("additionalProperties") {
-                Some(extra) => check(root, extra, value, &path, depth + 1)
-                    .map_err(|_| format!("{path}: field not allowed"))?,
-                None => {}
-            },
+        let schema = props
+            .and_then(|p| p.get(key))
+            .map(|sub| (sub, false))
+            .or_else(|| s.get("additionalProperties").map(|extra| (extra, true)));
+        if let Some((sub, extra)) = schema {
+            check(root, sub, value, &path, depth + 1).map_err(|e| {
+                if extra {
+                    format!("{path}: field not allowed")
+                } else {
+                    e
+                }
+            })?;
         }
     }
     Ok(())
@@ -155,10 +160,10 @@ fn object(
 
 fn bounds(s: &Map<String, Value>, v: &Value, at: &str) -> Result<(), String> {
     let num = |k: &str| s.get(k).and_then(Value::as_f64);
-    if let Some(x) = v.as_f64() {
-        if num("minimum").is_some_and(|m| x < m) || num("maximum").is_some_and(|m| x > m) {
-            return Err(format!("{at}: {v} is out of range"));
-        }
+    if let Some(x) = v.as_f64()
+        && (num("minimum").is_some_and(|m| x < m) || num("maximum").is_some_and(|m| x > m))
+    {
+        return Err(format!("{at}: {v} is out of range"));
     }
     let len = match v {
         Value::Array(a) => Some((a.len(), "minItems", "maxItems")),
