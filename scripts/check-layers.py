@@ -165,6 +165,7 @@ class Crate:
             return mod + extra
 
         found = []
+        exported = []  # (module, name, path) re-exported here
         bindings = {}  # (module, name) -> path a `use` bound that name to
         for m in re.finditer(r"\b(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", code):
             here = where(m.start())
@@ -175,10 +176,15 @@ class Crate:
                     # A re-export is a name, not a use: code that names it depends on
                     # where it comes from, the re-exporting module does not.
                     self.reexports[(here, bound)] = (here, segs)
+                    exported.append((here, bound, segs))
                 else:
                     found.append((here, segs))
         # Paths inside `use` declarations were handled above.
         code = re.sub(r"\buse\s+[^;]+;", lambda u: " " * len(u.group(0)), code)
+        # ... unless the re-exporting module also uses the name itself.
+        for here, bound, segs in exported:
+            if re.search(r"(?<![\w:])" + re.escape(bound) + r"\b", code):
+                found.append((here, segs))
         for m in re.finditer(r"(?<![\w:])" + IDENT + r"(?:::" + IDENT + r")+", code):
             here = where(m.start())
             segs = tuple(m.group(0).split("::"))
@@ -279,7 +285,7 @@ def self_test():
     import tempfile
 
     files = {
-        "lib.rs": "mod a;\nmod b;\nmod c;\nmod d;\npub use d::Thing;\n",
+        "lib.rs": "mod a;\nmod b;\nmod c;\nmod d;\npub use d::Thing;\npub(crate) use b::g;\nfn h() { g(); }\n",
         # a <-> b through a grouped `use` and an inline path.
         "a.rs": "use crate::{b::{self, B as Bee}, c};\nfn f() { c::g(); }\n",
         "b.rs": "fn g() { crate::a::f(); }\n",
@@ -298,7 +304,7 @@ def self_test():
         assert edges[("b",)] == {("a",)}, edges
         assert edges[("c",)] == {("d",)}, edges
         assert edges[("d",)] == set(), edges
-        assert edges[()] == set(), edges
+        assert edges[()] == {("b",)}, edges
         assert cycles(edges) == [[("a",), ("b",)]], cycles(edges)
     print("self-test ok")
     return 0
