@@ -7,6 +7,7 @@ mod error;
 mod human;
 mod pair;
 mod rpc;
+mod schema;
 mod service;
 mod sessions;
 mod status;
@@ -159,6 +160,8 @@ enum Command {
         #[command(subcommand)]
         action: service::ServiceAction,
     },
+    /// Print the protocol's JSON Schema (methods, results, session updates).
+    Schema,
     /// Print a shell completion script for bash, zsh or fish (see the README for where to
     /// put it).
     Completions {
@@ -221,6 +224,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(connect::run(rpc::endpoint(cli.config_dir, socket)?).await?)
         }
         Command::Service { action } => service::run(cli.config_dir, action),
+        Command::Schema => Ok(schema::print()?),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "zeroclaw", &mut script);

@@ -1,0 +1,32 @@
+//! zeroclaw's protocol vocabulary: every name and shape that crosses the wire, written
+//! once, for the daemon and its clients alike.
+//!
+//! - [`Method`]: every client → daemon method with its grant, where it is served and how
+//!   it runs; [`SESSION_UPDATE`] and [`ELICITATION_CREATE`] name the daemon → client ones.
+//! - Typed params (camelCase with snake_case aliases; [`decode`] settles objects that carry
+//!   both spellings, camelCase winning) and results (exact wire names), one module per
+//!   method group: [`system`], [`config`], [`session`], [`stream`], [`files`].
+//! - [`SessionUpdate`] / [`UpdateKind`]: the `session/update` events.
+//! - [`schema::document`]: the JSON Schema of all of it (`zeroclaw schema`), and
+//!   [`validate`], a small checker for that schema.
+//!
+//! This crate knows nothing about sessions, sockets or policy: it is words, not behaviour.
+
+pub mod config;
+mod decode;
+pub mod files;
+pub mod method;
+pub mod schema;
+pub mod session;
+pub mod stream;
+pub mod system;
+pub mod types;
+pub mod update;
+pub mod validate;
+
+pub use decode::{ParamsError, camel_case, decode, decode_value, normalize_keys};
+pub use method::{ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE};
+pub use types::{
+    Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
+};
+pub use update::{SessionUpdate, UPDATE_TYPES, UpdateKind};

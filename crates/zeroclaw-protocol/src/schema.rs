@@ -1,0 +1,131 @@
+//! The published protocol document (`zeroclaw schema`): one JSON object that is itself a
+//! JSON Schema (draft 2020-12) whose `$defs` hold every params, result and update type,
+//! generated from this crate's types, and whose `methods`, `notifications` and `requests`
+//! tables point each wire name at its params and result schemas.
+//!
+//! A frame is checked against, e.g., `{"$ref": "#/methods/status/result"}` resolved in
+//! this document (see [`crate::validate`]).
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use crate::config::*;
+use crate::files::*;
+use crate::method::{ELICITATION_CREATE, Method, SESSION_UPDATE};
+use crate::session::*;
+use crate::stream::*;
+use crate::system::*;
+use crate::update::{ElicitationParams, ElicitationResult, SessionUpdate, UPDATE_TYPES};
+
+fn pair<P: JsonSchema, R: JsonSchema>(g: &mut SchemaGenerator) -> (Schema, Schema) {
+    (g.subschema_for::<P>(), g.subschema_for::<R>())
+}
+
+/// The params and result schemas of `method` (an exhaustive table: a new method does not
+/// compile until its types are named here).
+fn method_schemas(g: &mut SchemaGenerator, method: Method) -> (Schema, Schema) {
+    use Method::*;
+    match method {
+        Initialize => pair::<InitializeParams, InitializeResult>(g),
+        Status => pair::<NoParams, StatusResult>(g),
+        ConfigGet => pair::<ConfigGetParams, ConfigGetResult>(g),
+        ConfigSet => pair::<ConfigSetParams, ConfigSetResult>(g),
+        ConfigSetMany => pair::<ConfigSetManyParams, ConfigSetManyResult>(g),
+        ConfigDelete => pair::<ConfigDeleteParams, ConfigDeleteResult>(g),
+        SessionNew => pair::<SessionNewParams, SessionNewResult>(g),
+        SessionPrompt => pair::<SessionPromptParams, TurnResult>(g),
+        SessionCancel => pair::<SessionRef, CancelResult>(g),
+        SessionApprove => pair::<ApproveParams, ApproveResult>(g),
+        SessionClose => pair::<SessionRef, CloseResult>(g),
+        SessionKill => pair::<SessionRef, KillResult>(g),
+        SessionDelete => pair::<SessionRef, DeleteResult>(g),
+        SessionList => pair::<ListParams, ListResult>(g),
+        SessionMessages => pair::<MessagesParams, MessagesResult>(g),
+        SessionSubscribe => pair::<SubscribeParams, SubscribeResult>(g),
+        SessionUnsubscribe => pair::<SessionRef, UnsubscribeResult>(g),
+        SessionStatus => pair::<SessionRef, SessionStatusResult>(g),
+        SessionConfigure => pair::<ConfigureParams, ConfigureResult>(g),
+        ModelsList => pair::<ModelsListParams, ModelsListResult>(g),
+        FileAttach => pair::<AttachParams, AttachResult>(g),
+        FileUploadBegin => pair::<UploadBeginParams, UploadBeginResult>(g),
+        FileUploadChunk => pair::<UploadChunkParams, UploadChunkResult>(g),
+        FileUploadCommit => pair::<UploadCommitParams, StoredFile>(g),
+        DaemonShutdown => pair::<NoParams, ShutdownResult>(g),
+    }
+}
+
+/// The whole protocol document.
+pub fn document() -> Value {
+    let mut g = SchemaSettings::draft2020_12().into_generator();
+    let mut methods = Map::new();
+    for &m in Method::ALL {
+        let (params, result) = method_schemas(&mut g, m);
+        methods.insert(
+            m.name().to_owned(),
+            json!({
+                "direction": "client-to-daemon",
+                "requires": m.requirement().to_string(),
+                "localOnly": m.local_only(),
+                "params": params,
+                "result": result,
+            }),
+        );
+    }
+    let update = g.subschema_for::<SessionUpdate>();
+    let (ask, answer) = pair::<ElicitationParams, ElicitationResult>(&mut g);
+    let defs = g.take_definitions(true);
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "zeroclaw daemon protocol",
+        "description": "JSON-RPC 2.0 over NDJSON. Each method's params and result, each \
+            session/update event and the elicitation/create request. Field names are the \
+            camelCase spelling; every params field is also accepted in snake_case (camelCase \
+            wins when both are sent). See docs/PROTOCOL.md.",
+        "protocolVersion": PROTOCOL_VERSION,
+        "methods": methods,
+        "notifications": {
+            SESSION_UPDATE: {"direction": "daemon-to-client", "params": update},
+        },
+        "requests": {
+            ELICITATION_CREATE: {"direction": "daemon-to-client", "params": ask, "result": answer},
+        },
+        "updateTypes": UPDATE_TYPES,
+        "$defs": defs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_and_reference_is_present() {
+        let doc = document();
+        for m in Method::ALL {
+            let entry = &doc["methods"][m.name()];
+            assert!(entry["params"].is_object(), "{m} params");
+            assert!(entry["result"].is_object(), "{m} result");
+        }
+        // Every $ref points at a definition that exists.
+        fn refs(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(o) => {
+                    if let Some(Value::String(r)) = o.get("$ref") {
+                        out.push(r.clone());
+                    }
+                    o.values().for_each(|v| refs(v, out));
+                }
+                Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        refs(&doc, &mut all);
+        assert!(!all.is_empty());
+        for r in all {
+            let name = r.strip_prefix("#/$defs/").expect("local ref");
+            assert!(doc["$defs"].get(name).is_some(), "missing {name}");
+        }
+    }
+}

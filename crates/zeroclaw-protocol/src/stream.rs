@@ -1,0 +1,105 @@
+//! Params and results of the methods about watching and tuning a live session:
+//! `session/subscribe`, `session/unsubscribe` (SPEC §14), `session/status` and
+//! `session/configure` (§16).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::types::{Autonomy, McpState, Mode};
+
+/// `session/subscribe` params: the cursor is the last event the client saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeParams {
+    #[serde(alias = "session_id")]
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, alias = "turn_id", skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// Default 0.
+    #[serde(
+        default,
+        alias = "after_event_seq",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub after_event_seq: Option<u64>,
+}
+
+/// `session/subscribe` result; the replay follows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeResult {
+    pub session_id: String,
+    pub subscribed: bool,
+    pub active_turn_id: Option<String>,
+    pub last_transcript_seq: i64,
+    /// Approval requests waiting for an answer.
+    pub pending_approvals: Vec<String>,
+}
+
+/// `session/unsubscribe` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnsubscribeResult {
+    pub session_id: String,
+    pub subscribed: bool,
+}
+
+/// `session/configure` params: changes the live session only, from its next provider call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigureParams {
+    #[serde(alias = "session_id")]
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autonomy: Option<Autonomy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// `session/configure` result: the settings now in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigureResult {
+    pub session_id: String,
+    pub autonomy: Autonomy,
+    pub model: String,
+}
+
+/// A session's token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUsage {
+    pub session_total_tokens: u64,
+    pub context_tokens: u64,
+    pub context_window: u64,
+}
+
+/// One MCP tool server of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerStatus {
+    pub name: String,
+    pub state: McpState,
+    /// Tool names offered to the model (`SERVER__TOOL`) while ready.
+    pub tools: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `session/status` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatusResult {
+    pub session_id: String,
+    pub agent_alias: String,
+    pub autonomy: Autonomy,
+    pub model: String,
+    pub active_turn_id: Option<String>,
+    pub queued_prompts: u64,
+    pub subscribers: u64,
+    pub usage: SessionUsage,
+    pub mcp_servers: Vec<McpServerStatus>,
+}

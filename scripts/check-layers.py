@@ -1,0 +1,354 @@
+#!/usr/bin/env python3
+"""Layering check: no two modules (files) of a crate may import each other, directly or
+through others.
+
+For every crate under crates/, each source file is one module (`src/a/b.rs` and
+`src/a/b/mod.rs` are `a::b`; `lib.rs`/`main.rs` is the crate root). A file depends on
+another when it names it through `crate::…`, `super::…`, `self::…` or a child module, in a
+`use` declaration or inline in code (`crate::pairing::fingerprint(…)`). A name re-exported
+by a module (`pub use x::Y;`) counts as a dependency on where it comes from. `mod x;`
+declarations are not dependencies, and `#[cfg(test)]` inline modules are skipped (tests may
+look anywhere).
+
+Prints every import cycle (each strongly connected group of files, and the pairs that
+import each other) and exits 1 if a checked crate has one.
+
+    python3 scripts/check-layers.py                      # every crate
+    python3 scripts/check-layers.py --skip zeroclaw-daemon
+    python3 scripts/check-layers.py --only zeroclaw-daemon
+    python3 scripts/check-layers.py --self-test          # the checker's own test
+"""
+
+import argparse
+import os
+import re
+import sys
+
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def strip_code(text):
+    """Blanks out comments, string and char literals (keeping line structure)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            i = j
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif c == "r" and re.match(r'r#*"', text[i:]) and not re.match(r"\w", text[i - 1 : i] or " "):
+            m = re.match(r'r(#*)"', text[i:])
+            end = '"' + m.group(1)
+            j = text.find(end, i + len(m.group(0)))
+            j = n if j < 0 else j + len(end)
+            out.append('""' + "\n" * text.count("\n", i, j))
+            i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append('""' + "\n" * text.count("\n", i, j))
+            i = j + 1
+        elif c == "'" and (re.match(r"'\\.[^']*'", text[i:]) or re.match(r"'[^\\']'", text[i:])):
+            m = re.match(r"'\\.[^']*'", text[i:]) or re.match(r"'[^\\']'", text[i:])
+            out.append("' '")
+            i += len(m.group(0))
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def matching_brace(text, open_at):
+    depth = 0
+    for j in range(open_at, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(text) - 1
+
+
+def split_top(text):
+    """Splits a use-tree list on commas outside braces."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def expand_use(tree, prefix=()):
+    """`a::{b, c::{self, D as E}}` -> [((a,b), b), ((a,c), c), ((a,c,D), E)]: each imported
+    path with the name it is bound to (None for globs)."""
+    tree = re.sub(r"\s+as\s+", "@", tree.strip())
+    tree = re.sub(r"\s+", "", tree)
+    if tree.startswith("::"):
+        tree = tree[2:]
+    brace = tree.find("{")
+    if brace < 0:
+        tree, _, alias = tree.partition("@")
+        segs = tuple(s for s in tree.split("::") if s)
+        glob = bool(segs) and segs[-1] == "*"
+        segs = tuple(s for s in segs if s != "*")
+        if segs and segs[-1] == "self":
+            segs = segs[:-1]
+        full = prefix + segs
+        bound = None if glob or not full else (alias or full[-1])
+        return [(full, bound)]
+    head = tuple(s for s in tree[:brace].split("::") if s)
+    inner = tree[brace + 1 : tree.rfind("}")]
+    out = []
+    for part in split_top(inner):
+        out.extend(expand_use(part, prefix + head))
+    return out
+
+
+class Crate:
+    def __init__(self, root):
+        self.root = root
+        self.modules = {}  # module path tuple -> file
+        src = os.path.join(root, "src")
+        for dirpath, _, files in os.walk(src):
+            for f in files:
+                if not f.endswith(".rs"):
+                    continue
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, src)[:-3].split(os.sep)
+                if rel[-1] == "mod":
+                    rel = rel[:-1]
+                if rel in (["lib"], ["main"]):
+                    rel = []
+                if rel and rel[0] == "bin":
+                    continue
+                self.modules.setdefault(tuple(rel), path)
+        self.reexports = {}  # (module, name) -> target path tuple
+        self.uses = {}  # module -> list of (inline_module_path, path tuple)
+        for mod, path in self.modules.items():
+            with open(path, encoding="utf-8") as fh:
+                self.scan(mod, strip_code(fh.read()))
+
+    def scan(self, mod, code):
+        # Skip #[cfg(test)] inline modules; remember other inline modules' extents.
+        inline = []  # (start, end, name)
+        for m in re.finditer(r"(#\[cfg\(test\)\]\s*)?(?:pub(?:\([^)]*\))?\s+)?mod\s+(" + IDENT + r")\s*\{", code):
+            end = matching_brace(code, m.end() - 1)
+            if m.group(1):
+                code = code[: m.start()] + " " * (end + 1 - m.start()) + code[end + 1 :]
+            else:
+                inline.append((m.end(), end, m.group(2)))
+
+        def where(pos):
+            extra = tuple(name for (s, e, name) in inline if s <= pos <= e)
+            return mod + extra
+
+        found = []
+        exported = []  # (module, name, path) re-exported here
+        bindings = {}  # (module, name) -> path a `use` bound that name to
+        for m in re.finditer(r"\b(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", code):
+            here = where(m.start())
+            for segs, bound in expand_use(m.group(2)):
+                if bound:
+                    bindings[(here, bound)] = segs
+                if m.group(1) and bound:
+                    # A re-export is a name, not a use: code that names it depends on
+                    # where it comes from, the re-exporting module does not.
+                    self.reexports[(here, bound)] = (here, segs)
+                    exported.append((here, bound, segs))
+                else:
+                    found.append((here, segs))
+        # Paths inside `use` declarations were handled above.
+        code = re.sub(r"\buse\s+[^;]+;", lambda u: " " * len(u.group(0)), code)
+        # ... unless the re-exporting module also uses the name itself.
+        for here, bound, segs in exported:
+            if re.search(r"(?<![\w:])" + re.escape(bound) + r"\b", code):
+                found.append((here, segs))
+        for m in re.finditer(r"(?<![\w:])" + IDENT + r"(?:::" + IDENT + r")+", code):
+            here = where(m.start())
+            segs = tuple(m.group(0).split("::"))
+            if segs[0] in ("crate", "super", "self"):
+                found.append((here, segs))
+            elif (here, segs[0]) in bindings:
+                found.append((here, bindings[(here, segs[0])] + segs[1:]))
+            elif here + (segs[0],) in self.modules:
+                found.append((here, segs))
+        self.uses[mod] = found
+
+    def absolute(self, here, segs):
+        """Resolves a path used in module `here` to an absolute segment tuple, or None for
+        paths outside the crate."""
+        if not segs:
+            return None
+        if segs[0] == "crate":
+            return segs[1:]
+        if segs[0] in ("super", "self"):
+            cur = list(here)
+            while segs and segs[0] in ("super", "self"):
+                if segs[0] == "super":
+                    if not cur:
+                        return None
+                    cur.pop()
+                segs = segs[1:]
+            return tuple(cur) + tuple(segs)
+        if tuple(here) + (segs[0],) in self.modules:
+            return tuple(here) + tuple(segs)
+        return None
+
+    def file_of(self, abs_path, depth=0):
+        """The module file an absolute path lands in, following `pub use` re-exports."""
+        for k in range(len(abs_path), -1, -1):
+            prefix = tuple(abs_path[:k])
+            if prefix in self.modules:
+                rest = abs_path[k:]
+                if rest and depth < 8 and (prefix, rest[0]) in self.reexports:
+                    here, segs = self.reexports[(prefix, rest[0])]
+                    target = self.absolute(here, segs)
+                    if target is not None and tuple(target) != tuple(abs_path):
+                        return self.file_of(tuple(target) + tuple(rest[1:]), depth + 1)
+                return prefix
+        return None
+
+    def edges(self):
+        out = {m: set() for m in self.modules}
+        for mod, found in self.uses.items():
+            for here, segs in found:
+                target = self.absolute(here, segs)
+                if target is None:
+                    continue
+                dest = self.file_of(target)
+                if dest is not None and dest != mod:
+                    out[mod].add(dest)
+        return out
+
+
+def cycles(edges):
+    """Strongly connected groups with more than one module (Tarjan)."""
+    index, low, stack, on, groups, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def name(crate, mod):
+    return os.path.relpath(crate.modules[mod], crate.root)
+
+
+def self_test():
+    """Checks the checker on a made-up crate with known cycles."""
+    import tempfile
+
+    files = {
+        "lib.rs": "mod a;\nmod b;\nmod c;\nmod d;\npub use d::Thing;\npub(crate) use b::g;\nfn h() { g(); }\n",
+        # a <-> b through a grouped `use` and an inline path.
+        "a.rs": "use crate::{b::{self, B as Bee}, c};\nfn f() { c::g(); }\n",
+        "b.rs": "fn g() { crate::a::f(); }\n",
+        # c names d's item through the root's re-export: c -> d, not c -> lib.
+        "c.rs": "use crate::Thing;\n// use crate::a; (a comment)\nconst S: &str = \"crate::a::f\";\n",
+        "d.rs": "pub struct Thing;\n#[cfg(test)]\nmod tests { use crate::c; }\n",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "src"))
+        for name, text in files.items():
+            with open(os.path.join(tmp, "src", name), "w") as fh:
+                fh.write(text)
+        crate = Crate(tmp)
+        edges = crate.edges()
+        assert edges[("a",)] == {("b",), ("c",)}, edges
+        assert edges[("b",)] == {("a",)}, edges
+        assert edges[("c",)] == {("d",)}, edges
+        assert edges[("d",)] == set(), edges
+        assert edges[()] == {("b",)}, edges
+        assert cycles(edges) == [[("a",), ("b",)]], cycles(edges)
+    print("self-test ok")
+    return 0
+
+
+def main():
+    if "--self-test" in sys.argv:
+        return self_test()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    ap.add_argument("--skip", action="append", default=[], help="crate to report but not fail on")
+    ap.add_argument("--only", action="append", default=[], help="check only these crates")
+    args = ap.parse_args()
+    crates_dir = os.path.join(args.root, "crates")
+    failed = False
+    for entry in sorted(os.listdir(crates_dir)):
+        root = os.path.join(crates_dir, entry)
+        if not os.path.isdir(os.path.join(root, "src")) or (args.only and entry not in args.only):
+            continue
+        crate = Crate(root)
+        edges = crate.edges()
+        groups = cycles(edges)
+        if not groups:
+            print(f"{entry}: ok ({len(crate.modules)} modules)")
+            continue
+        fatal = entry not in args.skip
+        failed |= fatal
+        print(f"{entry}: {len(groups)} import cycle(s){'' if fatal else ' (reported, not failing)'}")
+        for group in groups:
+            print(f"  cycle of {len(group)} files:")
+            members = set(group)
+            for mod in group:
+                deps = sorted(name(crate, d) for d in edges[mod] if d in members)
+                print(f"    {name(crate, mod)} -> {', '.join(deps)}")
+            pairs = sorted(
+                (name(crate, a), name(crate, b))
+                for a in group
+                for b in edges[a]
+                if b in members and a in edges[b] and name(crate, a) < name(crate, b)
+            )
+            for a, b in pairs:
+                print(f"    mutual: {a} <-> {b}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
