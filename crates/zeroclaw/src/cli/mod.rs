@@ -1,5 +1,6 @@
 //! Command-line grammar and the dispatch of each subcommand.
 
+mod acp;
 mod chat;
 mod config;
 mod connect;
@@ -91,6 +92,14 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
+    /// Be an Agent Client Protocol agent on stdin/stdout (for editors), driving daemon sessions.
+    Acp {
+        /// Agent alias for new sessions (default `default`).
+        #[arg(long, default_value = "default")]
+        agent: String,
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
     /// Bridge stdin/stdout to the daemon's socket, line for line (like socat).
     Connect {
         #[arg(long, value_name = "PATH")]
@@ -134,6 +143,10 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             files,
             socket,
         } => upload::run(cli.config_dir, socket, session, files).await,
+        Command::Acp { agent, socket } => {
+            let (config_dir, agent) = (cli.config_dir, agent);
+            acp::run(acp::Options { config_dir, socket, agent }).await
+        }
         Command::Connect { socket } => connect::run(rpc::endpoint(cli.config_dir, socket)?).await,
     }
 }
