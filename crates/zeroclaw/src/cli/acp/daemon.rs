@@ -156,6 +156,11 @@ impl Daemon {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
+        // Its own process group: a signal to the editor's agent process group does not
+        // take the daemon (shared by other clients) down with it; it exits on its own
+        // once its last client is gone.
+        #[cfg(unix)]
+        cmd.process_group(0);
         cmd.spawn()
             .map_err(|e| ErrorObject::internal(format!("cannot start the daemon: {e}")))
     }

@@ -166,14 +166,21 @@ mod tests {
         let thought = from_event(&SessionUpdateKind::AgentThoughtChunk { text: "hm".into() });
         assert_eq!(wire(thought.unwrap())["sessionUpdate"], "agent_thought_chunk");
         let call = wire(tool_call("tc_1", "bash", &json!({"command": "ls -l"})));
+        // The schema crate leaves out `status: pending` and `kind: other`: they are the
+        // defaults a reader assumes when absent.
         assert_eq!(
             call,
             json!({"sessionUpdate": "tool_call", "toolCallId": "tc_1", "title": "ls -l",
-                   "kind": "execute", "status": "pending", "rawInput": {"command": "ls -l"}})
+                   "kind": "execute", "rawInput": {"command": "ls -l"}})
         );
-        for (name, kind) in [("read_file", "read"), ("write_file", "edit"), ("x__y", "other")] {
+        let SessionUpdate::ToolCall(typed) = tool_call("tc_1", "bash", &json!({})) else {
+            panic!("not a tool call");
+        };
+        assert_eq!(typed.status, ToolCallStatus::Pending);
+        for (name, kind) in [("read_file", "read"), ("write_file", "edit")] {
             assert_eq!(wire(tool_call("t", name, &json!({})))["kind"], kind);
         }
+        assert_eq!(tool_kind("x__y"), ToolKind::Other);
         let done = wire(tool_result("tc_1", &json!("a\nb")));
         assert_eq!(
             done,
