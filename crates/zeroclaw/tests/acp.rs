@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, ImageContent, InitializeRequest, ListSessionsRequest,
+    CancelNotification, ClientCapabilities, CreateElicitationRequest, CreateElicitationResponse,
+    ElicitationAcceptAction, ElicitationAction, ElicitationCapabilities, ElicitationContentValue,
+    ElicitationFormCapabilities, ContentBlock, ImageContent, InitializeRequest, ListSessionsRequest,
     LoadSessionRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
     SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, TextContent,
@@ -35,6 +37,8 @@ struct Seen {
     /// Option ids to select, in order; "hold" keeps the request open until [`Seen::release`].
     answers: Mutex<VecDeque<&'static str>>,
     held: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    /// Questions (`elicitation/create`) received; each is answered with `answer: "blue"`.
+    questions: Mutex<Vec<CreateElicitationRequest>>,
 }
 
 impl Seen {
@@ -114,9 +118,13 @@ async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// Runs `body` with an initialized ACP connection to a fresh `zeroclaw acp` process.
 macro_rules! with_acp {
-    ($agent:expr, $seen:expr, |$cx:ident| $body:block) => {{
+    ($agent:expr, $seen:expr, |$cx:ident| $body:block) => {
+        with_acp!($agent, $seen, InitializeRequest::new(ProtocolVersion::V1), |$cx| $body)
+    };
+    ($agent:expr, $seen:expr, $init:expr, |$cx:ident| $body:block) => {{
         let seen: Arc<Seen> = Arc::clone(&$seen);
         let seen2 = Arc::clone(&seen);
+        let seen3 = Arc::clone(&seen);
         agent_client_protocol::Client
             .v1()
             .name("zeroclaw-acp-test")
@@ -151,9 +159,22 @@ macro_rules! with_acp {
                 },
                 agent_client_protocol::on_receive_request!(),
             )
+            .on_receive_request(
+                async move |req: CreateElicitationRequest, responder, _cx| {
+                    seen3.questions.lock().unwrap().push(req);
+                    let content = BTreeMap::from([(
+                        "answer".to_string(),
+                        ElicitationContentValue::String("blue".into()),
+                    )]);
+                    responder.respond(CreateElicitationResponse::new(ElicitationAction::Accept(
+                        ElicitationAcceptAction::new().content(content),
+                    )))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
             .connect_with($agent, async |$cx: ConnectionTo<Agent>| {
                 let init = $cx
-                    .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                    .send_request($init)
                     .block_task()
                     .await?;
                 assert_eq!(init.protocol_version, ProtocolVersion::V1);
@@ -473,6 +494,54 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
     assert_eq!(init["result"]["authMethods"], json!([]));
     drop(stdin);
     assert!(child.wait().unwrap().success());
+}
+
+/// The agent's `ask_user` question reaches an editor that declared elicitation, and its
+/// answer goes back to the model.
+#[test]
+fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
+    let fake = Fake::start();
+    fake.push(Scripted::tool_call(
+        "call_q",
+        "ask_user",
+        json!({"question": "Favourite colour?"}),
+    ));
+    fake.push(Scripted::text("noted"));
+    let config = common::session_config(&fake.server.base_url(), "");
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+    });
+    let dir = daemon.config_dir().to_path_buf();
+    let seen = Arc::new(Seen::default());
+    let caps = ClientCapabilities::new()
+        .elicitation(ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()));
+    runtime()
+        .block_on(async {
+            with_acp!(
+                agent(&dir, &[]),
+                seen,
+                InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps),
+                |cx| {
+                    let sid = cx
+                        .send_request(NewSessionRequest::new(dir.clone()))
+                        .block_task()
+                        .await?
+                        .session_id;
+                    let done = cx
+                        .send_request(PromptRequest::new(sid.clone(), text("ask me")))
+                        .block_task()
+                        .await?;
+                    assert_eq!(done.stop_reason, StopReason::EndTurn);
+                    Ok(())
+                }
+            )
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", daemon.log()));
+    let questions = seen.questions.lock().unwrap();
+    assert_eq!(questions.len(), 1);
+    assert_eq!(questions[0].message, "Favourite colour?");
+    let sent = fake.requests()[1]["messages"].to_string();
+    assert!(sent.contains("blue"), "{sent}");
 }
 
 /// With nothing serving the endpoint, `zeroclaw acp` starts an ephemeral daemon for its

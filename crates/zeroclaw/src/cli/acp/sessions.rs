@@ -292,4 +292,21 @@ mod tests {
         assert_eq!(agent_prop("default", "autonomy"), "agents.default.autonomy");
         assert_eq!(agent_prop("my.agent", "autonomy"), "agents.\"my.agent\".autonomy");
     }
+
+    #[test]
+    fn mcp_servers_are_passed_on_only_when_there_are_some() {
+        let cwd = std::path::Path::new("/w");
+        assert_eq!(
+            daemon_new("a", cwd, &[]).unwrap(),
+            json!({"agentAlias": "a", "cwd": "/w"})
+        );
+        let servers: Vec<McpServer> = serde_json::from_value(json!([
+            {"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}
+        ]))
+        .unwrap();
+        assert_eq!(
+            daemon_new("a", cwd, &servers).unwrap()["mcpServers"],
+            json!([{"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}])
+        );
+    }
 }
