@@ -103,7 +103,7 @@ pub fn decode<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Resul
 pub async fn run(options: Options) -> Result<(), String> {
     let endpoint = super::rpc::endpoint(options.config_dir.clone(), options.socket.clone())?;
     let bridge = Arc::new(Bridge {
-        editor: Editor::start(tokio::io::stdout()),
+        editor: Editor::start(std::io::BufWriter::new(std::io::stdout())),
         daemon: Daemon::new(endpoint, options.config_dir, options.socket),
         agent: options.agent,
         elicitation: AtomicBool::new(false),
