@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, CreateElicitationRequest, CreateElicitationResponse,
-    ElicitationAcceptAction, ElicitationAction, ElicitationCapabilities, ElicitationContentValue,
-    ElicitationFormCapabilities, ContentBlock, ImageContent, InitializeRequest, ListSessionsRequest,
-    LoadSessionRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, TextContent,
-    ToolCallStatus, ToolKind,
+    CancelNotification, ClientCapabilities, ContentBlock, CreateElicitationRequest,
+    CreateElicitationResponse, ElicitationAcceptAction, ElicitationAction, ElicitationCapabilities,
+    ElicitationContentValue, ElicitationFormCapabilities, ImageContent, InitializeRequest,
+    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    StopReason, TextContent, ToolCallStatus, ToolKind,
 };
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent};
 use common::{BIN, Fake, TestDaemon};
@@ -89,11 +89,7 @@ fn summarize(update: &Value) -> (String, String) {
 fn agent(config_dir: &Path, extra: &[&str]) -> AcpAgent {
     let mut args = vec!["acp", "--config-dir", config_dir.to_str().unwrap()];
     args.extend_from_slice(extra);
-    AcpAgent::new(
-        AcpAgentConfig::new(BIN)
-            .args(args)
-            .env("RUST_LOG", "warn"),
-    )
+    AcpAgent::new(AcpAgentConfig::new(BIN).args(args).env("RUST_LOG", "warn"))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -119,7 +115,12 @@ async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// Runs `body` with an initialized ACP connection to a fresh `zeroclaw acp` process.
 macro_rules! with_acp {
     ($agent:expr, $seen:expr, |$cx:ident| $body:block) => {
-        with_acp!($agent, $seen, InitializeRequest::new(ProtocolVersion::V1), |$cx| $body)
+        with_acp!(
+            $agent,
+            $seen,
+            InitializeRequest::new(ProtocolVersion::V1),
+            |$cx| $body
+        )
     };
     ($agent:expr, $seen:expr, $init:expr, |$cx:ident| $body:block) => {{
         let seen: Arc<Seen> = Arc::clone(&$seen);
@@ -153,8 +154,9 @@ macro_rules! with_acp {
                                 option,
                             )),
                         )),
-                        None => responder
-                            .respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)),
+                        None => responder.respond(RequestPermissionResponse::new(
+                            RequestPermissionOutcome::Cancelled,
+                        )),
                     }
                 },
                 agent_client_protocol::on_receive_request!(),
@@ -173,10 +175,7 @@ macro_rules! with_acp {
                 agent_client_protocol::on_receive_request!(),
             )
             .connect_with($agent, async |$cx: ConnectionTo<Agent>| {
-                let init = $cx
-                    .send_request($init)
-                    .block_task()
-                    .await?;
+                let init = $cx.send_request($init).block_task().await?;
                 assert_eq!(init.protocol_version, ProtocolVersion::V1);
                 $body
             })
@@ -250,16 +249,21 @@ fn a_whole_session_through_zeroclaw_acp() {
                 assert_eq!(call.raw_input, Some(json!({"command": "echo acp-allowed"})));
                 let result = serde_json::to_value(&updates[1].update).unwrap();
                 assert_eq!(result["status"], "completed");
-                assert!(result["content"][0]["content"]["text"]
-                    .as_str()
-                    .unwrap()
-                    .contains("acp-allowed"));
+                assert!(
+                    result["content"][0]["content"]["text"]
+                        .as_str()
+                        .unwrap()
+                        .contains("acp-allowed")
+                );
                 {
                     let asked = seen.permissions.lock().unwrap();
                     assert_eq!(asked.len(), 1);
                     assert_eq!(&*asked[0].tool_call.tool_call_id.0, "call_1");
-                    let ids: Vec<String> =
-                        asked[0].options.iter().map(|o| o.option_id.0.to_string()).collect();
+                    let ids: Vec<String> = asked[0]
+                        .options
+                        .iter()
+                        .map(|o| o.option_id.0.to_string())
+                        .collect();
                     assert_eq!(ids, ["allow_once", "allow_always", "reject_once"]);
                 }
                 seen.clear();
@@ -286,8 +290,12 @@ fn a_whole_session_through_zeroclaw_acp() {
                     .send_request(PromptRequest::new(sid.clone(), text("run the third")))
                     .block_task();
                 assert!(
-                    eventually(Duration::from_secs(10), || !seen.held.lock().unwrap().is_empty())
-                        .await,
+                    eventually(Duration::from_secs(10), || !seen
+                        .held
+                        .lock()
+                        .unwrap()
+                        .is_empty())
+                    .await,
                     "no permission request to hold"
                 );
                 cx.send_notification(CancelNotification::new(sid.clone()))?;
@@ -320,14 +328,24 @@ fn a_whole_session_through_zeroclaw_acp() {
                     .find(|s| s.session_id == sid)
                     .expect("listed");
                 assert_eq!(entry.title.as_deref(), Some("run the first"));
-                assert!(entry.updated_at.as_deref().is_some_and(|t| t.ends_with('Z')));
+                assert!(
+                    entry
+                        .updated_at
+                        .as_deref()
+                        .is_some_and(|t| t.ends_with('Z'))
+                );
                 assert_eq!(entry.cwd, cwd);
                 Ok(sid.0.to_string())
             })
         })
         .unwrap_or_else(|e| panic!("acp session failed: {e:?}\n{}", daemon.log()));
     // The held approval was withdrawn: the echo never ran.
-    assert!(!seen.summary(&session_id).iter().any(|(_, d)| d.contains("acp-held")));
+    assert!(
+        !seen
+            .summary(&session_id)
+            .iter()
+            .any(|(_, d)| d.contains("acp-held"))
+    );
 
     // A second `zeroclaw acp` loads the session: the replay equals the transcript.
     let mut conn = daemon.client();
@@ -344,8 +362,15 @@ fn a_whole_session_through_zeroclaw_acp() {
                 "assistant" | "interruption" => ("agent_message_chunk".to_string(), content),
                 "tool_call" | "tool_result" => {
                     let parsed: Value = serde_json::from_str(&content).unwrap();
-                    let kind = if row["role"] == "tool_call" { "tool_call" } else { "tool_call_update" };
-                    (kind.to_string(), parsed["toolCallId"].as_str().unwrap().to_string())
+                    let kind = if row["role"] == "tool_call" {
+                        "tool_call"
+                    } else {
+                        "tool_call_update"
+                    };
+                    (
+                        kind.to_string(),
+                        parsed["toolCallId"].as_str().unwrap().to_string(),
+                    )
                 }
                 other => panic!("unexpected role {other}"),
             }
@@ -384,7 +409,13 @@ fn a_whole_session_through_zeroclaw_acp() {
     // It is an ordinary daemon session: `zeroclaw chat --session ID` resumes it.
     fake.push(Scripted::text("chat reply"));
     let out = Command::new(BIN)
-        .args(["chat", "--config-dir", dir.to_str().unwrap(), "--session", &session_id])
+        .args([
+            "chat",
+            "--config-dir",
+            dir.to_str().unwrap(),
+            "--session",
+            &session_id,
+        ])
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -396,14 +427,21 @@ fn a_whole_session_through_zeroclaw_acp() {
         })
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("chat reply"), "{stdout}");
 }
 
 #[test]
 fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
     let fake = Fake::start();
-    fake.push(Scripted::slow(Duration::from_millis(800), Scripted::text("slow one")));
+    fake.push(Scripted::slow(
+        Duration::from_millis(800),
+        Scripted::text("slow one"),
+    ));
     let config = common::session_config(&fake.server.base_url(), "");
     let daemon = TestDaemon::start_with(&[], |dir| {
         std::fs::write(dir.join("config.toml"), config).unwrap();
@@ -486,11 +524,26 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
         serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
     };
     assert_eq!(ask("not json")["error"]["code"], -32700);
-    assert_eq!(ask(r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":7}}"#)["error"]["code"], -32602);
-    assert_eq!(ask(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"x","prompt":[{"type":"hologram"}]}}"#)["error"]["code"], -32602);
-    assert_eq!(ask(r#"{"jsonrpc":"2.0","id":3,"method":"nope/nope","params":{}}"#)["error"]["code"], -32601);
-    let init = ask(r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":1}}"#);
-    assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true, "{init}");
+    assert_eq!(
+        ask(r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":7}}"#)["error"]["code"],
+        -32602
+    );
+    assert_eq!(
+        ask(
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"x","prompt":[{"type":"hologram"}]}}"#
+        )["error"]["code"],
+        -32602
+    );
+    assert_eq!(
+        ask(r#"{"jsonrpc":"2.0","id":3,"method":"nope/nope","params":{}}"#)["error"]["code"],
+        -32601
+    );
+    let init =
+        ask(r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":1}}"#);
+    assert_eq!(
+        init["result"]["agentCapabilities"]["loadSession"], true,
+        "{init}"
+    );
     assert_eq!(init["result"]["authMethods"], json!([]));
     drop(stdin);
     assert!(child.wait().unwrap().success());
@@ -568,7 +621,10 @@ fn starts_an_ephemeral_daemon_when_none_runs() {
                     .session_id;
                 assert!(socket.exists(), "no daemon socket");
                 let done = cx
-                    .send_request(PromptRequest::new(sid.clone(), text("hello from the editor")))
+                    .send_request(PromptRequest::new(
+                        sid.clone(),
+                        text("hello from the editor"),
+                    ))
                     .block_task()
                     .await?;
                 assert_eq!(done.stop_reason, StopReason::EndTurn);
@@ -582,7 +638,10 @@ fn starts_an_ephemeral_daemon_when_none_runs() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while socket.exists() {
-        assert!(Instant::now() < deadline, "the ephemeral daemon did not exit");
+        assert!(
+            Instant::now() < deadline,
+            "the ephemeral daemon did not exit"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -592,7 +651,10 @@ fn starts_an_ephemeral_daemon_when_none_runs() {
 #[test]
 fn a_daemon_lost_mid_turn_fails_the_prompt_and_the_next_request_reconnects() {
     let fake = Fake::start();
-    fake.push(Scripted::slow(Duration::from_secs(30), Scripted::text("never")));
+    fake.push(Scripted::slow(
+        Duration::from_secs(30),
+        Scripted::text("never"),
+    ));
     fake.push(Scripted::text("back again"));
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -615,10 +677,16 @@ fn a_daemon_lost_mid_turn_fails_the_prompt_and_the_next_request_reconnects() {
                 let pending = cx
                     .send_request(PromptRequest::new(sid.clone(), text("take your time")))
                     .block_task();
-                assert!(fake.server.wait_for_requests(1, Duration::from_secs(10)).await);
+                assert!(
+                    fake.server
+                        .wait_for_requests(1, Duration::from_secs(10))
+                        .await
+                );
                 let mut conn = common::Conn::open(&socket);
                 conn.result("initialize", json!({"protocolVersion": 1}));
-                let pid = conn.result("status", json!({}))["serverPid"].as_i64().unwrap();
+                let pid = conn.result("status", json!({}))["serverPid"]
+                    .as_i64()
+                    .unwrap();
                 // SAFETY: killing the daemon this test started (through zeroclaw acp).
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
                 let failed = tokio::time::timeout(Duration::from_secs(10), pending)

@@ -144,8 +144,13 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             socket,
         } => upload::run(cli.config_dir, socket, session, files).await,
         Command::Acp { agent, socket } => {
-            let (config_dir, agent) = (cli.config_dir, agent);
-            acp::run(acp::Options { config_dir, socket, agent }).await
+            let config_dir = cli.config_dir;
+            acp::run(acp::Options {
+                config_dir,
+                socket,
+                agent,
+            })
+            .await
         }
         Command::Connect { socket } => connect::run(rpc::endpoint(cli.config_dir, socket)?).await,
     }

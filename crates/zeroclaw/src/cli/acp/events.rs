@@ -94,7 +94,9 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
 /// declined otherwise (and when the question or the answer does not fit ACP's schema).
 fn elicit(bridge: &Arc<Bridge>, client: &ClientHandle, id: Value, params: Value) {
     let decline = json!({"action": "decline"});
-    let forward = bridge.elicitation.load(std::sync::atomic::Ordering::Relaxed);
+    let forward = bridge
+        .elicitation
+        .load(std::sync::atomic::Ordering::Relaxed);
     let request = serde_json::from_value::<CreateElicitationRequest>(params);
     let (bridge, client) = (Arc::clone(bridge), client.clone());
     tokio::spawn(async move {

@@ -122,9 +122,8 @@ pub async fn run(options: Options) -> Result<(), String> {
         let line = match frame {
             Frame::Line(line) => line,
             Frame::Oversize => {
-                let error = ErrorObject::invalid_request(format!(
-                    "frame exceeds {MAX_FRAME_BYTES} bytes"
-                ));
+                let error =
+                    ErrorObject::invalid_request(format!("frame exceeds {MAX_FRAME_BYTES} bytes"));
                 bridge.editor.respond(&Value::Null, Err(error)).await;
                 continue;
             }

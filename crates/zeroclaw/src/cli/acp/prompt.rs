@@ -135,9 +135,7 @@ pub fn stop_reason(answer: &Value, cancelled: bool) -> Result<StopReason, ErrorO
         } else {
             content.to_string()
         })),
-        _ if content.trim_end().ends_with(ROUND_LIMIT_SUFFIX) => {
-            Ok(StopReason::MaxTurnRequests)
-        }
+        _ if content.trim_end().ends_with(ROUND_LIMIT_SUFFIX) => Ok(StopReason::MaxTurnRequests),
         _ => Ok(StopReason::EndTurn),
     }
 }
@@ -169,7 +167,13 @@ mod tests {
             ]
         );
         assert_eq!(p.params("s")["attachments"].as_array().unwrap().len(), 2);
-        assert!(translate(&blocks(json!([{"type": "text", "text": "x"}]))).unwrap().params("s").get("attachments").is_none());
+        assert!(
+            translate(&blocks(json!([{"type": "text", "text": "x"}])))
+                .unwrap()
+                .params("s")
+                .get("attachments")
+                .is_none()
+        );
     }
 
     #[test]
@@ -177,17 +181,34 @@ mod tests {
         let image = blocks(json!([{"type": "image", "data": "AA==", "mimeType": "image/png"}]));
         assert_eq!(translate(&image).unwrap_err().code, -32602);
         assert_eq!(translate(&[]).unwrap_err().code, -32602);
-        assert_eq!(translate(&blocks(json!([{"type": "text", "text": " "}]))).unwrap_err().code, -32602);
+        assert_eq!(
+            translate(&blocks(json!([{"type": "text", "text": " "}])))
+                .unwrap_err()
+                .code,
+            -32602
+        );
     }
 
     #[test]
     fn stop_reasons() {
         let answer = |outcome: &str, content: &str| json!({"outcome": outcome, "content": content});
-        assert_eq!(stop_reason(&answer("completed", "hi"), false).unwrap(), StopReason::EndTurn);
-        assert_eq!(stop_reason(&answer("cancelled", ""), false).unwrap(), StopReason::Cancelled);
-        assert_eq!(stop_reason(&answer("completed", "hi"), true).unwrap(), StopReason::Cancelled);
+        assert_eq!(
+            stop_reason(&answer("completed", "hi"), false).unwrap(),
+            StopReason::EndTurn
+        );
+        assert_eq!(
+            stop_reason(&answer("cancelled", ""), false).unwrap(),
+            StopReason::Cancelled
+        );
+        assert_eq!(
+            stop_reason(&answer("completed", "hi"), true).unwrap(),
+            StopReason::Cancelled
+        );
         let limit = "x\n\n[stopped: reached the limit of 5 tool rounds for this turn (max_tool_iterations)]";
-        assert_eq!(stop_reason(&answer("completed", limit), false).unwrap(), StopReason::MaxTurnRequests);
+        assert_eq!(
+            stop_reason(&answer("completed", limit), false).unwrap(),
+            StopReason::MaxTurnRequests
+        );
         let failed = stop_reason(&answer("failed", "provider said 500: boom"), false).unwrap_err();
         assert_eq!(failed.message, "provider said 500: boom");
     }

@@ -8,11 +8,10 @@ use std::sync::atomic::Ordering;
 
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
-    AgentCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, SessionCapabilities, SessionInfo,
-    SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
-    SetSessionModeRequest, SetSessionModeResponse,
+    AgentCapabilities, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionMode,
+    SessionModeState, SessionNotification, SetSessionModeRequest, SetSessionModeResponse,
 };
 use serde_json::{Value, json};
 use zeroclaw_rpc::{ErrorObject, code};
@@ -21,7 +20,11 @@ use super::{Bridge, Session, decode, updates};
 
 /// The autonomy levels, offered as ACP session modes.
 const MODES: [(&str, &str, &str); 3] = [
-    ("supervised", "Supervised", "bash and write_file ask for approval"),
+    (
+        "supervised",
+        "Supervised",
+        "bash and write_file ask for approval",
+    ),
     ("full", "Full", "every tool runs without asking"),
     ("read_only", "Read only", "bash and write_file are refused"),
 ];
@@ -96,7 +99,10 @@ fn remember(bridge: &Bridge, session_id: &str, cwd: PathBuf) {
         .cwd = cwd;
 }
 
-pub async fn new_session(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
+pub async fn new_session(
+    bridge: &Arc<Bridge>,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
     let req: NewSessionRequest = decode("session/new", params)?;
     let params = daemon_new(&bridge.agent, &req.cwd, &req.mcp_servers)?;
     let info = bridge.call("session/new", params).await?;
@@ -138,8 +144,14 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        let first = rows.first().and_then(|r| r.get("seq")).and_then(Value::as_i64);
-        let more = page.get("hasMore").and_then(Value::as_bool).unwrap_or(false);
+        let first = rows
+            .first()
+            .and_then(|r| r.get("seq"))
+            .and_then(Value::as_i64);
+        let more = page
+            .get("hasMore")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         pages.push(rows);
         match first {
             Some(seq) if more && before.is_none_or(|b| seq < b) => before = Some(seq),
@@ -266,7 +278,10 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
         )));
     }
     if !bridge.sessions().contains_key(&session_id) {
-        return Err(ErrorObject::new(-32002, format!("session {session_id} not found")));
+        return Err(ErrorObject::new(
+            -32002,
+            format!("session {session_id} not found"),
+        ));
     }
     let params = json!({"sessionId": session_id, "autonomy": mode});
     match bridge.call("session/configure", params).await {
@@ -290,7 +305,10 @@ mod tests {
         assert_eq!(rfc3339(1_709_251_199_000), "2024-02-29T23:59:59Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(agent_prop("default", "autonomy"), "agents.default.autonomy");
-        assert_eq!(agent_prop("my.agent", "autonomy"), "agents.\"my.agent\".autonomy");
+        assert_eq!(
+            agent_prop("my.agent", "autonomy"),
+            "agents.\"my.agent\".autonomy"
+        );
     }
 
     #[test]

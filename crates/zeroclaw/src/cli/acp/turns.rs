@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     CancelNotification, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
 };
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -109,7 +109,8 @@ async fn run(
     let turn = finish(bridge, session_id, serial);
     let cancelled = turn.as_ref().is_some_and(|t| t.cancelled);
     let stop = prompt::stop_reason(&answer?, cancelled)?;
-    serde_json::to_value(PromptResponse::new(stop)).map_err(|e| ErrorObject::internal(e.to_string()))
+    serde_json::to_value(PromptResponse::new(stop))
+        .map_err(|e| ErrorObject::internal(e.to_string()))
 }
 
 /// Ends the session's turn `serial`, withdrawing permission requests still open.
@@ -197,7 +198,11 @@ pub struct AskedTool {
 fn permission_options() -> Vec<PermissionOption> {
     vec![
         PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
-        PermissionOption::new("allow_always", "Always allow", PermissionOptionKind::AllowAlways),
+        PermissionOption::new(
+            "allow_always",
+            "Always allow",
+            PermissionOptionKind::AllowAlways,
+        ),
         PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
     ]
 }
@@ -221,7 +226,12 @@ fn decision(answer: Result<Value, zeroclaw_rpc::PeerError>) -> &'static str {
 /// An `approval_request`: asks the editor with `session/request_permission` and answers
 /// the daemon with its choice. Runs in its own task, registered with the session's turn so
 /// a cancel can withdraw it.
-pub fn ask_permission(bridge: &Arc<Bridge>, session_id: String, request_id: String, tool: AskedTool) {
+pub fn ask_permission(
+    bridge: &Arc<Bridge>,
+    session_id: String,
+    request_id: String,
+    tool: AskedTool,
+) {
     let fields = ToolCallUpdateFields::new()
         .title(updates::tool_title(&tool.name, &tool.raw_input))
         .kind(updates::tool_kind(&tool.name))
@@ -281,7 +291,10 @@ mod tests {
         assert_eq!(decision(selected("allow_always")), "allow_always");
         assert_eq!(decision(selected("reject_once")), "reject");
         assert_eq!(decision(selected("bogus")), "reject");
-        assert_eq!(decision(Ok(json!({"outcome": {"outcome": "cancelled"}}))), "reject");
+        assert_eq!(
+            decision(Ok(json!({"outcome": {"outcome": "cancelled"}}))),
+            "reject"
+        );
         assert_eq!(decision(Ok(json!({"nonsense": 1}))), "reject");
         assert_eq!(decision(Err(zeroclaw_rpc::PeerError::Timeout)), "reject");
         let options = serde_json::to_value(permission_options()).unwrap();

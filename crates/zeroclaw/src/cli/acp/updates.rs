@@ -164,7 +164,10 @@ mod tests {
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}})
         );
         let thought = from_event(&SessionUpdateKind::AgentThoughtChunk { text: "hm".into() });
-        assert_eq!(wire(thought.unwrap())["sessionUpdate"], "agent_thought_chunk");
+        assert_eq!(
+            wire(thought.unwrap())["sessionUpdate"],
+            "agent_thought_chunk"
+        );
         let call = wire(tool_call("tc_1", "bash", &json!({"command": "ls -l"})));
         // The schema crate leaves out `status: pending` and `kind: other`: they are the
         // defaults a reader assumes when absent.
@@ -188,9 +191,15 @@ mod tests {
                    "content": [{"type": "content", "content": {"type": "text", "text": "a\nb"}}],
                    "rawOutput": "a\nb"})
         );
-        let refused = wire(tool_result("t", &json!("The user refused to run this tool call.")));
+        let refused = wire(tool_result(
+            "t",
+            &json!("The user refused to run this tool call."),
+        ));
         assert_eq!(refused["status"], "failed");
-        assert_eq!(wire(tool_result("t", &json!("Error: no such file")))["status"], "failed");
+        assert_eq!(
+            wire(tool_result("t", &json!("Error: no such file")))["status"],
+            "failed"
+        );
     }
 
     #[test]
