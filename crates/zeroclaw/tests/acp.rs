@@ -501,6 +501,19 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
                 assert_eq!(error_code(&second), -32600, "{second:?}");
                 assert_eq!(first.await?.stop_reason, StopReason::EndTurn);
                 assert_eq!(seen.summary(&sid.0).last().unwrap().1, "slow one");
+
+                // A failed turn: a JSON-RPC error carrying the provider's message.
+                fake.push(Scripted::http_error(500, "the provider exploded"));
+                let failed = cx
+                    .send_request(PromptRequest::new(sid.clone(), text("fail please")))
+                    .block_task()
+                    .await
+                    .expect_err("failed turn");
+                assert_eq!(error_code(&failed), -32603, "{failed:?}");
+                assert!(
+                    failed.message.contains("the provider exploded"),
+                    "{failed:?}"
+                );
                 Ok(())
             })
         })
