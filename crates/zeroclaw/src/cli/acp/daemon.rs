@@ -15,6 +15,8 @@ use zeroclaw_rpc::{ErrorObject, code};
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long one connection attempt (connect + `initialize`) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections tried when a fresh one closes before answering `initialize`.
+const CONNECT_ATTEMPTS: u32 = 5;
 /// Ordinary daemon calls (everything but `session/prompt`).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -65,15 +67,27 @@ impl Daemon {
         if let Some(link) = self.current() {
             return Ok((link, None));
         }
-        let client = self.connect_or_start().await?;
-        let (client, events) = client.split();
-        let init = tokio::time::timeout(
-            CONNECT_TIMEOUT,
-            client.initialize("zeroclaw-acp", elicitation),
-        )
-        .await
-        .map_err(|_| ErrorObject::internal("the daemon did not answer initialize in time"))?;
-        init.map_err(daemon_error)?;
+        let mut attempt = 1;
+        let (client, events) = loop {
+            let (client, events) = self.connect_or_start().await?.split();
+            let init = tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                client.initialize("zeroclaw-acp", elicitation),
+            )
+            .await
+            .map_err(|_| ErrorObject::internal("the daemon did not answer initialize in time"))?;
+            match init {
+                Ok(_) => break (client, events),
+                // A daemon that just died can still accept on its listener for a moment:
+                // the connection then closes at once. Try again (a new daemon is started
+                // once the endpoint refuses).
+                Err(e) if is_closed(&e) && attempt < CONNECT_ATTEMPTS => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => return Err(daemon_error(e)),
+            }
+        };
         *generation += 1;
         let link = Link {
             generation: *generation,
