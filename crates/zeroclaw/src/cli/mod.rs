@@ -1,5 +1,6 @@
 //! Command-line grammar and the dispatch of each subcommand.
 
+mod acp;
 mod chat;
 mod config;
 mod connect;
@@ -162,6 +163,16 @@ enum Command {
     },
     /// Print the protocol's JSON Schema (methods, results, session updates).
     Schema,
+    /// Be an Agent Client Protocol agent on stdin/stdout, for editors (Zed, JetBrains, …);
+    /// starts an ephemeral daemon when none serves the endpoint.
+    Acp {
+        /// Agent alias for new sessions (default `default`).
+        #[arg(long, default_value = "default")]
+        agent: String,
+        /// The daemon's socket (default: the config dir's endpoint).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
     /// Print a shell completion script for bash, zsh or fish (see the README for where to
     /// put it).
     Completions {
@@ -225,6 +236,12 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Service { action } => service::run(cli.config_dir, action),
         Command::Schema => Ok(schema::print()?),
+        Command::Acp { agent, socket } => Ok(acp::run(acp::Options {
+            config_dir: cli.config_dir,
+            socket,
+            agent,
+        })
+        .await?),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "zeroclaw", &mut script);

@@ -1,0 +1,120 @@
+//! What the daemon sends unasked, routed to the editor: `session/update` notifications
+//! become ACP `session/update`s (or, for `approval_request`, a permission round trip), and
+//! the daemon's `elicitation/create` questions are forwarded when the editor declared the
+//! elicitation capability, else declined. One router task per daemon connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1::{
+    CreateElicitationRequest, CreateElicitationResponse, SessionNotification,
+};
+use serde_json::{Value, json};
+use zeroclaw_client::{ClientHandle, Events, ServerMessage, SessionUpdate, SessionUpdateKind};
+use zeroclaw_rpc::ErrorObject;
+
+use super::turns::{self, AskedTool};
+use super::{Bridge, updates};
+
+/// How long a forwarded question may wait for the editor (the daemon's own limit).
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Routes one connection's events until it closes, then forgets the connection.
+pub async fn route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, mut events: Events) {
+    while let Some(message) = events.recv().await {
+        match message {
+            ServerMessage::Notification { method, params } if method == "session/update" => {
+                match SessionUpdate::parse(&params) {
+                    Ok(update) => on_update(&bridge, update).await,
+                    Err(why) => tracing::warn!("daemon sent a malformed update: {why}"),
+                }
+            }
+            ServerMessage::Request { id, method, params } if method == "elicitation/create" => {
+                elicit(&bridge, &client, id, params)
+            }
+            ServerMessage::Request { id, method, .. } => {
+                let _ = client
+                    .respond(id, Err(ErrorObject::method_not_found(&method)))
+                    .await;
+            }
+            ServerMessage::Notification { method, .. } => {
+                tracing::debug!("ignoring daemon notification {method}")
+            }
+        }
+    }
+    bridge.daemon.lost(generation);
+}
+
+async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
+    let session_id = update.session_id;
+    match &update.kind {
+        SessionUpdateKind::ApprovalRequest { request_id, .. } => {
+            let last = bridge
+                .sessions()
+                .get(&session_id)
+                .and_then(|s| s.last_tool_call.clone());
+            let (tool_call_id, name, raw_input) = last.unwrap_or_default();
+            let tool = AskedTool {
+                tool_call_id,
+                name,
+                raw_input,
+            };
+            turns::ask_permission(bridge, session_id, request_id.clone(), tool);
+            return;
+        }
+        SessionUpdateKind::TurnComplete(_) => {
+            turns::turn_completed(bridge, &session_id);
+            return;
+        }
+        SessionUpdateKind::ToolCall {
+            tool_call_id,
+            name,
+            raw_input,
+        } => {
+            if let Some(session) = bridge.sessions().get_mut(&session_id) {
+                session.last_tool_call =
+                    Some((tool_call_id.clone(), name.clone(), raw_input.clone()));
+            }
+        }
+        SessionUpdateKind::Unknown { kind, params } if kind == "approval_resolved" => {
+            if let Some(request_id) = params.get("requestId").and_then(Value::as_str) {
+                turns::approval_resolved(bridge, &session_id, request_id);
+            }
+            return;
+        }
+        _ => {}
+    }
+    if let Some(acp) = updates::from_event(&update.kind) {
+        let note = SessionNotification::new(session_id, acp);
+        bridge.editor.notify("session/update", &note).await;
+    }
+}
+
+/// Answers a daemon `elicitation/create`: forwarded to the editor when it can answer,
+/// declined otherwise (and when the question or the answer does not fit ACP's schema).
+fn elicit(bridge: &Arc<Bridge>, client: &ClientHandle, id: Value, params: Value) {
+    let decline = json!({"action": "decline"});
+    let forward = bridge
+        .elicitation
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let request = serde_json::from_value::<CreateElicitationRequest>(params);
+    let (bridge, client) = (Arc::clone(bridge), client.clone());
+    tokio::spawn(async move {
+        let answer = match request {
+            Ok(request) if forward => bridge
+                .editor
+                .request("elicitation/create", &request, ELICITATION_TIMEOUT)
+                .await
+                .ok()
+                .and_then(|v| serde_json::from_value::<CreateElicitationResponse>(v).ok())
+                .and_then(|r| serde_json::to_value(r).ok())
+                .unwrap_or(decline),
+            Ok(_) => decline,
+            Err(e) => {
+                tracing::warn!("declining a question ACP cannot carry: {e}");
+                decline
+            }
+        };
+        let _ = client.respond(id, Ok(answer)).await;
+    });
+}

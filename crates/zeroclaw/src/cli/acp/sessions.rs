@@ -1,0 +1,330 @@
+//! The ACP session methods that map onto single daemon calls (SPEC §15, first table):
+//! `initialize`, `session/new`, `session/load` (with the transcript replayed as
+//! updates), `session/list` and `session/set_mode`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use agent_client_protocol_schema::ProtocolVersion;
+use agent_client_protocol_schema::v1::{
+    AgentCapabilities, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionMode,
+    SessionModeState, SessionNotification, SetSessionModeRequest, SetSessionModeResponse,
+};
+use serde_json::{Value, json};
+use zeroclaw_rpc::{ErrorObject, code};
+
+use super::{Bridge, Session, decode, updates};
+
+/// The autonomy levels, offered as ACP session modes.
+const MODES: [(&str, &str, &str); 3] = [
+    (
+        "supervised",
+        "Supervised",
+        "bash and write_file ask for approval",
+    ),
+    ("full", "Full", "every tool runs without asking"),
+    ("read_only", "Read only", "bash and write_file are refused"),
+];
+/// Sessions per `session/list` page.
+const LIST_PAGE: usize = 50;
+/// Longest title taken from a session's first prompt (characters).
+const TITLE_CHARS: usize = 80;
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(value).map_err(|e| ErrorObject::internal(e.to_string()))
+}
+
+pub async fn initialize(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
+    let req: InitializeRequest = decode("initialize", params)?;
+    let elicitation = req.client_capabilities.elicitation.is_some();
+    bridge.elicitation.store(elicitation, Ordering::Relaxed);
+    bridge.link().await?;
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+    encode(
+        &InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(capabilities)
+            .agent_info(Implementation::new("zeroclaw", env!("CARGO_PKG_VERSION"))),
+    )
+}
+
+/// A config property under an agent, quoting the alias when it needs it.
+fn agent_prop(alias: &str, key: &str) -> String {
+    if alias
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        format!("agents.{alias}.{key}")
+    } else {
+        format!("agents.{}.{key}", Value::String(alias.to_string()))
+    }
+}
+
+/// The modes offered, with the agent's configured autonomy as the current one.
+async fn modes(bridge: &Arc<Bridge>, alias: &str) -> SessionModeState {
+    let current = bridge
+        .call("config/get", json!({"prop": agent_prop(alias, "autonomy")}))
+        .await
+        .ok()
+        .and_then(|v| v.get("value").and_then(Value::as_str).map(str::to_string))
+        .filter(|m| MODES.iter().any(|(id, ..)| id == m))
+        .unwrap_or_else(|| "supervised".to_string());
+    let available = MODES
+        .iter()
+        .map(|(id, name, about)| SessionMode::new(*id, *name).description(*about))
+        .collect();
+    SessionModeState::new(current, available)
+}
+
+/// `session/new` params for the daemon. `mcpServers` goes only when there are some, so
+/// daemons without SPEC §16 accept the call.
+fn daemon_new(alias: &str, cwd: &std::path::Path, mcp: &[McpServer]) -> Result<Value, ErrorObject> {
+    let mut params = json!({"agentAlias": alias, "cwd": cwd});
+    if !mcp.is_empty() {
+        params["mcpServers"] = encode(&mcp)?;
+    }
+    Ok(params)
+}
+
+fn remember(bridge: &Bridge, session_id: &str, cwd: PathBuf) {
+    bridge
+        .sessions()
+        .entry(session_id.to_string())
+        .or_default()
+        .cwd = cwd;
+}
+
+pub async fn new_session(
+    bridge: &Arc<Bridge>,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let req: NewSessionRequest = decode("session/new", params)?;
+    let params = daemon_new(&bridge.agent, &req.cwd, &req.mcp_servers)?;
+    let info = bridge.call("session/new", params).await?;
+    let session_id = info
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorObject::internal("the daemon's session/new answer has no sessionId"))?
+        .to_string();
+    remember(bridge, &session_id, req.cwd);
+    let modes = modes(bridge, &bridge.agent).await;
+    encode(&NewSessionResponse::new(session_id).modes(modes))
+}
+
+/// The daemon's `session/list` entry of an ACP session, if it has one.
+async fn find(bridge: &Arc<Bridge>, session_id: &str) -> Result<Option<Value>, ErrorObject> {
+    let list = bridge.call("session/list", json!({"mode": "acp"})).await?;
+    Ok(list
+        .get("sessions")
+        .and_then(Value::as_array)
+        .and_then(|all| {
+            all.iter()
+                .find(|s| s.get("sessionId").and_then(Value::as_str) == Some(session_id))
+        })
+        .cloned())
+}
+
+/// Every transcript row of a session, oldest first (following `session/messages` pages).
+async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>, ErrorObject> {
+    let mut pages: Vec<Vec<Value>> = Vec::new();
+    let mut before: Option<i64> = None;
+    loop {
+        let mut params = json!({"sessionId": session_id, "mode": "acp"});
+        if let Some(seq) = before {
+            params["beforeSeq"] = json!(seq);
+        }
+        let page = bridge.call("session/messages", params).await?;
+        let rows = page
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let first = rows
+            .first()
+            .and_then(|r| r.get("seq"))
+            .and_then(Value::as_i64);
+        let more = page
+            .get("hasMore")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        pages.push(rows);
+        match first {
+            Some(seq) if more && before.is_none_or(|b| seq < b) => before = Some(seq),
+            _ => break,
+        }
+    }
+    Ok(pages.into_iter().rev().flatten().collect())
+}
+
+pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
+    let req: LoadSessionRequest = decode("session/load", params)?;
+    let session_id = req.session_id.0.to_string();
+    let Some(entry) = find(bridge, &session_id).await? else {
+        return Err(ErrorObject::new(
+            -32002,
+            format!("session {session_id} not found"),
+        ));
+    };
+    let alias = entry
+        .get("agentAlias")
+        .and_then(Value::as_str)
+        .unwrap_or(&bridge.agent)
+        .to_string();
+    let mut params = daemon_new(&alias, &req.cwd, &req.mcp_servers)?;
+    params["sessionId"] = json!(session_id);
+    bridge.call("session/new", params).await?;
+    remember(bridge, &session_id, req.cwd);
+    for row in transcript(bridge, &session_id).await? {
+        if let Some(update) = updates::from_row(&row) {
+            let note = SessionNotification::new(session_id.clone(), update);
+            bridge.editor.notify("session/update", &note).await;
+        }
+    }
+    Ok(Value::Null)
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC time.
+pub fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The start of a session's first prompt.
+async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
+    let params = json!({"sessionId": session_id, "mode": "acp", "beforeSeq": 2, "limit": 1});
+    let page = bridge.call("session/messages", params).await.ok()?;
+    let first = page.get("messages")?.as_array()?.first()?;
+    if first.get("role")?.as_str()? != "user" {
+        return None;
+    }
+    let text = first.get("content")?.as_str()?.trim();
+    let line = text.lines().next().unwrap_or("");
+    let mut chars = line.chars();
+    let mut title: String = chars.by_ref().take(TITLE_CHARS).collect();
+    if chars.next().is_some() {
+        title.push('…');
+    }
+    (!title.is_empty()).then_some(title)
+}
+
+pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
+    let req: ListSessionsRequest = decode("session/list", params)?;
+    let start: usize = match &req.cursor {
+        Some(c) => c
+            .parse()
+            .map_err(|_| ErrorObject::invalid_params(format!("session/list: bad cursor {c:?}")))?,
+        None => 0,
+    };
+    let mut all = bridge
+        .call("session/list", json!({"mode": "acp"}))
+        .await?
+        .get("sessions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let activity = |s: &Value| s.get("lastActivity").and_then(Value::as_i64).unwrap_or(0);
+    all.sort_by_key(|s| std::cmp::Reverse(activity(s)));
+    let fallback_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let mut sessions = Vec::new();
+    for entry in all.iter().skip(start).take(LIST_PAGE) {
+        let Some(id) = entry.get("sessionId").and_then(Value::as_str) else {
+            continue;
+        };
+        let cwd = bridge
+            .sessions()
+            .get(id)
+            .map(|s: &Session| s.cwd.clone())
+            .unwrap_or_else(|| fallback_cwd.clone());
+        sessions.push(
+            SessionInfo::new(id.to_string(), cwd)
+                .title(title(bridge, id).await)
+                .updated_at(rfc3339(activity(entry))),
+        );
+    }
+    let next = start + LIST_PAGE;
+    let response = ListSessionsResponse::new(sessions)
+        .next_cursor((next < all.len()).then(|| next.to_string()));
+    encode(&response)
+}
+
+pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
+    let req: SetSessionModeRequest = decode("session/set_mode", params)?;
+    let session_id = req.session_id.0.to_string();
+    let mode = req.mode_id.0.to_string();
+    if !MODES.iter().any(|(id, ..)| *id == mode) {
+        return Err(ErrorObject::invalid_params(format!(
+            "unknown mode {mode:?} (supervised, full, read_only)"
+        )));
+    }
+    if !bridge.sessions().contains_key(&session_id) {
+        return Err(ErrorObject::new(
+            -32002,
+            format!("session {session_id} not found"),
+        ));
+    }
+    let params = json!({"sessionId": session_id, "autonomy": mode});
+    match bridge.call("session/configure", params).await {
+        Ok(_) => encode(&SetSessionModeResponse::new()),
+        Err(e) if e.code == code::METHOD_NOT_FOUND => Err(ErrorObject::new(
+            code::METHOD_NOT_FOUND,
+            "session/set_mode needs a daemon with session/configure (SPEC §16); this daemon \
+             does not have it yet",
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_props() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_709_251_199_000), "2024-02-29T23:59:59Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(agent_prop("default", "autonomy"), "agents.default.autonomy");
+        assert_eq!(
+            agent_prop("my.agent", "autonomy"),
+            "agents.\"my.agent\".autonomy"
+        );
+    }
+
+    #[test]
+    fn mcp_servers_are_passed_on_only_when_there_are_some() {
+        let cwd = std::path::Path::new("/w");
+        assert_eq!(
+            daemon_new("a", cwd, &[]).unwrap(),
+            json!({"agentAlias": "a", "cwd": "/w"})
+        );
+        let servers: Vec<McpServer> = serde_json::from_value(json!([
+            {"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}
+        ]))
+        .unwrap();
+        assert_eq!(
+            daemon_new("a", cwd, &servers).unwrap()["mcpServers"],
+            json!([{"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}])
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! Turns driven by the editor: `session/prompt` (one running prompt per session, answered
+//! with a stop reason once the daemon's turn ends), the `session/cancel` notification, and
+//! the approval round trip (`approval_request` → `session/request_permission` →
+//! `session/approve`), including withdrawing open permission requests on cancel.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1::{
+    CancelNotification, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
+};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+use zeroclaw_client::PROMPT_TIMEOUT;
+use zeroclaw_rpc::{ErrorObject, code};
+
+use super::{Bridge, decode, prompt, updates};
+
+/// How long the editor may take to answer a permission request (the daemon itself
+/// rejects after 120 s, so this only bounds a silent editor).
+const PERMISSION_TIMEOUT: Duration = Duration::from_secs(130);
+/// How long a prompt's answer waits for the turn's last updates to be written first.
+const LAST_UPDATES_WAIT: Duration = Duration::from_secs(2);
+
+static SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// The running prompt of a session.
+pub struct Turn {
+    serial: u64,
+    /// The editor cancelled it: the answer is `cancelled` whatever the daemon says.
+    cancelled: bool,
+    /// Fired by the event router when the turn's `turn_complete` has been forwarded.
+    done: Option<oneshot::Sender<()>>,
+    /// Open permission requests, by daemon `requestId`.
+    approvals: HashMap<String, AbortHandle>,
+}
+
+fn not_found(session_id: &str) -> ErrorObject {
+    ErrorObject::new(-32002, format!("session {session_id} not found"))
+}
+
+/// `session/prompt`: checks run here, in order with the editor's other requests; the turn
+/// itself runs in a task that answers the request when it ends.
+pub async fn prompt(bridge: &Arc<Bridge>, id: Value, params: Option<Value>) {
+    match start(bridge, params) {
+        Ok((session_id, daemon_params, serial, done)) => {
+            let bridge = Arc::clone(bridge);
+            tokio::spawn(async move {
+                let outcome = run(&bridge, &session_id, daemon_params, serial, done).await;
+                bridge.editor.respond(&id, outcome).await;
+            });
+        }
+        Err(e) => bridge.editor.respond(&id, Err(e)).await,
+    }
+}
+
+type Started = (String, Value, u64, oneshot::Receiver<()>);
+
+fn start(bridge: &Bridge, params: Option<Value>) -> Result<Started, ErrorObject> {
+    let req: PromptRequest = decode("session/prompt", params)?;
+    let session_id = req.session_id.0.to_string();
+    let translated = prompt::translate(&req.prompt)?;
+    let mut sessions = bridge.sessions();
+    let session = sessions
+        .get_mut(&session_id)
+        .ok_or_else(|| not_found(&session_id))?;
+    if session.turn.is_some() {
+        return Err(ErrorObject::invalid_request(format!(
+            "a prompt is already running in session {session_id}"
+        )));
+    }
+    let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = oneshot::channel();
+    session.turn = Some(Turn {
+        serial,
+        cancelled: false,
+        done: Some(tx),
+        approvals: HashMap::new(),
+    });
+    let params = translated.params(&session_id);
+    Ok((session_id, params, serial, rx))
+}
+
+async fn run(
+    bridge: &Arc<Bridge>,
+    session_id: &str,
+    params: Value,
+    serial: u64,
+    done: oneshot::Receiver<()>,
+) -> Result<Value, ErrorObject> {
+    let answer = match bridge.link().await {
+        Ok(link) => link
+            .client
+            .call_within("session/prompt", params, PROMPT_TIMEOUT)
+            .await
+            .map_err(|e| bridge.failed(&link, e)),
+        Err(e) => Err(e),
+    };
+    if answer.is_ok() {
+        // The daemon sends turn_complete just before its answer: let the router forward
+        // every update of the turn before the editor sees the stop reason.
+        let _ = tokio::time::timeout(LAST_UPDATES_WAIT, done).await;
+    }
+    let turn = finish(bridge, session_id, serial);
+    let cancelled = turn.as_ref().is_some_and(|t| t.cancelled);
+    let stop = prompt::stop_reason(&answer?, cancelled)?;
+    serde_json::to_value(PromptResponse::new(stop))
+        .map_err(|e| ErrorObject::internal(e.to_string()))
+}
+
+/// Ends the session's turn `serial`, withdrawing permission requests still open.
+fn finish(bridge: &Bridge, session_id: &str, serial: u64) -> Option<Turn> {
+    let mut sessions = bridge.sessions();
+    let session = sessions.get_mut(session_id)?;
+    if session.turn.as_ref().is_none_or(|t| t.serial != serial) {
+        return None;
+    }
+    let turn = session.turn.take()?;
+    for task in turn.approvals.values() {
+        task.abort();
+    }
+    Some(turn)
+}
+
+/// Called by the event router when a session's turn ended (its `turn_complete` has been
+/// forwarded).
+pub fn turn_completed(bridge: &Bridge, session_id: &str) {
+    if let Some(turn) = bridge
+        .sessions()
+        .get_mut(session_id)
+        .and_then(|s| s.turn.as_mut())
+        && let Some(done) = turn.done.take()
+    {
+        let _ = done.send(());
+    }
+}
+
+/// The `session/cancel` notification: the daemon cancels the turn, open permission
+/// requests of the turn are withdrawn (the daemon is answered `reject` for each), and the
+/// pending prompt answers `cancelled`. Never answered, errors included.
+pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
+    let Ok(req) = decode::<CancelNotification>("session/cancel", params) else {
+        tracing::warn!("ignoring a malformed session/cancel");
+        return;
+    };
+    let session_id = req.session_id.0.to_string();
+    let withdrawn: Vec<String> = {
+        let mut sessions = bridge.sessions();
+        let Some(turn) = sessions.get_mut(&session_id).and_then(|s| s.turn.as_mut()) else {
+            tracing::debug!("session/cancel for {session_id}: no prompt running");
+            return;
+        };
+        turn.cancelled = true;
+        turn.approvals
+            .drain()
+            .map(|(request_id, task)| {
+                task.abort();
+                request_id
+            })
+            .collect()
+    };
+    let bridge = Arc::clone(bridge);
+    tokio::spawn(async move {
+        let params = json!({"sessionId": session_id});
+        if let Err(e) = bridge.call("session/cancel", params).await
+            && e.code != -32002
+        {
+            tracing::warn!("session/cancel for {session_id}: {}", e.message);
+        }
+        for request_id in withdrawn {
+            approve(&bridge, &session_id, &request_id, "reject").await;
+        }
+    });
+}
+
+async fn approve(bridge: &Arc<Bridge>, session_id: &str, request_id: &str, decision: &str) {
+    let params = json!({"sessionId": session_id, "requestId": request_id, "decision": decision});
+    if let Err(e) = bridge.call("session/approve", params).await {
+        // -32602: no longer pending (answered elsewhere, timed out or cancelled).
+        if e.code != code::INVALID_PARAMS {
+            tracing::warn!("session/approve {request_id}: {}", e.message);
+        }
+    }
+}
+
+/// The tool call an approval is about (the `tool_call` update that preceded it).
+pub struct AskedTool {
+    pub tool_call_id: String,
+    pub name: String,
+    pub raw_input: Value,
+}
+
+fn permission_options() -> Vec<PermissionOption> {
+    vec![
+        PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            "allow_always",
+            "Always allow",
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+    ]
+}
+
+/// The daemon decision for the editor's answer; anything but an allow option rejects.
+fn decision(answer: Result<Value, zeroclaw_rpc::PeerError>) -> &'static str {
+    let outcome = answer
+        .ok()
+        .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok())
+        .map(|r| r.outcome);
+    match outcome {
+        Some(RequestPermissionOutcome::Selected(s)) => match &*s.option_id.0 {
+            "allow_once" => "allow_once",
+            "allow_always" => "allow_always",
+            _ => "reject",
+        },
+        _ => "reject",
+    }
+}
+
+/// An `approval_request`: asks the editor with `session/request_permission` and answers
+/// the daemon with its choice. Runs in its own task, registered with the session's turn so
+/// a cancel can withdraw it.
+pub fn ask_permission(
+    bridge: &Arc<Bridge>,
+    session_id: String,
+    request_id: String,
+    tool: AskedTool,
+) {
+    let fields = ToolCallUpdateFields::new()
+        .title(updates::tool_title(&tool.name, &tool.raw_input))
+        .kind(updates::tool_kind(&tool.name))
+        .status(ToolCallStatus::Pending)
+        .raw_input(tool.raw_input);
+    let request = RequestPermissionRequest::new(
+        session_id.clone(),
+        ToolCallUpdate::new(tool.tool_call_id, fields),
+        permission_options(),
+    );
+    // Hold the session map while spawning so the task cannot finish (and unregister)
+    // before it is registered.
+    let mut sessions = bridge.sessions();
+    let task_bridge = Arc::clone(bridge);
+    let (sid, rid) = (session_id.clone(), request_id.clone());
+    let task = tokio::spawn(async move {
+        let answer = task_bridge
+            .editor
+            .request("session/request_permission", &request, PERMISSION_TIMEOUT)
+            .await;
+        let decision = decision(answer);
+        if let Some(turn) = task_bridge
+            .sessions()
+            .get_mut(&sid)
+            .and_then(|s| s.turn.as_mut())
+        {
+            turn.approvals.remove(&rid);
+        }
+        approve(&task_bridge, &sid, &rid, decision).await;
+    });
+    if let Some(turn) = sessions.get_mut(&session_id).and_then(|s| s.turn.as_mut()) {
+        turn.approvals.insert(request_id, task.abort_handle());
+    }
+}
+
+/// The daemon resolved an approval by itself (answered from another client, timed out,
+/// turn cancelled): the editor's question is moot; stop waiting for it.
+pub fn approval_resolved(bridge: &Bridge, session_id: &str, request_id: &str) {
+    if let Some(task) = bridge
+        .sessions()
+        .get_mut(session_id)
+        .and_then(|s| s.turn.as_mut())
+        .and_then(|t| t.approvals.remove(request_id))
+    {
+        task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permission_answers() {
+        let selected = |id: &str| Ok(json!({"outcome": {"outcome": "selected", "optionId": id}}));
+        assert_eq!(decision(selected("allow_once")), "allow_once");
+        assert_eq!(decision(selected("allow_always")), "allow_always");
+        assert_eq!(decision(selected("reject_once")), "reject");
+        assert_eq!(decision(selected("bogus")), "reject");
+        assert_eq!(
+            decision(Ok(json!({"outcome": {"outcome": "cancelled"}}))),
+            "reject"
+        );
+        assert_eq!(decision(Ok(json!({"nonsense": 1}))), "reject");
+        assert_eq!(decision(Err(zeroclaw_rpc::PeerError::Timeout)), "reject");
+        let options = serde_json::to_value(permission_options()).unwrap();
+        assert_eq!(
+            options,
+            json!([
+                {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+                {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+                {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+            ])
+        );
+    }
+}

@@ -1,0 +1,244 @@
+//! Maps what the daemon reports to ACP `session/update` payloads (SPEC §15, second
+//! table): streamed events of a turn, and transcript rows replayed by `session/load`.
+//! Pure functions: no I/O here.
+
+use agent_client_protocol_schema::v1::{
+    Content, ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+};
+use serde_json::Value;
+use zeroclaw_client::SessionUpdateKind;
+
+/// Longest tool-call title shown to the editor (characters).
+const TITLE_CHARS: usize = 120;
+
+fn text_chunk(text: &str) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
+}
+
+/// ACP `kind` of a zeroclaw tool.
+pub fn tool_kind(name: &str) -> ToolKind {
+    match name {
+        "bash" => ToolKind::Execute,
+        "read_file" => ToolKind::Read,
+        "write_file" => ToolKind::Edit,
+        _ => ToolKind::Other,
+    }
+}
+
+/// A short human title for a call: the command for `bash`, the path for file tools.
+pub fn tool_title(name: &str, raw_input: &Value) -> String {
+    let arg = |key: &str| raw_input.get(key).and_then(Value::as_str);
+    let title = match (name, arg("command"), arg("path")) {
+        ("bash", Some(command), _) => command.to_string(),
+        ("read_file", _, Some(path)) => format!("Read {path}"),
+        ("write_file", _, Some(path)) => format!("Write {path}"),
+        _ => name.to_string(),
+    };
+    let mut chars = title.chars();
+    let mut short: String = chars.by_ref().take(TITLE_CHARS).collect();
+    if chars.next().is_some() {
+        short.push('…');
+    }
+    short
+}
+
+/// A tool's output is a failure when the tool reported an error, the user refused the
+/// call or the turn was cancelled before it finished (the agent's result texts).
+pub fn tool_failed(raw_output: &Value) -> bool {
+    raw_output.as_str().is_some_and(|s| {
+        s.starts_with("Error:")
+            || s.starts_with("The user refused to run")
+            || s.starts_with("Cancelled: the user cancelled the turn")
+    })
+}
+
+fn output_text(raw_output: &Value) -> String {
+    match raw_output {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub fn tool_call(id: &str, name: &str, raw_input: &Value) -> SessionUpdate {
+    SessionUpdate::ToolCall(
+        ToolCall::new(id.to_string(), tool_title(name, raw_input))
+            .kind(tool_kind(name))
+            .status(ToolCallStatus::Pending)
+            .raw_input(raw_input.clone()),
+    )
+}
+
+pub fn tool_result(id: &str, raw_output: &Value) -> SessionUpdate {
+    let status = if tool_failed(raw_output) {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    };
+    let content = ToolCallContent::Content(Content::new(ContentBlock::Text(TextContent::new(
+        output_text(raw_output),
+    ))));
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        id.to_string(),
+        ToolCallUpdateFields::new()
+            .status(status)
+            .content(vec![content])
+            .raw_output(raw_output.clone()),
+    ))
+}
+
+/// The ACP update for a streamed daemon event; `None` for events ACP has no update for
+/// (approvals and questions travel as requests; `turn_complete` answers the prompt).
+pub fn from_event(kind: &SessionUpdateKind) -> Option<SessionUpdate> {
+    match kind {
+        SessionUpdateKind::AgentMessageChunk { text } => {
+            Some(SessionUpdate::AgentMessageChunk(text_chunk(text)))
+        }
+        SessionUpdateKind::AgentThoughtChunk { text } => {
+            Some(SessionUpdate::AgentThoughtChunk(text_chunk(text)))
+        }
+        SessionUpdateKind::ToolCall {
+            tool_call_id,
+            name,
+            raw_input,
+        } => Some(tool_call(tool_call_id, name, raw_input)),
+        SessionUpdateKind::ToolResult {
+            tool_call_id,
+            raw_output,
+            ..
+        } => Some(tool_result(tool_call_id, raw_output)),
+        SessionUpdateKind::Unknown { kind, params } if kind == "usage" => usage(params),
+        _ => None,
+    }
+}
+
+/// SPEC §16 `usage {contextTokens, contextWindow, …}` → ACP `usage_update {used, size}`.
+fn usage(params: &Value) -> Option<SessionUpdate> {
+    let used = params.get("contextTokens").and_then(Value::as_u64)?;
+    let size = params.get("contextWindow").and_then(Value::as_u64)?;
+    Some(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))
+}
+
+/// The updates that replay one transcript row (`session/messages` entry).
+pub fn from_row(row: &Value) -> Option<SessionUpdate> {
+    let content = row.get("content").and_then(Value::as_str).unwrap_or("");
+    let parsed = || serde_json::from_str::<Value>(content).unwrap_or(Value::Null);
+    let id = |v: &Value| {
+        v.get("toolCallId")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    match row.get("role").and_then(Value::as_str)? {
+        "user" => Some(SessionUpdate::UserMessageChunk(text_chunk(content))),
+        "assistant" | "interruption" => Some(SessionUpdate::AgentMessageChunk(text_chunk(content))),
+        "tool_call" => {
+            let call = parsed();
+            let name = call.get("name").and_then(Value::as_str).unwrap_or("");
+            let input = call.get("rawInput").cloned().unwrap_or(Value::Null);
+            Some(tool_call(&id(&call), name, &input))
+        }
+        "tool_result" => {
+            let result = parsed();
+            let output = result.get("rawOutput").cloned().unwrap_or(Value::Null);
+            Some(tool_result(&id(&result), &output))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn wire(update: SessionUpdate) -> Value {
+        serde_json::to_value(update).unwrap()
+    }
+
+    #[test]
+    fn chunks_and_tools_have_the_acp_shape() {
+        let chunk = from_event(&SessionUpdateKind::AgentMessageChunk { text: "Hi".into() });
+        assert_eq!(
+            wire(chunk.unwrap()),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}})
+        );
+        let thought = from_event(&SessionUpdateKind::AgentThoughtChunk { text: "hm".into() });
+        assert_eq!(
+            wire(thought.unwrap())["sessionUpdate"],
+            "agent_thought_chunk"
+        );
+        let call = wire(tool_call("tc_1", "bash", &json!({"command": "ls -l"})));
+        // The schema crate leaves out `status: pending` and `kind: other`: they are the
+        // defaults a reader assumes when absent.
+        assert_eq!(
+            call,
+            json!({"sessionUpdate": "tool_call", "toolCallId": "tc_1", "title": "ls -l",
+                   "kind": "execute", "rawInput": {"command": "ls -l"}})
+        );
+        let SessionUpdate::ToolCall(typed) = tool_call("tc_1", "bash", &json!({})) else {
+            panic!("not a tool call");
+        };
+        assert_eq!(typed.status, ToolCallStatus::Pending);
+        for (name, kind) in [("read_file", "read"), ("write_file", "edit")] {
+            assert_eq!(wire(tool_call("t", name, &json!({})))["kind"], kind);
+        }
+        assert_eq!(tool_kind("x__y"), ToolKind::Other);
+        let done = wire(tool_result("tc_1", &json!("a\nb")));
+        assert_eq!(
+            done,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "tc_1", "status": "completed",
+                   "content": [{"type": "content", "content": {"type": "text", "text": "a\nb"}}],
+                   "rawOutput": "a\nb"})
+        );
+        let refused = wire(tool_result(
+            "t",
+            &json!("The user refused to run this tool call."),
+        ));
+        assert_eq!(refused["status"], "failed");
+        assert_eq!(
+            wire(tool_result("t", &json!("Error: no such file")))["status"],
+            "failed"
+        );
+    }
+
+    #[test]
+    fn usage_and_unmapped_events() {
+        let usage = SessionUpdateKind::Unknown {
+            kind: "usage".into(),
+            params: json!({"contextTokens": 10, "contextWindow": 32000, "inputTokens": 3}),
+        };
+        assert_eq!(
+            wire(from_event(&usage).unwrap()),
+            json!({"sessionUpdate": "usage_update", "used": 10, "size": 32000})
+        );
+        let plan = SessionUpdateKind::Unknown {
+            kind: "plan".into(),
+            params: json!({}),
+        };
+        assert!(from_event(&plan).is_none());
+    }
+
+    #[test]
+    fn transcript_rows_replay() {
+        let user = from_row(&json!({"seq": 1, "role": "user", "content": "hello"})).unwrap();
+        assert_eq!(wire(user)["sessionUpdate"], "user_message_chunk");
+        let call = json!({"role": "tool_call",
+            "content": "{\"toolCallId\":\"c1\",\"name\":\"bash\",\"rawInput\":{\"command\":\"pwd\"}}"});
+        assert_eq!(
+            from_row(&call).unwrap(),
+            tool_call("c1", "bash", &json!({"command": "pwd"}))
+        );
+        let result = json!({"role": "tool_result",
+            "content": "{\"toolCallId\":\"c1\",\"name\":\"bash\",\"rawOutput\":\"/w\"}"});
+        assert_eq!(from_row(&result).unwrap(), tool_result("c1", &json!("/w")));
+        assert!(from_row(&json!({"role": "mystery", "content": ""})).is_none());
+        assert!(from_row(&json!([])).is_none());
+    }
+
+    #[test]
+    fn long_titles_are_cut() {
+        let title = tool_title("bash", &json!({"command": "x".repeat(500)}));
+        assert_eq!(title.chars().count(), TITLE_CHARS + 1);
+    }
+}
