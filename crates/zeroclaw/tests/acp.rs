@@ -55,12 +55,26 @@ impl Seen {
         let mut out: Vec<(String, String)> = Vec::new();
         for note in updates.iter().filter(|n| &*n.session_id.0 == session_id) {
             let (kind, detail) = summarize(&serde_json::to_value(&note.update).unwrap());
+            // Token usage follows every provider call; counted by `usage_updates`.
+            if kind == "usage_update" {
+                continue;
+            }
             match out.last_mut() {
                 Some((k, d)) if *k == kind && kind.ends_with("_chunk") => d.push_str(&detail),
                 _ => out.push((kind, detail)),
             }
         }
         out
+    }
+
+    /// How many `usage_update`s the session got.
+    fn usage_updates(&self, session_id: &str) -> usize {
+        let updates = self.updates.lock().unwrap();
+        updates
+            .iter()
+            .filter(|n| &*n.session_id.0 == session_id)
+            .filter(|n| summarize(&serde_json::to_value(&n.update).unwrap()).0 == "usage_update")
+            .count()
     }
 
     fn clear(&self) {
@@ -239,15 +253,25 @@ fn a_whole_session_through_zeroclaw_acp() {
                         ("agent_message_chunk".into(), "first done".into()),
                     ]
                 );
+                // One `usage_update` per provider call (two calls: the tool call, the text).
+                assert_eq!(seen.usage_updates(&sid.0), 2);
                 let updates = seen.updates.lock().unwrap().clone();
-                let SessionUpdate::ToolCall(call) = &updates[0].update else {
-                    panic!("not a tool call: {:?}", updates[0]);
-                };
+                let call = updates
+                    .iter()
+                    .find_map(|n| match &n.update {
+                        SessionUpdate::ToolCall(call) => Some(call.clone()),
+                        _ => None,
+                    })
+                    .expect("a tool call");
                 assert_eq!(call.kind, ToolKind::Execute);
                 assert_eq!(call.status, ToolCallStatus::Pending);
                 assert_eq!(call.title, "echo acp-allowed");
                 assert_eq!(call.raw_input, Some(json!({"command": "echo acp-allowed"})));
-                let result = serde_json::to_value(&updates[1].update).unwrap();
+                let result = updates
+                    .iter()
+                    .map(|n| serde_json::to_value(&n.update).unwrap())
+                    .find(|u| u["sessionUpdate"] == "tool_call_update")
+                    .expect("a tool call update");
                 assert_eq!(result["status"], "completed");
                 assert!(
                     result["content"][0]["content"]["text"]

@@ -76,10 +76,8 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
                     Some((tool_call_id.clone(), name.clone(), raw_input.clone()));
             }
         }
-        SessionUpdateKind::Unknown { kind, params } if kind == "approval_resolved" => {
-            if let Some(request_id) = params.get("requestId").and_then(Value::as_str) {
-                turns::approval_resolved(bridge, &session_id, request_id);
-            }
+        SessionUpdateKind::ApprovalResolved { request_id, .. } => {
+            turns::approval_resolved(bridge, &session_id, request_id);
             return;
         }
         _ => {}
