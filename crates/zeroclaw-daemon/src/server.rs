@@ -59,6 +59,8 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection) {
     let id = next_connection_id();
     let key = match peer.uid {
         Some(uid) => format!("uid:{uid}"),
+        // Every pipe client is the daemon's own user (SPEC §2): one principal, one key.
+        None if cfg!(windows) => "pipe".to_string(),
         None => peer.label.clone(),
     };
     let limits = daemon.config.current().limits.clone();

@@ -3,17 +3,25 @@
 //!
 //! The first instance is created with `first_pipe_instance(true)`, so binding fails if any
 //! other process already owns the name ("another daemon owns <name>"). Remote clients are
-//! rejected and the pipe keeps the default ACL. One server instance is always pending: when
-//! it gets a client, the next instance is created before the connected one is handed over,
-//! so the name never disappears (which would let another process claim it).
+//! rejected and the pipe keeps the default ACL: full control for the creating user, SYSTEM
+//! and administrators, read-only for Everyone. Only a client that can write, so one running
+//! as the daemon's own user (or a more privileged one), can send a frame; a read-only opener
+//! can never get past `initialize`. The client's process id, from
+//! `GetNamedPipeClientProcessId`, labels it `pipe:<pid>`.
+//!
+//! One server instance is always pending: when it gets a client, the next instance is
+//! created before the connected one is handed over, so the name never disappears (which
+//! would let another process claim it).
 
 use std::fmt;
 use std::io;
+use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use tokio::net::windows::named_pipe::{ClientOptions, NamedPipeServer, ServerOptions};
 use tokio::sync::Mutex;
+use windows_sys::Win32::System::Pipes::GetNamedPipeClientProcessId;
 
 use crate::{Dirs, IpcError, LocalConnection, PeerInfo};
 
@@ -92,7 +100,8 @@ impl LocalListener {
         &self.name
     }
 
-    /// Waits for the next client. Peer label `pipe:local`.
+    /// Waits for the next client. Peer label `pipe:<client pid>` (`pipe:local` if Windows
+    /// does not say).
     pub async fn accept(&self) -> io::Result<LocalConnection> {
         let mut pending = self.pending.lock().await;
         if let Err(e) = pending.connect().await {
@@ -103,13 +112,22 @@ impl LocalListener {
         let next = server_instance(&self.name, false)?;
         let connected = std::mem::replace(&mut *pending, next);
         drop(pending);
+        let peer = PeerInfo::pipe_client(client_pid(&connected));
         let (reader, writer) = tokio::io::split(connected);
         Ok(LocalConnection {
             reader: Box::new(reader),
             writer: Box::new(writer),
-            peer: PeerInfo::pipe_local(),
+            peer,
         })
     }
+}
+
+/// The process id of the client connected to `pipe`, when Windows reports it.
+fn client_pid(pipe: &NamedPipeServer) -> Option<u32> {
+    let mut pid = 0u32;
+    // SAFETY: the handle is open for the lifetime of `pipe`; `pid` is a valid out pointer.
+    let ok = unsafe { GetNamedPipeClientProcessId(pipe.as_raw_handle(), &mut pid) };
+    (ok != 0 && pid != 0).then_some(pid)
 }
 
 /// Connects to a daemon's pipe (client side), retrying briefly while it is busy.
