@@ -138,6 +138,7 @@ impl StopSignals {
     }
 
     /// Stops the daemon on SIGINT or SIGTERM (Ctrl-C on Windows).
+    #[cfg_attr(not(unix), allow(unused_mut))]
     pub async fn watch(mut self, daemon: Arc<Daemon>) {
         #[cfg(unix)]
         tokio::select! {

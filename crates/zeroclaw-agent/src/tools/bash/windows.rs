@@ -47,8 +47,6 @@ pub struct JobGuard {
 
 // SAFETY: a job handle is a kernel handle usable from any thread.
 unsafe impl Send for JobGuard {}
-// SAFETY: the handle is only passed to thread-safe kernel calls.
-unsafe impl Sync for JobGuard {}
 
 impl JobGuard {
     fn new() -> io::Result<JobGuard> {
