@@ -358,7 +358,7 @@ def connect_checks(checks, peer, fake, marker):
               if n.get("method") == "session/update"
               and n["params"].get("type") == "agent_message_chunk"]
     checks.check("connect: echo turn streams session/update chunks and completes",
-                 len(chunks) >= 2 and "".join(chunks).strip() == prompt
+                 len(chunks) >= 2 and "".join(chunks) == prompt
                  and resp.get("result", {}).get("outcome") == "completed",
                  f"chunks={chunks} answer={json.dumps(resp)}")
 
