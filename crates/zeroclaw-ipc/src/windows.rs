@@ -32,24 +32,62 @@ const ERROR_PIPE_BUSY: i32 = 231;
 /// How long `connect` keeps retrying a busy pipe.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Options for [`LocalListener::bind_with`]; nothing to tighten for a pipe.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Options for [`LocalListener::bind_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BindOptions {
     /// Ignored on Windows (kept for a platform-independent call site).
     pub tighten_parent: bool,
+    /// A file held open without sharing while the listener lives: a second daemon on the
+    /// same data dir is refused even where the first-instance flag is not enforced (Wine).
+    pub lock: Option<PathBuf>,
 }
 
 impl BindOptions {
-    /// Same signature as on Unix; pipes have no parent directory.
-    pub fn for_endpoint(_dirs: &Dirs, _path: &Path) -> BindOptions {
-        BindOptions::default()
+    /// The data dir's `daemon.lock` guards the pipe too.
+    pub fn for_endpoint(dirs: &Dirs, _path: &Path) -> BindOptions {
+        BindOptions {
+            tighten_parent: false,
+            lock: Some(dirs.data_dir.join(LOCK_FILE_NAME)),
+        }
     }
+}
+
+/// The lock file in the data dir.
+const LOCK_FILE_NAME: &str = "daemon.lock";
+/// `ERROR_SHARING_VIOLATION`: another daemon holds the lock file open.
+const ERROR_SHARING_VIOLATION: i32 = 32;
+
+/// Opens `lock` with no sharing: fails with "another daemon owns <pipe>" while another
+/// process has it open.
+fn take_lock(lock: &Path, pipe: &Path) -> Result<std::fs::File, IpcError> {
+    use std::os::windows::fs::OpenOptionsExt;
+    if let Some(parent) = lock.parent() {
+        std::fs::create_dir_all(parent).map_err(IpcError::io("create directory", parent))?;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .share_mode(0)
+        .open(lock)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(ERROR_SHARING_VIOLATION) {
+                IpcError::Locked {
+                    path: pipe.to_path_buf(),
+                }
+            } else {
+                IpcError::io("open lock file", lock)(e)
+            }
+        })
 }
 
 /// A named pipe accepting local connections.
 pub struct LocalListener {
     name: PathBuf,
     pending: Mutex<NamedPipeServer>,
+    /// Held (unshared) for the listener's lifetime; see [`BindOptions::lock`].
+    _lock: Option<std::fs::File>,
 }
 
 impl fmt::Debug for LocalListener {
@@ -73,13 +111,17 @@ impl LocalListener {
         LocalListener::bind_with(path, BindOptions::default())
     }
 
-    /// Same as [`LocalListener::bind`]; `options` has no effect on Windows.
-    pub fn bind_with(path: &Path, _options: BindOptions) -> Result<LocalListener, IpcError> {
+    /// Same as [`LocalListener::bind`], holding `options.lock` first when given.
+    pub fn bind_with(path: &Path, options: BindOptions) -> Result<LocalListener, IpcError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(IpcError::NoRuntime {
                 path: path.to_path_buf(),
             });
         }
+        let lock = match &options.lock {
+            Some(lock) => Some(take_lock(lock, path)?),
+            None => None,
+        };
         let first = server_instance(path, true).map_err(|e| {
             if e.raw_os_error() == Some(ERROR_ACCESS_DENIED) {
                 IpcError::Locked {
@@ -92,6 +134,7 @@ impl LocalListener {
         Ok(LocalListener {
             name: path.to_path_buf(),
             pending: Mutex::new(first),
+            _lock: lock,
         })
     }
 
