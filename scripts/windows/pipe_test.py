@@ -215,7 +215,9 @@ def main():
     opts = ap.parse_args()
 
     checks = Checks()
+    # ZEROCLAW_SHELL=cmd: Wine's powershell.exe is a stub that runs nothing.
     env = dict(os.environ, WINEDEBUG="-all", WINEDLLOVERRIDES="bcryptprimitives=n,b",
+               ZEROCLAW_SHELL="cmd",
                RUST_LOG=os.environ.get("RUST_LOG", "info"), NO_COLOR="1")
     env.pop("ZEROCLAW_SOCKET", None)
     env.pop("ZEROCLAW_CONFIG_DIR", None)

@@ -140,11 +140,18 @@ fn pump(mut reader: io::PipeReader, tx: mpsc::Sender<io::Result<Vec<u8>>>) {
     }
 }
 
-/// `powershell.exe` from PATH, looked up once.
+/// Environment variable choosing the shell: `cmd` forces `cmd /C` even where PowerShell is
+/// on PATH (Wine ships a `powershell.exe` stub that runs nothing).
+const ENV_SHELL: &str = "ZEROCLAW_SHELL";
+
+/// `powershell.exe` from PATH, looked up once; `None` when `ZEROCLAW_SHELL=cmd`.
 fn powershell() -> Option<&'static Path> {
     static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
     FOUND
         .get_or_init(|| {
+            if std::env::var(ENV_SHELL).is_ok_and(|v| v.trim().eq_ignore_ascii_case("cmd")) {
+                return None;
+            }
             let path = std::env::var_os("PATH")?;
             std::env::split_paths(&path)
                 .map(|dir| dir.join("powershell.exe"))
