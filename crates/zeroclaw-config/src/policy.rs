@@ -17,6 +17,9 @@ use crate::schema::{Config, Profile};
 pub enum Credential {
     /// A local peer's uid (SO_PEERCRED).
     LocalUid(u32),
+    /// A Windows named-pipe client: the pipe's ACL only lets the daemon's own user (or
+    /// SYSTEM) write to it, so it stands where the daemon's uid stands on Unix (SPEC §2).
+    PipeClient,
     /// A pairing token already checked by the token store, naming its user.
     Token { user: String },
 }
@@ -129,6 +132,17 @@ pub fn resolve(
             match config.users.iter().find(|(_, u)| u.uid == Some(*uid)) {
                 Some((name, _)) => Ok(Principal::for_user(config, name)),
                 None => Err(auth_failed(format!("uid {uid} is not mapped to a user"))),
+            }
+        }
+        Credential::PipeClient => {
+            if config.security.trust_daemon_uid {
+                Ok(Principal::operator())
+            } else {
+                Err(auth_failed(
+                    "a pipe client is the daemon's own user, which is not trusted \
+                     (security.trust_daemon_uid = false)"
+                        .into(),
+                ))
             }
         }
         Credential::Token { user } => {
@@ -391,6 +405,17 @@ permission_profiles = ["boss"]
                 .code,
             code::NOT_INITIALIZED
         );
+    }
+
+    #[test]
+    fn pipe_client_is_the_operator_while_the_daemon_user_is_trusted() {
+        let mut c = cfg(PROFILES);
+        let op = resolve(&c, &Credential::PipeClient, DAEMON).unwrap();
+        assert_eq!(op, Principal::operator());
+        c.security.trust_daemon_uid = false;
+        let e = resolve(&c, &Credential::PipeClient, DAEMON).unwrap_err();
+        assert_eq!(e.code, code::NOT_INITIALIZED);
+        assert!(e.message.contains("trust_daemon_uid"), "{}", e.message);
     }
 
     #[test]

@@ -12,16 +12,15 @@ use crate::connection::ConnectionContext;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
-/// The credential a connection presents: its peer uid locally, its token over WebSocket.
+/// The credential a connection presents: its peer uid locally (the pipe itself on Windows),
+/// its token over WebSocket.
 fn credential(
     daemon: &Daemon,
     conn: &ConnectionContext,
     token: Option<&str>,
 ) -> Result<Credential, ErrorObject> {
     match conn.peer.kind {
-        TransportKind::Local => conn.peer.uid.map(Credential::LocalUid).ok_or_else(|| {
-            ErrorObject::not_initialized("authentication failed: peer credentials unavailable")
-        }),
+        TransportKind::Local => local_credential(conn.peer.uid),
         TransportKind::WebSocket => {
             let token = token.ok_or_else(|| {
                 ErrorObject::not_initialized(
@@ -34,6 +33,20 @@ fn credential(
             Ok(Credential::Token { user })
         }
     }
+}
+
+/// A Unix-socket peer presents its uid (SO_PEERCRED).
+#[cfg(not(windows))]
+fn local_credential(uid: Option<u32>) -> Result<Credential, ErrorObject> {
+    uid.map(Credential::LocalUid).ok_or_else(|| {
+        ErrorObject::not_initialized("authentication failed: peer credentials unavailable")
+    })
+}
+
+/// A named-pipe client got through the pipe's ACL: it is the daemon's own user (SPEC §2).
+#[cfg(windows)]
+fn local_credential(_uid: Option<u32>) -> Result<Credential, ErrorObject> {
+    Ok(Credential::PipeClient)
 }
 
 /// The credential of an initialized connection, as presented at `initialize`.

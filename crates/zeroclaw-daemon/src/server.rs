@@ -108,6 +108,8 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection, accepted: Insta
     let id = next_connection_id();
     let key = match peer.uid {
         Some(uid) => format!("uid:{uid}"),
+        // Every pipe client is the daemon's own user (SPEC §2): one principal, one key.
+        None if cfg!(windows) => "pipe".to_string(),
         None => peer.label.clone(),
     };
     let limits = daemon.config.current().limits.clone();
@@ -185,6 +187,7 @@ impl StopSignals {
     }
 
     /// Stops the daemon on SIGINT or SIGTERM (Ctrl-C on Windows).
+    #[cfg_attr(not(unix), allow(unused_mut))]
     pub async fn watch(mut self, daemon: Arc<Daemon>) {
         #[cfg(unix)]
         tokio::select! {

@@ -21,7 +21,7 @@ pub enum TransportKind {
 /// Who is on the other end, as far as the transport knows.
 #[derive(Debug, Clone)]
 pub struct PeerIdentity {
-    /// Audit label: `unix:pid=…,uid=…`, `unix:unknown`, `pipe:local`, `ws:<ip>:<port>`.
+    /// Audit label: `unix:pid=…,uid=…`, `unix:unknown`, `pipe:<pid>`, `ws:<ip>:<port>`.
     pub label: String,
     /// Local peer uid, when the OS told us.
     pub uid: Option<u32>,

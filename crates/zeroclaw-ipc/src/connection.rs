@@ -14,7 +14,8 @@ pub struct PeerInfo {
     /// Peer user id, when the OS reports it (always `None` on Windows).
     pub uid: Option<u32>,
     /// Audit label: `unix:pid=<pid>,uid=<uid>`, `unix:uid=<uid>` (no pid reported),
-    /// `unix:unknown`, `unix:server` (client side), or `pipe:local` (Windows).
+    /// `unix:unknown`, `unix:server` (client side), or on Windows `pipe:<client pid>`
+    /// (`pipe:local` when the pid is unknown).
     pub label: String,
 }
 
@@ -36,10 +37,19 @@ impl PeerInfo {
 
     /// A Windows named-pipe peer (remote clients are rejected, so it is local).
     pub fn pipe_local() -> PeerInfo {
+        PeerInfo::pipe_client(None)
+    }
+
+    /// A Windows named-pipe peer with the client's process id, when known.
+    pub fn pipe_client(pid: Option<u32>) -> PeerInfo {
+        let label = match pid {
+            Some(pid) => format!("pipe:{pid}"),
+            None => "pipe:local".to_string(),
+        };
         PeerInfo {
-            pid: None,
+            pid,
             uid: None,
-            label: "pipe:local".to_string(),
+            label,
         }
     }
 }
@@ -81,5 +91,7 @@ mod tests {
         assert_eq!(PeerInfo::from_unix_creds(None, Some(7)).label, "unix:uid=7");
         assert_eq!(PeerInfo::unix_unknown().label, "unix:unknown");
         assert_eq!(PeerInfo::pipe_local().to_string(), "pipe:local");
+        assert_eq!(PeerInfo::pipe_client(Some(4242)).label, "pipe:4242");
+        assert_eq!(PeerInfo::pipe_client(Some(4242)).pid, Some(4242));
     }
 }

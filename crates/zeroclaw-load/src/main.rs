@@ -9,13 +9,24 @@
 //! prompt → first chunk over a fake OpenAI provider and staged-upload memory).
 //! The client side runs on one thread, so on a small machine it leaves the other cores to
 //! the server under test.
+//!
+//! It is Unix-only (Unix sockets, rlimits, CPU pinning); on other platforms the binary
+//! builds but only says so.
+#![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
+#[cfg(unix)]
 mod bench;
+#[cfg(unix)]
 mod client;
+#[cfg(unix)]
 mod echo;
+#[cfg(unix)]
 mod fanout;
+#[cfg(unix)]
 mod sys;
+#[cfg(unix)]
 mod turns;
+#[cfg(unix)]
 mod turns_bench;
 
 use std::path::PathBuf;
@@ -206,6 +217,12 @@ fn client_runtime() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
+#[cfg(not(unix))]
+fn run(_cli: Cli) -> Result<()> {
+    Err("zeroclaw-load runs on Unix only".into())
+}
+
+#[cfg(unix)]
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::EchoServer {

@@ -1,51 +1,34 @@
-//! The `bash` tool: `bash -c COMMAND` in the session's cwd.
+//! The `bash` tool: runs a shell command in the session's cwd and collects what it prints.
 //!
 //! stdout and stderr share one pipe (so their interleaving is kept); output
-//! beyond the cap is counted and dropped, with a note. The child runs in its
-//! own process group: on timeout, and when the future is dropped (a
-//! cancelled turn), the whole group is killed with SIGKILL, children
-//! included. After a normal exit the group is left alone (a command may
-//! start background services on purpose); their output is read only for a
-//! short grace period.
+//! beyond the cap is counted and dropped, with a note. The command runs with
+//! everything it starts in one killable unit (a process group on Unix, a Job
+//! object on Windows): on timeout, and when the future is dropped (a cancelled
+//! turn), the whole unit is killed, children included. After a normal exit it
+//! is left alone (a command may start background services on purpose); their
+//! output is read only for a short grace period.
+//!
+//! The shell and the kill are per platform: [`unix`] (`bash -c`, SIGKILL to the
+//! group) and [`windows`] (PowerShell where present, else `cmd /C`; the Job object).
 
-use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
 
 use super::ToolLimits;
 
-/// Kills a process group when dropped while armed.
-struct GroupGuard {
-    pgid: i32,
-    armed: bool,
-}
-
-impl GroupGuard {
-    fn kill(&self) {
-        if self.pgid > 0 {
-            // SAFETY: plain syscall; a negative pid addresses the group we
-            // created with process_group(0).
-            unsafe {
-                libc::kill(-self.pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            self.kill();
-        }
-    }
-}
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as platform;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as platform;
 
 /// Runs the command and returns the text given to the model.
-/// Cancel-safe: dropping the future kills the process group.
+/// Cancel-safe: dropping the future kills the command and everything it started.
 pub async fn run_bash(command: &str, cwd: &Path, limits: &ToolLimits) -> String {
     if !cwd.is_dir() {
         return format!(
@@ -55,32 +38,16 @@ pub async fn run_bash(command: &str, cwd: &Path, limits: &ToolLimits) -> String 
     }
     match run_inner(command, cwd, limits).await {
         Ok(s) => s,
-        Err(e) => format!("Error: failed to run bash: {e}"),
+        Err(e) => format!("Error: failed to run {}: {e}", platform::SHELL_NAME),
     }
 }
 
 async fn run_inner(command: &str, cwd: &Path, limits: &ToolLimits) -> std::io::Result<String> {
-    let (reader, writer) = std::io::pipe()?;
-    let mut child = {
-        let writer2 = writer.try_clone()?;
-        let mut cmd = tokio::process::Command::new("bash");
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(writer))
-            .stderr(Stdio::from(writer2))
-            .process_group(0)
-            .kill_on_drop(true);
-        // `cmd` (holding our copies of the write end) is dropped at the end
-        // of this block, so EOF arrives once the child side closes.
-        cmd.spawn()?
-    };
-    let mut guard = GroupGuard {
-        pgid: child.id().map(|p| p as i32).unwrap_or(0),
-        armed: true,
-    };
-    let mut rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    let platform::Spawned {
+        mut child,
+        mut rx,
+        mut guard,
+    } = platform::spawn(command, cwd)?;
 
     let cap = limits.bash_output_cap;
     let mut out: Vec<u8> = Vec::new();
@@ -136,15 +103,8 @@ async fn run_inner(command: &str, cwd: &Path, limits: &ToolLimits) -> std::io::R
             "\n[timed out after {} s; the command and its children were killed]",
             limits.bash_timeout.as_secs_f64()
         ));
-    } else if let Some(st) = status {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(code) = st.code() {
-            if code != 0 {
-                text.push_str(&format!("\n[exit code: {code}]"));
-            }
-        } else if let Some(sig) = st.signal() {
-            text.push_str(&format!("\n[killed by signal {sig}]"));
-        }
+    } else if let Some(note) = status.and_then(platform::status_note) {
+        text.push_str(&note);
     }
     if text.is_empty() {
         text.push_str("(no output)");
@@ -152,7 +112,7 @@ async fn run_inner(command: &str, cwd: &Path, limits: &ToolLimits) -> std::io::R
     Ok(text)
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::time::Instant;

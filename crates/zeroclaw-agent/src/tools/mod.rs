@@ -26,6 +26,16 @@ pub enum ToolName {
     AskUser,
 }
 
+/// What the model is told about `bash` (the shell differs on Windows).
+#[cfg(not(windows))]
+const BASH_DESCRIPTION: &str = "Run a shell command with `bash -c` in the session's working directory. \
+     Returns stdout and stderr combined (capped at 64 KiB) and the exit code \
+     when it is not 0. Commands are killed after the timeout (120 s).";
+#[cfg(windows)]
+const BASH_DESCRIPTION: &str = "Run a Windows shell command (PowerShell where installed, else `cmd /C`) \
+     in the session's working directory. Returns stdout and stderr combined (capped at 64 KiB) \
+     and the exit code when it is not 0. Commands are killed after the timeout (120 s).";
+
 impl ToolName {
     pub const ALL: [ToolName; 4] = [
         ToolName::Bash,
@@ -52,9 +62,7 @@ impl ToolName {
     pub fn schema(self) -> ToolSchema {
         let (description, parameters) = match self {
             ToolName::Bash => (
-                "Run a shell command with `bash -c` in the session's working directory. \
-                 Returns stdout and stderr combined (capped at 64 KiB) and the exit code \
-                 when it is not 0. Commands are killed after the timeout (120 s).",
+                BASH_DESCRIPTION,
                 json!({
                     "type": "object",
                     "properties": {

@@ -1,0 +1,80 @@
+//! The Unix side of the `bash` tool: `bash -c COMMAND` in its own process group, output
+//! through one pipe shared by stdout and stderr, SIGKILL to the whole group on kill.
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+
+use tokio::net::unix::pipe;
+
+/// The shell's name in error messages.
+pub const SHELL_NAME: &str = "bash";
+
+/// A started command: the child, the read end of its output pipe, and the group killer.
+pub struct Spawned {
+    pub child: tokio::process::Child,
+    pub rx: pipe::Receiver,
+    pub guard: GroupGuard,
+}
+
+/// Kills a process group when dropped while armed.
+pub struct GroupGuard {
+    pgid: i32,
+    pub armed: bool,
+}
+
+impl GroupGuard {
+    pub fn kill(&self) {
+        if self.pgid > 0 {
+            // SAFETY: plain syscall; a negative pid addresses the group we
+            // created with process_group(0).
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.kill();
+        }
+    }
+}
+
+/// Starts `bash -c command` in `cwd`, in a new process group.
+pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<Spawned> {
+    let (reader, writer) = std::io::pipe()?;
+    let child = {
+        let writer2 = writer.try_clone()?;
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::from(writer2))
+            .process_group(0)
+            .kill_on_drop(true);
+        // `cmd` (holding our copies of the write end) is dropped at the end
+        // of this block, so EOF arrives once the child side closes.
+        cmd.spawn()?
+    };
+    let guard = GroupGuard {
+        pgid: child.id().map(|p| p as i32).unwrap_or(0),
+        armed: true,
+    };
+    let rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    Ok(Spawned { child, rx, guard })
+}
+
+/// The note appended for a non-zero exit or a signal; `None` for success.
+pub fn status_note(st: ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = st.code() {
+        (code != 0).then(|| format!("\n[exit code: {code}]"))
+    } else {
+        st.signal().map(|sig| format!("\n[killed by signal {sig}]"))
+    }
+}
