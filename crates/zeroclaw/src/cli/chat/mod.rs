@@ -7,14 +7,13 @@
 //! Conversation (replies, tools, questions) goes to stdout; the header, notes and errors go
 //! to stderr.
 
-use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use serde_json::json;
 use zeroclaw_client::{
     ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, NewSession, ServerMessage,
-    SessionInfo,
+    SessionInfo, SessionUpdateKind,
 };
 use zeroclaw_ipc::Dirs;
 
@@ -68,21 +67,55 @@ pub async fn run(
     let mut ui = Ui::new(interactive);
     ui.header(&info);
     show_earlier(&handle, &info, &mut ui).await;
-    let mut session_id = info.session_id;
+    let mut session_id = info.session_id.clone();
+    if info.resumed {
+        // Attach (SPEC §14): every later turn of the session is shown here, whoever
+        // prompts it; a running one is replayed from its start, pending approvals included.
+        match handle.subscribe(&session_id, None).await {
+            Ok(sub) if sub.active_turn_id.is_some() => {
+                ui.note("a turn is running; showing it from its start");
+                let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+                turn.watch(&mut events, &mut interrupts, None)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(_) => {}
+            Err(e) => ui.note(&format!(
+                "not following other clients' turns: {}",
+                message(&e)
+            )),
+        }
+    }
     loop {
         ui.prompt_marker();
         let prompt = ui.take_prompt();
         // Input first: at the end of piped input the chat ends cleanly even when the
         // daemon hung up at the same time.
-        let read = loop {
+        let next = loop {
             tokio::select! {
                 biased;
                 _ = interrupts.recv() => ui.exit(INTERRUPTED),
-                read = input.next(&prompt, true) => break read,
+                read = input.next(&prompt, true) => break Idle::Read(read),
                 event = events.next() => match event {
-                    Some(event) => idle_event(&handle, &session_id, event).await,
+                    Some(event) => {
+                        if let Some(first) = idle_event(&handle, &session_id, event).await {
+                            break Idle::Watch(first);
+                        }
+                    }
                     None => return Err("the daemon closed the connection".into()),
                 },
+            }
+        };
+        let read = match next {
+            Idle::Read(read) => read,
+            Idle::Watch(first) => {
+                // A turn someone else started: shown, its questions asked, until it ends.
+                ui.end_line();
+                let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+                turn.watch(&mut events, &mut interrupts, Some(first))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                continue;
             }
         };
         let line = match read {
@@ -130,16 +163,7 @@ pub async fn run(
             }
             continue;
         }
-        let mut turn = Turn {
-            handle: &handle,
-            session_id: &session_id,
-            ui: &mut ui,
-            input: &mut input,
-            questions: VecDeque::new(),
-            asking: None,
-            streamed: false,
-            cancelling: false,
-        };
+        let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
         match turn
             .run(&mut events, &mut interrupts, slash::prompt_text(&line))
             .await
@@ -180,10 +204,20 @@ fn message(e: &ClientError) -> String {
     }
 }
 
-/// Something the daemon sent while no turn runs: questions can no longer be answered in
-/// context, so they are cancelled; stray updates are dropped.
-async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) {
+/// What the idle prompt got: a line, or the first event of a turn to watch.
+enum Idle {
+    Read(Read),
+    Watch(Event),
+}
+
+/// Something the daemon sent while this window runs no turn. An update or a question of
+/// this session means a turn started elsewhere: it is returned, to be watched. Questions
+/// of other sessions are cancelled; anything else is dropped.
+async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Option<Event> {
     match event {
+        Event::Elicitation(req) if req.session_id == session_id => {
+            return Some(Event::Elicitation(req));
+        }
         Event::Elicitation(req) => {
             let _ = handle
                 .answer_elicitation(&req, &ElicitationAnswer::Cancel)
@@ -194,9 +228,15 @@ async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) {
                 .respond(id, Err(ErrorObject::method_not_found(&method)))
                 .await;
         }
-        Event::Update(u) if u.session_id == session_id => {
-            tracing::debug!("update outside a turn: {:?}", u.kind);
-        }
+        Event::Update(u) if u.session_id == session_id => match u.kind {
+            SessionUpdateKind::TurnComplete(_)
+            | SessionUpdateKind::ApprovalResolved { .. }
+            | SessionUpdateKind::ReplayGap { .. } => {
+                tracing::debug!("update outside a turn: {:?}", u.kind);
+            }
+            _ => return Some(Event::Update(u)),
+        },
         _ => {}
     }
+    None
 }

@@ -1,6 +1,8 @@
 //! One turn of `zeroclaw chat`: sends the prompt, shows what streams back (a spinner until
 //! the first of it), asks the questions the turn raises (approvals, ask-user) and answers
-//! them from input, and Ctrl-C cancels (a second one exits).
+//! them from input, and Ctrl-C cancels (a second one exits). A turn someone else started
+//! (another window, an editor) is watched the same way until its `turn_complete`
+//! ([`Turn::watch`]); an approval answered elsewhere is withdrawn here.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -39,9 +41,33 @@ pub struct Turn<'a> {
     /// Whether any reply text was streamed.
     pub streamed: bool,
     pub cancelling: bool,
+    /// Watching a turn this window did not prompt: it ends with its `turn_complete`.
+    pub watching: bool,
+    /// The `turn_complete` of the watched turn.
+    pub completed: Option<TurnResult>,
 }
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
+    pub fn new(
+        handle: &'a ClientHandle,
+        session_id: &'a str,
+        ui: &'a mut Ui,
+        input: &'a mut Input,
+    ) -> Turn<'a> {
+        Turn {
+            handle,
+            session_id,
+            ui,
+            input,
+            questions: VecDeque::new(),
+            asking: None,
+            streamed: false,
+            cancelling: false,
+            watching: false,
+            completed: None,
+        }
+    }
+
     pub async fn run(
         &mut self,
         events: &mut Events,
@@ -49,11 +75,38 @@ impl Turn<'_> {
         prompt: &str,
     ) -> Result<(), ClientError> {
         let prompt_call = self.handle.prompt(self.session_id, prompt);
+        self.drive(events, interrupts, prompt_call).await
+    }
+
+    /// Watches a turn started elsewhere until its `turn_complete`; `first` is the event
+    /// that showed it (already received).
+    pub async fn watch(
+        &mut self,
+        events: &mut Events,
+        interrupts: &mut Interrupts,
+        first: Option<Event>,
+    ) -> Result<(), ClientError> {
+        self.watching = true;
+        if let Some(event) = first {
+            self.event(event).await;
+        }
+        self.drive(events, interrupts, std::future::pending()).await
+    }
+
+    async fn drive(
+        &mut self,
+        events: &mut Events,
+        interrupts: &mut Interrupts,
+        prompt_call: impl std::future::Future<Output = Result<TurnResult, ClientError>>,
+    ) -> Result<(), ClientError> {
         tokio::pin!(prompt_call);
         let mut events_open = true;
         let mut spin = tokio::time::interval(SPIN_EVERY);
         self.ui.start_spinner();
         let result = loop {
+            if let Some(done) = self.completed.take() {
+                break Ok(done);
+            }
             let prompt = self.ui.take_prompt();
             tokio::select! {
                 biased;
@@ -165,10 +218,29 @@ impl Turn<'_> {
                 "context trimmed: {dropped_messages} older messages dropped"
             )),
             // The answer to session/prompt carries the same; it ends the turn.
-            SessionUpdateKind::TurnComplete(_)
-            | SessionUpdateKind::ApprovalResolved { .. }
-            | SessionUpdateKind::ReplayGap { .. }
-            | SessionUpdateKind::Unknown { .. } => {}
+            SessionUpdateKind::TurnComplete(result) => {
+                // A prompted turn ends with its answer, which carries the same.
+                if self.watching {
+                    self.completed = Some(result);
+                }
+            }
+            SessionUpdateKind::ApprovalResolved { request_id, .. } => self.withdraw(&request_id),
+            SessionUpdateKind::ReplayGap { .. } => self
+                .ui
+                .note("some of this turn's earlier output is no longer available"),
+            SessionUpdateKind::Unknown { .. } => {}
+        }
+    }
+
+    /// An approval settled elsewhere (another window, a timeout, a cancel) is no longer
+    /// asked here.
+    fn withdraw(&mut self, request_id: &str) {
+        let settled = |q: &Question| matches!(q, Question::Approval { request_id: id, .. } if id == request_id);
+        self.questions.retain(|q| !settled(q));
+        if self.asking.as_ref().is_some_and(settled) {
+            self.asking = None;
+            self.ui.end_line();
+            self.ui.note("approval settled elsewhere");
         }
     }
 
