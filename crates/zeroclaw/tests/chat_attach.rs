@@ -185,3 +185,42 @@ fn attaching_to_a_running_turn_replays_its_pending_approval() {
     let out = late.close();
     assert!(out.contains("late-approval\n"), "{out}");
 }
+
+#[test]
+fn usage_after_each_turn_and_model_and_mode_commands() {
+    let fake = Fake::start();
+    fake.push(Scripted::text("counted"));
+    fake.push(Scripted::text("again"));
+    let daemon = start(&fake);
+    let mut a = daemon.client();
+    let sid = a.new_session(json!({"agentAlias": "default"}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut w = Window::attach(&daemon, &sid);
+    w.type_line("count my tokens");
+    w.wait_for("counted");
+    // The fake provider reports 10 in, 5 out per call; the context window is the agent's.
+    w.wait_for("[10 in · 5 out · context 15/32000]");
+    w.type_line("/model other-model");
+    w.wait_for("model other-model · autonomy supervised");
+    w.type_line("/mode full");
+    w.wait_for("model other-model · autonomy full");
+    w.type_line("/mode sometimes");
+    w.wait_for("error: ");
+    w.type_line("next one");
+    w.wait_for("again");
+    let out = w.close();
+    // (The daemon also asked the provider's model list to check the name.)
+    let chats: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.get("messages").is_some())
+        .collect();
+    assert_eq!(
+        chats.len(),
+        2,
+        "/model and /mode never reach the model: {out}"
+    );
+    assert_eq!(chats[1]["model"], "other-model");
+}

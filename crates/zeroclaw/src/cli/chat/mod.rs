@@ -153,6 +153,10 @@ pub async fn run(
                     }
                     Err(e) => ui.error(&message(&e)),
                 },
+                Slash::Model(name) => configure(&handle, &session_id, &mut ui, "model", name).await,
+                Slash::Mode(mode) => {
+                    configure(&handle, &session_id, &mut ui, "autonomy", mode).await
+                }
                 Slash::Quit => {
                     ui.end_line();
                     return Ok(());
@@ -201,6 +205,29 @@ fn message(e: &ClientError) -> String {
     match e {
         ClientError::Rpc(e) => format!("{} (code {})", e.message, e.code),
         other => other.to_string(),
+    }
+}
+
+/// `/model` and `/mode`: `session/configure` for this session (SPEC §16); without a value,
+/// shows the current settings.
+async fn configure(
+    handle: &ClientHandle,
+    session_id: &str,
+    ui: &mut Ui,
+    field: &str,
+    value: String,
+) {
+    let mut params = json!({"sessionId": session_id});
+    if !value.is_empty() {
+        params[field] = json!(value);
+    }
+    match handle.call("session/configure", params).await {
+        Ok(r) => ui.note(&format!(
+            "model {} · autonomy {}",
+            r["model"].as_str().unwrap_or("?"),
+            r["autonomy"].as_str().unwrap_or("?")
+        )),
+        Err(e) => ui.error(&message(&e)),
     }
 }
 

@@ -9,6 +9,10 @@ pub enum Slash {
     New,
     Cancel,
     Quit,
+    /// `/model NAME`: this session's model from its next provider call (empty: show).
+    Model(String),
+    /// `/mode supervised|full|read_only`: this session's autonomy.
+    Mode(String),
     Unknown(String),
 }
 
@@ -18,6 +22,8 @@ commands (not sent to the model):
   /sessions   your sessions (id, agent, last activity, messages, title)
   /new        start a new session with the same agent
   /cancel     cancel the turn running in this session
+  /model NAME use model NAME in this session (from its next provider call)
+  /mode M     autonomy of this session: supervised, full or read_only
   /quit       leave the chat (also Ctrl-D)
 keys: ←/→ and Home/End move · ↑/↓ recall earlier prompts · Ctrl-R searches them
       Ctrl-C cancels a running turn (at the prompt it exits)";
@@ -30,8 +36,12 @@ impl Slash {
         if word.starts_with('/') {
             return None;
         }
-        let name = word.split_whitespace().next().unwrap_or("");
+        let mut words = word.split_whitespace();
+        let name = words.next().unwrap_or("");
+        let arg = words.collect::<Vec<_>>().join(" ");
         Some(match name {
+            "model" => Slash::Model(arg),
+            "mode" => Slash::Mode(arg),
             "help" | "h" | "?" => Slash::Help,
             "sessions" => Slash::Sessions,
             "new" => Slash::New,
@@ -60,10 +70,9 @@ mod tests {
     fn parses_commands_and_escapes() {
         assert_eq!(Slash::parse("/help"), Some(Slash::Help));
         assert_eq!(Slash::parse("  /quit "), Some(Slash::Quit));
-        assert_eq!(
-            Slash::parse("/model x"),
-            Some(Slash::Unknown("model".into()))
-        );
+        assert_eq!(Slash::parse("/model x"), Some(Slash::Model("x".into())));
+        assert_eq!(Slash::parse("/mode full"), Some(Slash::Mode("full".into())));
+        assert_eq!(Slash::parse("/frob"), Some(Slash::Unknown("frob".into())));
         assert_eq!(Slash::parse("hello /help"), None);
         assert_eq!(Slash::parse("//etc/passwd"), None);
         assert_eq!(prompt_text("//etc/passwd"), "/etc/passwd");

@@ -45,6 +45,43 @@ pub struct Turn<'a> {
     pub watching: bool,
     /// The `turn_complete` of the watched turn.
     pub completed: Option<TurnResult>,
+    /// Token usage of this turn so far (SPEC §16 `usage` updates).
+    pub usage: TurnUsage,
+}
+
+/// What the `usage` updates of one turn add up to.
+#[derive(Default)]
+pub struct TurnUsage {
+    calls: u32,
+    input: u64,
+    output: u64,
+    context: u64,
+    window: u64,
+    estimated: bool,
+}
+
+impl TurnUsage {
+    fn add(&mut self, params: &serde_json::Value) {
+        let n = |k: &str| params[k].as_u64().unwrap_or(0);
+        self.calls += 1;
+        self.input += n("inputTokens");
+        self.output += n("outputTokens");
+        self.context = n("contextTokens");
+        self.window = n("contextWindow");
+        self.estimated |= params["estimated"].as_bool().unwrap_or(false);
+    }
+
+    /// One line: tokens in/out, context used / window (`~` when estimated).
+    pub fn line(&self) -> Option<String> {
+        if self.calls == 0 {
+            return None;
+        }
+        let about = if self.estimated { "~" } else { "" };
+        Some(format!(
+            "{about}{} in · {about}{} out · context {about}{}/{}",
+            self.input, self.output, self.context, self.window
+        ))
+    }
 }
 
 impl<'a> Turn<'a> {
@@ -65,6 +102,7 @@ impl<'a> Turn<'a> {
             cancelling: false,
             watching: false,
             completed: None,
+            usage: TurnUsage::default(),
         }
     }
 
@@ -228,6 +266,9 @@ impl<'a> Turn<'a> {
             SessionUpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),
+            SessionUpdateKind::Unknown { kind, params } if kind == "usage" => {
+                self.usage.add(&params)
+            }
             SessionUpdateKind::Unknown { .. } => {}
         }
     }
@@ -354,6 +395,13 @@ impl<'a> Turn<'a> {
     }
 
     fn finish(&mut self, result: &TurnResult) {
+        self.show_outcome(result);
+        if let Some(line) = self.usage.line() {
+            self.ui.note(&line);
+        }
+    }
+
+    fn show_outcome(&mut self, result: &TurnResult) {
         match &result.outcome {
             TurnOutcome::Completed => {
                 if !self.streamed && !result.content.is_empty() {
