@@ -785,7 +785,7 @@ fn p50(mut v: Vec<Duration>) -> Duration {
 /// `cargo test -p zeroclaw --test acp -- --ignored --nocapture`: p50 of prompt → first
 /// `agent_message_chunk` through `zeroclaw acp` and directly to the daemon (echo agent).
 #[test]
-#[ignore]
+#[ignore = "benchmark, not a check: run with --ignored --nocapture (figures in the issue note)"]
 fn bench_first_chunk_latency() {
     const ROUNDS: u64 = 200;
     let daemon = TestDaemon::start_with(&[], |dir| {
