@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{Conn, Fake, TestDaemon, code, session_config};
 use serde_json::{Value, json};
-use zeroclaw_testkit::{FakeToolCall, Scripted};
+use zeroclaw_testkit::Scripted;
 
 fn start(fake: &Fake, extra: &[&str]) -> TestDaemon {
     let config = session_config(&fake.server.base_url(), "");
@@ -151,14 +151,11 @@ fn a_client_cut_off_mid_turn_resumes_from_its_cursor_without_gap_or_duplicate() 
 
 /// A daemon whose `default` agent asks approval for one bash call, then answers.
 fn approval_daemon(fake: &Fake) -> TestDaemon {
-    fake.push(Scripted::ToolCalls {
-        text: vec![],
-        calls: vec![FakeToolCall::new(
-            "tc_1",
-            "bash",
-            json!({"command": "echo approved-run"}),
-        )],
-    });
+    fake.push(Scripted::tool_call(
+        "tc_1",
+        "bash",
+        json!({"command": "echo approved-run"}),
+    ));
     fake.push(Scripted::text("finished"));
     start(fake, &[])
 }
@@ -234,14 +231,8 @@ fn two_answers_race_one_wins_and_every_subscriber_hears_the_resolution() {
     let mut b = daemon.client();
     subscribe(&mut b, json!({"sessionId": sid}));
     let prompt_id = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
-    let wait_request = |c: &mut Conn| loop {
-        let msg = c.recv();
-        if msg["params"]["type"] == "approval_request" {
-            return msg["params"]["requestId"].clone();
-        }
-    };
-    let rid = wait_request(&mut a);
-    assert_eq!(wait_request(&mut b), rid);
+    let rid = approval_id(&mut a);
+    assert_eq!(approval_id(&mut b), rid);
     let params = json!({"sessionId": sid, "requestId": rid, "decision": "reject"});
     let id_a = a.send_call("session/approve", params.clone());
     let id_b = b.send_call(
@@ -403,6 +394,16 @@ fn a_persisted_session_comes_back_on_subscribe_and_strangers_are_refused() {
     assert_eq!(code(&e["error"]), -32003, "{e}");
 }
 
+/// Reads until an `approval_request` arrives; returns its request id.
+fn approval_id(c: &mut Conn) -> Value {
+    loop {
+        let msg = c.recv();
+        if msg["params"]["type"] == "approval_request" {
+            return msg["params"]["requestId"].clone();
+        }
+    }
+}
+
 /// Reads until a request `elicitation/create` arrives; returns it.
 fn wait_elicitation(c: &mut Conn) -> Value {
     loop {
@@ -430,14 +431,11 @@ fn tool_result_sent(fake: &Fake, i: usize, text: &str) -> bool {
 #[test]
 fn ask_user_goes_to_whoever_can_answer_and_moves_on_when_that_one_leaves() {
     let fake = Fake::start();
-    fake.push(Scripted::ToolCalls {
-        text: vec![],
-        calls: vec![FakeToolCall::new(
-            "tc_1",
-            "ask_user",
-            json!({"question": "colour?"}),
-        )],
-    });
+    fake.push(Scripted::tool_call(
+        "tc_1",
+        "ask_user",
+        json!({"question": "colour?"}),
+    ));
     fake.push(Scripted::text("noted"));
     let daemon = start(&fake, &[]);
     // The prompting connection cannot answer elicitation; two of the owner's can.
@@ -469,22 +467,16 @@ fn ask_user_goes_to_whoever_can_answer_and_moves_on_when_that_one_leaves() {
 #[test]
 fn ask_user_waits_for_an_eligible_connection_to_subscribe() {
     let fake = Fake::start();
-    fake.push(Scripted::ToolCalls {
-        text: vec![],
-        calls: vec![FakeToolCall::new(
-            "tc_1",
-            "bash",
-            json!({"command": "true"}),
-        )],
-    });
-    fake.push(Scripted::ToolCalls {
-        text: vec![],
-        calls: vec![FakeToolCall::new(
-            "tc_2",
-            "ask_user",
-            json!({"question": "size?"}),
-        )],
-    });
+    fake.push(Scripted::tool_call(
+        "tc_1",
+        "bash",
+        json!({"command": "true"}),
+    ));
+    fake.push(Scripted::tool_call(
+        "tc_2",
+        "ask_user",
+        json!({"question": "size?"}),
+    ));
     fake.push(Scripted::text("thanks"));
     let daemon = start(&fake, &[]);
     let mut a = daemon.client();
@@ -492,12 +484,7 @@ fn ask_user_waits_for_an_eligible_connection_to_subscribe() {
     let mut first = daemon.eliciting_client();
     subscribe(&mut first, json!({"sessionId": sid}));
     let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
-    let rid = loop {
-        let msg = a.recv();
-        if msg["params"]["type"] == "approval_request" {
-            break msg["params"]["requestId"].clone();
-        }
-    };
+    let rid = approval_id(&mut a);
     // The only connection that could answer leaves before the question is asked.
     drop(first);
     a.result(
@@ -525,12 +512,7 @@ fn cancel_and_close_resolve_a_pending_approval_for_every_subscriber() {
         let mut b = daemon.client();
         subscribe(&mut b, json!({"sessionId": sid}));
         let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
-        let rid = loop {
-            let msg = b.recv();
-            if msg["params"]["type"] == "approval_request" {
-                break msg["params"]["requestId"].clone();
-            }
-        };
+        let rid = approval_id(&mut b);
         let stop = a.send_call(how, json!({"sessionId": sid}));
         // Both answers, in whichever order they come.
         let mut seen = Vec::new();
