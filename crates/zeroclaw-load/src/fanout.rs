@@ -1,7 +1,8 @@
 //! `fanout`: one long streamed turn watched by N subscribers (SPEC §14). Each subscriber
 //! counts its `agent_message_chunk` lines without parsing them; reported per subscriber:
 //! notifications/s while streaming and prompt → first chunk, plus the daemon's RSS growth
-//! during the turn (the replay buffer is capped at 8 MiB per session).
+//! during the turn (the replay buffer is capped at 8 MiB per session) and its CPU time per
+//! delivered notification (what fan-out costs the daemon, apart from the client's reading).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -63,6 +64,8 @@ pub struct FanoutReport {
     /// Per-subscriber prompt → first chunk, ms, ascending.
     pub first_ms: Vec<f64>,
     pub rss_growth_kib: u64,
+    /// Daemon CPU time spent on the turn, per delivered notification (all subscribers).
+    pub daemon_cpu_per_delivery: Duration,
 }
 
 impl std::fmt::Display for FanoutReport {
@@ -71,14 +74,15 @@ impl std::fmt::Display for FanoutReport {
         let first = |v: &[f64]| v.first().copied().unwrap_or(0.0);
         write!(
             f,
-            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; daemon RSS +{:.1} MiB at peak",
+            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; daemon RSS +{:.1} MiB at peak; daemon CPU {:.2} µs per delivered notification",
             self.subscribers,
             self.chunks,
             first(&self.rates),
             median(&self.rates),
             median(&self.first_ms),
             last(&self.first_ms),
-            self.rss_growth_kib as f64 / 1024.0
+            self.rss_growth_kib as f64 / 1024.0,
+            self.daemon_cpu_per_delivery.as_secs_f64() * 1e6
         )
     }
 }
@@ -108,6 +112,7 @@ pub async fn fanout(
         others.push(conn);
     }
     let rss_before = sys::vm_rss_kib(pid)?;
+    let cpu_before = sys::cpu_time(pid)?;
     let start = Instant::now();
     let id = prompter
         .send_request(
@@ -133,7 +138,9 @@ pub async fn fanout(
             _ = tick.tick() => peak = peak.max(sys::vm_rss_kib(pid)?),
         }
     }
+    let cpu = sys::cpu_time(pid)?.saturating_sub(cpu_before);
     let chunks = seen.iter().map(|s| s.chunks).min().unwrap_or(0);
+    let deliveries = (chunks * seen.len()).max(1) as u32;
     if seen.iter().any(|s| s.chunks != chunks) {
         return Err("subscribers saw different numbers of chunks".into());
     }
@@ -147,5 +154,6 @@ pub async fn fanout(
         rates,
         first_ms,
         rss_growth_kib: peak.saturating_sub(rss_before),
+        daemon_cpu_per_delivery: cpu / deliveries,
     })
 }

@@ -19,6 +19,23 @@ pub fn vm_rss_kib(pid: u32) -> Result<u64> {
         .ok_or_else(|| format!("no VmRSS in /proc/{pid}/status").into())
 }
 
+/// CPU time `pid` has used so far (user + system), from `/proc/PID/stat`.
+pub fn cpu_time(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("cannot read /proc/{pid}/stat: {e}"))?;
+    // Fields after the command name (which may hold spaces) start at its closing paren.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the paren.
+    let (Some(user), Some(system)) = (ticks(11), ticks(12)) else {
+        return Err(format!("unexpected /proc/{pid}/stat").into());
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(Duration::from_millis((user + system) * 1000 / hz))
+}
+
 /// Raises the soft open-files limit to at least `want` (up to the hard limit); returns the
 /// soft limit in force afterwards.
 pub fn raise_nofile(want: u64) -> u64 {
