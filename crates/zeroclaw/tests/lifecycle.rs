@@ -168,7 +168,16 @@ fn limits_come_from_the_config() {
         )
         .unwrap();
     });
-    let _a = daemon.client();
+    let mut a = daemon.client();
+    // The start-up probe's connection may still count for a moment: wait until it is gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.result("status", json!({}))["connections"] != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the probe connection was not released"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let _b = daemon.client();
     let mut c = daemon.connect();
     let r = c.recv();

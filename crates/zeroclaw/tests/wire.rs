@@ -162,7 +162,16 @@ fn status_reports_the_daemon() {
     // Uninitialized connections count too; one answered call proves it was admitted.
     let mut other = daemon.connect();
     assert_eq!(code(&other.error("status", json!({}))), -32010);
-    let s = c.result("status", json!({}));
+    // The start-up probe's connection may not have been noticed as gone yet: wait (with a
+    // deadline) until only these two count.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let s = loop {
+        let s = c.result("status", json!({}));
+        if s["connections"] == 2 || std::time::Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     assert_eq!(s["endpoint"], daemon.socket.display().to_string());
     assert_eq!(s["configDir"], daemon.config_dir().display().to_string());
     assert_eq!(
