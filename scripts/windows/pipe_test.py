@@ -288,7 +288,7 @@ def run_checks(checks, zc, fake, work, log_path):
     status = {}
 
     def status_ok():
-        rc, out, _ = zc.run("status", timeout=30)
+        rc, out, _ = zc.run("status", "--json", timeout=30)
         if rc == 0:
             try:
                 status.update(json.loads(out))
