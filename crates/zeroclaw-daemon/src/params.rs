@@ -8,42 +8,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use zeroclaw_rpc::ErrorObject;
 
-/// `session_id` → `sessionId`; names without `_` are returned unchanged.
-pub fn camel_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for ch in name.chars() {
-        if ch == '_' && !out.is_empty() {
-            upper = true;
-        } else if upper {
-            out.extend(ch.to_uppercase());
-            upper = false;
-        } else {
-            out.push(ch);
-        }
-    }
-    out
-}
-
-/// Renames snake_case keys to camelCase, dropping a snake key whose camel twin is present.
-pub fn normalize_keys(obj: Map<String, Value>) -> Map<String, Value> {
-    let mut out = Map::with_capacity(obj.len());
-    let mut snake = Vec::new();
-    for (key, value) in obj {
-        if key.contains('_') {
-            snake.push((key, value));
-        } else {
-            out.insert(key, value);
-        }
-    }
-    for (key, value) in snake {
-        let camel = camel_case(&key);
-        if !out.contains_key(&camel) {
-            out.insert(camel, value);
-        }
-    }
-    out
-}
+// The renaming rule is the vocabulary's, so daemon and schema agree on it.
+pub use zeroclaw_protocol::{camel_case, normalize_keys};
 
 /// Decodes `params` (absent = `{}`) into `T`, whose fields are spelled in camelCase.
 pub fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {

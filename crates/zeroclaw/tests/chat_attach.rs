@@ -96,6 +96,16 @@ fn start(fake: &Fake) -> TestDaemon {
     })
 }
 
+/// A client and the session it made on agent `default`.
+fn prompter(daemon: &TestDaemon) -> (Conn, String) {
+    let mut a = daemon.client();
+    let sid = a.new_session(json!({"agentAlias": "default"}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (a, sid)
+}
+
 /// Waits until the session has `n` subscribers.
 fn wait_subscribers(c: &mut Conn, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -120,11 +130,7 @@ fn two_windows_see_every_turn_and_one_answers_an_approval_asked_elsewhere() {
     ));
     fake.push(Scripted::text("all finished"));
     let daemon = start(&fake);
-    let mut a = daemon.client();
-    let sid = a.new_session(json!({"agentAlias": "default"}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (mut a, sid) = prompter(&daemon);
     let mut one = Window::attach(&daemon, &sid);
     let two = Window::attach(&daemon, &sid);
     wait_subscribers(&mut a, 2);
@@ -163,11 +169,7 @@ fn attaching_to_a_running_turn_replays_its_pending_approval() {
     ));
     fake.push(Scripted::text("done at last"));
     let daemon = start(&fake);
-    let mut a = daemon.client();
-    let sid = a.new_session(json!({"agentAlias": "default"}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (mut a, sid) = prompter(&daemon);
     let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
     loop {
         let msg = a.recv();
@@ -192,11 +194,7 @@ fn usage_after_each_turn_and_model_and_mode_commands() {
     fake.push(Scripted::text("counted"));
     fake.push(Scripted::text("again"));
     let daemon = start(&fake);
-    let mut a = daemon.client();
-    let sid = a.new_session(json!({"agentAlias": "default"}))["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (_a, sid) = prompter(&daemon);
     let mut w = Window::attach(&daemon, &sid);
     w.type_line("count my tokens");
     w.wait_for("counted");
