@@ -32,6 +32,11 @@ impl Id {
         }
     }
 
+    /// The id whose JSON text is `raw` (already checked to be a valid id).
+    pub(crate) fn from_raw(raw: &RawValue) -> Id {
+        Id(raw.to_owned())
+    }
+
     /// `value` as it was written in `frame` (the text it was parsed from, when known).
     pub(crate) fn exact(value: &Value, frame: Option<&[u8]>) -> Id {
         if let Some(frame) = frame.filter(|f| !prints_as_written(value, f))

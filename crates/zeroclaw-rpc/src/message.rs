@@ -5,7 +5,8 @@
 //! classifies first (request-shaped / response-shaped / ambiguous) and validates second,
 //! so an invalid request still gets its valid id echoed, exactly as it was written ([`Id`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::ErrorObject;
@@ -51,6 +52,9 @@ pub enum Inbound {
 
 /// Classifies and validates one frame.
 pub fn classify(frame: &[u8]) -> Inbound {
+    if let Some(request) = plain_request(frame) {
+        return Inbound::Request(request);
+    }
     let value: Value = match serde_json::from_slice(frame) {
         Ok(v) => v,
         Err(e) => {
@@ -94,6 +98,91 @@ fn classify_parsed(value: Value, frame: Option<&[u8]>) -> Inbound {
         Some(_) => ambiguous("invalid request: method must be a string"),
         None => ambiguous("invalid request: neither a method nor a result or error"),
     }
+}
+
+/// Frames up to this size may take the fast path of [`classify`].
+const PLAIN_REQUEST_BYTES: usize = 16 * 1024;
+
+/// The members of a request, borrowed from its frame. Unknown or repeated members fail
+/// the decoding, which sends the frame down the general path.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainRequest<'a> {
+    #[serde(borrow)]
+    jsonrpc: &'a RawValue,
+    method: String,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+}
+
+/// A member that is there, `null` included (`Option`'s own decoding reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The fast path for what nearly every frame is: a valid request with members `jsonrpc`
+/// (exactly `"2.0"`), `method`, and optionally `id` and `params`, each once. It decodes
+/// the envelope without building a JSON tree and echoes the id from its own text. Anything
+/// else, and anything this path cannot judge exactly as [`classify_parsed`] would (an id
+/// with escapes or a number that is not a short integer, params that fail to parse), gets
+/// `None`, and the general path decides: the outcome is the same either way.
+fn plain_request(frame: &[u8]) -> Option<Request> {
+    // A big frame's cost is its content, not its envelope.
+    if frame.len() > PLAIN_REQUEST_BYTES {
+        return None;
+    }
+    let text = std::str::from_utf8(frame).ok()?;
+    // A struct also decodes from a JSON array; only an object is a request.
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let plain: PlainRequest<'_> = serde_json::from_str(text).ok()?;
+    if plain.jsonrpc.get() != "\"2.0\"" {
+        return None;
+    }
+    let id = match plain.id {
+        Some(raw) if plain_id(raw.get()) => Some(Id::from_raw(raw)),
+        Some(_) => return None,
+        None => None,
+    };
+    let params = match plain.params {
+        // Parsed alone, params nest one level less deep than inside the frame; leave
+        // anything that could come near the parser's depth limit to the general path.
+        Some(raw) if raw.get().starts_with(['{', '[']) && !may_nest_deep(raw.get()) => {
+            Some(serde_json::from_str::<Value>(raw.get()).ok()?)
+        }
+        Some(_) => return None,
+        None => None,
+    };
+    Some(Request {
+        id,
+        method: plain.method,
+        params,
+    })
+}
+
+/// Whether `text` has so many brackets that it might nest near the parser's depth limit.
+fn may_nest_deep(text: &str) -> bool {
+    text.bytes().filter(|b| matches!(b, b'{' | b'[')).count() >= 100
+}
+
+/// Ids whose text is certainly what the general path would echo: `null`, a string without
+/// escapes, or an integer of at most 18 digits.
+fn plain_id(text: &str) -> bool {
+    if text == "null" {
+        return true;
+    }
+    if let Some(inner) = text.strip_prefix('"') {
+        return !inner.contains('\\');
+    }
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        // `-0` parses as a float; leading zeros are not JSON (the parser refused them).
+        && text != "-0"
 }
 
 fn ambiguous(message: &str) -> Inbound {
@@ -257,6 +346,39 @@ pub fn response_line<I: Serialize + ?Sized>(
     }
 }
 
+/// Appends the line [`response_line`] makes to `buf` (no buffer of its own).
+pub fn push_response_line<I: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    id: &I,
+    outcome: &Result<Value, ErrorObject>,
+) {
+    let start = buf.len();
+    let written = match outcome {
+        Ok(result) => serde_json::to_writer(
+            &mut *buf,
+            &WireResult {
+                jsonrpc: "2.0",
+                id,
+                result,
+            },
+        ),
+        Err(error) => serde_json::to_writer(
+            &mut *buf,
+            &WireError {
+                jsonrpc: "2.0",
+                id,
+                error,
+            },
+        ),
+    };
+    if written.is_err() {
+        // As in `to_line`: cannot happen for plain values; never a half-written line.
+        buf.truncate(start);
+        buf.extend_from_slice(b"{}");
+    }
+    buf.push(b'\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +520,106 @@ mod tests {
         }
     }
 
+    /// The general path alone, for comparing the fast one with it.
+    fn general(frame: &[u8]) -> Inbound {
+        match serde_json::from_slice::<Value>(frame) {
+            Ok(value) => classify_parsed(value, Some(frame)),
+            Err(_) => match classify(frame) {
+                reject @ Inbound::Reject { .. } => reject,
+                other => panic!("a frame that does not parse was classified as {other:?}"),
+            },
+        }
+    }
+
+    #[test]
+    fn the_fast_path_decides_as_the_general_one() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","method":"m","id":1,"params":{}1{}}}"#,
+            "[".repeat(127),
+            "]".repeat(127)
+        );
+        let frames = [
+            r#"{"jsonrpc":"2.0","method":"status","params":{},"id":2}"#,
+            r#" {"id":"a","method":"status","jsonrpc":"2.0"} "#,
+            r#"{"jsonrpc":"2.0","method":"x","id":null,"params":[1]}"#,
+            r#"{"jsonrpc":"2.0","method":"x"}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":null,"id":3}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":5,"id":3}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":true}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":1e2}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":-0}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":18446744073709551616}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":"\u0041"}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":1,"id":2}"#,
+            r#"{"jsonrpc":"2.0","method":"x","method":"y","id":1}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":1,"extra":1e400}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":1,"params":{"n":1e400}}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":1,"params":{"s":"\ud800"}}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":"\ud800"}"#,
+            r#"{"jsonrpc":"2.0","meth\u006fd":"x","id":7}"#,
+            r#"{"jsonrpc":"2\u002e0","method":"x","id":7}"#,
+            r#"{"jsonrpc":"1.0","method":"x","id":7}"#,
+            r#"{"jsonrpc":"2.0","method":"x","result":1,"id":1}"#,
+            r#"{"jsonrpc":"2.0","method":5,"id":1}"#,
+            r#"["2.0","status",null,1]"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            r#"{"jsonrpc":"2.0","method":"x","id":1} x"#,
+            &deep,
+        ];
+        for frame in frames {
+            assert_eq!(
+                classify(frame.as_bytes()),
+                general(frame.as_bytes()),
+                "{frame}"
+            );
+        }
+        assert!(
+            plain_request(frames[0].as_bytes()).is_some(),
+            "the fast path is taken"
+        );
+        assert!(
+            plain_request(frames[1].as_bytes())
+                .is_some_and(|r| r.id.is_some_and(|id| id.as_json() == "\"a\"")),
+            "surrounding whitespace is not part of the id"
+        );
+    }
+
+    const MEMBERS: &[&str] = &[
+        r#""jsonrpc":"2.0""#,
+        r#""jsonrpc":"1.0""#,
+        r#""jsonrpc":2"#,
+        r#""method":"status""#,
+        r#""method":5"#,
+        r#""method":"a\"b""#,
+        r#""id":1"#,
+        r#""id":-12"#,
+        r#""id":"x""#,
+        r#""id":null"#,
+        r#""id":1.5"#,
+        r#""id":"\n""#,
+        r#""id":[]"#,
+        r#""params":{}"#,
+        r#""params":[1,{"a":null}]"#,
+        r#""params":null"#,
+        r#""params":"s""#,
+        r#""result":1"#,
+        r#""error":{}"#,
+        r#""other":true"#,
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn fast_and_general_paths_agree_on_envelopes(
+            members in proptest::collection::vec(proptest::sample::select(MEMBERS), 0..6),
+            spaces in proptest::bool::ANY,
+        ) {
+            let sep = if spaces { " , " } else { "," };
+            let frame = format!("{{{}}}", members.join(sep));
+            proptest::prop_assert_eq!(classify(frame.as_bytes()), general(frame.as_bytes()), "{}", frame);
+        }
+    }
+
     #[test]
     fn lines_are_compact_and_single_line() {
         let line = result_line(&json!(1), &json!({"text": "a\nb"}));
@@ -411,6 +633,13 @@ mod tests {
             note,
             b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}\n".to_vec()
         );
+        let mut buf = b"before\n".to_vec();
+        push_response_line(&mut buf, &json!(1), &Ok(json!({"text": "a\nb"})));
+        push_response_line(&mut buf, &json!(2), &Err(ErrorObject::invalid_request("x")));
+        let mut expected = b"before\n".to_vec();
+        expected.extend(line.clone());
+        expected.extend(error_line(&json!(2), &ErrorObject::invalid_request("x")));
+        assert_eq!(buf, expected);
         let err = error_line(&Value::Null, &ErrorObject::invalid_request("x"));
         assert_eq!(
             err,
