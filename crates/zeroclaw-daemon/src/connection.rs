@@ -190,8 +190,8 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
             Inbound::Request(request)
                 if !conn.is_initialized() || dispatch::is_immediate(&request.method) =>
             {
-                let (line, _) = answer(&daemon, &conn, request).await;
-                replies.extend(line.unwrap_or_default());
+                // Straight into the batch; none of these asks the daemon to stop.
+                dispatch::answer_in_place(&daemon, &conn, request, &mut replies).await;
             }
             Inbound::Request(request) => {
                 if !replies.is_empty()

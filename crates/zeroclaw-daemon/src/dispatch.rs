@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use zeroclaw_config::policy::CLIENT_METHODS;
-use zeroclaw_rpc::ErrorObject;
+use zeroclaw_rpc::message::{push_response_line, push_result_line_with};
+use zeroclaw_rpc::{ErrorObject, Request};
 
 use crate::auth::{self, Principal};
 use crate::connection::ConnectionContext;
@@ -34,6 +35,39 @@ fn local_only(method: &str) -> bool {
 /// them in place, in order, instead of spawning a task for each.
 pub fn is_immediate(method: &str) -> bool {
     matches!(method, "status" | "config/get")
+}
+
+/// Runs a call the connection loop answers in place and appends its answer line (none
+/// for a notification) to `buf`. `status`, the call clients poll, writes its result
+/// straight into `buf` after the same front door as [`call`] (it is neither `initialize`
+/// nor local-only); everything else goes through [`call`].
+pub async fn answer_in_place(
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    request: Request,
+    buf: &mut Vec<u8>,
+) {
+    let Request { id, method, params } = request;
+    if method == "status" && conn.is_initialized() {
+        let Some(id) = id else { return };
+        let admitted = auth::principal_of(daemon, conn)
+            .and_then(|principal| auth::authorize(&principal, "status").map(|()| principal));
+        let written = match &admitted {
+            Ok(principal) => push_result_line_with(buf, &id, |buf| {
+                methods::status::write(daemon, principal, buf)
+            })
+            .map_err(|e| ErrorObject::internal(format!("status: {e}"))),
+            Err(error) => Err(error.clone()),
+        };
+        if let Err(error) = written {
+            push_response_line(buf, &id, &Err(error));
+        }
+        return;
+    }
+    let outcome = call(daemon, conn, &method, params).await;
+    if let Some(id) = id {
+        push_response_line(buf, &id, &outcome);
+    }
 }
 
 /// The methods this principal may call on this transport (`initialize` included).

@@ -346,6 +346,28 @@ pub fn response_line<I: Serialize + ?Sized>(
     }
 }
 
+/// Appends a success line for `id` whose result `write_result` appends as JSON: the same
+/// text as [`result_line`] of that value, without building it. On error, `buf` is left
+/// as it was and the error is returned.
+pub fn push_result_line_with<I: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    id: &I,
+    write_result: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+) -> serde_json::Result<()> {
+    let start = buf.len();
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    let written = serde_json::to_writer(&mut *buf, id).and_then(|()| {
+        buf.extend_from_slice(br#","result":"#);
+        write_result(buf)
+    });
+    if written.is_err() {
+        buf.truncate(start);
+        return written;
+    }
+    buf.extend_from_slice(b"}\n");
+    Ok(())
+}
+
 /// Appends the line [`response_line`] makes to `buf` (no buffer of its own).
 pub fn push_response_line<I: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
@@ -640,6 +662,18 @@ mod tests {
         expected.extend(line.clone());
         expected.extend(error_line(&json!(2), &ErrorObject::invalid_request("x")));
         assert_eq!(buf, expected);
+        let mut direct = Vec::new();
+        push_result_line_with(&mut direct, &json!(1), |buf| {
+            serde_json::to_writer(buf, &json!({"text": "a\nb"}))
+        })
+        .expect("written");
+        assert_eq!(direct, line);
+        let failed = push_result_line_with(&mut direct, &json!(2), |buf| {
+            buf.extend_from_slice(b"{half");
+            Err(serde::ser::Error::custom("no"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(direct, line, "nothing of a failed line is left");
         let err = error_line(&Value::Null, &ErrorObject::invalid_request("x"));
         assert_eq!(
             err,
