@@ -46,39 +46,39 @@ fn view<'a>(
     // These describe the daemon's host, not the caller's sessions (SPEC §5).
     let host = principal.admin.then_some(daemon);
     Status {
-        active_sessions,
-        config_dir: host.map(|d| Shown(d.dirs.config_dir.display())),
-        connections: daemon.connections.open_count(),
-        data_dir: host.map(|d| Shown(d.dirs.data_dir.display())),
-        endpoint: host.map(|d| Shown(d.endpoint.display())),
         protocol_version: PROTOCOL_VERSION,
-        server_pid: host.map(|d| d.pid),
         server_version: env!("CARGO_PKG_VERSION"),
-        session_ids,
+        server_pid: host.map(|d| d.pid),
         uptime_secs: daemon.started.elapsed().as_secs(),
+        endpoint: host.map(|d| Shown(d.endpoint.display())),
+        config_dir: host.map(|d| Shown(d.dirs.config_dir.display())),
+        data_dir: host.map(|d| Shown(d.dirs.data_dir.display())),
+        connections: daemon.connections.open_count(),
+        active_sessions,
+        session_ids,
     }
 }
 
-/// The `status` result (`zeroclaw_protocol::system::StatusResult` on the wire). Members in
-/// alphabetical order, as a JSON object value prints them; the host fields (`configDir`,
-/// `dataDir`, `endpoint`, `serverPid`) only for an admin principal.
+/// The `status` result, member for member `zeroclaw_protocol::system::StatusResult` and in
+/// its order (the order the answer always had); the host fields (`serverPid`, `endpoint`,
+/// `configDir`, `dataDir`) only for an admin principal.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Status<'a> {
-    active_sessions: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    config_dir: Option<Shown<std::path::Display<'a>>>,
-    connections: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data_dir: Option<Shown<std::path::Display<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    endpoint: Option<Shown<std::path::Display<'a>>>,
     protocol_version: u64,
+    server_version: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_pid: Option<u32>,
-    server_version: &'static str,
-    session_ids: &'a [String],
     uptime_secs: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint: Option<Shown<std::path::Display<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config_dir: Option<Shown<std::path::Display<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_dir: Option<Shown<std::path::Display<'a>>>,
+    connections: usize,
+    active_sessions: usize,
+    session_ids: &'a [String],
 }
 
 /// A value serialized as the string it displays as (no intermediate `String`).
