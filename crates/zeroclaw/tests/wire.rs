@@ -183,6 +183,23 @@ fn status_reports_the_daemon() {
     assert!(s["uptimeSecs"].is_u64());
     assert_eq!(s["activeSessions"], 0);
     assert_eq!(s["sessionIds"], json!([]));
+    // The members come in the order they always had (StatusResult's).
+    let members: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        members,
+        [
+            "protocolVersion",
+            "serverVersion",
+            "serverPid",
+            "uptimeSecs",
+            "endpoint",
+            "configDir",
+            "dataDir",
+            "connections",
+            "activeSessions",
+            "sessionIds"
+        ]
+    );
     // audit line for each accepted connection
     let log = daemon.log();
     let uid = unsafe { libc::geteuid() };
