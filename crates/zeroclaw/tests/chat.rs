@@ -289,7 +289,8 @@ fn streams_tools_approvals_and_questions() {
                            "rawInput": {"path": "x", "content": "y"}}),
         );
         peer.update(json!({"type": "approval_request", "requestId": "ap-2",
-                           "toolName": "write_file", "argumentsSummary": "x (1 bytes)"}));
+                           "toolName": "write_file", "argumentsSummary": "x (1 bytes)",
+                           "timeoutSecs": 120}));
         let approve = peer.expect("session/approve");
         assert_eq!(approve["params"]["decision"], "reject");
         peer.reply(&approve, json!({"acknowledged": true}));
@@ -327,7 +328,7 @@ fn streams_tools_approvals_and_questions() {
         // Input ended before this question: rejected without asking.
         peer.update(
             json!({"type": "approval_request", "requestId": "ap-3", "toolName": "bash",
-                           "argumentsSummary": "rm -rf /"}),
+                           "argumentsSummary": "rm -rf /", "timeoutSecs": 120}),
         );
         let approve = peer.expect("session/approve");
         assert_eq!(approve["params"]["decision"], "reject");
@@ -397,7 +398,7 @@ fn empty_answer_declines_and_always_is_sent() {
         );
         peer.update(
             json!({"type": "approval_request", "requestId": "ap-1", "toolName": "bash",
-                           "argumentsSummary": "date"}),
+                           "argumentsSummary": "date", "timeoutSecs": 120}),
         );
         let approve = peer.expect("session/approve");
         assert_eq!(approve["params"]["decision"], "allow_always");

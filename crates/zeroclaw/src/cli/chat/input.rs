@@ -10,6 +10,8 @@ use rustyline::history::FileHistory;
 use rustyline::{Config, Editor};
 use tokio::sync::mpsc;
 
+/// Exit status after Ctrl-C (128 + SIGINT).
+pub const INTERRUPTED: i32 = 130;
 /// Lines read ahead of the chat (the reading thread waits when they are not taken).
 const LINES_AHEAD: usize = 64;
 /// Prompts kept in the history file.
