@@ -211,11 +211,9 @@ fn decision(answer: Result<Value, zeroclaw_rpc::PeerError>) -> Decision {
         .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok())
         .map(|r| r.outcome);
     match outcome {
-        Some(RequestPermissionOutcome::Selected(s)) => match &*s.option_id.0 {
-            id => match Decision::parse(id) {
-                Some(allow @ (Decision::AllowOnce | Decision::AllowAlways)) => allow,
-                _ => Decision::Reject,
-            },
+        Some(RequestPermissionOutcome::Selected(s)) => match Decision::parse(&s.option_id.0) {
+            Some(allow @ (Decision::AllowOnce | Decision::AllowAlways)) => allow,
+            _ => Decision::Reject,
         },
         _ => Decision::Reject,
     }
