@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -89,6 +90,17 @@ impl Bridge {
             .call_within(method, params, daemon::CALL_TIMEOUT)
             .await
             .map_err(|e| self.failed(&link, e))
+    }
+
+    /// One daemon call with typed params (not `session/prompt`).
+    pub async fn send<P: Serialize>(
+        self: &Arc<Self>,
+        method: Method,
+        params: &P,
+    ) -> Result<Value, ErrorObject> {
+        let params =
+            serde_json::to_value(params).map_err(|e| ErrorObject::internal(e.to_string()))?;
+        self.call(method, params).await
     }
 
     /// Translates a daemon failure, forgetting the link when it is gone.

@@ -15,21 +15,29 @@ use agent_client_protocol_schema::v1::{
     SetSessionModeRequest, SetSessionModeResponse,
 };
 use serde_json::{Value, json};
+use zeroclaw_client::protocol::config::ConfigGetParams;
+use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
+use zeroclaw_client::protocol::stream::ConfigureParams;
+use zeroclaw_client::protocol::{Autonomy, Role};
 use zeroclaw_client::{Method, Mode};
 use zeroclaw_rpc::{ErrorObject, code};
 
 use super::bridge::{Bridge, Session, decode};
 use super::updates;
 
-/// The autonomy levels, offered as ACP session modes.
-const MODES: [(&str, &str, &str); 3] = [
+/// The autonomy levels, offered as ACP session modes (the mode id is the wire spelling).
+const MODES: [(Autonomy, &str, &str); 3] = [
     (
-        "supervised",
+        Autonomy::Supervised,
         "Supervised",
         "bash and write_file ask for approval",
     ),
-    ("full", "Full", "every tool runs without asking"),
-    ("read_only", "Read only", "bash and write_file are refused"),
+    (Autonomy::Full, "Full", "every tool runs without asking"),
+    (
+        Autonomy::ReadOnly,
+        "Read only",
+        "bash and write_file are refused",
+    ),
 ];
 /// Sessions per `session/list` page.
 const LIST_PAGE: usize = 50;
@@ -70,21 +78,24 @@ fn agent_prop(alias: &str, key: &str) -> String {
 
 /// The modes offered, with the agent's configured autonomy as the current one.
 async fn modes(bridge: &Arc<Bridge>, alias: &str) -> SessionModeState {
+    let params = ConfigGetParams {
+        prop: Some(agent_prop(alias, "autonomy")),
+    };
     let current = bridge
-        .call(
-            Method::ConfigGet,
-            json!({"prop": agent_prop(alias, "autonomy")}),
-        )
+        .send(Method::ConfigGet, &params)
         .await
         .ok()
-        .and_then(|v| v.get("value").and_then(Value::as_str).map(str::to_string))
-        .filter(|m| MODES.iter().any(|(id, ..)| id == m))
-        .unwrap_or_else(|| "supervised".to_string());
+        .and_then(|v| {
+            v.get("value")
+                .and_then(Value::as_str)
+                .and_then(Autonomy::parse)
+        })
+        .unwrap_or(Autonomy::Supervised);
     let available = MODES
         .iter()
-        .map(|(id, name, about)| SessionMode::new(*id, *name).description(*about))
+        .map(|(id, name, about)| SessionMode::new(id.as_str(), *name).description(*about))
         .collect();
-    SessionModeState::new(current, available)
+    SessionModeState::new(current.as_str(), available)
 }
 
 /// `session/new` params for the daemon. `mcpServers` goes only when there are some, so
@@ -95,6 +106,14 @@ fn daemon_new(alias: &str, cwd: &std::path::Path, mcp: &[McpServer]) -> Result<V
         params["mcpServers"] = encode(&mcp)?;
     }
     Ok(params)
+}
+
+/// `session/list` params: every ACP session.
+fn acp_sessions() -> ListParams {
+    ListParams {
+        mode: Some(Mode::Acp),
+        ..Default::default()
+    }
 }
 
 fn remember(bridge: &Bridge, session_id: &str, cwd: PathBuf) {
@@ -124,9 +143,7 @@ pub async fn new_session(
 
 /// The daemon's `session/list` entry of an ACP session, if it has one.
 async fn find(bridge: &Arc<Bridge>, session_id: &str) -> Result<Option<Value>, ErrorObject> {
-    let list = bridge
-        .call(Method::SessionList, json!({"mode": Mode::Acp}))
-        .await?;
+    let list = bridge.send(Method::SessionList, &acp_sessions()).await?;
     Ok(list
         .get("sessions")
         .and_then(Value::as_array)
@@ -142,11 +159,13 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
     let mut pages: Vec<Vec<Value>> = Vec::new();
     let mut before: Option<i64> = None;
     loop {
-        let mut params = json!({"sessionId": session_id, "mode": Mode::Acp});
-        if let Some(seq) = before {
-            params["beforeSeq"] = json!(seq);
-        }
-        let page = bridge.call(Method::SessionMessages, params).await?;
+        let params = MessagesParams {
+            session_id: session_id.to_owned(),
+            mode: Some(Mode::Acp),
+            limit: None,
+            before_seq: before,
+        };
+        let page = bridge.send(Method::SessionMessages, &params).await?;
         let rows = page
             .get("messages")
             .and_then(Value::as_array)
@@ -223,10 +242,15 @@ pub fn rfc3339(ms: i64) -> String {
 
 /// The start of a session's first prompt.
 async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
-    let params = json!({"sessionId": session_id, "mode": Mode::Acp, "beforeSeq": 2, "limit": 1});
-    let page = bridge.call(Method::SessionMessages, params).await.ok()?;
+    let params = MessagesParams {
+        session_id: session_id.to_owned(),
+        mode: Some(Mode::Acp),
+        limit: Some(1),
+        before_seq: Some(2),
+    };
+    let page = bridge.send(Method::SessionMessages, &params).await.ok()?;
     let first = page.get("messages")?.as_array()?.first()?;
-    if first.get("role")?.as_str()? != "user" {
+    if first.get("role")?.as_str()? != Role::User.as_str() {
         return None;
     }
     let text = first.get("content")?.as_str()?.trim();
@@ -251,7 +275,7 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
         None => 0,
     };
     let mut all = bridge
-        .call(Method::SessionList, json!({"mode": Mode::Acp}))
+        .send(Method::SessionList, &acp_sessions())
         .await?
         .get("sessions")
         .and_then(Value::as_array)
@@ -286,19 +310,24 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
     let req: SetSessionModeRequest = decode(AGENT_METHOD_NAMES.session_set_mode, params)?;
     let session_id = req.session_id.0.to_string();
     let mode = req.mode_id.0.to_string();
-    if !MODES.iter().any(|(id, ..)| *id == mode) {
+    let Some(autonomy) = Autonomy::parse(&mode) else {
         return Err(ErrorObject::invalid_params(format!(
             "unknown mode {mode:?} (supervised, full, read_only)"
         )));
-    }
+    };
     if !bridge.sessions().contains_key(&session_id) {
         return Err(ErrorObject::new(
             -32002,
             format!("session {session_id} not found"),
         ));
     }
-    let params = json!({"sessionId": session_id, "autonomy": mode});
-    match bridge.call(Method::SessionConfigure, params).await {
+    let params = ConfigureParams {
+        session_id,
+        mode: None,
+        autonomy: Some(autonomy),
+        model: None,
+    };
+    match bridge.send(Method::SessionConfigure, &params).await {
         Ok(_) => encode(&SetSessionModeResponse::new()),
         Err(e) if e.code == code::METHOD_NOT_FOUND => Err(ErrorObject::new(
             code::METHOD_NOT_FOUND,

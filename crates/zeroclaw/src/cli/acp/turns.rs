@@ -14,8 +14,11 @@ use agent_client_protocol_schema::v1::{
     RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
+use zeroclaw_client::protocol::session::{
+    ApproveParams, SessionPromptParams, SessionRef, TurnResult,
+};
 use zeroclaw_client::{Decision, Method, PROMPT_TIMEOUT};
 use zeroclaw_rpc::{ErrorObject, code};
 
@@ -49,7 +52,7 @@ pub async fn prompt(bridge: &Arc<Bridge>, id: Value, params: Option<Value>) {
     }
 }
 
-type Started = (String, Value, u64, oneshot::Receiver<()>);
+type Started = (String, SessionPromptParams, u64, oneshot::Receiver<()>);
 
 fn start(bridge: &Bridge, params: Option<Value>) -> Result<Started, ErrorObject> {
     let req: PromptRequest = decode(AGENT_METHOD_NAMES.session_prompt, params)?;
@@ -79,14 +82,14 @@ fn start(bridge: &Bridge, params: Option<Value>) -> Result<Started, ErrorObject>
 async fn run(
     bridge: &Arc<Bridge>,
     session_id: &str,
-    params: Value,
+    params: SessionPromptParams,
     serial: u64,
     done: oneshot::Receiver<()>,
 ) -> Result<Value, ErrorObject> {
-    let answer = match bridge.link().await {
+    let answer: Result<TurnResult, ErrorObject> = match bridge.link().await {
         Ok(link) => link
             .client
-            .call_within(Method::SessionPrompt, params, PROMPT_TIMEOUT)
+            .request_within(Method::SessionPrompt, &params, PROMPT_TIMEOUT)
             .await
             .map_err(|e| bridge.failed(&link, e)),
         Err(e) => Err(e),
@@ -159,8 +162,11 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
     };
     let bridge = Arc::clone(bridge);
     tokio::spawn(async move {
-        let params = json!({"sessionId": session_id});
-        if let Err(e) = bridge.call(Method::SessionCancel, params).await
+        let params = SessionRef {
+            session_id: session_id.clone(),
+            mode: None,
+        };
+        if let Err(e) = bridge.send(Method::SessionCancel, &params).await
             && e.code != -32002
         {
             tracing::warn!("{} for {session_id}: {}", Method::SessionCancel, e.message);
@@ -172,8 +178,14 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
 }
 
 async fn approve(bridge: &Arc<Bridge>, session_id: &str, request_id: &str, decision: Decision) {
-    let params = json!({"sessionId": session_id, "requestId": request_id, "decision": decision});
-    if let Err(e) = bridge.call(Method::SessionApprove, params).await {
+    let params = ApproveParams {
+        session_id: session_id.to_owned(),
+        request_id: request_id.to_owned(),
+        decision,
+        replacement: None,
+        mode: None,
+    };
+    if let Err(e) = bridge.send(Method::SessionApprove, &params).await {
         // -32602: no longer pending (answered elsewhere, timed out or cancelled).
         if e.code != code::INVALID_PARAMS {
             tracing::warn!("{} {request_id}: {}", Method::SessionApprove, e.message);
@@ -282,6 +294,8 @@ pub fn approval_resolved(bridge: &Bridge, session_id: &str, request_id: &str) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
