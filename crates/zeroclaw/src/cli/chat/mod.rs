@@ -11,6 +11,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use serde_json::json;
+use zeroclaw_client::protocol::session::MessagesParams;
 use zeroclaw_client::{
     ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, Method, ServerMessage,
     SessionNewParams, SessionNewResult, UpdateKind,
@@ -188,8 +189,16 @@ async fn show_earlier(handle: &ClientHandle, info: &SessionNewResult, ui: &mut U
     if !info.resumed || info.message_count == 0 {
         return;
     }
-    let params = json!({"sessionId": info.session_id, "mode": info.mode, "limit": RESUME_MESSAGES});
-    match handle.call(Method::SessionMessages, params).await {
+    let params = MessagesParams {
+        session_id: info.session_id.clone(),
+        mode: Some(info.mode),
+        limit: Some(RESUME_MESSAGES),
+        before_seq: None,
+    };
+    match handle
+        .send(Method::SessionMessages, &params, handle.timeout())
+        .await
+    {
         Ok(page) => {
             let rows = page["messages"].as_array().cloned().unwrap_or_default();
             let total = page["total"].as_u64().unwrap_or(info.message_count);
