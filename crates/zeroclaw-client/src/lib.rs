@@ -5,9 +5,10 @@
 //!
 //! Every method name, params, result and update is the protocol vocabulary's
 //! ([`zeroclaw_protocol`], re-exported as [`protocol`]): the daemon and this client parse
-//! the same types. Layers: [`connection`](Client) (the stream, ids, queues) →
-//! session methods (`sessions.rs`) and question answering (`elicitation.rs`); errors and
-//! events are leaves below them. This file only declares and re-exports.
+//! the same types. Layers, each importing only those below it: `sessions.rs` (the session
+//! methods on [`ClientHandle`]) → `connection.rs` (the stream, ids and queues) →
+//! `event.rs` (typed events) → `elicitation.rs` (questions), with `error.rs` beside them.
+//! This file only declares and re-exports.
 
 mod connection;
 mod elicitation;

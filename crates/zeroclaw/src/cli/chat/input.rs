@@ -1,6 +1,7 @@
 //! Input of `zeroclaw chat`: on a terminal, a line editor (rustyline: editing keys,
 //! history kept in the data dir) asked for one line at a time; otherwise stdin lines read
-//! ahead on a thread of their own. And Ctrl-C.
+//! ahead on a thread of their own. And Ctrl-C, with the exit status it leaves
+//! ([`INTERRUPTED`]).
 
 use std::io::BufRead;
 use std::path::PathBuf;

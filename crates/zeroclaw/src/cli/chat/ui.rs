@@ -1,6 +1,7 @@
 //! Output of `zeroclaw chat`: streamed text (markdown rendered on a terminal), a spinner
 //! until the reply starts, tool calls and results, notes and questions. Colours only on a
-//! terminal and without `NO_COLOR`; piped output is the raw text.
+//! terminal and without `NO_COLOR`; piped output is the raw text. Also how a client error
+//! reads to people ([`message`]).
 
 use std::io::{IsTerminal, Write};
 
