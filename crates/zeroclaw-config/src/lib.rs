@@ -6,6 +6,7 @@
 //! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
 //! - [`policy`]: principals, grants and the method → grant table;
 //! - [`escalation`]: the "no escalation" rule for non-admin config writes;
+//! - [`persist`]: atomic file replacement (also used for uploads and pairing tokens);
 //! - [`sweep`]: removing temp files an interrupted write left behind.
 
 pub mod path;
@@ -22,7 +23,7 @@ pub mod policy;
 pub mod value;
 
 pub use policy::{Credential, Principal, Requirement, required_grant, resolve};
-mod persist;
+pub mod persist;
 pub mod store;
 pub mod sweep;
 

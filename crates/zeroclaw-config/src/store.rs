@@ -26,6 +26,7 @@ use crate::path::PropPath;
 use crate::persist::{ensure_dir, write_atomic};
 use crate::policy::{Principal, write_refused};
 use crate::schema::{Config, DEFAULT_CONFIG_TOML, Violation};
+use crate::sweep::TEMP_PREFIX;
 use crate::value::{Invalid, check_document, get_json, masked_json, remove, set_json};
 
 /// Most entries one `config/set-many` may carry.
@@ -178,7 +179,7 @@ impl ConfigStore {
             if let Some(dir) = path.parent() {
                 ensure_dir(dir).map_err(|e| err(format!("cannot create directory: {e}")))?;
             }
-            match write_atomic(path, DEFAULT_CONFIG_TOML, true) {
+            match write_atomic(path, DEFAULT_CONFIG_TOML.as_bytes(), TEMP_PREFIX, true) {
                 Ok(()) => tracing::info!(path = %path.display(), "wrote default configuration"),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(err(format!("cannot write default configuration: {e}"))),
@@ -367,7 +368,7 @@ impl ConfigStore {
             if fail {
                 return Err(std::io::Error::other("injected persist failure"));
             }
-            write_atomic(&path, &text, false)
+            write_atomic(&path, text.as_bytes(), TEMP_PREFIX, false)
         })
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -156,24 +155,12 @@ fn sweep_dir(dir: &Path) -> usize {
     removed
 }
 
-/// Writes `bytes` to `target` atomically: a fresh temp file `.upload-<random>` beside it,
-/// fsync, rename. The rename replaces whatever is at `target` (a symlink included) without
-/// following it.
-fn write_atomic(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ErrorObject> {
-    let fail = |e: std::io::Error| {
-        ErrorObject::internal(format!("cannot write {}: {e}", target.display()))
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(PARTIAL_PREFIX)
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(target).map_err(|e| fail(e.error))?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+/// Writes `bytes` to `target` atomically through a temp file `.upload-<random>` beside it
+/// (see [`zeroclaw_config::persist`]). The rename replaces whatever is at `target` (a
+/// symlink included) without following it.
+fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), ErrorObject> {
+    zeroclaw_config::persist::write_atomic(target, bytes, PARTIAL_PREFIX, false)
+        .map_err(|e| ErrorObject::internal(format!("cannot write {}: {e}", target.display())))
 }
 
 /// Whether `path` is a regular file (not a link) holding exactly `bytes`.
@@ -211,7 +198,7 @@ pub fn store(
         let path = PathBuf::from(&known.workspace_path);
         if !intact(&path, bytes) {
             tracing::warn!(path = %path.display(), "indexed upload was changed on disk; writing it back");
-            write_atomic(&dir, &path, bytes)?;
+            write_atomic(&path, bytes)?;
         }
         return Ok(StoredFile {
             deduplicated: true,
@@ -225,7 +212,7 @@ pub fn store(
     };
     let path = dir.join(&name);
     if !intact(&path, bytes) {
-        write_atomic(&dir, &path, bytes)?;
+        write_atomic(&path, bytes)?;
     }
     let shown = path.display().to_string();
     let marker = if is_image(mime, ext.as_deref()) {
