@@ -1,6 +1,7 @@
 //! zeroclaw-config: the daemon's configuration (SPEC §4, §6).
 //!
 //! - [`schema`]: typed, strict config (serde) and cross-reference checks;
+//! - [`error`]: [`ConfigError`], why a read or write was refused, and its one wire mapping;
 //! - [`path`]: property paths and `config_write_paths` patterns;
 //! - [`shape`]: the schema as data, for checking files and coercing JSON values;
 //! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
@@ -9,10 +10,12 @@
 //! - [`persist`]: atomic file replacement (also used for uploads and pairing tokens);
 //! - [`sweep`]: removing temp files an interrupted write left behind.
 
+pub mod error;
 pub mod path;
 pub mod schema;
 pub mod shape;
 
+pub use error::ConfigError;
 pub use path::{PathError, PropPath, WritePattern};
 pub use schema::{
     Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, Security, User,
