@@ -17,6 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use zeroclaw_config::persist;
+use zeroclaw_config::policy::Credential;
+use zeroclaw_rpc::ErrorObject;
 
 const FILE_NAME: &str = "tokens.json";
 /// Temp files of the atomic writer: `.tokens.json.<random>`.
@@ -128,6 +130,29 @@ pub fn unpair_token(data_dir: &Path, token: &str) -> Result<bool, String> {
     })
 }
 
+/// The credential a caller presented, before a token is looked up in the token file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presented {
+    /// A local peer (uid or named-pipe client): nothing to look up.
+    Local(Credential),
+    /// A pairing token (WebSocket).
+    Token(String),
+}
+
+/// Why a presented credential stands for nobody.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairingError {
+    #[error("authentication failed: unknown or revoked token")]
+    UnknownToken,
+}
+
+/// The one mapping of pairing errors to the wire: -32010.
+impl From<PairingError> for ErrorObject {
+    fn from(e: PairingError) -> ErrorObject {
+        ErrorObject::not_initialized(e.to_string())
+    }
+}
+
 /// A shared lock on the token file: no pairing change lands while it is held.
 pub struct TokenHold {
     _lock: Option<File>,
@@ -193,6 +218,18 @@ impl TokenStore {
                 ));
             }
             tokio::time::sleep(HOLD_POLL).await;
+        }
+    }
+
+    /// The credential `presented` stands for under the token set in force now: a token
+    /// names its user, or nobody once it is unpaired.
+    pub fn resolve(&self, presented: &Presented) -> Result<Credential, PairingError> {
+        match presented {
+            Presented::Local(credential) => Ok(credential.clone()),
+            Presented::Token(token) => self
+                .user_for(token)
+                .map(|user| Credential::Token { user })
+                .ok_or(PairingError::UnknownToken),
         }
     }
 
