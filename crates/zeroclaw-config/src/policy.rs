@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::json;
 use zeroclaw_rpc::ErrorObject;
 
+use crate::error::ConfigError;
 use crate::path::{PropPath, WritePattern};
 use crate::schema::{Config, Profile};
 
@@ -270,48 +271,17 @@ impl Principal {
     }
 
     /// -32012 naming `prop` (and `index` for a batch entry) unless [`Self::may_write`].
-    pub fn require_write(&self, prop: &PropPath, index: Option<usize>) -> Result<(), ErrorObject> {
+    pub fn require_write(&self, prop: &PropPath, index: Option<usize>) -> Result<(), ConfigError> {
         if self.may_write(prop) {
             return Ok(());
         }
-        let why = match admin_only(prop) {
-            true => " (a provider's endpoint and key are admin-only)",
-            false => "",
-        };
-        let (message, data) = match index {
-            Some(i) => (
-                format!(
-                    "config entry {i} ({prop}): principal {} may not write this property{why}",
-                    self.id
-                ),
-                json!({"index": i, "prop": prop.to_string()}),
-            ),
-            None => (
-                format!(
-                    "principal {} may not write config property {prop}{why}",
-                    self.id
-                ),
-                json!({"prop": prop.to_string()}),
-            ),
-        };
-        Err(ErrorObject::forbidden(message).with_data(data))
+        Err(ConfigError::NotWritable {
+            index,
+            prop: prop.clone(),
+            principal: self.id.clone(),
+            admin_only: admin_only(prop),
+        })
     }
-}
-
-/// -32012 for a config write entry: `data {prop}` for a single call, `{index, prop}` for
-/// entry `index` of a batch.
-pub fn write_refused(index: Option<usize>, prop: &PropPath, reason: &str) -> ErrorObject {
-    let (message, data) = match index {
-        Some(i) => (
-            format!("config entry {i} ({prop}): {reason}"),
-            json!({"index": i, "prop": prop.to_string()}),
-        ),
-        None => (
-            format!("config property {prop}: {reason}"),
-            json!({"prop": prop.to_string()}),
-        ),
-    };
-    ErrorObject::forbidden(message).with_data(data)
 }
 
 /// The provider keys only an admin may write (SPEC §17 "Secrets stay with their endpoint"):
@@ -449,6 +419,7 @@ permission_profiles = ["boss"]
         assert!(!a.may_write(&PropPath::parse("wss.port").unwrap()));
         let e = a
             .require_write(&PropPath::parse("wss.port").unwrap(), Some(2))
+            .map_err(ErrorObject::from)
             .unwrap_err();
         assert_eq!(e.data, Some(json!({"index": 2, "prop": "wss.port"})));
 
@@ -488,6 +459,7 @@ permission_profiles = ["boss"]
         }
         let e = p
             .require_write(&path("providers.local.base_url"), None)
+            .map_err(ErrorObject::from)
             .unwrap_err();
         assert_eq!(e.code, code::FORBIDDEN);
         assert!(e.message.contains("admin-only"), "{}", e.message);

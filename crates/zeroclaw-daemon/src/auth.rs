@@ -9,6 +9,7 @@ use zeroclaw_rpc::ErrorObject;
 pub use zeroclaw_config::policy::Principal;
 
 use crate::connection::ConnectionContext;
+use crate::pairing::Presented;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
@@ -19,20 +20,31 @@ fn credential(
     conn: &ConnectionContext,
     token: Option<&str>,
 ) -> Result<Credential, ErrorObject> {
+    Ok(daemon.tokens.resolve(&presented(conn, token)?)?)
+}
+
+/// What a connection presents, its token not yet looked up.
+fn presented(conn: &ConnectionContext, token: Option<&str>) -> Result<Presented, ErrorObject> {
     match conn.peer.kind {
-        TransportKind::Local => local_credential(conn.peer.uid),
+        TransportKind::Local => local_credential(conn.peer.uid).map(Presented::Local),
         TransportKind::WebSocket => {
             let token = token.ok_or_else(|| {
                 ErrorObject::not_initialized(
                     "authentication failed: authToken is required over WebSocket",
                 )
             })?;
-            let user = daemon.tokens.user_for(token).ok_or_else(|| {
-                ErrorObject::not_initialized("authentication failed: unknown or revoked token")
-            })?;
-            Ok(Credential::Token { user })
+            Ok(Presented::Token(token.to_string()))
         }
     }
+}
+
+/// What an initialized connection presented at `initialize` (re-checked by steps that
+/// must see the token file unchanged, such as a file commit).
+pub fn presented_by(conn: &ConnectionContext) -> Result<Presented, ErrorObject> {
+    presented(
+        conn,
+        conn.handshake.get().and_then(|h| h.auth_token.as_deref()),
+    )
 }
 
 /// A Unix-socket peer presents its uid (SO_PEERCRED).
@@ -75,16 +87,6 @@ pub fn principal_of(
 ) -> Result<Principal, ErrorObject> {
     let token = conn.handshake.get().and_then(|h| h.auth_token.as_deref());
     authenticate(daemon, conn, token)
-}
-
-/// The caller's principal under a configuration the caller holds unchanged.
-pub fn resolve_frozen(
-    daemon: &Arc<Daemon>,
-    conn: &ConnectionContext,
-    config: &zeroclaw_config::Config,
-) -> Result<Principal, ErrorObject> {
-    let cred = credential_of(daemon, conn)?;
-    policy::resolve(config, &cred, daemon.uid)
 }
 
 /// Whether `principal` holds the grant `method` requires (-32012 otherwise).

@@ -10,7 +10,7 @@ use zeroclaw_config::ConfigStore;
 use zeroclaw_ipc::Dirs;
 
 use crate::files::UploadManager;
-use crate::files::commit::FileLocks;
+use crate::files::commit::{FileLocks, Stores};
 use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
 use crate::session::SessionManager;
@@ -40,6 +40,17 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// What the files service's commit step reads and locks.
+    pub fn file_stores(&self) -> Stores<'_> {
+        Stores {
+            sessions: &self.sessions,
+            config: &self.config,
+            tokens: &self.tokens,
+            locks: &self.files,
+            daemon_uid: self.uid,
+        }
+    }
+
     pub fn begin_shutdown(&self, reason: &str) {
         if !self.shutdown.is_cancelled() {
             tracing::info!("shutting down ({reason})");

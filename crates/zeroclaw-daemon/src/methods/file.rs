@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{Mode, SessionKey};
 
-use crate::auth::Principal;
+use crate::auth::{self, Principal};
 use crate::connection::ConnectionContext;
 use crate::files::commit::{self, Item};
 use crate::files::path_read;
@@ -84,16 +84,22 @@ pub async fn call(
             let p: AttachParams = params::decode(params)?;
             let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
             bring_back(daemon, principal, &key).await?;
-            let target = commit::target_of(daemon, principal, &key)?;
+            let target = commit::target_of(&daemon.sessions, principal, &key)?;
             let items = decode_inputs(conn, principal, p.files).await?;
-            let files = commit::commit(daemon, conn, &target, items).await?;
+            let files = commit::commit(
+                daemon.file_stores(),
+                &auth::presented_by(conn)?,
+                &target,
+                items,
+            )
+            .await?;
             Ok(json!({"files": files}))
         }
         "file/upload/begin" => {
             let p: BeginParams = params::decode(params)?;
             let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
             bring_back(daemon, principal, &key).await?;
-            let target = commit::target_of(daemon, principal, &key)?;
+            let target = commit::target_of(&daemon.sessions, principal, &key)?;
             let upload_id =
                 daemon
                     .uploads
@@ -125,7 +131,13 @@ pub async fn call(
                 filename: finished.filename,
                 mime: None,
             };
-            let mut files = commit::commit(daemon, conn, &finished.target, vec![item]).await?;
+            let mut files = commit::commit(
+                daemon.file_stores(),
+                &auth::presented_by(conn)?,
+                &finished.target,
+                vec![item],
+            )
+            .await?;
             files
                 .pop()
                 .map(|f| json!(f))

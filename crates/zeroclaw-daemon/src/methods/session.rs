@@ -9,7 +9,7 @@ use serde_json::Value;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
 
-use crate::auth::Principal;
+use crate::auth::{self, Principal};
 use crate::connection::ConnectionContext;
 use crate::files;
 use crate::methods::file;
@@ -170,9 +170,16 @@ pub async fn call(
                 sessions
                     .live_or_rehydrate(principal, &daemon.config.current(), &key)
                     .await?;
-                let target = files::commit::target_of(daemon, principal, &key)?;
+                let target = files::commit::target_of(&daemon.sessions, principal, &key)?;
                 let items = file::decode_inputs(conn, principal, attachments).await?;
-                for stored in files::commit::commit(daemon, conn, &target, items).await? {
+                for stored in files::commit::commit(
+                    daemon.file_stores(),
+                    &auth::presented_by(conn)?,
+                    &target,
+                    items,
+                )
+                .await?
+                {
                     prompt.push('\n');
                     prompt.push_str(&stored.marker);
                 }
