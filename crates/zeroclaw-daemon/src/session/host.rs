@@ -14,10 +14,10 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, TurnEvent, TurnHost};
 
-use super::Tuning;
 use super::link::{AskError, ClientLink};
 use super::live::LiveSession;
 use super::persist::{Op, ProgressTx};
+use super::tuning::Tuning;
 
 pub(crate) struct SessionHost<'a> {
     pub session: &'a Arc<LiveSession>,

@@ -88,7 +88,7 @@ impl SessionManager {
         });
         // Queued or refused: the connection's next request for this session may go ahead.
         crate::ordering::admitted();
-        link.record_prompt(&live, submitted?);
+        link.record_prompt(&live.instance, submitted?);
         answer.await.unwrap_or_else(|_| {
             Err(ErrorObject::internal(
                 "the session stopped before answering",
@@ -106,7 +106,7 @@ impl SessionManager {
         mode: Option<Mode>,
     ) -> Result<Value, ErrorObject> {
         let live = self.live_owned(principal, session_id, mode)?;
-        if !live.cancel_from(link.last_prompt(&live)) {
+        if !live.cancel_from(link.last_prompt(&live.instance)) {
             return Err(ErrorObject::session_not_found(format!(
                 "no active turn in session {session_id}"
             )));

@@ -16,8 +16,9 @@ use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{Mode, NewSession, RPC_SURFACE, SessionKey, SessionRow};
 
 use super::live::LiveSession;
+use super::manager::{Quota, SessionManager, check_owner};
 use super::persist::context_from;
-use super::{Quota, SessionManager, check_owner, store_error};
+use super::{store_error, worker};
 
 /// Longest accepted session id, in bytes.
 const MAX_SESSION_ID: usize = 256;
@@ -214,7 +215,7 @@ impl SessionManager {
             context_from(&restored)
         };
         let cwd = Self::cwd(&workspace, req.cwd.as_deref(), Some(&row), confined)?;
-        let live = LiveSession::start(
+        let live = worker::start(
             self,
             key,
             alias.to_owned(),
@@ -304,7 +305,7 @@ impl SessionManager {
         if !recovered.interrupted_turns.is_empty() {
             tracing::info!(session = %key.session_id, turns = ?recovered.interrupted_turns, "recovered interrupted turns");
         }
-        let live = LiveSession::start(
+        let live = worker::start(
             self,
             key.clone(),
             row.agent_alias.clone(),

@@ -378,8 +378,8 @@ mod tests {
         async fn ask(&self, _: &str, _: Value, _: std::time::Duration) -> Result<Value, AskError> {
             Err(AskError::Gone)
         }
-        fn record_prompt(&self, _: &Arc<crate::session::LiveSession>, _: u64) {}
-        fn last_prompt(&self, _: &Arc<crate::session::LiveSession>) -> u64 {
+        fn record_prompt(&self, _: &crate::session::LiveId, _: u64) {}
+        fn last_prompt(&self, _: &crate::session::LiveId) -> u64 {
             0
         }
     }

@@ -12,6 +12,10 @@
 //! If the turn's final write fails the session remembers it (`needs_recover`): before the
 //! next turn the open checkpoint is recovered and the context reloaded from the store, so
 //! memory never runs ahead of what is durable for long.
+//!
+//! In the layers of the sessions service a turn sits above the live session's state, its
+//! [`host`](super::host), [`agent`](super::agent) and [`persist`](super::persist); the
+//! worker above it calls [`Runner::run`]. It never imports the worker or the registry.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -23,10 +27,12 @@ use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
+use super::error::store_error;
 use super::host::SessionHost;
 use super::live::{Job, LiveSession};
 use super::persist::{self, Persister};
-use super::{SessionManager, Tuning, store_error, text};
+use super::text;
+use super::tuning::Tuning;
 
 /// The worker's per-session state between turns.
 pub(crate) struct Runner {
@@ -40,10 +46,10 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    pub fn new(manager: &SessionManager, context: Vec<ChatMessage>) -> Runner {
+    pub fn new(store: Store, tuning: Tuning, context: Vec<ChatMessage>) -> Runner {
         Runner {
-            store: manager.store.clone(),
-            tuning: manager.tuning.clone(),
+            store,
+            tuning,
             context,
             needs_recover: false,
             providers: ProviderCache::default(),
