@@ -28,9 +28,9 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_agent::mcp::McpSet;
 use zeroclaw_config::Config;
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::SessionKey;
 
+use super::error::SessionError;
 use super::limits::MAX_QUEUED_PROMPTS;
 use super::link::ClientLink;
 use super::live_id::LiveId;
@@ -44,7 +44,7 @@ pub(crate) struct Job {
     pub link: Arc<dyn ClientLink>,
     /// The configuration in force when the prompt was accepted.
     pub config: Arc<Config>,
-    pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
+    pub reply: oneshot::Sender<Result<Value, SessionError>>,
 }
 
 struct Running {
@@ -236,16 +236,16 @@ impl LiveSession {
     /// Queues a prompt: -32000 once the session is closing, -32002 when
     /// [`MAX_QUEUED_PROMPTS`] are already waiting.
     /// Returns the prompt's number in submit order.
-    pub(crate) fn submit(&self, job: Job) -> Result<u64, ErrorObject> {
+    pub(crate) fn submit(&self, job: Job) -> Result<u64, SessionError> {
         let mut st = lock(&self.state);
         if self.closing.is_cancelled() {
-            return Err(ErrorObject::session_not_found(format!(
+            return Err(SessionError::session_not_found(format!(
                 "session {} is closed",
                 self.key.session_id
             )));
         }
         if st.waiting >= MAX_QUEUED_PROMPTS {
-            return Err(ErrorObject::session_busy(format!(
+            return Err(SessionError::session_busy(format!(
                 "session {} is busy: {MAX_QUEUED_PROMPTS} prompts are already waiting",
                 self.key.session_id
             )));
@@ -253,7 +253,7 @@ impl LiveSession {
         st.waiting += 1;
         if self.jobs.send(job).is_err() {
             st.waiting -= 1;
-            return Err(ErrorObject::internal("the session worker has stopped"));
+            return Err(SessionError::internal("the session worker has stopped"));
         }
         st.submitted += 1;
         Ok(st.submitted)
@@ -422,8 +422,8 @@ impl LiveSession {
     }
 
     /// The answer to a prompt that never ran because the session closed.
-    pub(crate) fn closed_error(&self) -> ErrorObject {
-        ErrorObject::session_not_found(format!(
+    pub(crate) fn closed_error(&self) -> SessionError {
+        SessionError::session_not_found(format!(
             "session {} was closed before this prompt ran",
             self.key.session_id
         ))

@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use zeroclaw_config::policy::Principal;
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{Mode, SessionKey, Store};
 
+use super::error::SessionError;
 use super::limits::MAX_LIVE_SESSIONS;
 use super::live::LiveSession;
 use super::tuning::Tuning;
@@ -98,7 +98,7 @@ impl SessionManager {
         &self,
         session: Arc<LiveSession>,
         quota: Quota,
-    ) -> Result<(), Result<Arc<LiveSession>, ErrorObject>> {
+    ) -> Result<(), Result<Arc<LiveSession>, SessionError>> {
         let mut map = self.lock();
         if let Some(existing) = map.get(&session.key) {
             return Err(Ok(Arc::clone(existing)));
@@ -109,7 +109,7 @@ impl SessionManager {
     }
 
     /// -32001 when no further session may be registered (a cheap early check).
-    pub(crate) fn check_room(&self, key: &SessionKey, quota: Quota) -> Result<(), ErrorObject> {
+    pub(crate) fn check_room(&self, key: &SessionKey, quota: Quota) -> Result<(), SessionError> {
         let map = self.lock();
         if map.contains_key(key) {
             return Ok(());
@@ -191,14 +191,14 @@ impl<'a> Quota<'a> {
 }
 
 /// -32001 when the daemon-wide limit or `quota` leaves no room for one more session.
-fn room(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Result<(), ErrorObject> {
+fn room(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Result<(), SessionError> {
     if map.len() >= MAX_LIVE_SESSIONS {
-        return Err(ErrorObject::session_limit(MAX_LIVE_SESSIONS));
+        return Err(SessionError::session_limit(MAX_LIVE_SESSIONS));
     }
     if let Some(limit) = quota.limit
         && map.values().filter(|s| s.owner == quota.owner).count() >= limit
     {
-        return Err(ErrorObject::session_limit(limit));
+        return Err(SessionError::session_limit(limit));
     }
     Ok(())
 }
@@ -213,10 +213,10 @@ pub fn check_owner(
     principal: &Principal,
     owner: &str,
     session_id: &str,
-) -> Result<(), ErrorObject> {
+) -> Result<(), SessionError> {
     if may_touch(principal, owner) {
         Ok(())
     } else {
-        Err(ErrorObject::not_owner(session_id))
+        Err(SessionError::not_owner(session_id))
     }
 }

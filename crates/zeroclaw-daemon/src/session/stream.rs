@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
-use zeroclaw_rpc::ErrorObject;
 
+use super::error::SessionError;
 use super::link::ClientLink;
 
 /// Subscribed connections per session.
@@ -166,12 +166,12 @@ impl SessionStream {
         link: Arc<dyn ClientLink>,
         principal: &str,
         cursor: &Cursor,
-    ) -> Result<(), ErrorObject> {
+    ) -> Result<(), SessionError> {
         let mut inner = self.lock();
         let id = link.id();
         inner.prune(Some(id));
         if inner.subscribers.len() >= MAX_SUBSCRIBERS {
-            return Err(ErrorObject::limit_exceeded(
+            return Err(SessionError::limit_exceeded(
                 format!(
                     "session {} has {MAX_SUBSCRIBERS} subscribers already",
                     self.session_id
@@ -510,9 +510,10 @@ mod tests {
             s.subscribe(p.clone(), "operator", &Cursor::default())
                 .expect("room");
         }
-        let err = s
-            .subscribe(probe(17), "operator", &Cursor::default())
-            .expect_err("17th");
+        let err = zeroclaw_rpc::ErrorObject::from(
+            s.subscribe(probe(17), "operator", &Cursor::default())
+                .expect_err("17th"),
+        );
         assert_eq!(err.data, Some(json!({"limit": 16, "value": 17})));
         s.subscribe(probes[0].clone(), "operator", &Cursor::default())
             .expect("again");

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{MessagesQuery, Mode};
 
+use super::error::SessionError;
 use super::link::{ClientLink, after_answer};
 use super::stream::Cursor;
-use super::{SessionManager, check_owner, store_error};
+use super::{SessionManager, check_owner};
 
 impl SessionManager {
     /// `session/subscribe`: a persisted session that is not live is brought back first.
@@ -24,7 +24,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         cursor: Cursor,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
@@ -39,8 +39,7 @@ impl SessionManager {
                     ..MessagesQuery::default()
                 },
             )
-            .await
-            .map_err(store_error)?;
+            .await?;
         let last_seq = last.rows.last().map_or(0, |r| r.seq);
         let link_id = link.id();
         live.stream.subscribe(link, &principal.id, &cursor)?;
@@ -63,10 +62,10 @@ impl SessionManager {
         link: &dyn ClientLink,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.get(&key).ok_or_else(|| {
-            ErrorObject::session_not_found(format!("no live session {session_id}"))
+            SessionError::session_not_found(format!("no live session {session_id}"))
         })?;
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());

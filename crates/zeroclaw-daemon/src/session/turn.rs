@@ -23,11 +23,10 @@ use std::sync::atomic::Ordering;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
-use super::error::store_error;
+use super::error::SessionError;
 use super::host::SessionHost;
 use super::live::{Job, LiveSession};
 use super::persist::{self, Persister};
@@ -57,12 +56,8 @@ impl Runner {
     }
 
     /// Replaces the in-memory context with the store's, after recovering open turns.
-    async fn reload(&mut self, session: &LiveSession) -> Result<(), ErrorObject> {
-        let recovered = self
-            .store
-            .recover(&session.key, RPC_SURFACE)
-            .await
-            .map_err(store_error)?;
+    async fn reload(&mut self, session: &LiveSession) -> Result<(), SessionError> {
+        let recovered = self.store.recover(&session.key, RPC_SURFACE).await?;
         self.context = persist::context_from(&recovered.context);
         self.needs_recover = false;
         Ok(())
@@ -74,7 +69,7 @@ impl Runner {
         session: &LiveSession,
         turn_id: &str,
         prompt: &str,
-    ) -> Result<i64, ErrorObject> {
+    ) -> Result<i64, SessionError> {
         if self.needs_recover {
             self.reload(session).await?;
         }
@@ -85,9 +80,9 @@ impl Runner {
                 self.store
                     .begin_turn(&session.key, turn_id, prompt)
                     .await
-                    .map_err(store_error)
+                    .map_err(SessionError::from)
             }
-            Err(e) => Err(store_error(e)),
+            Err(e) => Err(SessionError::from(e)),
         }
     }
 
@@ -97,7 +92,7 @@ impl Runner {
         job: &mut Job,
         turn_id: &str,
         cancel: CancellationToken,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let agent = agent::build(&job.config, session, &mut self.providers)?;
         let key = &session.key;
         let acp = key.mode == Mode::Acp;
@@ -158,7 +153,7 @@ impl Runner {
             Err(e) => {
                 self.context.truncate(context_before);
                 self.needs_recover = matches!(e, StoreError::TurnStillOpen { .. });
-                return Err(store_error(e));
+                return Err(SessionError::from(e));
             }
         }
 
@@ -182,8 +177,8 @@ impl Runner {
                 tracing::error!(session = %key.session_id, turn = %turn_id, "the turn could not be saved: {e}");
                 self.needs_recover = acp;
                 return Err(match e {
-                    StoreError::NotFound { .. } => store_error(e),
-                    other => ErrorObject::internal(format!(
+                    StoreError::NotFound { .. } => SessionError::from(e),
+                    other => SessionError::internal(format!(
                         "the turn ran but could not be saved: {other}"
                     )),
                 });
