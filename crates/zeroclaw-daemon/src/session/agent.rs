@@ -2,6 +2,8 @@
 //! prompt was accepted (provider, model, tools, autonomy, limits) and the session's
 //! workspace and cwd. Providers are cached per session worker and rebuilt only when their
 //! configuration changes (an HTTP client keeps its connection pool across turns).
+//!
+//! Layers: used by the turn; reads the live session only.
 
 use std::sync::Arc;
 use std::time::Duration;

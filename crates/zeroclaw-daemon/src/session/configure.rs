@@ -2,6 +2,10 @@
 //! session only, saved with it (so a resumed session keeps them) and read by its turns
 //! before every provider and tool call. Also the provider model lists it validates
 //! against, shared with `models/list`.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 

@@ -4,6 +4,10 @@
 //! Kill and delete follow DURABILITY.md: cancel the running turn first (cheap, cannot
 //! fail), then the SQLite work, then unregister. When the SQLite work fails the live
 //! session stays registered and the caller gets -32603.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,12 +17,15 @@ use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::session::{
+    ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult,
+};
 use zeroclaw_store::{
     DEFAULT_PAGE_BYTES, ListCursor, ListQuery, MAX_LIST_LIMIT, MessagesQuery, Mode, SessionKey,
     SessionRow,
 };
 
-use super::error::SessionError;
+use super::error::{SessionError, encode};
 use super::link::ClientLink;
 use super::live::{Job, LiveSession};
 use super::{SessionManager, check_owner};
@@ -111,7 +118,10 @@ impl SessionManager {
                 "no active turn in session {session_id}"
             )));
         }
-        Ok(json!({"sessionId": session_id, "cancelled": true}))
+        encode(CancelResult {
+            session_id: session_id.to_owned(),
+            cancelled: true,
+        })
     }
 
     /// `session/approve`: only the session's owner may answer.
@@ -133,7 +143,11 @@ impl SessionManager {
                 "no pending approval {request_id} in session {session_id}"
             )));
         }
-        Ok(json!({"sessionId": session_id, "requestId": request_id, "acknowledged": true}))
+        encode(ApproveResult {
+            session_id: session_id.to_owned(),
+            request_id: request_id.to_owned(),
+            acknowledged: true,
+        })
     }
 
     /// Unregisters and stops a live session, waiting for its cancelled turn to persist.
@@ -152,7 +166,10 @@ impl SessionManager {
     ) -> Result<Value, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
         self.unload(&live).await;
-        Ok(json!({"sessionId": session_id, "closed": true}))
+        encode(CloseResult {
+            session_id: session_id.to_owned(),
+            closed: true,
+        })
     }
 
     /// The live session (if any) and the key a kill/delete addresses, ownership checked
@@ -233,12 +250,23 @@ impl SessionManager {
         if let Some(live) = &live {
             self.unload(live).await;
         }
-        let done = match how {
-            Removal::Kill => "killed",
-            Removal::Delete => "deleted",
-        };
-        tracing::info!(session = %session_id, mode = %key.mode, "session {done}");
-        Ok(json!({"sessionId": session_id, done: true}))
+        let session_id = session_id.to_owned();
+        match how {
+            Removal::Kill => {
+                tracing::info!(session = %session_id, mode = %key.mode, "session killed");
+                encode(KillResult {
+                    session_id,
+                    killed: true,
+                })
+            }
+            Removal::Delete => {
+                tracing::info!(session = %session_id, mode = %key.mode, "session deleted");
+                encode(DeleteResult {
+                    session_id,
+                    deleted: true,
+                })
+            }
+        }
     }
 
     /// `session/list`: one page of the persisted, non-tombstoned rows the caller may see,

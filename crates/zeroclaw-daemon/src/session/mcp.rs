@@ -2,6 +2,10 @@
 //! totals are restored from the store before it takes a prompt, and its MCP servers (the
 //! agent's `[agents.NAME.mcp_servers]` plus those `session/new` named) are started in the
 //! background — nothing here waits for a server.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 

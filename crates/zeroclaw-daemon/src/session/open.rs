@@ -5,6 +5,10 @@
 //! Both run under the manager's `loading` lock, so one id is never loaded twice; both
 //! recover open checkpoints of the row (its own surface only) before the session takes a
 //! prompt. Rows of other interaction surfaces are refused and left untouched.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,9 +16,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::session::SessionNewResult;
 use zeroclaw_store::{Mode, NewSession, RPC_SURFACE, SessionKey, SessionRow};
 
-use super::error::SessionError;
+use super::error::{SessionError, encode};
 use super::live::LiveSession;
 use super::manager::{Quota, SessionManager, check_owner};
 use super::persist::context_from;
@@ -110,14 +115,18 @@ impl SessionManager {
             .get_session(&session.key)
             .await?
             .map_or(0, |r| r.message_count);
-        Ok(json!({
-            "sessionId": session.key.session_id,
-            "agentAlias": session.agent_alias,
-            "mode": session.key.mode.as_str(),
-            "messageCount": count,
-            "workspaceDir": session.workspace.display().to_string(),
-            "resumed": resumed,
-        }))
+        let mode = match session.key.mode {
+            Mode::Acp => zeroclaw_protocol::Mode::Acp,
+            Mode::Chat => zeroclaw_protocol::Mode::Chat,
+        };
+        encode(SessionNewResult {
+            session_id: session.key.session_id.clone(),
+            agent_alias: session.agent_alias.clone(),
+            mode,
+            message_count: count.max(0) as u64,
+            workspace_dir: session.workspace.display().to_string(),
+            resumed,
+        })
     }
 
     /// An already live session named by `session/new`: the caller attaches to it.

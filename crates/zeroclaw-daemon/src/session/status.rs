@@ -1,5 +1,9 @@
 //! `session/status` (SPEC §16): one live session as it is now — agent, autonomy and model
 //! in force, running turn, queue, subscribers, token counts and MCP servers.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use serde_json::{Value, json};
 use zeroclaw_config::Config;

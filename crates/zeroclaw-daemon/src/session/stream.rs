@@ -14,12 +14,16 @@
 //!   must get (replay first, then live) gather in its entry and are released in order
 //!   right after the answer;
 //! - at most [`MAX_SUBSCRIBERS`] connections; closed ones are pruned as they are met.
+//!
+//! Layers: below the live session that owns it; it imports only [`link`](super::link) (and
+//! the error leaf). Typed updates come in through [`SessionStream::emit_update`].
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
+use zeroclaw_protocol::UpdateKind;
 
 use super::error::SessionError;
 use super::link::ClientLink;
@@ -126,6 +130,16 @@ impl SessionStream {
             events: VecDeque::new(),
             done: false,
         });
+    }
+
+    /// [`emit`](Self::emit) of a typed update: the vocabulary's `type` and fields, so the
+    /// wire names are written once, in `zeroclaw-protocol`.
+    pub fn emit_update(&self, update: &UpdateKind) {
+        match serde_json::to_value(update) {
+            // `emit` puts `type` right after `sessionId`; the fields keep their order.
+            Ok(fields) => self.emit(update.type_name(), fields),
+            Err(e) => tracing::error!(session = %self.session_id, "cannot encode an update: {e}"),
+        }
     }
 
     /// Numbers, buffers and fans out one update of the running turn: `{sessionId, type,
@@ -446,6 +460,42 @@ mod tests {
             v["replay"] = json!(true);
             v
         });
+    }
+
+    #[test]
+    fn a_typed_update_keeps_the_wire_text_of_the_literal_it_replaced() {
+        use zeroclaw_protocol::Outcome;
+        use zeroclaw_protocol::session::TurnUsage;
+        let s = SessionStream::new("s1");
+        s.begin_turn("t1");
+        s.emit_update(&UpdateKind::ToolCall {
+            tool_call_id: "c1".into(),
+            name: "bash".into(),
+            raw_input: json!({"command": "ls"}),
+        });
+        s.emit_update(&UpdateKind::TurnComplete {
+            outcome: Outcome::Completed,
+            content: "done".into(),
+            truncated: false,
+            usage: Some(TurnUsage {
+                input_tokens: 1,
+                output_tokens: 2,
+            }),
+        });
+        let inner = s.lock();
+        let params: Vec<&str> = inner.turns[0]
+            .events
+            .iter()
+            .map(|e| e.params.as_str())
+            .collect();
+        assert_eq!(
+            params,
+            [
+                r#"{"sessionId":"s1","type":"tool_call","turnId":"t1","eventSeq":1,"toolCallId":"c1","name":"bash","rawInput":{"command":"ls"}}"#,
+                r#"{"sessionId":"s1","type":"turn_complete","turnId":"t1","eventSeq":2,"outcome":"completed","content":"done","usage":{"inputTokens":1,"outputTokens":2}}"#,
+            ]
+        );
+        assert!(inner.turns[0].done, "turn_complete ends the turn");
     }
 
     #[test]

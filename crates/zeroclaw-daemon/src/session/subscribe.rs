@@ -1,15 +1,20 @@
 //! `session/subscribe` and `session/unsubscribe` (SPEC §14): a connection of the owner (or
 //! an admin) starts or stops receiving a session's updates; a subscription replays the
 //! buffered events after its cursor right after its answer.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::stream::{SubscribeResult, UnsubscribeResult};
 use zeroclaw_store::{MessagesQuery, Mode};
 
-use super::error::SessionError;
+use super::error::{SessionError, encode};
 use super::link::{ClientLink, after_answer};
 use super::stream::Cursor;
 use super::{SessionManager, check_owner};
@@ -45,13 +50,13 @@ impl SessionManager {
         live.stream.subscribe(link, &principal.id, &cursor)?;
         let released = Arc::clone(&live);
         after_answer(move || released.stream.release(link_id));
-        Ok(json!({
-            "sessionId": session_id,
-            "subscribed": true,
-            "activeTurnId": live.running_turn(),
-            "lastTranscriptSeq": last_seq,
-            "pendingApprovals": live.approvals.pending_ids(),
-        }))
+        encode(SubscribeResult {
+            session_id: session_id.to_owned(),
+            subscribed: true,
+            active_turn_id: live.running_turn(),
+            last_transcript_seq: last_seq,
+            pending_approvals: live.approvals.pending_ids(),
+        })
     }
 
     /// `session/unsubscribe`: the connection stops receiving the session's updates (a
@@ -69,6 +74,9 @@ impl SessionManager {
         })?;
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());
-        Ok(json!({"sessionId": session_id, "subscribed": false}))
+        encode(UnsubscribeResult {
+            session_id: session_id.to_owned(),
+            subscribed: false,
+        })
     }
 }

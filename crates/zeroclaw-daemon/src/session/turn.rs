@@ -20,13 +20,15 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
+use zeroclaw_protocol::session::{TurnResult, TurnUsage};
+use zeroclaw_protocol::{Outcome, UpdateKind};
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
-use super::error::SessionError;
+use super::error::{SessionError, encode};
 use super::host::SessionHost;
 use super::live::{Job, LiveSession};
 use super::persist::{self, Persister};
@@ -196,26 +198,40 @@ impl Runner {
                 tracing::warn!(session = %key.session_id, "token totals not saved: {e}");
             }
         }
-        let usage = json!({
-            "inputTokens": result.usage.input_tokens,
-            "outputTokens": result.usage.output_tokens,
-        });
+        let usage = TurnUsage {
+            input_tokens: result.usage.input_tokens,
+            output_tokens: result.usage.output_tokens,
+        };
         self.trim(session, agent.max_context_tokens, covers_seq)
             .await;
 
-        let outcome = result.outcome.as_str();
-        let mut fields = Map::new();
-        fields.insert("turnId".into(), json!(turn_id));
-        fields.insert("outcome".into(), json!(outcome));
-        text::put_content(&mut fields, &result.content);
-        fields.insert("usage".into(), usage);
+        let outcome = match result.outcome {
+            TurnOutcome::Completed => Outcome::Completed,
+            TurnOutcome::Cancelled => Outcome::Cancelled,
+            TurnOutcome::Failed => Outcome::Failed,
+        };
+        let (content, truncated) = text::cut(&result.content);
         drop(result);
-        session
-            .stream
-            .emit("turn_complete", Value::Object(fields.clone()));
-        tracing::debug!(session = %key.session_id, turn = %turn_id, outcome, "turn finished");
-        fields.insert("sessionId".into(), json!(key.session_id));
-        Ok(Value::Object(fields))
+        let complete = UpdateKind::TurnComplete {
+            outcome,
+            content,
+            truncated,
+            usage: Some(usage),
+        };
+        session.stream.emit_update(&complete);
+        tracing::debug!(session = %key.session_id, turn = %turn_id, %outcome, "turn finished");
+        let UpdateKind::TurnComplete { content, .. } = complete else {
+            unreachable!("built just above")
+        };
+        let answer = TurnResult {
+            session_id: key.session_id.clone(),
+            turn_id: turn_id.to_owned(),
+            outcome,
+            content,
+            truncated,
+            usage: Some(usage),
+        };
+        encode(answer)
     }
 
     /// Auto-trim (SPEC §7.3): snapshot first; `history_trimmed` only after it committed.
@@ -241,15 +257,12 @@ impl Runner {
             Ok(_) => {
                 let kept = trim.kept.len();
                 self.context = trim.kept;
-                session.stream.emit(
-                    "history_trimmed",
-                    json!({
-                        "droppedMessages": trim.dropped,
-                        "keptMessages": kept,
-                        "checkpointSeq": covers_seq,
-                        "reason": "max_context_tokens",
-                    }),
-                );
+                session.stream.emit_update(&UpdateKind::HistoryTrimmed {
+                    dropped_messages: trim.dropped as u64,
+                    kept_messages: kept as u64,
+                    checkpoint_seq: covers_seq,
+                    reason: "max_context_tokens".to_owned(),
+                });
             }
             Err(e) => {
                 // Keep the untrimmed context: the next turn tries again, and memory never
