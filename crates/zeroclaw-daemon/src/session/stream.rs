@@ -482,6 +482,19 @@ mod tests {
                 output_tokens: 2,
             }),
         });
+        // What the json! literals these updates replaced produced (the same text whether
+        // or not serde_json keeps insertion order).
+        let literal = |kind: &str, seq: u64, fields: Value| {
+            let mut params = Map::new();
+            params.insert("sessionId".into(), json!("s1"));
+            params.insert("type".into(), json!(kind));
+            params.insert("turnId".into(), json!("t1"));
+            params.insert("eventSeq".into(), json!(seq));
+            if let Value::Object(fields) = fields {
+                params.extend(fields);
+            }
+            Value::Object(params).to_string()
+        };
         let inner = s.lock();
         let params: Vec<&str> = inner.turns[0]
             .events
@@ -491,8 +504,17 @@ mod tests {
         assert_eq!(
             params,
             [
-                r#"{"sessionId":"s1","type":"tool_call","turnId":"t1","eventSeq":1,"toolCallId":"c1","name":"bash","rawInput":{"command":"ls"}}"#,
-                r#"{"sessionId":"s1","type":"turn_complete","turnId":"t1","eventSeq":2,"outcome":"completed","content":"done","usage":{"inputTokens":1,"outputTokens":2}}"#,
+                literal(
+                    "tool_call",
+                    1,
+                    json!({"toolCallId": "c1", "name": "bash", "rawInput": {"command": "ls"}})
+                ),
+                literal(
+                    "turn_complete",
+                    2,
+                    json!({"turnId": "t1", "outcome": "completed", "content": "done",
+                           "usage": {"inputTokens": 1, "outputTokens": 2}})
+                ),
             ]
         );
         assert!(inner.turns[0].done, "turn_complete ends the turn");
