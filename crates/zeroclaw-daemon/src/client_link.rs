@@ -1,7 +1,6 @@
 //! A connection as the sessions see it: [`ClientLink`] for [`ConnectionContext`] (queue an
 //! update, ask `elicitation/create`, open or not, can it answer elicitation).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,7 +9,7 @@ use zeroclaw_rpc::PeerError;
 use zeroclaw_rpc::message::request_line;
 
 use crate::connection::ConnectionContext;
-use crate::session::LiveSession;
+use crate::session::LiveId;
 use crate::session::link::{AskError, ClientLink};
 
 #[async_trait]
@@ -51,11 +50,11 @@ impl ClientLink for ConnectionContext {
         })
     }
 
-    fn record_prompt(&self, session: &Arc<LiveSession>, seq: u64) {
+    fn record_prompt(&self, session: &LiveId, seq: u64) {
         self.prompted(session, seq);
     }
 
-    fn last_prompt(&self, session: &Arc<LiveSession>) -> u64 {
+    fn last_prompt(&self, session: &LiveId) -> u64 {
         ConnectionContext::last_prompt(self, session)
     }
 }

@@ -27,7 +27,7 @@ use crate::dispatch;
 use crate::ordering::{LastPrompts, SessionOrder};
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
-use crate::session::LiveSession;
+use crate::session::LiveId;
 use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
 use crate::transport::{FrameSink, FrameSource, Incoming, PeerIdentity};
@@ -72,12 +72,12 @@ impl ConnectionContext {
     }
 
     /// Records that prompt number `seq` of `live` came from this connection.
-    pub fn prompted(&self, live: &Arc<LiveSession>, seq: u64) {
+    pub fn prompted(&self, live: &LiveId, seq: u64) {
         self.prompts.record(live, seq);
     }
 
     /// The number of this connection's last prompt to `live` (0: none).
-    pub fn last_prompt(&self, live: &Arc<LiveSession>) -> u64 {
+    pub fn last_prompt(&self, live: &LiveId) -> u64 {
         self.prompts.get(live)
     }
 }

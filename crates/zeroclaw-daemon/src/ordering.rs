@@ -11,12 +11,12 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::session::LiveSession;
+use crate::session::live_id::{LiveId, WeakLiveId};
 
 /// Distinct sessions remembered per connection before settled entries are forgotten.
 const REMEMBERED_SESSIONS: usize = 256;
@@ -85,21 +85,21 @@ impl SessionOrder {
 /// A connection's last prompt number per live session.
 #[derive(Default)]
 pub struct LastPrompts {
-    by_session: Mutex<Vec<(Weak<LiveSession>, u64)>>,
+    by_session: Mutex<Vec<(WeakLiveId, u64)>>,
 }
 
 impl LastPrompts {
-    pub fn record(&self, live: &Arc<LiveSession>, seq: u64) {
+    pub fn record(&self, live: &LiveId, seq: u64) {
         let mut all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
         // Sessions gone since are forgotten, so the list stays as short as the live ones.
-        all.retain(|(s, _)| s.strong_count() > 0 && !std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)));
-        all.push((Arc::downgrade(live), seq));
+        all.retain(|(s, _)| !s.is_gone() && !s.is(live));
+        all.push((live.downgrade(), seq));
     }
 
-    pub fn get(&self, live: &Arc<LiveSession>) -> u64 {
+    pub fn get(&self, live: &LiveId) -> u64 {
         let all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
         all.iter()
-            .find(|(s, _)| std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)))
+            .find(|(s, _)| s.is(live))
             .map_or(0, |(_, seq)| *seq)
     }
 }

@@ -46,6 +46,7 @@ pub async fn call(
             daemon
                 .sessions
                 .status(principal, &config, &p.session_id, p.mode)
+                .map_err(Into::into)
         }
         "session/configure" => {
             let p: ConfigureParams = params::decode(params)?;
@@ -57,6 +58,7 @@ pub async fn call(
                 .sessions
                 .configure(principal, &config, &p.session_id, p.mode, req)
                 .await
+                .map_err(Into::into)
         }
         _ => Err(ErrorObject::method_not_found(method)),
     }

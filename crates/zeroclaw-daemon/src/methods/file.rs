@@ -158,6 +158,7 @@ async fn bring_back(
         .live_or_rehydrate(principal, &daemon.config.current(), key)
         .await
         .map(drop)
+        .map_err(Into::into)
 }
 
 fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {

@@ -158,6 +158,7 @@ pub async fn call(
             sessions
                 .new_session(principal, &daemon.config.current(), req)
                 .await
+                .map_err(Into::into)
         }
         "session/prompt" => {
             let p: PromptParams = params::decode(params)?;
@@ -194,27 +195,41 @@ pub async fn call(
                     prompt,
                 )
                 .await
+                .map_err(Into::into)
         }
         "session/cancel" => {
             let p: IdParams = params::decode(params)?;
-            sessions.cancel(principal, conn.as_ref(), &p.session_id, p.mode)
+            sessions
+                .cancel(principal, conn.as_ref(), &p.session_id, p.mode)
+                .map_err(Into::into)
         }
         "session/approve" => {
             let p: ApproveParams = params::decode(params)?;
             let decision = parse_decision(&p.decision, p.replacement)?;
-            sessions.approve(principal, &p.session_id, p.mode, &p.request_id, decision)
+            sessions
+                .approve(principal, &p.session_id, p.mode, &p.request_id, decision)
+                .map_err(Into::into)
         }
         "session/close" => {
             let p: IdParams = params::decode(params)?;
-            sessions.close(principal, &p.session_id, p.mode).await
+            sessions
+                .close(principal, &p.session_id, p.mode)
+                .await
+                .map_err(Into::into)
         }
         "session/kill" => {
             let p: IdParams = params::decode(params)?;
-            sessions.kill(principal, &p.session_id, p.mode).await
+            sessions
+                .kill(principal, &p.session_id, p.mode)
+                .await
+                .map_err(Into::into)
         }
         "session/delete" => {
             let p: IdParams = params::decode(params)?;
-            sessions.delete(principal, &p.session_id, p.mode).await
+            sessions
+                .delete(principal, &p.session_id, p.mode)
+                .await
+                .map_err(Into::into)
         }
         "session/subscribe" => {
             let p: SubscribeParams = params::decode(params)?;
@@ -233,22 +248,27 @@ pub async fn call(
                     cursor,
                 )
                 .await
+                .map_err(Into::into)
         }
         "session/unsubscribe" => {
             let p: IdParams = params::decode(params)?;
-            sessions.unsubscribe(principal, conn.as_ref(), &p.session_id, p.mode)
+            sessions
+                .unsubscribe(principal, conn.as_ref(), &p.session_id, p.mode)
+                .map_err(Into::into)
         }
         "session/list" => {
             let p: ListParams = params::decode(params)?;
             sessions
                 .list(principal, p.mode, p.limit, p.cursor.as_deref())
                 .await
+                .map_err(Into::into)
         }
         "session/messages" => {
             let p: MessagesParams = params::decode(params)?;
             sessions
                 .messages(principal, &p.session_id, p.mode, p.limit, p.before_seq)
                 .await
+                .map_err(Into::into)
         }
         "session/status" | "session/configure" => {
             super::configure::call(daemon, principal, method, params).await
