@@ -21,7 +21,7 @@ pub mod escalation;
 pub mod policy;
 pub mod value;
 
-pub use policy::{Credential, Principal, Requirement, required_grant, resolve};
+pub use policy::{Credential, Principal, resolve};
 mod persist;
 pub mod store;
 pub mod sweep;

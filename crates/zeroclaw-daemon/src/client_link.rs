@@ -9,7 +9,7 @@ use serde_json::Value;
 use zeroclaw_rpc::PeerError;
 use zeroclaw_rpc::message::request_line;
 
-use crate::connection::ConnectionContext;
+use crate::caller::ConnectionContext;
 use crate::session::LiveSession;
 use crate::session::link::{AskError, ClientLink};
 

@@ -5,6 +5,7 @@
 //! handshake gate, queues) → [`dispatch`] (method table, grants) → [`methods`] (handlers).
 
 pub mod auth;
+mod caller;
 mod client_link;
 pub mod connection;
 pub mod dispatch;

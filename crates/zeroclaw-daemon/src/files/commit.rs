@@ -13,16 +13,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zeroclaw_config::policy;
+use zeroclaw_protocol::Method;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::SessionKey;
 
 use super::staging::UploadTarget;
 use super::workspace::{self, FileIndex, StoredFile};
 use crate::auth;
-use crate::connection::ConnectionContext;
 use crate::session::check_owner;
 use crate::state::Daemon;
-use crate::transport::TransportKind;
 
 /// One file to store.
 pub struct Item {
@@ -99,10 +98,11 @@ pub fn target_of(
     })
 }
 
-/// Stores `items` for `target` on behalf of `conn`, or fails having written nothing.
-pub async fn commit(
+/// Stores `items` for `target` on behalf of the caller that `presented` its credential,
+/// or fails having written nothing.
+pub(crate) async fn commit(
     daemon: &Arc<Daemon>,
-    conn: &ConnectionContext,
+    presented: &auth::Presented<'_>,
     target: &UploadTarget,
     items: Vec<Item>,
 ) -> Result<Vec<StoredFile>, ErrorObject> {
@@ -133,18 +133,18 @@ pub async fn commit(
     }
     let frozen = daemon.config.freeze().await;
     // Only a token credential depends on the pairing file; a local uid does not wait on it.
-    let tokens = match conn.peer.kind {
-        TransportKind::WebSocket => Some(
+    let tokens = match presented.is_token() {
+        true => Some(
             daemon
                 .tokens
                 .hold()
                 .await
                 .map_err(|e| ErrorObject::internal(format!("nothing was stored: {e}")))?,
         ),
-        TransportKind::Local => None,
+        false => None,
     };
-    let principal = auth::resolve_frozen(daemon, conn, frozen.config())?;
-    principal.check_method("file/attach")?;
+    let principal = auth::resolve_frozen(daemon, presented, frozen.config())?;
+    auth::authorize(&principal, Method::FileAttach)?;
     check_owner(&principal, &live.owner, &target.key.session_id)?;
     if !principal.may_use_agent(&live.agent_alias) {
         return Err(ErrorObject::forbidden(format!(

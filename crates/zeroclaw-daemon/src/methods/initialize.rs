@@ -1,22 +1,19 @@
 //! `initialize`: the handshake (SPEC §4). Checks the protocol version, authenticates the
 //! peer (local uid, or a pairing token over WebSocket) and records what the client can do.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 use zeroclaw_rpc::{ErrorObject, MAX_FRAME_BYTES};
 
 use crate::auth;
-use crate::connection::{ConnectionContext, Handshake};
-use crate::dispatch;
+use crate::caller::{ConnectionContext, Handshake};
 use crate::params;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
-pub const PROTOCOL_VERSION: u64 = 1;
-pub const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
-pub const UPLOAD_CHUNK_BYTES: u64 = 1024 * 1024;
+pub(crate) const PROTOCOL_VERSION: u64 = 1;
+pub(crate) const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const UPLOAD_CHUNK_BYTES: u64 = 1024 * 1024;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,9 +28,10 @@ struct Params {
     _client_info: Option<Value>,
 }
 
-pub async fn call(
-    daemon: &Arc<Daemon>,
-    conn: &Arc<ConnectionContext>,
+/// `initialize {protocolVersion?, clientCapabilities?, authToken?, clientInfo?}`.
+pub(crate) async fn initialize(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
     if conn.is_initialized() {
@@ -44,7 +42,7 @@ pub async fn call(
     if requested.as_u64() != Some(PROTOCOL_VERSION) {
         return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));
     }
-    let principal = auth::authenticate(daemon, conn, p.auth_token.as_deref())?;
+    let principal = auth::principal(daemon, &conn.presenting(p.auth_token.as_deref()))?;
     if let Some(token) = p
         .auth_token
         .as_deref()
@@ -81,7 +79,7 @@ pub async fn call(
         "server_version": version,
         "serverPid": daemon.pid,
         "principal": {"id": principal.id, "admin": principal.admin},
-        "capabilities": dispatch::capabilities(&principal, conn.peer.kind),
+        "capabilities": auth::capabilities(&principal, conn.peer.kind == TransportKind::Local),
         "limits": {
             "maxFrameBytes": MAX_FRAME_BYTES,
             "maxUploadBytes": MAX_UPLOAD_BYTES,

@@ -2,8 +2,6 @@
 //! configured provider), each marked `current` when it is the one in use. A provider whose
 //! list cannot be had shows its configured model alone, with the `error`.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 use zeroclaw_rpc::ErrorObject;
@@ -19,8 +17,9 @@ struct ListParams {
     agent_alias: Option<String>,
 }
 
-pub async fn call(
-    daemon: &Arc<Daemon>,
+/// `models/list {agentAlias?}`.
+pub(crate) async fn list(
+    daemon: &Daemon,
     principal: &Principal,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {

@@ -1,6 +1,5 @@
-//! `status`: what the daemon is and what it serves right now (SPEC §5).
-
-use std::sync::Arc;
+//! `status`: what the daemon is and what it serves right now (SPEC §5); and the answer to
+//! `daemon/shutdown` (the connection loop starts the stop once that answer is queued).
 
 use serde_json::{Value, json};
 use zeroclaw_rpc::ErrorObject;
@@ -9,7 +8,8 @@ use crate::auth::Principal;
 use crate::methods::initialize::PROTOCOL_VERSION;
 use crate::state::Daemon;
 
-pub async fn call(daemon: &Arc<Daemon>, principal: &Principal) -> Result<Value, ErrorObject> {
+/// `status`: host fields (paths, pid, endpoint) only for an admin.
+pub(crate) fn status(daemon: &Daemon, principal: &Principal) -> Result<Value, ErrorObject> {
     let visible = daemon.sessions.visible(principal);
     // An ACP and a chat session may share an id: list it once, in a stable order.
     let mut session_ids: Vec<String> = visible.iter().map(|s| s.key.session_id.clone()).collect();
@@ -40,3 +40,8 @@ pub async fn call(daemon: &Arc<Daemon>, principal: &Principal) -> Result<Value, 
 
 /// The fields only an admin principal is shown.
 const HOST_FIELDS: &[&str] = &["configDir", "dataDir", "serverPid", "endpoint"];
+
+/// `daemon/shutdown`: the answer; the stop itself follows it.
+pub(crate) fn shutdown() -> Value {
+    json!({"shuttingDown": true})
+}
