@@ -4,23 +4,23 @@
 //! Layers, outside in: [`transport`] (bytes ↔ frames) → [`connection`] (envelope rules,
 //! handshake gate, queues) → [`dispatch`] (method table, grants) → [`methods`] (handlers).
 
-pub mod auth;
+mod auth;
 mod caller;
 mod client_link;
-pub mod connection;
-pub mod dispatch;
-pub mod files;
-pub mod methods;
-pub mod ordering;
-pub mod outbound;
+mod connection;
+mod dispatch;
+mod files;
+mod methods;
+mod ordering;
+mod outbound;
 pub mod pairing;
-pub mod params;
-pub mod registry;
-pub mod server;
-pub mod session;
-pub mod state;
-pub mod transport;
-pub mod ws;
+mod params;
+mod registry;
+mod server;
+mod session;
+mod state;
+mod transport;
+mod ws;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use zeroclaw_rpc::ErrorObject;
 
 // The renaming rule is the vocabulary's, so daemon and schema agree on it.
-pub use zeroclaw_protocol::{camel_case, normalize_keys};
+use zeroclaw_protocol::normalize_keys;
 
 /// Decodes `params` (absent = `{}`) into `T`, whose fields are spelled in camelCase.
 pub fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
@@ -36,6 +36,7 @@ mod tests {
     use super::*;
     use serde::Deserialize;
     use serde_json::json;
+    use zeroclaw_protocol::camel_case;
 
     #[derive(Deserialize, Debug, PartialEq)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -60,16 +60,13 @@ impl FileLocks {
         Arc::clone(map.entry((key.clone(), generation)).or_default())
     }
 
-    /// Sessions with an index held (tests and diagnostics).
+    /// Sessions with an index held (tests).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_session
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -8,5 +8,4 @@ pub mod path_read;
 pub mod staging;
 pub mod workspace;
 
-pub use staging::{UploadManager, UploadTarget};
-pub use workspace::{FileIndex, StoredFile};
+pub use staging::UploadManager;

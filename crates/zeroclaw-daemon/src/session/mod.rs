@@ -65,8 +65,6 @@ pub use live::LiveSession;
 pub const MAX_LIVE_SESSIONS: usize = 64;
 /// Prompts waiting per session, the running turn not counted (SPEC §13).
 pub const MAX_QUEUED_PROMPTS: usize = 32;
-/// Checkpoint cadence of streamed text (SPEC §13).
-pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Timeouts of a session's waits on the client.
 #[derive(Debug, Clone)]
@@ -139,10 +137,6 @@ impl SessionManager {
             next_generation: AtomicU64::new(1),
             models: zeroclaw_agent::ModelCatalog::default(),
         })
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionKey, Arc<LiveSession>>> {
