@@ -40,7 +40,7 @@ pub(crate) async fn call(
     match method {
         Method::Initialize => Err(ErrorObject::invalid_request("already initialized")),
         Method::Status => status::status(daemon, p),
-        Method::DaemonShutdown => Ok(status::shutdown()),
+        Method::DaemonShutdown => status::shutdown(),
         Method::ModelsList => models::list(daemon, p, params).await,
         Method::ConfigGet => config::get(daemon, params),
         Method::ConfigSet => config::set(daemon, conn, params).await,

@@ -12,6 +12,10 @@ use serde_json::{Value, json};
 use zeroclaw_config::policy::{self, Credential, Principal};
 use zeroclaw_config::{Config, PropPath};
 use zeroclaw_protocol::Method;
+use zeroclaw_protocol::config::{
+    ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyResult,
+    ConfigSetParams, ConfigSetResult,
+};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
@@ -19,26 +23,7 @@ use crate::caller::ConnectionContext;
 use crate::params;
 use crate::state::Daemon;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GetParams {
-    #[serde(default)]
-    prop: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetParams {
-    prop: String,
-    value: Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeleteParams {
-    prop: String,
-}
-
+/// `config/set-many` params, entries kept raw so each error can name its entry.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SetManyParams {
@@ -47,11 +32,11 @@ struct SetManyParams {
 
 /// `config/get {prop?}`: one property, or the whole configuration.
 pub(crate) fn get(daemon: &Daemon, params: Option<Value>) -> Result<Value, ErrorObject> {
-    let p: GetParams = params::decode(params)?;
+    let p: ConfigGetParams = params::decode(params)?;
     let value = daemon.config.get(p.prop.as_deref())?;
-    Ok(match p.prop {
-        Some(prop) => json!({"prop": prop, "value": value}),
-        None => json!({"config": value}),
+    params::encode(&match p.prop {
+        Some(prop) => ConfigGetResult::Prop { prop, value },
+        None => ConfigGetResult::Whole { config: value },
     })
 }
 
@@ -61,11 +46,15 @@ pub(crate) async fn set(
     conn: &ConnectionContext,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let p: SetParams = params::decode(params)?;
+    let p: ConfigSetParams = params::decode(params)?;
     let writer = writer(daemon, conn, Method::ConfigSet)?;
     let prop = daemon.config.set(&p.prop, p.value, writer).await?;
-    let restart = restart_required([&prop]);
-    Ok(json!({"prop": prop, "set": true, "restartRequired": restart}))
+    let restart_required = restart_required([&prop]);
+    params::encode(&ConfigSetResult {
+        prop,
+        set: true,
+        restart_required,
+    })
 }
 
 /// `config/delete {prop}`.
@@ -74,11 +63,15 @@ pub(crate) async fn delete(
     conn: &ConnectionContext,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let p: DeleteParams = params::decode(params)?;
+    let p: ConfigDeleteParams = params::decode(params)?;
     let writer = writer(daemon, conn, Method::ConfigDelete)?;
     let prop = daemon.config.delete(&p.prop, writer).await?;
-    let restart = restart_required([&prop]);
-    Ok(json!({"prop": prop, "deleted": true, "restartRequired": restart}))
+    let restart_required = restart_required([&prop]);
+    params::encode(&ConfigDeleteResult {
+        prop,
+        deleted: true,
+        restart_required,
+    })
 }
 
 /// `config/set-many {sets: [{prop, value}]}`: all or nothing.
@@ -96,8 +89,12 @@ pub(crate) async fn set_many(
         .collect::<Result<Vec<_>, _>>()?;
     let writer = writer(daemon, conn, Method::ConfigSetMany)?;
     let props = daemon.config.set_many(sets, writer).await?;
-    let restart = restart_required(&props);
-    Ok(json!({"props": props, "set": true, "restartRequired": restart}))
+    let restart_required = restart_required(&props);
+    params::encode(&ConfigSetManyResult {
+        props,
+        set: true,
+        restart_required,
+    })
 }
 
 /// Whether any of the written (canonical) props takes effect only after a restart.

@@ -6,6 +6,9 @@ use std::sync::Arc;
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use zeroclaw_protocol::files::{
+    UploadBeginResult, UploadChunkParams, UploadChunkResult, UploadCommitParams,
+};
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{Mode, SessionKey};
 
@@ -58,20 +61,6 @@ struct BeginParams {
     sha256: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ChunkParams {
-    upload_id: String,
-    offset: u64,
-    data_b64: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CommitParams {
-    upload_id: String,
-}
-
 /// `file/attach {sessionId, mode?, files}`: inline or path files, stored in one commit.
 pub(crate) async fn attach(
     daemon: &Arc<Daemon>,
@@ -102,7 +91,11 @@ pub(crate) async fn upload_begin(
     let upload_id = daemon
         .uploads
         .begin(conn.id, target, p.size_bytes, p.filename, p.sha256)?;
-    Ok(json!({"upload_id": upload_id, "chunk_bytes": CHUNK_BYTES, "max_bytes": MAX_FILE_BYTES}))
+    params::encode(&UploadBeginResult {
+        upload_id,
+        chunk_bytes: CHUNK_BYTES as u64,
+        max_bytes: MAX_FILE_BYTES as u64,
+    })
 }
 
 /// `file/upload/chunk {uploadId, offset, dataB64}`.
@@ -111,7 +104,7 @@ pub(crate) fn upload_chunk(
     conn: &ConnectionContext,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let p: ChunkParams = params::decode(params)?;
+    let p: UploadChunkParams = params::decode(params)?;
     // A chunk of 1 MiB is about 1.4 MiB of base64; refuse far larger text unread.
     if p.data_b64.len() > CHUNK_BYTES / 3 * 4 + 8 {
         return Err(ErrorObject::invalid_params(format!(
@@ -122,7 +115,10 @@ pub(crate) fn upload_chunk(
     let received = daemon
         .uploads
         .chunk(conn.id, &p.upload_id, p.offset, &data)?;
-    Ok(json!({"upload_id": p.upload_id, "received_bytes": received}))
+    params::encode(&UploadChunkResult {
+        upload_id: p.upload_id,
+        received_bytes: received,
+    })
 }
 
 /// `file/upload/commit {uploadId}`: the staged bytes go through the same commit step as
@@ -132,7 +128,7 @@ pub(crate) async fn upload_commit(
     conn: &ConnectionContext,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let p: CommitParams = params::decode(params)?;
+    let p: UploadCommitParams = params::decode(params)?;
     let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;
     let item = Item {
         bytes: finished.bytes,

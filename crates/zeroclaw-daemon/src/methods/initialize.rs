@@ -3,17 +3,14 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use zeroclaw_rpc::{ErrorObject, MAX_FRAME_BYTES};
+use zeroclaw_protocol::system::{InitializeResult, PROTOCOL_VERSION, PrincipalInfo};
+use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
 use crate::caller::{ConnectionContext, Handshake};
 use crate::params;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
-
-pub(crate) const PROTOCOL_VERSION: u64 = 1;
-pub(crate) const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
-pub(crate) const UPLOAD_CHUNK_BYTES: u64 = 1024 * 1024;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -71,19 +68,14 @@ pub(crate) async fn initialize(
         return Err(ErrorObject::invalid_request("already initialized"));
     }
     tracing::info!(conn = conn.id, peer = %conn.peer.label, principal = %principal.id, "initialized");
-    let version = env!("CARGO_PKG_VERSION");
-    Ok(json!({
-        "protocolVersion": PROTOCOL_VERSION,
-        "serverVersion": version,
-        "protocol_version": PROTOCOL_VERSION,
-        "server_version": version,
-        "serverPid": daemon.pid,
-        "principal": {"id": principal.id, "admin": principal.admin},
-        "capabilities": auth::capabilities(&principal, conn.peer.kind == TransportKind::Local),
-        "limits": {
-            "maxFrameBytes": MAX_FRAME_BYTES,
-            "maxUploadBytes": MAX_UPLOAD_BYTES,
-            "uploadChunkBytes": UPLOAD_CHUNK_BYTES,
+    let capabilities = auth::capabilities(&principal, conn.peer.kind == TransportKind::Local);
+    params::encode(&InitializeResult::new(
+        env!("CARGO_PKG_VERSION"),
+        daemon.pid,
+        PrincipalInfo {
+            id: principal.id,
+            admin: principal.admin,
         },
-    }))
+        capabilities.into_iter().map(str::to_owned).collect(),
+    ))
 }
