@@ -1,5 +1,6 @@
-//! A connection as the sessions see it: [`ClientLink`] for [`ConnectionContext`] (queue an
-//! update, ask `elicitation/create`, open or not, can it answer elicitation).
+//! A connection as the sessions see it: [`ClientLink`] for the per-connection
+//! [`ConnectionContext`] (queue an update, ask `elicitation/create`, open or not, can it
+//! answer elicitation). Sessions hold the trait object, never the connection's own type.
 
 use std::sync::Arc;
 use std::time::Duration;

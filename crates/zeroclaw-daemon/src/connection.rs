@@ -6,8 +6,12 @@
 //! [`Method::answers_in_place`]), are answered in place and in order — a pipelined
 //! `initialize` + `status` never races — and the answers to one burst of input leave in one
 //! write. Every other request runs in its own task; requests addressing one session keep
-//! their receive order through [`ordering`] tickets. Valid notifications of known methods
+//! their receive order through [`ordering`](crate::ordering) tickets. Valid notifications of known methods
 //! run like requests once initialized, and are never answered (SPEC §14).
+//!
+//! The loop creates and owns the connection's [`ConnectionContext`] (in [`crate::caller`],
+//! below dispatch and the handlers, so none of them imports this loop) and parses each
+//! method name once into a [`Method`]; [`dispatch`] takes it from there.
 //!
 //! A connection that has not completed `initialize` within [`INITIALIZE_WITHIN`] of being
 //! accepted is closed without a reply (SPEC §17); when the loop ends, the connection stops
