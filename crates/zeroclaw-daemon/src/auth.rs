@@ -6,13 +6,14 @@
 //! method needs is the vocabulary's ([`Method::requirement`]); this module checks it.
 
 use serde_json::json;
+use zeroclaw_config::Config;
 use zeroclaw_config::policy::{self, Credential};
 use zeroclaw_protocol::{Method, Requirement};
 use zeroclaw_rpc::ErrorObject;
 
 pub(crate) use zeroclaw_config::policy::Principal;
 
-use crate::state::Daemon;
+use crate::pairing::TokenStore;
 
 /// What a caller presents to prove who it is.
 #[derive(Debug, Clone, Copy)]
@@ -33,7 +34,7 @@ impl Presented<'_> {
 /// The credential behind what a caller presented: its peer uid locally, its token's user
 /// over WebSocket (-32010 for a missing, unknown or revoked token).
 pub(crate) fn credential(
-    daemon: &Daemon,
+    tokens: &TokenStore,
     presented: &Presented,
 ) -> Result<Credential, ErrorObject> {
     match *presented {
@@ -44,7 +45,7 @@ pub(crate) fn credential(
                     "authentication failed: authToken is required over WebSocket",
                 )
             })?;
-            let user = daemon.tokens.user_for(token).ok_or_else(|| {
+            let user = tokens.user_for(token).ok_or_else(|| {
                 ErrorObject::not_initialized("authentication failed: unknown or revoked token")
             })?;
             Ok(Credential::Token { user })
@@ -66,20 +67,16 @@ fn local_credential(_uid: Option<u32>) -> Result<Credential, ErrorObject> {
     Ok(Credential::PipeClient)
 }
 
-/// The caller's principal under the current policy (-32010 once its credential is revoked).
-pub(crate) fn principal(daemon: &Daemon, presented: &Presented) -> Result<Principal, ErrorObject> {
-    let cred = credential(daemon, presented)?;
-    policy::resolve(&daemon.config.current(), &cred, daemon.uid)
-}
-
-/// The caller's principal under a configuration the caller holds unchanged.
-pub(crate) fn resolve_frozen(
-    daemon: &Daemon,
+/// The caller's principal under `config` (-32010 once its credential is revoked);
+/// `daemon_uid` is the daemon's own uid.
+pub(crate) fn principal(
+    config: &Config,
+    tokens: &TokenStore,
+    daemon_uid: u32,
     presented: &Presented,
-    config: &zeroclaw_config::Config,
 ) -> Result<Principal, ErrorObject> {
-    let cred = credential(daemon, presented)?;
-    policy::resolve(config, &cred, daemon.uid)
+    let cred = credential(tokens, presented)?;
+    policy::resolve(config, &cred, daemon_uid)
 }
 
 /// Whether `principal` meets what `method` requires (-32012 otherwise).

@@ -33,7 +33,7 @@ pub(crate) async fn call(
             "not initialized: first call must be initialize",
         ));
     }
-    let principal = auth::principal(daemon, &conn.presented())?;
+    let principal = daemon.principal(&conn.presented())?;
     auth::check_transport(method, conn.peer.kind == TransportKind::Local)?;
     auth::authorize(&principal, method)?;
     let p = &principal;

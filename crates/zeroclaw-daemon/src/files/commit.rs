@@ -140,7 +140,7 @@ pub(crate) async fn commit(
         ),
         false => None,
     };
-    let principal = auth::resolve_frozen(daemon, presented, frozen.config())?;
+    let principal = daemon.principal_under(frozen.config(), presented)?;
     auth::authorize(&principal, Method::FileAttach)?;
     check_owner(&principal, &live.owner, &target.key.session_id)?;
     if !principal.may_use_agent(&live.agent_alias) {

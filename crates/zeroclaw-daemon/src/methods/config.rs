@@ -145,7 +145,7 @@ fn writer(
     conn: &ConnectionContext,
     method: Method,
 ) -> Result<impl FnOnce(&Config) -> Result<Principal, ErrorObject> + use<>, ErrorObject> {
-    let cred: Credential = auth::credential(daemon, &conn.presented())?;
+    let cred: Credential = auth::credential(&daemon.tokens, &conn.presented())?;
     let uid = daemon.uid;
     Ok(move |config: &Config| {
         let principal = policy::resolve(config, &cred, uid)?;

@@ -39,7 +39,7 @@ pub(crate) async fn initialize(
     if requested.as_u64() != Some(PROTOCOL_VERSION) {
         return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));
     }
-    let principal = auth::principal(daemon, &conn.presenting(p.auth_token.as_deref()))?;
+    let principal = daemon.principal(&conn.presenting(p.auth_token.as_deref()))?;
     if let Some(token) = p
         .auth_token
         .as_deref()
