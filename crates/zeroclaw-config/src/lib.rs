@@ -25,7 +25,7 @@ pub mod escalation;
 pub mod policy;
 pub mod value;
 
-pub use policy::{Credential, Principal, Requirement, required_grant, resolve};
+pub use policy::{Credential, Principal, resolve};
 pub mod persist;
 pub mod store;
 pub mod sweep;

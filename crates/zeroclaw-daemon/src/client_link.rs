@@ -1,5 +1,6 @@
-//! A connection as the sessions see it: [`ClientLink`] for [`ConnectionContext`] (queue an
-//! update, ask `elicitation/create`, open or not, can it answer elicitation).
+//! A connection as the sessions see it: [`ClientLink`] for the per-connection
+//! [`ConnectionContext`] (queue an update, ask `elicitation/create`, open or not, can it
+//! answer elicitation). Sessions hold the trait object, never the connection's own type.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use serde_json::Value;
 use zeroclaw_rpc::PeerError;
 use zeroclaw_rpc::message::request_line;
 
-use crate::connection::ConnectionContext;
+use crate::caller::ConnectionContext;
 use crate::session::LiveId;
 use crate::session::link::{AskError, ClientLink};
 

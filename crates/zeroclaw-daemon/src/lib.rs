@@ -1,25 +1,33 @@
 //! The zeroclaw daemon: binds the local endpoint, loads the configuration, and serves
 //! JSON-RPC connections until it is told to stop (SPEC §2–§5, §9, §11).
 //!
-//! Layers, outside in: [`transport`] (bytes ↔ frames) → [`connection`] (envelope rules,
-//! handshake gate, queues) → [`dispatch`] (method table, grants) → [`methods`] (handlers).
+//! Layers, outside in, each importing only those below it: transports (`server`, `ws`,
+//! `transport`, `outbound`: bytes ↔ frames) → the connection loop (`connection`:
+//! envelope rules, handshake gate, queues, order) → `dispatch` (one match on
+//! [`zeroclaw_protocol::Method`], grants via `auth`) → handlers (`methods`: typed params
+//! in, typed results out) → services (`session`, `files`, [`pairing`], the config
+//! store) → store, agent, config, ipc, rpc. The per-connection state the handlers see is
+//! `caller`, below all of them; services see a principal, the presented credential and a
+//! `session::link::ClientLink`, never the loop's types. Only [`run`], [`DaemonOptions`]
+//! and [`pairing`] are public (the `zeroclaw` binary's needs).
 
-pub mod auth;
+mod auth;
+mod caller;
 mod client_link;
-pub mod connection;
-pub mod dispatch;
-pub mod files;
-pub mod methods;
-pub mod ordering;
-pub mod outbound;
+mod connection;
+mod dispatch;
+mod files;
+mod methods;
+mod ordering;
+mod outbound;
 pub mod pairing;
-pub mod params;
-pub mod registry;
-pub mod server;
-pub mod session;
-pub mod state;
-pub mod transport;
-pub mod ws;
+mod params;
+mod registry;
+mod server;
+mod session;
+mod state;
+mod transport;
+mod ws;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -130,15 +130,6 @@ pub fn unpair_token(data_dir: &Path, token: &str) -> Result<bool, String> {
     })
 }
 
-/// The credential a caller presented, before a token is looked up in the token file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Presented {
-    /// A local peer (uid or named-pipe client): nothing to look up.
-    Local(Credential),
-    /// A pairing token (WebSocket).
-    Token(String),
-}
-
 /// Why a presented credential stands for nobody.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PairingError {
@@ -221,16 +212,12 @@ impl TokenStore {
         }
     }
 
-    /// The credential `presented` stands for under the token set in force now: a token
-    /// names its user, or nobody once it is unpaired.
-    pub fn resolve(&self, presented: &Presented) -> Result<Credential, PairingError> {
-        match presented {
-            Presented::Local(credential) => Ok(credential.clone()),
-            Presented::Token(token) => self
-                .user_for(token)
-                .map(|user| Credential::Token { user })
-                .ok_or(PairingError::UnknownToken),
-        }
+    /// The credential a pairing token stands for under the token set in force now: its
+    /// user, or nobody once it is unpaired.
+    pub fn resolve(&self, token: &str) -> Result<Credential, PairingError> {
+        self.user_for(token)
+            .map(|user| Credential::Token { user })
+            .ok_or(PairingError::UnknownToken)
     }
 
     /// The user a token is paired to, under the token set in force now.

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use zeroclaw_config::ConfigStore;
+use zeroclaw_config::{Config, ConfigStore};
 use zeroclaw_ipc::Dirs;
+use zeroclaw_rpc::ErrorObject;
 
+use crate::auth::{self, Presented, Principal};
 use crate::files::UploadManager;
 use crate::files::commit::{FileLocks, Stores};
 use crate::pairing::TokenStore;
@@ -49,6 +51,21 @@ impl Daemon {
             locks: &self.files,
             daemon_uid: self.uid,
         }
+    }
+
+    /// The caller's principal under the current policy (-32010 once the credential it
+    /// presented is revoked).
+    pub fn principal(&self, presented: &Presented) -> Result<Principal, ErrorObject> {
+        self.principal_under(&self.config.current(), presented)
+    }
+
+    /// The caller's principal under a configuration the caller holds unchanged.
+    pub fn principal_under(
+        &self,
+        config: &Config,
+        presented: &Presented,
+    ) -> Result<Principal, ErrorObject> {
+        auth::principal(config, &self.tokens, self.uid, presented)
     }
 
     pub fn begin_shutdown(&self, reason: &str) {

@@ -72,10 +72,6 @@ impl WsListener {
             allowed_origins: Arc::new(wss.allowed_origins.clone()),
         })
     }
-
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
-    }
 }
 
 fn tls_acceptor(cert_path: &str, key_path: &str) -> Result<TlsAcceptor, String> {

@@ -13,13 +13,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zeroclaw_config::ConfigStore;
-use zeroclaw_config::policy::{self, Principal};
+use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::Method;
 use zeroclaw_store::SessionKey;
 
 use super::error::FilesError;
 use super::staging::UploadTarget;
 use super::workspace::{self, FileIndex, StoredFile};
-use crate::pairing::{Presented, TokenStore};
+use crate::auth::{self, Presented};
+use crate::pairing::TokenStore;
 use crate::session::{LiveSession, SessionManager, may_touch};
 
 /// One file to store.
@@ -69,16 +71,13 @@ impl FileLocks {
         Arc::clone(map.entry((key.clone(), generation)).or_default())
     }
 
-    /// Sessions with an index held (tests and diagnostics).
+    /// Sessions with an index held.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_session
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -119,7 +118,7 @@ pub fn target_of(
 /// having written nothing.
 pub async fn commit(
     stores: Stores<'_>,
-    caller: &Presented,
+    caller: &Presented<'_>,
     target: &UploadTarget,
     items: Vec<Item>,
 ) -> Result<Vec<StoredFile>, FilesError> {
@@ -141,19 +140,13 @@ pub async fn commit(
     }
     let frozen = stores.config.freeze().await;
     // Only a token credential depends on the pairing file; a local uid does not wait on it.
-    let tokens = match caller {
-        Presented::Token(_) => Some(stores.tokens.hold().await.map_err(FilesError::TokensHeld)?),
-        Presented::Local(_) => None,
+    let tokens = match caller.is_token() {
+        true => Some(stores.tokens.hold().await.map_err(FilesError::TokensHeld)?),
+        false => None,
     };
-    let credential = stores
-        .tokens
-        .resolve(caller)
-        .map_err(|e| FilesError::Denied(e.into()))?;
-    let principal = policy::resolve(frozen.config(), &credential, stores.daemon_uid)
+    let principal = auth::principal(frozen.config(), stores.tokens, stores.daemon_uid, caller)
         .map_err(FilesError::Denied)?;
-    principal
-        .check_method("file/attach")
-        .map_err(FilesError::Denied)?;
+    auth::authorize(&principal, Method::FileAttach).map_err(FilesError::Denied)?;
     check_access(&principal, &live)?;
     let workspace = live.workspace.clone();
     // The writes run off the async threads; the session's index lock travels with them,

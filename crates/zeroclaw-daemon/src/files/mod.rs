@@ -13,6 +13,4 @@ pub mod path_read;
 pub mod staging;
 pub mod workspace;
 
-pub use error::FilesError;
-pub use staging::{UploadManager, UploadTarget};
-pub use workspace::{FileIndex, StoredFile};
+pub use staging::UploadManager;

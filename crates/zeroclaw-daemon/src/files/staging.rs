@@ -264,10 +264,12 @@ impl UploadManager {
     }
 
     /// Bytes of the budget in use (reservations included).
+    #[cfg(test)]
     pub fn used_bytes(&self) -> u64 {
         self.lock().used
     }
 
+    #[cfg(test)]
     pub fn staged_count(&self) -> usize {
         self.lock().uploads.len()
     }

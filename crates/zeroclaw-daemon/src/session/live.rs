@@ -356,10 +356,6 @@ impl LiveSession {
         }
     }
 
-    pub fn is_closing(&self) -> bool {
-        self.closing.is_cancelled()
-    }
-
     /// Resolves once the worker has stopped (after [`LiveSession::close`]).
     pub async fn stopped(&self) {
         self.stopped.cancelled().await

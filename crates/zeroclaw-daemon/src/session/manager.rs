@@ -54,10 +54,6 @@ impl SessionManager {
         })
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionKey, Arc<LiveSession>>> {
         // The map stays consistent even if a holder panicked: every update is one insert
         // or one remove.

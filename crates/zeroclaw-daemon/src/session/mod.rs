@@ -57,8 +57,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-pub use error::SessionError;
-pub use limits::{CHECKPOINT_INTERVAL, MAX_LIVE_SESSIONS, MAX_QUEUED_PROMPTS};
 pub use live::LiveSession;
 pub use live_id::LiveId;
 pub use manager::{SessionManager, check_owner, may_touch};

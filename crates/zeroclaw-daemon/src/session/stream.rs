@@ -273,7 +273,8 @@ impl SessionStream {
         self.subscribed.notified()
     }
 
-    /// Bytes of serialized updates buffered now (tests, benchmarks).
+    /// Bytes of serialized updates buffered now (tests).
+    #[cfg(test)]
     pub fn buffered_bytes(&self) -> usize {
         self.lock().bytes
     }
