@@ -9,6 +9,8 @@ mod client_link;
 pub mod connection;
 pub mod dispatch;
 pub mod files;
+#[cfg(feature = "test-hooks")]
+pub mod harness;
 pub mod methods;
 pub mod ordering;
 pub mod outbound;
@@ -18,6 +20,8 @@ pub mod registry;
 pub mod server;
 pub mod session;
 pub mod state;
+#[cfg(feature = "test-hooks")]
+mod test_hooks;
 pub mod transport;
 pub mod ws;
 
@@ -40,8 +44,6 @@ use crate::state::Daemon;
 pub struct DaemonOptions {
     pub config_dir: Option<PathBuf>,
     pub ephemeral: bool,
-    /// Overrides the 30 s stalled-reader timeout (tests).
-    pub stall_timeout: Option<Duration>,
 }
 
 /// The whole stop, from the signal to the exit, stays within this (SPEC §17: 10 s).
@@ -69,11 +71,10 @@ async fn open_sessions(dirs: &Dirs) -> Result<Arc<SessionManager>, StartupError>
     if !recovered.is_empty() {
         tracing::info!(sessions = recovered.len(), "recovered interrupted turns");
     }
-    Ok(SessionManager::new(
-        store,
-        dirs.config_dir.clone(),
-        Tuning::from_env(),
-    ))
+    let tuning = Tuning::default();
+    #[cfg(feature = "test-hooks")]
+    let tuning = test_hooks::tuning_from_env(tuning);
+    Ok(SessionManager::new(store, dirs.config_dir.clone(), tuning))
 }
 
 /// A startup failure, with a message fit for the terminal.
@@ -117,6 +118,9 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     tracing::info!(endpoint = %endpoint.display(), config = %dirs.config_file().display(), "serving");
 
     let tokens = pairing::TokenStore::new(&dirs.data_dir);
+    let stall_timeout = outbound::DEFAULT_STALL_TIMEOUT;
+    #[cfg(feature = "test-hooks")]
+    let stall_timeout = test_hooks::stall_timeout_from_env().unwrap_or(stall_timeout);
     let daemon = Arc::new(Daemon {
         dirs,
         endpoint,
@@ -126,21 +130,15 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         uid: state::current_uid(),
         connections: ConnectionRegistry::new(),
         tokens,
-        stall_timeout: options
-            .stall_timeout
-            .unwrap_or(outbound::DEFAULT_STALL_TIMEOUT),
+        stall_timeout,
         shutdown: CancellationToken::new(),
         sessions,
         files: files::commit::FileLocks::default(),
         uploads: files::UploadManager::default(),
     });
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
-    if daemon.sessions.tuning.test_hooks {
-        let data_dir = daemon.dirs.data_dir.clone();
-        tokio::spawn(
-            Arc::clone(&daemon.sessions).watch_fail_triggers(data_dir, daemon.shutdown.clone()),
-        );
-    }
+    #[cfg(feature = "test-hooks")]
+    test_hooks::start(&daemon);
     let stopping = {
         // Stopping: cancel running turns at once so their prompts are answered (cancelled)
         // while connections are still flushing.

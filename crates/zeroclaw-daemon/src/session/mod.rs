@@ -26,13 +26,8 @@
 //!   final rows and the closed checkpoint before `turn_complete` is sent;
 //! - non-admin principals only see and touch sessions they own (-32003).
 //!
-//! Test-only tuning (read once at startup, documented here and nowhere else on purpose):
-//! `ZEROCLAW_TEST_APPROVAL_TIMEOUT_MS` and `ZEROCLAW_TEST_ASK_USER_TIMEOUT_MS` shorten the
-//! 120 s approval and 300 s ask-user waits; `ZEROCLAW_TEST_HOOKS=1` makes the daemon poll its
-//! data dir for two trigger files: while `test-fail-writes` exists every store write fails
-//! (rolled back by the store's failure injection); while `test-fail-snapshots` exists only
-//! the auto-trim snapshot write fails. That is how the integration tests inject storage
-//! failures into the real binary.
+//! Test builds may shorten the waits of [`Tuning`] (see `crate::test_hooks`, feature
+//! `test-hooks`).
 
 pub mod agent;
 pub mod configure;
@@ -75,9 +70,7 @@ pub struct Tuning {
     pub approval_timeout: Duration,
     /// Unanswered `elicitation/create` requests give "no answer" after this long (300 s).
     pub ask_user_timeout: Duration,
-    /// Poll the data dir for the failure trigger files (tests only).
-    pub test_hooks: bool,
-    /// Test hook: the auto-trim snapshot write fails while set.
+    /// The auto-trim snapshot write fails while set (set only by the test hooks).
     pub fail_snapshots: Arc<AtomicBool>,
 }
 
@@ -86,30 +79,8 @@ impl Default for Tuning {
         Tuning {
             approval_timeout: Duration::from_secs(120),
             ask_user_timeout: Duration::from_secs(300),
-            test_hooks: false,
             fail_snapshots: Arc::new(AtomicBool::new(false)),
         }
-    }
-}
-
-impl Tuning {
-    /// The defaults, with the test-only overrides of the module doc applied.
-    pub fn from_env() -> Tuning {
-        let ms = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_millis)
-        };
-        let mut t = Tuning::default();
-        if let Some(d) = ms("ZEROCLAW_TEST_APPROVAL_TIMEOUT_MS") {
-            t.approval_timeout = d;
-        }
-        if let Some(d) = ms("ZEROCLAW_TEST_ASK_USER_TIMEOUT_MS") {
-            t.ask_user_timeout = d;
-        }
-        t.test_hooks = std::env::var("ZEROCLAW_TEST_HOOKS").is_ok_and(|v| v == "1");
-        t
     }
 }
 
@@ -254,36 +225,6 @@ impl SessionManager {
         };
         if tokio::time::timeout(limit, wait).await.is_err() {
             tracing::warn!("some turns did not finish persisting before shutdown");
-        }
-    }
-
-    /// Test hook (see the module doc): mirrors the trigger files in `data_dir` into the
-    /// failure-injection flags until `stop` fires.
-    pub async fn watch_fail_triggers(
-        self: Arc<Self>,
-        data_dir: PathBuf,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        let writes = data_dir.join("test-fail-writes");
-        let snapshots = data_dir.join("test-fail-snapshots");
-        let (mut failing, mut failing_snapshots) = (false, false);
-        loop {
-            let now = writes.exists();
-            if now != failing {
-                tracing::warn!(fail = now, "test hook: store write failure injection");
-                self.store.set_fail_writes(now);
-                failing = now;
-            }
-            let now = snapshots.exists();
-            if now != failing_snapshots {
-                tracing::warn!(fail = now, "test hook: snapshot write failure injection");
-                self.tuning.fail_snapshots.store(now, Ordering::SeqCst);
-                failing_snapshots = now;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(20)) => {}
-                () = stop.cancelled() => return,
-            }
         }
     }
 }
