@@ -71,10 +71,11 @@ async fn open_sessions(dirs: &Dirs) -> Result<Arc<SessionManager>, StartupError>
     if !recovered.is_empty() {
         tracing::info!(sessions = recovered.len(), "recovered interrupted turns");
     }
-    let tuning = Tuning::default();
-    #[cfg(feature = "test-hooks")]
-    let tuning = test_hooks::tuning_from_env(tuning);
-    Ok(SessionManager::new(store, dirs.config_dir.clone(), tuning))
+    Ok(SessionManager::new(
+        store,
+        dirs.config_dir.clone(),
+        Tuning::default(),
+    ))
 }
 
 /// A startup failure, with a message fit for the terminal.

@@ -171,9 +171,11 @@ async fn a_reader_that_stalls_30_seconds_with_a_full_queue_is_disconnected() {
     let mut other = bed.client(false).await;
     let mut stalled = bed.client(false).await;
     tokio::time::pause();
-    // Requests and never a read: the replies fill the pipe, then the 16 MiB queue; the
-    // daemon stops reading, and our writes block until it gives up on us.
-    let batch = "{\"jsonrpc\":\"2.0\",\"method\":\"status\",\"id\":1}\n".repeat(1000);
+    // Requests and never a read: the replies (each echoing a 64 KiB id) fill the pipe,
+    // then the 16 MiB queue; the daemon stops reading, and our writes block until it gives
+    // up on us.
+    let id = "x".repeat(64 * 1024);
+    let batch = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"status\",\"id\":\"{id}\"}}\n");
     let started = Instant::now();
     while stalled.writer.write_all(batch.as_bytes()).await.is_ok() {
         assert!(started.elapsed() < secs(120), "still connected");
@@ -214,4 +216,65 @@ async fn an_upload_idle_for_five_minutes_expires() {
         .error_code("file/upload/commit", json!({"upload_id": id}))
         .await;
     assert_eq!(code, -32602);
+}
+
+#[tokio::test]
+async fn with_64_requests_running_the_65th_waits_for_a_free_slot() {
+    let bed = Bed::with_fake().await;
+    let fake = bed.fake();
+    // Each turn asks for an approval nobody gives: it holds its slot for 120 s.
+    for i in 0..64 {
+        fake.push(Scripted::tool_call(
+            &format!("b{i}"),
+            "bash",
+            json!({"command": "true"}),
+        ));
+    }
+    for _ in 0..64 {
+        fake.push(Scripted::text("done"));
+    }
+    let mut c = bed.client(false).await;
+    let mut batch = String::new();
+    for i in 0..64 {
+        let sid = new_session(&mut c).await;
+        batch.push_str(
+            &json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": "x"}})
+            .to_string(),
+        );
+        batch.push('\n');
+    }
+    batch.push_str(&json!({"jsonrpc": "2.0", "id": "late", "method": "status"}).to_string());
+    batch.push('\n');
+    c.writer.write_all(batch.as_bytes()).await.expect("send");
+
+    // All 64 turns wait for their approvals, and the status request is not answered.
+    let mut asked = 0;
+    while asked < 64 {
+        let msg = c.recv().await;
+        assert_ne!(msg["id"], "late", "answered with every slot taken");
+        if msg["method"] == "session/update" && msg["params"]["type"] == "approval_request" {
+            asked += 1;
+        }
+    }
+    // Meanwhile another connection is served.
+    let mut other = bed.client(false).await;
+    assert!(other.result("status", json!({})).await["serverPid"].is_number());
+
+    // The approvals time out, the turns finish, and only then is the status answered.
+    skip(secs(121)).await;
+    let (mut late_seen, mut prompts_done) = (false, 0);
+    while !late_seen || prompts_done < 64 {
+        let msg = c.recv().await;
+        if msg.get("method").is_some() {
+            continue;
+        }
+        if msg["id"] == "late" {
+            assert!(prompts_done >= 1, "status answered before a slot freed");
+            late_seen = true;
+        } else {
+            assert_eq!(msg["result"]["outcome"], "completed", "{msg}");
+            prompts_done += 1;
+        }
+    }
 }
