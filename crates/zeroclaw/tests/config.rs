@@ -5,7 +5,7 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{BIN, TestDaemon, UidConn, code, is_root, test_uid};
 use serde_json::{Value, json};
