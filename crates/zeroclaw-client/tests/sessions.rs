@@ -300,7 +300,8 @@ async fn the_old_api_still_works_on_client() {
     drop(daemon.await.unwrap());
 }
 
-#[tokio::test]
+// Paused clock: every task here is in process, so a timer only fires once all of them wait.
+#[tokio::test(start_paused = true)]
 async fn many_updates_are_never_dropped() {
     let (client, mut peer) = pair();
     let (_handle, mut events) = client.split();
@@ -316,6 +317,8 @@ async fn many_updates_are_never_dropped() {
         }
         peer
     });
+    // Not a guess at how long the producer needs: with the clock paused this sleep ends only
+    // once every task waits, i.e. the producer is blocked on the full queue.
     tokio::time::sleep(Duration::from_millis(200)).await;
     for i in 0..N {
         let Some(Event::Update(u)) = events.next_within(Duration::from_secs(5)).await else {

@@ -17,6 +17,8 @@ mod client_link;
 mod connection;
 mod dispatch;
 mod files;
+#[cfg(feature = "test-hooks")]
+pub mod harness;
 mod methods;
 mod ordering;
 mod outbound;
@@ -26,6 +28,8 @@ mod registry;
 mod server;
 mod session;
 mod state;
+#[cfg(feature = "test-hooks")]
+mod test_hooks;
 mod transport;
 mod ws;
 
@@ -48,8 +52,6 @@ use crate::state::Daemon;
 pub struct DaemonOptions {
     pub config_dir: Option<PathBuf>,
     pub ephemeral: bool,
-    /// Overrides the 30 s stalled-reader timeout (tests).
-    pub stall_timeout: Option<Duration>,
 }
 
 /// The whole stop, from the signal to the exit, stays within this (SPEC §17: 10 s).
@@ -80,7 +82,7 @@ async fn open_sessions(dirs: &Dirs) -> Result<Arc<SessionManager>, StartupError>
     Ok(SessionManager::new(
         store,
         dirs.config_dir.clone(),
-        Tuning::from_env(),
+        Tuning::default(),
     ))
 }
 
@@ -125,6 +127,9 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     tracing::info!(endpoint = %endpoint.display(), config = %dirs.config_file().display(), "serving");
 
     let tokens = pairing::TokenStore::new(&dirs.data_dir);
+    let stall_timeout = outbound::DEFAULT_STALL_TIMEOUT;
+    #[cfg(feature = "test-hooks")]
+    let stall_timeout = test_hooks::stall_timeout_from_env().unwrap_or(stall_timeout);
     let daemon = Arc::new(Daemon {
         dirs,
         endpoint,
@@ -134,21 +139,15 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         uid: state::current_uid(),
         connections: ConnectionRegistry::new(),
         tokens,
-        stall_timeout: options
-            .stall_timeout
-            .unwrap_or(outbound::DEFAULT_STALL_TIMEOUT),
+        stall_timeout,
         shutdown: CancellationToken::new(),
         sessions,
         files: files::commit::FileLocks::default(),
         uploads: files::UploadManager::default(),
     });
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
-    if daemon.sessions.tuning.test_hooks {
-        let data_dir = daemon.dirs.data_dir.clone();
-        tokio::spawn(
-            Arc::clone(&daemon.sessions).watch_fail_triggers(data_dir, daemon.shutdown.clone()),
-        );
-    }
+    #[cfg(feature = "test-hooks")]
+    test_hooks::start(&daemon);
     let stopping = {
         // Stopping: cancel running turns at once so their prompts are answered (cancelled)
         // while connections are still flushing.

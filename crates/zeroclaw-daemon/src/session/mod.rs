@@ -29,7 +29,8 @@
 //!   final rows and the closed checkpoint before `turn_complete` is sent;
 //! - non-admin principals only see and touch sessions they own (-32003).
 //!
-//! The test-only tuning and trigger files are described in [`tuning`].
+//! Test builds may shorten the waits of [`Tuning`] (see `crate::test_hooks`, feature
+//! `test-hooks`).
 
 pub mod agent;
 pub mod configure;
@@ -52,44 +53,7 @@ pub mod tuning;
 pub mod turn;
 pub mod worker;
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
-
 pub use live::LiveSession;
 pub use live_id::LiveId;
 pub use manager::{SessionManager, check_owner, may_touch};
 pub use tuning::Tuning;
-
-impl SessionManager {
-    /// Test hook (see the module doc): mirrors the trigger files in `data_dir` into the
-    /// failure-injection flags until `stop` fires.
-    pub async fn watch_fail_triggers(
-        self: Arc<Self>,
-        data_dir: PathBuf,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        let writes = data_dir.join("test-fail-writes");
-        let snapshots = data_dir.join("test-fail-snapshots");
-        let (mut failing, mut failing_snapshots) = (false, false);
-        loop {
-            let now = writes.exists();
-            if now != failing {
-                tracing::warn!(fail = now, "test hook: store write failure injection");
-                self.store.set_fail_writes(now);
-                failing = now;
-            }
-            let now = snapshots.exists();
-            if now != failing_snapshots {
-                tracing::warn!(fail = now, "test hook: snapshot write failure injection");
-                self.tuning.fail_snapshots.store(now, Ordering::SeqCst);
-                failing_snapshots = now;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(20)) => {}
-                () = stop.cancelled() => return,
-            }
-        }
-    }
-}
