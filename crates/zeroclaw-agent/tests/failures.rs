@@ -305,13 +305,18 @@ async fn cancel_kills_a_running_bash_and_closes_the_call() {
         ChatMessage::tool_result("c2", "bash", CANCELLED_RESULT)
     );
     assert_eq!(zeroclaw_agent::provider_safe(&ctx), ctx);
-    // Ask the kernel: no process is left running the command.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", &format!("echo done > {}", marker.display())])
-        .output();
-    if let Ok(out) = out {
-        assert!(out.stdout.is_empty(), "bash still running");
+    // Ask the kernel: no process is left running the command (the command sleeps 30 s, so
+    // it is gone only if it was killed).
+    let running = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &format!("echo done > {}", marker.display())])
+            .output()
+            .is_ok_and(|out| !out.stdout.is_empty())
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running() {
+        assert!(Instant::now() < deadline, "bash still running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!marker.exists());
 }

@@ -46,9 +46,14 @@ async fn a_huge_error_body_is_not_read_whole() {
         "{} bytes",
         r.content.len()
     );
-    // Give the server a moment to notice the closed connection, then check how much of
-    // the body it ever managed to write: socket buffers, not 300 MiB.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Once the server has noticed the closed connection (its write failed: an aborted
+    // response), how much of the body did it ever manage to write? Socket buffers, not
+    // 300 MiB.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fake.aborted_responses() == 0 {
+        assert!(Instant::now() < deadline, "the server is still writing");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let written = fake.error_bytes_written();
     assert!(
         written < 64 * MIB,

@@ -1,8 +1,11 @@
 //! The daemon's `elicitation/create` questions (the agent's `ask_user` tool, SPEC §7.4,
-//! §13): parsing the request and its `requestedSchema` (free text, one choice, several
-//! choices) and building the `accept` / `decline` answer from what the user typed.
+//! §13): the request (the vocabulary's [`ElicitationParams`] with its JSON-RPC id), its
+//! `requestedSchema` (free text, one choice, several choices) and the `accept` / `decline`
+//! answer ([`ElicitationResult`]) built from what the user typed.
 
 use serde_json::{Map, Value, json};
+use zeroclaw_protocol::update::{ElicitationParams, ElicitationResult};
+use zeroclaw_protocol::{ELICITATION_CREATE, ElicitationAction};
 
 /// An `elicitation/create` request from the daemon: a question for the user. It must be
 /// answered ([`ClientHandle::answer_elicitation`]) or the turn waits up to its timeout.
@@ -49,32 +52,46 @@ impl ElicitationAnswer {
         ElicitationAnswer::Accept(json!({ "answer": answer }))
     }
 
+    /// The `result` sent back, typed.
+    pub fn to_result(&self) -> ElicitationResult {
+        let (action, content) = match self {
+            ElicitationAnswer::Accept(content) => {
+                (ElicitationAction::Accept, Some(content.clone()))
+            }
+            ElicitationAnswer::Decline => (ElicitationAction::Decline, None),
+            ElicitationAnswer::Cancel => (ElicitationAction::Cancel, None),
+        };
+        ElicitationResult { action, content }
+    }
+
     /// The `result` sent back: `{action, content?}`.
     pub fn to_value(&self) -> Value {
-        match self {
-            ElicitationAnswer::Accept(content) => json!({"action": "accept", "content": content}),
-            ElicitationAnswer::Decline => json!({"action": "decline"}),
-            ElicitationAnswer::Cancel => json!({"action": "cancel"}),
-        }
+        serde_json::to_value(self.to_result()).unwrap_or(Value::Null)
     }
 }
 
 impl ElicitationRequest {
-    pub const METHOD: &'static str = "elicitation/create";
-
-    /// Parses an `elicitation/create` request's params.
+    /// Parses an `elicitation/create` request's params ([`ElicitationParams`]).
     pub fn parse(id: Value, params: &Value) -> Result<ElicitationRequest, String> {
-        let obj = params
-            .as_object()
-            .ok_or("elicitation/create params are not an object")?;
-        let text = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_string);
+        let params: ElicitationParams = serde_json::from_value(params.clone())
+            .map_err(|e| format!("{ELICITATION_CREATE}: {e}"))?;
         Ok(ElicitationRequest {
             id,
-            session_id: text("sessionId").unwrap_or_default(),
-            mode: text("mode").unwrap_or_else(|| "form".to_string()),
-            message: text("message").ok_or("elicitation/create without a message")?,
-            requested_schema: obj.get("requestedSchema").cloned().unwrap_or(Value::Null),
+            session_id: params.session_id,
+            mode: params.mode,
+            message: params.message,
+            requested_schema: params.requested_schema,
         })
+    }
+
+    /// The params the request came with.
+    pub fn params(&self) -> ElicitationParams {
+        ElicitationParams {
+            session_id: self.session_id.clone(),
+            mode: self.mode.clone(),
+            message: self.message.clone(),
+            requested_schema: self.requested_schema.clone(),
+        }
     }
 
     fn properties(&self) -> Option<&Map<String, Value>> {
@@ -257,9 +274,18 @@ mod tests {
         );
         let other = elicitation(json!({"properties": {"reply": {"type": "string"}}}));
         assert_eq!(other.text_property(), "reply");
-        let missing = ElicitationRequest::parse(json!(1), &json!({"message": "hi"})).unwrap();
-        assert_eq!(missing.text_property(), "answer");
-        assert_eq!(missing.mode, "form");
+        let bare = ElicitationRequest::parse(
+            json!(1),
+            &json!({"sessionId": "s", "mode": "form", "message": "hi", "requestedSchema": {}}),
+        )
+        .unwrap();
+        assert_eq!(bare.text_property(), "answer");
+        assert_eq!(
+            serde_json::to_value(bare.params()).unwrap(),
+            json!({"sessionId": "s", "mode": "form", "message": "hi", "requestedSchema": {}})
+        );
+        // The vocabulary's shape: every field is required.
+        assert!(ElicitationRequest::parse(json!(1), &json!({"message": "hi"})).is_err());
         assert!(ElicitationRequest::parse(json!(1), &json!({"sessionId": "s"})).is_err());
     }
 

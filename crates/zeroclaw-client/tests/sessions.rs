@@ -9,8 +9,7 @@ use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
 };
 use zeroclaw_client::{
-    Client, ClientError, Decision, ElicitationAnswer, Event, NewSession, SessionUpdateKind,
-    TurnOutcome,
+    Client, ClientError, Decision, ElicitationAnswer, Event, Outcome, SessionNewParams, UpdateKind,
 };
 
 /// The daemon's side of the pipe.
@@ -130,6 +129,7 @@ async fn prompt_runs_while_the_app_approves_and_answers_questions() {
             json!({"sessionId": "s1", "turnId": "t1", "outcome": "completed", "content": "Hello"});
         let mut complete = done.clone();
         complete["type"] = json!("turn_complete");
+        complete["eventSeq"] = json!(5);
         peer.update(complete).await;
         peer.reply(&prompt, done).await;
 
@@ -161,7 +161,7 @@ async fn prompt_runs_while_the_app_approves_and_answers_questions() {
     });
 
     let info = handle
-        .new_session(&NewSession::agent("default").with_id("s1"))
+        .new_session(&SessionNewParams::agent("default").with_id("s1"))
         .await
         .unwrap();
     assert_eq!(info.session_id, "s1");
@@ -183,22 +183,24 @@ async fn prompt_runs_while_the_app_approves_and_answers_questions() {
             Event::Update(u) => {
                 assert_eq!(u.session_id, "s1");
                 match u.kind {
-                    SessionUpdateKind::AgentMessageChunk { text: t } => text.push_str(&t),
-                    SessionUpdateKind::ApprovalRequest { request_id, .. } => {
+                    UpdateKind::AgentMessageChunk { text: t } => text.push_str(&t),
+                    UpdateKind::ApprovalRequest { request_id, .. } => {
                         handle
                             .approve("s1", &request_id, Decision::AllowAlways)
                             .await
                             .unwrap();
                         seen.push("approved");
                     }
-                    SessionUpdateKind::ToolCall { name, .. } => {
+                    UpdateKind::ToolCall { name, .. } => {
                         seen.push(if name == "bash" { "tool_call" } else { "?" })
                     }
-                    SessionUpdateKind::ToolResult { raw_output, .. } => {
+                    UpdateKind::ToolResult { raw_output, .. } => {
                         assert_eq!(raw_output, "a.txt");
                         seen.push("tool_result");
                     }
-                    SessionUpdateKind::TurnComplete(r) => complete = Some(r),
+                    UpdateKind::TurnComplete {
+                        outcome, content, ..
+                    } => complete = Some((outcome, content)),
                     other => panic!("unexpected update {other:?}"),
                 }
             }
@@ -214,8 +216,13 @@ async fn prompt_runs_while_the_app_approves_and_answers_questions() {
     assert_eq!(seen, ["tool_call", "approved", "tool_result", "answered"]);
     assert_eq!(text, "Hello");
     let result = turn.await.unwrap().unwrap();
-    assert_eq!(result, complete.unwrap());
-    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        complete,
+        Some((Outcome::Completed, "Hello".to_string())),
+        "turn_complete carries the answer's outcome and content"
+    );
+    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(result.content, "Hello");
     assert_eq!(result.turn_id, "t1");
 
     let turn = {
@@ -224,7 +231,7 @@ async fn prompt_runs_while_the_app_approves_and_answers_questions() {
     };
     handle.cancel("s1").await.unwrap();
     let result = turn.await.unwrap().unwrap();
-    assert_eq!(result.outcome, TurnOutcome::Cancelled);
+    assert_eq!(result.outcome, Outcome::Cancelled);
 
     match handle.prompt("s1", "again").await {
         Err(ClientError::Rpc(e)) => assert_eq!(e.code, -32002),
@@ -248,12 +255,22 @@ async fn the_old_api_still_works_on_client() {
             init["params"]["clientCapabilities"],
             json!({"elicitation": {}})
         );
-        peer.reply(&init, json!({"protocolVersion": 1})).await;
+        peer.reply(
+            &init,
+            json!({"protocolVersion": 1, "serverVersion": "0.1.0", "protocol_version": 1,
+                   "server_version": "0.1.0", "serverPid": 7,
+                   "principal": {"id": "operator", "admin": true},
+                   "capabilities": ["initialize", "status"],
+                   "limits": {"maxFrameBytes": 8388608, "maxUploadBytes": 10485760,
+                              "uploadChunkBytes": 1048576}}),
+        )
+        .await;
         peer.update(json!({"sessionId": "s", "type": "agent_message_chunk", "text": "x"}))
             .await;
         peer.send(
             json!({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create",
-                         "params": {"message": "?"}}),
+                         "params": {"sessionId": "s", "mode": "form", "message": "?",
+                                    "requestedSchema": {"type": "object"}}}),
         )
         .await;
         let answer = peer.recv().await;
@@ -265,6 +282,9 @@ async fn the_old_api_still_works_on_client() {
     });
     let init = client.initialize("test", true).await.unwrap();
     assert_eq!(init["protocolVersion"], 1);
+    let init: zeroclaw_client::protocol::system::InitializeResult =
+        serde_json::from_value(init).unwrap();
+    assert_eq!(init.server_pid, 7);
     let first = client
         .next_event_within(Duration::from_secs(5))
         .await
@@ -280,7 +300,8 @@ async fn the_old_api_still_works_on_client() {
     drop(daemon.await.unwrap());
 }
 
-#[tokio::test]
+// Paused clock: every task here is in process, so a timer only fires once all of them wait.
+#[tokio::test(start_paused = true)]
 async fn many_updates_are_never_dropped() {
     let (client, mut peer) = pair();
     let (_handle, mut events) = client.split();
@@ -296,6 +317,8 @@ async fn many_updates_are_never_dropped() {
         }
         peer
     });
+    // Not a guess at how long the producer needs: with the clock paused this sleep ends only
+    // once every task waits, i.e. the producer is blocked on the full queue.
     tokio::time::sleep(Duration::from_millis(200)).await;
     for i in 0..N {
         let Some(Event::Update(u)) = events.next_within(Duration::from_secs(5)).await else {
@@ -303,7 +326,7 @@ async fn many_updates_are_never_dropped() {
         };
         assert_eq!(
             u.kind,
-            SessionUpdateKind::AgentMessageChunk {
+            UpdateKind::AgentMessageChunk {
                 text: i.to_string()
             }
         );

@@ -1,17 +1,21 @@
 //! zeroclaw-config: the daemon's configuration (SPEC §4, §6).
 //!
 //! - [`schema`]: typed, strict config (serde) and cross-reference checks;
+//! - [`error`]: [`ConfigError`], why a read or write was refused, and its one wire mapping;
 //! - [`path`]: property paths and `config_write_paths` patterns;
 //! - [`shape`]: the schema as data, for checking files and coercing JSON values;
 //! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
 //! - [`policy`]: principals, grants and the method → grant table;
 //! - [`escalation`]: the "no escalation" rule for non-admin config writes;
+//! - [`persist`]: atomic file replacement (also used for uploads and pairing tokens);
 //! - [`sweep`]: removing temp files an interrupted write left behind.
 
+pub mod error;
 pub mod path;
 pub mod schema;
 pub mod shape;
 
+pub use error::ConfigError;
 pub use path::{PathError, PropPath, WritePattern};
 pub use schema::{
     Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, Security, User,
@@ -21,8 +25,8 @@ pub mod escalation;
 pub mod policy;
 pub mod value;
 
-pub use policy::{Credential, Principal, Requirement, required_grant, resolve};
-mod persist;
+pub use policy::{Credential, Principal, resolve};
+pub mod persist;
 pub mod store;
 pub mod sweep;
 

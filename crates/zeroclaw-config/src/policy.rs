@@ -1,14 +1,16 @@
 //! Principals and grants (SPEC §4, §4.1): who a peer is, and what it may do.
 //!
 //! [`resolve`] maps a credential to a [`Principal`] against a given [`Config`]; callers
-//! re-resolve on every call so a changed grant takes effect on the next call. The method →
-//! grant table is [`required_grant`]. Admin principals pass every check.
+//! re-resolve on every call so a changed grant takes effect on the next call. Admin
+//! principals pass every check. Which grant each RPC method needs is the protocol
+//! vocabulary's (`zeroclaw_protocol::Method`); the daemon checks it with [`Principal::require`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 use zeroclaw_rpc::ErrorObject;
 
+use crate::error::ConfigError;
 use crate::path::{PropPath, WritePattern};
 use crate::schema::{Config, Profile};
 
@@ -41,75 +43,6 @@ pub struct Principal {
 
 /// The principal id of the daemon's own uid while `security.trust_daemon_uid` is true.
 pub const OPERATOR: &str = "operator";
-
-/// What a method needs (SPEC §4.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requirement {
-    /// Nothing (`initialize`).
-    Open,
-    /// `resource:verb`.
-    Grant(&'static str, &'static str),
-    /// Admin only (`daemon/shutdown`).
-    Admin,
-}
-
-/// Every client → daemon method, in a stable order (for `initialize.capabilities`).
-pub const CLIENT_METHODS: &[&str] = &[
-    "initialize",
-    "status",
-    "config/get",
-    "config/set",
-    "config/set-many",
-    "config/delete",
-    "session/new",
-    "session/prompt",
-    "session/cancel",
-    "session/approve",
-    "session/close",
-    "session/kill",
-    "session/delete",
-    "session/list",
-    "session/messages",
-    "session/subscribe",
-    "session/unsubscribe",
-    "session/status",
-    "session/configure",
-    "models/list",
-    "file/attach",
-    "file/upload/begin",
-    "file/upload/chunk",
-    "file/upload/commit",
-    "daemon/shutdown",
-];
-
-/// The requirement of a client → daemon method; `None` for methods the daemon does not
-/// serve (including daemon → client ones such as `session/update`).
-pub fn required_grant(method: &str) -> Option<Requirement> {
-    use Requirement::*;
-    Some(match method {
-        "initialize" => Open,
-        "status" | "models/list" => Grant("system", "read"),
-        "config/get" => Grant("config", "read"),
-        "config/set" | "config/set-many" => Grant("config", "update"),
-        "config/delete" => Grant("config", "delete"),
-        "session/new" => Grant("sessions", "create"),
-        "session/prompt" => Grant("sessions", "execute"),
-        "session/cancel" | "session/approve" | "session/close" | "session/configure" => {
-            Grant("sessions", "update")
-        }
-        "session/list"
-        | "session/messages"
-        | "session/subscribe"
-        | "session/unsubscribe"
-        | "session/status" => Grant("sessions", "read"),
-        "session/kill" | "session/delete" => Grant("sessions", "delete"),
-        "file/attach" | "file/upload/begin" | "file/upload/chunk" | "file/upload/commit" => {
-            Grant("files", "create")
-        }
-        "daemon/shutdown" => Admin,
-        _ => return None,
-    })
-}
 
 fn auth_failed(message: String) -> ErrorObject {
     ErrorObject::not_initialized(format!("authentication failed: {message}"))
@@ -234,31 +167,6 @@ impl Principal {
         .with_data(json!({"resource": resource, "verb": verb})))
     }
 
-    /// Checks the grant [`required_grant`] names for `method`. Unknown methods pass (the
-    /// dispatcher answers them with -32601).
-    pub fn check_method(&self, method: &str) -> Result<(), ErrorObject> {
-        match required_grant(method) {
-            None | Some(Requirement::Open) => Ok(()),
-            Some(Requirement::Grant(r, v)) => self.require(r, v, method),
-            Some(Requirement::Admin) if self.admin => Ok(()),
-            Some(Requirement::Admin) => Err(ErrorObject::forbidden(format!(
-                "principal {} is not an admin (required by {method})",
-                self.id
-            ))),
-        }
-    }
-
-    /// The client → daemon methods this principal may call, `initialize` included.
-    /// `local` = false (WebSocket) leaves out `file/upload/*`.
-    pub fn capabilities(&self, local: bool) -> Vec<&'static str> {
-        CLIENT_METHODS
-            .iter()
-            .copied()
-            .filter(|m| local || !m.starts_with("file/upload/"))
-            .filter(|m| self.check_method(m).is_ok())
-            .collect()
-    }
-
     pub fn may_use_agent(&self, alias: &str) -> bool {
         self.admin || self.allowed_agents.contains("*") || self.allowed_agents.contains(alias)
     }
@@ -270,48 +178,17 @@ impl Principal {
     }
 
     /// -32012 naming `prop` (and `index` for a batch entry) unless [`Self::may_write`].
-    pub fn require_write(&self, prop: &PropPath, index: Option<usize>) -> Result<(), ErrorObject> {
+    pub fn require_write(&self, prop: &PropPath, index: Option<usize>) -> Result<(), ConfigError> {
         if self.may_write(prop) {
             return Ok(());
         }
-        let why = match admin_only(prop) {
-            true => " (a provider's endpoint and key are admin-only)",
-            false => "",
-        };
-        let (message, data) = match index {
-            Some(i) => (
-                format!(
-                    "config entry {i} ({prop}): principal {} may not write this property{why}",
-                    self.id
-                ),
-                json!({"index": i, "prop": prop.to_string()}),
-            ),
-            None => (
-                format!(
-                    "principal {} may not write config property {prop}{why}",
-                    self.id
-                ),
-                json!({"prop": prop.to_string()}),
-            ),
-        };
-        Err(ErrorObject::forbidden(message).with_data(data))
+        Err(ConfigError::NotWritable {
+            index,
+            prop: prop.clone(),
+            principal: self.id.clone(),
+            admin_only: admin_only(prop),
+        })
     }
-}
-
-/// -32012 for a config write entry: `data {prop}` for a single call, `{index, prop}` for
-/// entry `index` of a batch.
-pub fn write_refused(index: Option<usize>, prop: &PropPath, reason: &str) -> ErrorObject {
-    let (message, data) = match index {
-        Some(i) => (
-            format!("config entry {i} ({prop}): {reason}"),
-            json!({"index": i, "prop": prop.to_string()}),
-        ),
-        None => (
-            format!("config property {prop}: {reason}"),
-            json!({"prop": prop.to_string()}),
-        ),
-    };
-    ErrorObject::forbidden(message).with_data(data)
 }
 
 /// The provider keys only an admin may write (SPEC §17 "Secrets stay with their endpoint"):
@@ -370,7 +247,7 @@ permission_profiles = ["boss"]
         let c = cfg(PROFILES);
         let op = resolve(&c, &Credential::LocalUid(DAEMON), DAEMON).unwrap();
         assert_eq!(op.id, "operator");
-        assert!(op.admin && op.may_use_agent("x") && op.check_method("daemon/shutdown").is_ok());
+        assert!(op.admin && op.may_use_agent("x") && op.has_grant("sessions", "delete"));
         let e = resolve(&c, &Credential::LocalUid(0), DAEMON).unwrap_err();
         assert_eq!(e.code, code::NOT_INITIALIZED);
         assert_eq!(
@@ -432,7 +309,7 @@ permission_profiles = ["boss"]
             assert!(a.has_grant(r, v), "{r}:{v}");
         }
         assert!(!a.has_grant("sessions", "delete"));
-        let e = a.check_method("session/kill").unwrap_err();
+        let e = a.require("sessions", "delete", "session/kill").unwrap_err();
         assert_eq!(e.code, code::FORBIDDEN);
         assert_eq!(
             e.message,
@@ -442,22 +319,26 @@ permission_profiles = ["boss"]
             e.data,
             Some(json!({"resource": "sessions", "verb": "delete"}))
         );
-        assert!(a.check_method("daemon/shutdown").is_err());
         assert!(a.may_use_agent("default") && !a.may_use_agent("other"));
         assert!(a.may_write(&PropPath::parse("users.bob.uid").unwrap()));
         assert!(!a.may_write(&PropPath::parse("users").unwrap()));
         assert!(!a.may_write(&PropPath::parse("wss.port").unwrap()));
         let e = a
             .require_write(&PropPath::parse("wss.port").unwrap(), Some(2))
+            .map_err(ErrorObject::from)
             .unwrap_err();
         assert_eq!(e.data, Some(json!({"index": 2, "prop": "wss.port"})));
 
         let n = resolve(&c, &Credential::LocalUid(1002), DAEMON).unwrap();
         assert_eq!(n.id, "user:nobody");
         assert!(n.grants.is_empty() && !n.admin);
-        assert_eq!(n.capabilities(true), ["initialize"]);
-        for m in CLIENT_METHODS.iter().filter(|m| **m != "initialize") {
-            assert_eq!(n.check_method(m).unwrap_err().code, code::FORBIDDEN, "{m}");
+        for (r, v) in [
+            ("sessions", "read"),
+            ("system", "read"),
+            ("files", "create"),
+        ] {
+            assert!(!n.has_grant(r, v), "{r}:{v}");
+            assert_eq!(n.require(r, v, "m").unwrap_err().code, code::FORBIDDEN);
         }
     }
 
@@ -488,28 +369,9 @@ permission_profiles = ["boss"]
         }
         let e = p
             .require_write(&path("providers.local.base_url"), None)
+            .map_err(ErrorObject::from)
             .unwrap_err();
         assert_eq!(e.code, code::FORBIDDEN);
         assert!(e.message.contains("admin-only"), "{}", e.message);
-    }
-
-    #[test]
-    fn grant_table_covers_every_method() {
-        for m in CLIENT_METHODS {
-            assert!(required_grant(m).is_some(), "{m}");
-        }
-        assert_eq!(
-            required_grant("file/upload/chunk"),
-            Some(Requirement::Grant("files", "create"))
-        );
-        assert_eq!(
-            required_grant("status"),
-            Some(Requirement::Grant("system", "read"))
-        );
-        assert_eq!(required_grant("session/update"), None);
-        assert_eq!(required_grant("elicitation/create"), None);
-        let op = Principal::operator();
-        assert_eq!(op.capabilities(true).len(), CLIENT_METHODS.len());
-        assert!(!op.capabilities(false).contains(&"file/upload/begin"));
     }
 }

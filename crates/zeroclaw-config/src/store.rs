@@ -16,16 +16,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 use toml_edit::DocumentMut;
-use zeroclaw_rpc::ErrorObject;
 
+use crate::error::ConfigError;
 use crate::escalation::{self, Escalation};
 use crate::path::PropPath;
 use crate::persist::{ensure_dir, write_atomic};
-use crate::policy::{Principal, write_refused};
+use crate::policy::Principal;
 use crate::schema::{Config, DEFAULT_CONFIG_TOML, Violation};
+use crate::sweep::TEMP_PREFIX;
 use crate::value::{Invalid, check_document, get_json, masked_json, remove, set_json};
 
 /// Most entries one `config/set-many` may carry.
@@ -70,46 +71,34 @@ impl Op {
 /// keys are at most 64 bytes). Longer ones are refused without being echoed.
 pub const MAX_PROP_BYTES: usize = 1024;
 
-/// Formats errors for a batch entry (`Some(index)`) or a single call (`None`). `at` is
-/// where the problem is, `prop` the property written; each is named once.
-fn entry_error(index: Option<usize>, prop: &PropPath, at: &PropPath, msg: &str) -> ErrorObject {
-    let detail = if at == prop {
-        msg.to_string()
-    } else {
-        format!("{at}: {msg}")
-    };
-    match index {
-        Some(i) => ErrorObject::invalid_entry(
-            i,
-            &prop.to_string(),
-            format!("config entry {i} ({prop}): {detail}"),
-        ),
-        None => {
-            let name = prop.to_string();
-            // `at` below `prop`, or a message that already names `prop`: no prefix.
-            let names_prop = at != prop && (at.starts_with(prop) || msg.contains(&name));
-            let message = match names_prop {
-                true => detail,
-                false => format!("{name}: {detail}"),
-            };
-            ErrorObject::invalid_params(message).with_data(json!({"prop": name}))
-        }
+/// -32602 for a value or configuration invalid at `at` (see [`ConfigError::Invalid`]).
+fn entry_error(index: Option<usize>, prop: &PropPath, at: &PropPath, msg: &str) -> ConfigError {
+    ConfigError::Invalid {
+        index,
+        prop: prop.clone(),
+        at: at.clone(),
+        message: msg.to_string(),
     }
 }
 
 /// -32602 for a property path over [`MAX_PROP_BYTES`], naming the entry but not echoing it.
-fn check_prop_len(raw: &str, index: Option<usize>) -> Result<(), ErrorObject> {
+fn check_prop_len(raw: &str, index: Option<usize>) -> Result<(), ConfigError> {
     if raw.len() <= MAX_PROP_BYTES {
         return Ok(());
     }
-    let msg = format!(
-        "property path of {} bytes is over the limit of {MAX_PROP_BYTES} bytes",
-        raw.len()
-    );
-    Err(match index {
-        Some(i) => ErrorObject::invalid_params(format!("config entry {i}: {msg}"))
-            .with_data(json!({"index": i})),
-        None => ErrorObject::invalid_params(msg),
+    Err(ConfigError::PropTooLong {
+        bytes: raw.len(),
+        limit: MAX_PROP_BYTES,
+        index,
+    })
+}
+
+/// A written property path, parsed.
+fn parse_prop(raw: &str, index: Option<usize>) -> Result<PropPath, ConfigError> {
+    PropPath::parse(raw).map_err(|e| ConfigError::BadPath {
+        raw: raw.to_string(),
+        reason: e.0,
+        index,
     })
 }
 
@@ -178,7 +167,7 @@ impl ConfigStore {
             if let Some(dir) = path.parent() {
                 ensure_dir(dir).map_err(|e| err(format!("cannot create directory: {e}")))?;
             }
-            match write_atomic(path, DEFAULT_CONFIG_TOML, true) {
+            match write_atomic(path, DEFAULT_CONFIG_TOML.as_bytes(), TEMP_PREFIX, true) {
                 Ok(()) => tracing::info!(path = %path.display(), "wrote default configuration"),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(err(format!("cannot write default configuration: {e}"))),
@@ -217,40 +206,39 @@ impl ConfigStore {
     }
 
     /// `config/get`: the value at `prop`, or the whole config; secrets read as `"***"`.
-    pub fn get(&self, prop: Option<&str>) -> Result<Value, ErrorObject> {
+    pub fn get(&self, prop: Option<&str>) -> Result<Value, ConfigError> {
         let config = self.current();
         let Some(raw) = prop else {
             return Ok(masked_json(&config));
         };
         check_prop_len(raw, None)?;
-        let path = PropPath::parse(raw).map_err(|e| ErrorObject::invalid_params(e.0))?;
+        let path = PropPath::parse(raw).map_err(|e| ConfigError::BadQuery(e.0))?;
         get_json(&config, &path).map_err(|(at, m)| entry_error(None, &path, &at, &m))
     }
 
     /// `config/set-many`. `authorize` runs under the write lock against the config current
     /// at that moment and returns the caller's principal (or its error, e.g. -32010/-32012).
     /// Returns the canonical props in request order, duplicates once.
-    pub async fn set_many<F>(
+    pub async fn set_many<F, E>(
         &self,
         sets: Vec<(String, Value)>,
         authorize: F,
-    ) -> Result<Vec<String>, ErrorObject>
+    ) -> Result<Vec<String>, E>
     where
-        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+        F: FnOnce(&Config) -> Result<Principal, E>,
+        E: From<ConfigError>,
     {
         if sets.is_empty() || sets.len() > MAX_SET_MANY {
-            return Err(ErrorObject::invalid_params(format!(
-                "sets must hold 1 to {MAX_SET_MANY} entries, got {}",
-                sets.len()
-            )));
+            return Err(ConfigError::BatchSize {
+                got: sets.len(),
+                max: MAX_SET_MANY,
+            }
+            .into());
         }
         let mut ops = Vec::with_capacity(sets.len());
         for (i, (raw, value)) in sets.into_iter().enumerate() {
             check_prop_len(&raw, Some(i))?;
-            let path = PropPath::parse(&raw).map_err(|e| {
-                ErrorObject::invalid_entry(i, &raw, format!("config entry {i} ({raw}): {e}"))
-            })?;
-            ops.push(Op::Set(path, value));
+            ops.push(Op::Set(parse_prop(&raw, Some(i))?, value));
         }
         let mut props: Vec<String> = Vec::new();
         for op in &ops {
@@ -264,19 +252,13 @@ impl ConfigStore {
     }
 
     /// `config/set`: one property. Returns the canonical prop.
-    pub async fn set<F>(
-        &self,
-        prop: &str,
-        value: Value,
-        authorize: F,
-    ) -> Result<String, ErrorObject>
+    pub async fn set<F, E>(&self, prop: &str, value: Value, authorize: F) -> Result<String, E>
     where
-        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+        F: FnOnce(&Config) -> Result<Principal, E>,
+        E: From<ConfigError>,
     {
         check_prop_len(prop, None)?;
-        let path = PropPath::parse(prop).map_err(|e| {
-            ErrorObject::invalid_params(format!("{prop}: {e}")).with_data(json!({"prop": prop}))
-        })?;
+        let path = parse_prop(prop, None)?;
         let canonical = path.to_string();
         self.write(vec![Op::Set(path, value)], authorize, false)
             .await?;
@@ -285,14 +267,13 @@ impl ConfigStore {
 
     /// `config/delete`: removes a key or a map entry; -32602 if it is not set in the file
     /// or if the config without it is invalid (e.g. a provider an agent still uses).
-    pub async fn delete<F>(&self, prop: &str, authorize: F) -> Result<String, ErrorObject>
+    pub async fn delete<F, E>(&self, prop: &str, authorize: F) -> Result<String, E>
     where
-        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+        F: FnOnce(&Config) -> Result<Principal, E>,
+        E: From<ConfigError>,
     {
         check_prop_len(prop, None)?;
-        let path = PropPath::parse(prop).map_err(|e| {
-            ErrorObject::invalid_params(format!("{prop}: {e}")).with_data(json!({"prop": prop}))
-        })?;
+        let path = parse_prop(prop, None)?;
         let canonical = path.to_string();
         self.write(vec![Op::Delete(path)], authorize, false).await?;
         Ok(canonical)
@@ -314,9 +295,12 @@ impl ConfigStore {
         self.fail_next_persist.store(true, Ordering::SeqCst);
     }
 
-    async fn write<F>(&self, ops: Vec<Op>, authorize: F, batch: bool) -> Result<(), ErrorObject>
+    /// `authorize`'s own error is returned as it is; every other refusal is a
+    /// [`ConfigError`].
+    async fn write<F, E>(&self, ops: Vec<Op>, authorize: F, batch: bool) -> Result<(), E>
     where
-        F: FnOnce(&Config) -> Result<Principal, ErrorObject>,
+        F: FnOnce(&Config) -> Result<Principal, E>,
+        E: From<ConfigError>,
     {
         let idx = |i: usize| batch.then_some(i);
         // 1. The write lock, held until the new view is installed.
@@ -341,23 +325,25 @@ impl ConfigStore {
             Ok(c) => c,
             Err(Invalid::At(violations)) if !violations.is_empty() => {
                 let (i, v) = blame(&violations, &ops);
-                return Err(entry_error(idx(i), ops[i].path(), &v.prop, &v.message));
+                return Err(entry_error(idx(i), ops[i].path(), &v.prop, &v.message).into());
             }
             Err(other) => {
                 let i = ops.len() - 1;
-                return Err(entry_error(
-                    idx(i),
-                    ops[i].path(),
-                    ops[i].path(),
-                    &other.describe(),
-                ));
+                return Err(
+                    entry_error(idx(i), ops[i].path(), ops[i].path(), &other.describe()).into(),
+                );
             }
         };
         // 6. No escalation (SPEC §4.1): a non-admin gives no one more than it holds.
         let found = escalation::find(&principal, &self.current(), &config);
         if !found.is_empty() {
             let (i, why) = blame_escalation(&found, &ops);
-            return Err(write_refused(idx(i), ops[i].path(), &why));
+            return Err(ConfigError::Escalation {
+                index: idx(i),
+                prop: ops[i].path().clone(),
+                reason: why,
+            }
+            .into());
         }
         // 7. Persist once, atomically.
         let text = candidate.to_string();
@@ -367,17 +353,18 @@ impl ConfigStore {
             if fail {
                 return Err(std::io::Error::other("injected persist failure"));
             }
-            write_atomic(&path, &text, false)
+            write_atomic(&path, text.as_bytes(), TEMP_PREFIX, false)
         })
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))
         .and_then(|r| r);
         if let Err(e) = persisted {
             tracing::error!(path = %self.path.display(), error = %e, "config write failed");
-            return Err(ErrorObject::internal(format!(
-                "cannot write {}: {e}",
-                self.path.display()
-            )));
+            return Err(ConfigError::Persist {
+                path: self.path.clone(),
+                source: e,
+            }
+            .into());
         }
         // 8. Install, only after the commit.
         *doc = candidate;

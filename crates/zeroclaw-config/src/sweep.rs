@@ -10,8 +10,7 @@ pub const TEMP_PREFIX: &str = ".config.toml.";
 
 /// Whether `name` is one of the atomic writer's temp files.
 pub fn is_temp_name(name: &str) -> bool {
-    name.strip_prefix(TEMP_PREFIX)
-        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+    crate::persist::is_temp_name(name, TEMP_PREFIX)
 }
 
 /// Removes the config temp files in `config_dir` (regular files named
@@ -19,29 +18,7 @@ pub fn is_temp_name(name: &str) -> bool {
 /// lock, so no other writer's temp file is in flight. Returns how many were removed;
 /// failures are logged, never fatal.
 pub fn sweep_config_temp_files(config_dir: &Path) -> usize {
-    let entries = match std::fs::read_dir(config_dir) {
-        Ok(entries) => entries,
-        Err(e) => {
-            tracing::warn!(dir = %config_dir.display(), error = %e, "cannot list config dir");
-            return 0;
-        }
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !is_temp_name(name) || !entry.file_type().is_ok_and(|t| t.is_file()) {
-            continue;
-        }
-        match std::fs::remove_file(entry.path()) {
-            Ok(()) => removed += 1,
-            Err(e) => tracing::warn!(file = name, error = %e, "cannot remove config temp file"),
-        }
-    }
-    if removed > 0 {
-        tracing::info!(removed, dir = %config_dir.display(), "removed config temp files left by an interrupted write");
-    }
-    removed
+    crate::persist::sweep_temp_files(config_dir, TEMP_PREFIX)
 }
 
 #[cfg(test)]

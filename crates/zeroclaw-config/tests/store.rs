@@ -211,7 +211,7 @@ async fn forbidden_path_rejects_whole_batch() {
     let limited = |c: &zeroclaw_config::Config| {
         let p = resolve(c, &Credential::LocalUid(2000), 0)?;
         p.require("config", "update", "config/set-many")?;
-        Ok(p)
+        Ok::<_, ErrorObject>(p)
     };
     let e = store
         .set_many(
@@ -383,15 +383,15 @@ async fn secrets_are_masked() {
     assert!(!all.to_string().contains("sk-secret"));
     assert_eq!(store.current().providers["local"].api_key, "sk-secret");
     assert_eq!(
-        store.get(Some("nope")).unwrap_err().code,
+        ErrorObject::from(store.get(Some("nope")).unwrap_err()).code,
         code::INVALID_PARAMS
     );
     assert_eq!(
-        store.get(Some("agents.ghost")).unwrap_err().code,
+        ErrorObject::from(store.get(Some("agents.ghost")).unwrap_err()).code,
         code::INVALID_PARAMS
     );
     assert_eq!(
-        store.get(Some("a..b")).unwrap_err().code,
+        ErrorObject::from(store.get(Some("a..b")).unwrap_err()).code,
         code::INVALID_PARAMS
     );
 }

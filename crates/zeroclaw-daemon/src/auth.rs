@@ -1,36 +1,51 @@
 //! Who the caller is and what it may do, decided from the policy in force at each call
 //! (SPEC §4): a grant removed or a token unpaired takes effect on the next call.
+//!
+//! A caller is known by what it [`Presented`] (its peer uid, or its pairing token); that is
+//! turned into a [`Credential`] and a [`Principal`] again at every check. Which grant a
+//! method needs is the vocabulary's ([`Method::requirement`]); this module checks it.
 
-use std::sync::Arc;
-
+use serde_json::json;
+use zeroclaw_config::Config;
 use zeroclaw_config::policy::{self, Credential};
+use zeroclaw_protocol::{Method, Requirement};
 use zeroclaw_rpc::ErrorObject;
 
-pub use zeroclaw_config::policy::Principal;
+pub(crate) use zeroclaw_config::policy::Principal;
 
-use crate::connection::ConnectionContext;
-use crate::state::Daemon;
-use crate::transport::TransportKind;
+use crate::pairing::TokenStore;
 
-/// The credential a connection presents: its peer uid locally (the pipe itself on Windows),
-/// its token over WebSocket.
-fn credential(
-    daemon: &Daemon,
-    conn: &ConnectionContext,
-    token: Option<&str>,
+/// What a caller presents to prove who it is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Presented<'a> {
+    /// A local-endpoint peer: its uid, when the OS told us (the pipe itself on Windows).
+    Local { uid: Option<u32> },
+    /// A WebSocket peer: the pairing token it gave at `initialize`, if any.
+    WebSocket { token: Option<&'a str> },
+}
+
+impl Presented<'_> {
+    /// Whether this credential depends on the pairing-token file.
+    pub fn is_token(&self) -> bool {
+        matches!(self, Presented::WebSocket { .. })
+    }
+}
+
+/// The credential behind what a caller presented: its peer uid locally, its token's user
+/// over WebSocket (-32010 for a missing, unknown or revoked token).
+pub(crate) fn credential(
+    tokens: &TokenStore,
+    presented: &Presented,
 ) -> Result<Credential, ErrorObject> {
-    match conn.peer.kind {
-        TransportKind::Local => local_credential(conn.peer.uid),
-        TransportKind::WebSocket => {
+    match *presented {
+        Presented::Local { uid } => local_credential(uid),
+        Presented::WebSocket { token } => {
             let token = token.ok_or_else(|| {
                 ErrorObject::not_initialized(
                     "authentication failed: authToken is required over WebSocket",
                 )
             })?;
-            let user = daemon.tokens.user_for(token).ok_or_else(|| {
-                ErrorObject::not_initialized("authentication failed: unknown or revoked token")
-            })?;
-            Ok(Credential::Token { user })
+            Ok(tokens.resolve(token)?)
         }
     }
 }
@@ -49,45 +64,103 @@ fn local_credential(_uid: Option<u32>) -> Result<Credential, ErrorObject> {
     Ok(Credential::PipeClient)
 }
 
-/// The credential of an initialized connection, as presented at `initialize`.
-pub fn credential_of(
-    daemon: &Arc<Daemon>,
-    conn: &ConnectionContext,
-) -> Result<Credential, ErrorObject> {
-    let token = conn.handshake.get().and_then(|h| h.auth_token.as_deref());
-    credential(daemon, conn, token)
-}
-
-/// Authenticates the peer at `initialize`.
-pub fn authenticate(
-    daemon: &Arc<Daemon>,
-    conn: &ConnectionContext,
-    token: Option<&str>,
+/// The caller's principal under `config` (-32010 once its credential is revoked);
+/// `daemon_uid` is the daemon's own uid.
+pub(crate) fn principal(
+    config: &Config,
+    tokens: &TokenStore,
+    daemon_uid: u32,
+    presented: &Presented,
 ) -> Result<Principal, ErrorObject> {
-    let cred = credential(daemon, conn, token)?;
-    policy::resolve(&daemon.config.current(), &cred, daemon.uid)
+    let cred = credential(tokens, presented)?;
+    policy::resolve(config, &cred, daemon_uid)
 }
 
-/// The caller's principal under the current policy (-32010 once its credential is revoked).
-pub fn principal_of(
-    daemon: &Arc<Daemon>,
-    conn: &ConnectionContext,
-) -> Result<Principal, ErrorObject> {
-    let token = conn.handshake.get().and_then(|h| h.auth_token.as_deref());
-    authenticate(daemon, conn, token)
+/// Whether `principal` meets what `method` requires (-32012 otherwise).
+pub(crate) fn authorize(principal: &Principal, method: Method) -> Result<(), ErrorObject> {
+    match method.requirement() {
+        Requirement::Open => Ok(()),
+        Requirement::Grant { resource, verb } => principal.require(resource, verb, method.name()),
+        Requirement::Admin if principal.admin => Ok(()),
+        Requirement::Admin => Err(ErrorObject::forbidden(format!(
+            "principal {} is not an admin (required by {method})",
+            principal.id
+        ))),
+    }
 }
 
-/// The caller's principal under a configuration the caller holds unchanged.
-pub fn resolve_frozen(
-    daemon: &Arc<Daemon>,
-    conn: &ConnectionContext,
-    config: &zeroclaw_config::Config,
-) -> Result<Principal, ErrorObject> {
-    let cred = credential_of(daemon, conn)?;
-    policy::resolve(config, &cred, daemon.uid)
+/// Refuses a local-only method over WebSocket (-32012, data `{resource: <method>}`).
+pub(crate) fn check_transport(method: Method, local: bool) -> Result<(), ErrorObject> {
+    if local || !method.local_only() {
+        return Ok(());
+    }
+    Err(
+        ErrorObject::forbidden(format!("{method} is served on the local endpoint only"))
+            .with_data(json!({"resource": method.name()})),
+    )
 }
 
-/// Whether `principal` holds the grant `method` requires (-32012 otherwise).
-pub fn authorize(principal: &Principal, method: &str) -> Result<(), ErrorObject> {
-    principal.check_method(method)
+/// The methods `principal` may call on a local (or WebSocket) connection, `initialize`
+/// included, in [`Method::ALL`] order.
+pub(crate) fn capabilities(principal: &Principal, local: bool) -> Vec<&'static str> {
+    Method::ALL
+        .iter()
+        .filter(|m| local || !m.local_only())
+        .filter(|m| authorize(principal, **m).is_ok())
+        .map(|m| m.name())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zeroclaw_rpc::code;
+
+    fn holding(grants: &[(&str, &str)]) -> Principal {
+        let mut p = Principal::holding_nothing("user:alice".into());
+        for (r, v) in grants {
+            p.grants
+                .entry((*r).to_string())
+                .or_default()
+                .insert((*v).to_string());
+        }
+        p
+    }
+
+    #[test]
+    fn methods_need_their_grant() {
+        let a = holding(&[("sessions", "read"), ("system", "read")]);
+        assert!(authorize(&a, Method::SessionList).is_ok());
+        assert!(authorize(&a, Method::Initialize).is_ok());
+        let e = authorize(&a, Method::SessionKill).expect_err("lacks sessions:delete");
+        assert_eq!(e.code, code::FORBIDDEN);
+        assert_eq!(
+            e.message,
+            "principal user:alice lacks sessions:delete (required by session/kill)"
+        );
+        assert_eq!(
+            e.data,
+            Some(json!({"resource": "sessions", "verb": "delete"}))
+        );
+        let e = authorize(&a, Method::DaemonShutdown).expect_err("not an admin");
+        assert_eq!(
+            e.message,
+            "principal user:alice is not an admin (required by daemon/shutdown)"
+        );
+        assert!(authorize(&Principal::operator(), Method::DaemonShutdown).is_ok());
+    }
+
+    #[test]
+    fn capabilities_follow_grants_and_transport() {
+        let nobody = holding(&[]);
+        assert_eq!(capabilities(&nobody, true), ["initialize"]);
+        let op = Principal::operator();
+        assert_eq!(capabilities(&op, true).len(), Method::ALL.len());
+        let remote = capabilities(&op, false);
+        assert!(!remote.contains(&"file/upload/begin") && remote.contains(&"file/attach"));
+        let e = check_transport(Method::FileUploadChunk, false).expect_err("local only");
+        assert_eq!(e.code, code::FORBIDDEN);
+        assert_eq!(e.data, Some(json!({"resource": "file/upload/chunk"})));
+        assert!(check_transport(Method::FileUploadChunk, true).is_ok());
+    }
 }

@@ -1,7 +1,7 @@
-//! A connection as the sessions see it: [`ClientLink`] for [`ConnectionContext`] (queue an
-//! update, ask `elicitation/create`, open or not, can it answer elicitation).
+//! A connection as the sessions see it: [`ClientLink`] for the per-connection
+//! [`ConnectionContext`] (queue an update, ask `elicitation/create`, open or not, can it
+//! answer elicitation). Sessions hold the trait object, never the connection's own type.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,8 +9,8 @@ use serde_json::Value;
 use zeroclaw_rpc::PeerError;
 use zeroclaw_rpc::message::request_line;
 
-use crate::connection::ConnectionContext;
-use crate::session::LiveSession;
+use crate::caller::ConnectionContext;
+use crate::session::LiveId;
 use crate::session::link::{AskError, ClientLink};
 
 #[async_trait]
@@ -51,11 +51,11 @@ impl ClientLink for ConnectionContext {
         })
     }
 
-    fn record_prompt(&self, session: &Arc<LiveSession>, seq: u64) {
+    fn record_prompt(&self, session: &LiveId, seq: u64) {
         self.prompted(session, seq);
     }
 
-    fn last_prompt(&self, session: &Arc<LiveSession>) -> u64 {
+    fn last_prompt(&self, session: &LiveId) -> u64 {
         ConnectionContext::last_prompt(self, session)
     }
 }

@@ -3,37 +3,42 @@
 //! [`MAX_IN_FLIGHT`] at a time (beyond that it stops reading: backpressure, no error).
 //!
 //! Requests before a successful `initialize`, and methods that never wait (see
-//! [`dispatch::is_immediate`]), are answered in place and in order — a pipelined
+//! [`Method::answers_in_place`]), are answered in place and in order — a pipelined
 //! `initialize` + `status` never races — and the answers to one burst of input leave in one
 //! write. Every other request runs in its own task; requests addressing one session keep
-//! their receive order through [`ordering`] tickets. Valid notifications of known methods
+//! their receive order through [`ordering`](crate::ordering) tickets. Valid notifications of known methods
 //! run like requests once initialized, and are never answered (SPEC §14).
+//!
+//! The loop creates and owns the connection's [`ConnectionContext`] (in [`crate::caller`],
+//! below dispatch and the handlers, so none of them imports this loop) and parses each
+//! method name once into a [`Method`]; [`dispatch`] takes it from there.
 //!
 //! A connection that has not completed `initialize` within [`INITIALIZE_WITHIN`] of being
 //! accepted is closed without a reply (SPEC §17); when the loop ends, the connection stops
 //! counting in the limits at once, whatever still holds its context.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
+use zeroclaw_protocol::Method;
 use zeroclaw_rpc::message::{error_line, response_line};
-use zeroclaw_rpc::{ErrorObject, Id, Inbound, MAX_FRAME_BYTES, Pending, Request};
+use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
 
+use crate::caller::ConnectionContext;
 use crate::dispatch;
-use crate::ordering::{LastPrompts, SessionOrder};
+use crate::ordering::SessionOrder;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
-use crate::session::LiveSession;
 use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
 use crate::transport::{FrameSink, FrameSource, Incoming, PeerIdentity};
 
 /// Requests of one connection running at once.
-pub const MAX_IN_FLIGHT: usize = 64;
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
 /// Oversize frames tolerated before the connection is closed (the last one is answered).
 const MAX_OVERSIZE_FRAMES: u32 = 3;
 /// Replies gathered in place are queued at the latest when they reach this size.
@@ -41,51 +46,12 @@ const REPLY_BATCH_BYTES: usize = 64 * 1024;
 /// How long a closing connection may take to flush what it already queued.
 const FLUSH_ON_CLOSE: Duration = Duration::from_secs(2);
 /// Every connection must complete `initialize` this long after it was accepted.
-pub const INITIALIZE_WITHIN: Duration = Duration::from_secs(10);
-
-/// What `initialize` established for a connection.
-#[derive(Debug, Clone)]
-pub struct Handshake {
-    /// Token presented at `initialize` (WebSocket); re-checked on every call.
-    pub auth_token: Option<String>,
-    /// The client declared `clientCapabilities.elicitation`.
-    pub elicitation: bool,
-}
-
-/// Everything handlers may know about the connection a call came on.
-pub struct ConnectionContext {
-    pub id: u64,
-    pub peer: PeerIdentity,
-    pub out: Outbound,
-    /// Our outbound requests to this peer (`elicitation/create`).
-    pub pending: Pending,
-    pub handshake: OnceLock<Handshake>,
-    /// This connection's slot in the connection limits.
-    pub admission: std::sync::Mutex<Admission>,
-    /// This connection's last prompt to each live session (what a cancel applies to).
-    pub prompts: LastPrompts,
-}
-
-impl ConnectionContext {
-    pub fn is_initialized(&self) -> bool {
-        self.handshake.get().is_some()
-    }
-
-    /// Records that prompt number `seq` of `live` came from this connection.
-    pub fn prompted(&self, live: &Arc<LiveSession>, seq: u64) {
-        self.prompts.record(live, seq);
-    }
-
-    /// The number of this connection's last prompt to `live` (0: none).
-    pub fn last_prompt(&self, live: &Arc<LiveSession>) -> u64 {
-        self.prompts.get(live)
-    }
-}
+pub(crate) const INITIALIZE_WITHIN: Duration = Duration::from_secs(10);
 
 /// Serves one accepted connection until the peer leaves, it is closed for misbehaving,
 /// stalling or not initializing in time, or the daemon shuts down. `accepted` is when its
 /// transport connection was accepted.
-pub async fn serve<S: FrameSource, K: FrameSink>(
+pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
     daemon: Arc<Daemon>,
     id: u64,
     peer: PeerIdentity,
@@ -96,15 +62,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
 ) {
     let (out, rx) = Outbound::new(daemon.stall_timeout);
     let writer = tokio::spawn(outbound::run_writer(sink, rx, out.clone()));
-    let conn = Arc::new(ConnectionContext {
-        id,
-        peer,
-        out: out.clone(),
-        pending: Pending::new(),
-        handshake: OnceLock::new(),
-        admission: std::sync::Mutex::new(admission),
-        prompts: LastPrompts::default(),
-    });
+    let conn = Arc::new(ConnectionContext::new(id, peer, out.clone(), admission));
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut order = SessionOrder::default();
     let initialize_by = accepted + INITIALIZE_WITHIN;
@@ -179,21 +137,19 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
                     );
                 }
             }
-            // Before the handshake, or of an unknown method: never run, never answered.
-            Inbound::Request(request)
-                if request.is_notification()
-                    && (!conn.is_initialized() || !dispatch::is_known(&request.method)) =>
-            {
-                tracing::debug!(conn = id, method = %request.method, "notification ignored");
-            }
-            // Before the handshake, and for methods that never wait, answer in place.
-            Inbound::Request(request)
-                if !conn.is_initialized() || dispatch::is_immediate(&request.method) =>
-            {
-                // Straight into the batch; none of these asks the daemon to stop.
-                dispatch::answer_in_place(&daemon, &conn, request, &mut replies).await;
-            }
             Inbound::Request(request) => {
+                let method = Method::from_name(&request.method);
+                // Before the handshake, or of an unknown method: never run, never answered.
+                if request.is_notification() && (!conn.is_initialized() || method.is_none()) {
+                    tracing::debug!(conn = id, method = %request.method, "notification ignored");
+                    continue;
+                }
+                // Before the handshake, and for methods that never wait, answer in place.
+                if !conn.is_initialized() || method.is_some_and(Method::answers_in_place) {
+                    // Straight into the batch; none of these asks the daemon to stop.
+                    dispatch::answer_in_place(&daemon, &conn, method, request, &mut replies).await;
+                    continue;
+                }
                 if !replies.is_empty()
                     && send_unless_stopping(&daemon, &out, std::mem::take(&mut replies))
                         .await
@@ -208,14 +164,16 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
                 };
                 let Ok(permit) = permit else { break };
                 // Taken here, in receive order; waited for inside the task.
-                let ticket = order.ticket(&request.method, request.params.as_ref());
+                let ticket = order.ticket(method, request.params.as_ref());
                 let daemon = Arc::clone(&daemon);
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {
                     let ((line, shutting_down), after) = collect_after_answer(async {
                         match ticket {
-                            Some(ticket) => ticket.run(answer(&daemon, &conn, request)).await,
-                            None => answer(&daemon, &conn, request).await,
+                            Some(ticket) => {
+                                ticket.run(answer(&daemon, &conn, method, request)).await
+                            }
+                            None => answer(&daemon, &conn, method, request).await,
                         }
                     })
                     .await;
@@ -225,7 +183,7 @@ pub async fn serve<S: FrameSource, K: FrameSink>(
                     }
                     after.run();
                     if shutting_down {
-                        daemon.begin_shutdown("daemon/shutdown");
+                        daemon.begin_shutdown(Method::DaemonShutdown.name());
                     }
                     drop(permit);
                 });
@@ -274,16 +232,25 @@ async fn send_unless_stopping(
     }
 }
 
-/// Runs one request or notification: its answer line (none for a notification), and
-/// whether it asked the daemon to stop (which happens only once that answer is queued).
+/// Runs one request or notification of `method` (`None`: a name the daemon does not serve):
+/// its answer line (none for a notification), and whether it asked the daemon to stop
+/// (which happens only once that answer is queued).
 async fn answer(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
+    method: Option<Method>,
     request: Request,
 ) -> (Option<Vec<u8>>, bool) {
-    let Request { id, method, params } = request;
-    let outcome = dispatch::call(daemon, conn, &method, params).await;
-    let shutting_down = method == "daemon/shutdown" && outcome.is_ok();
-    let line = id.map(|id: Id| response_line(&id, &outcome));
+    let Request {
+        id,
+        method: name,
+        params,
+    } = request;
+    let outcome = match method {
+        Some(method) => dispatch::call(daemon, conn, method, params).await,
+        None => Err(ErrorObject::method_not_found(&name)),
+    };
+    let shutting_down = method == Some(Method::DaemonShutdown) && outcome.is_ok();
+    let line = id.map(|id| response_line(&id, &outcome));
     (line, shutting_down)
 }

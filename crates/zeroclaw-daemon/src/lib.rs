@@ -1,25 +1,37 @@
 //! The zeroclaw daemon: binds the local endpoint, loads the configuration, and serves
 //! JSON-RPC connections until it is told to stop (SPEC §2–§5, §9, §11).
 //!
-//! Layers, outside in: [`transport`] (bytes ↔ frames) → [`connection`] (envelope rules,
-//! handshake gate, queues) → [`dispatch`] (method table, grants) → [`methods`] (handlers).
+//! Layers, outside in, each importing only those below it: transports (`server`, `ws`,
+//! `transport`, `outbound`: bytes ↔ frames) → the connection loop (`connection`:
+//! envelope rules, handshake gate, queues, order) → `dispatch` (one match on
+//! [`zeroclaw_protocol::Method`], grants via `auth`) → handlers (`methods`: typed params
+//! in, typed results out) → services (`session`, `files`, [`pairing`], the config
+//! store) → store, agent, config, ipc, rpc. The per-connection state the handlers see is
+//! `caller`, below all of them; services see a principal, the presented credential and a
+//! `session::link::ClientLink`, never the loop's types. Only [`run`], [`DaemonOptions`]
+//! and [`pairing`] are public (the `zeroclaw` binary's needs).
 
-pub mod auth;
+mod auth;
+mod caller;
 mod client_link;
-pub mod connection;
-pub mod dispatch;
-pub mod files;
-pub mod methods;
-pub mod ordering;
-pub mod outbound;
+mod connection;
+mod dispatch;
+mod files;
+#[cfg(feature = "test-hooks")]
+pub mod harness;
+mod methods;
+mod ordering;
+mod outbound;
 pub mod pairing;
-pub mod params;
-pub mod registry;
-pub mod server;
-pub mod session;
-pub mod state;
-pub mod transport;
-pub mod ws;
+mod params;
+mod registry;
+mod server;
+mod session;
+mod state;
+#[cfg(feature = "test-hooks")]
+mod test_hooks;
+mod transport;
+mod ws;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,8 +52,6 @@ use crate::state::Daemon;
 pub struct DaemonOptions {
     pub config_dir: Option<PathBuf>,
     pub ephemeral: bool,
-    /// Overrides the 30 s stalled-reader timeout (tests).
-    pub stall_timeout: Option<Duration>,
 }
 
 /// The whole stop, from the signal to the exit, stays within this (SPEC §17: 10 s).
@@ -72,7 +82,7 @@ async fn open_sessions(dirs: &Dirs) -> Result<Arc<SessionManager>, StartupError>
     Ok(SessionManager::new(
         store,
         dirs.config_dir.clone(),
-        Tuning::from_env(),
+        Tuning::default(),
     ))
 }
 
@@ -117,6 +127,9 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     tracing::info!(endpoint = %endpoint.display(), config = %dirs.config_file().display(), "serving");
 
     let tokens = pairing::TokenStore::new(&dirs.data_dir);
+    let stall_timeout = outbound::DEFAULT_STALL_TIMEOUT;
+    #[cfg(feature = "test-hooks")]
+    let stall_timeout = test_hooks::stall_timeout_from_env().unwrap_or(stall_timeout);
     let daemon = Arc::new(Daemon {
         dirs,
         endpoint,
@@ -126,21 +139,15 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         uid: state::current_uid(),
         connections: ConnectionRegistry::new(),
         tokens,
-        stall_timeout: options
-            .stall_timeout
-            .unwrap_or(outbound::DEFAULT_STALL_TIMEOUT),
+        stall_timeout,
         shutdown: CancellationToken::new(),
         sessions,
         files: files::commit::FileLocks::default(),
         uploads: files::UploadManager::default(),
     });
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
-    if daemon.sessions.tuning.test_hooks {
-        let data_dir = daemon.dirs.data_dir.clone();
-        tokio::spawn(
-            Arc::clone(&daemon.sessions).watch_fail_triggers(data_dir, daemon.shutdown.clone()),
-        );
-    }
+    #[cfg(feature = "test-hooks")]
+    test_hooks::start(&daemon);
     let stopping = {
         // Stopping: cancel running turns at once so their prompts are answered (cancelled)
         // while connections are still flushing.

@@ -11,12 +11,13 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
+use zeroclaw_protocol::Method;
 
-use crate::session::LiveSession;
+use crate::session::live_id::{LiveId, WeakLiveId};
 
 /// Distinct sessions remembered per connection before settled entries are forgotten.
 const REMEMBERED_SESSIONS: usize = 256;
@@ -64,9 +65,9 @@ pub struct SessionOrder {
 
 impl SessionOrder {
     /// A ticket for a request of `method` with `params`, taken in receive order; `None`
-    /// for requests that address no session.
-    pub fn ticket(&mut self, method: &str, params: Option<&Value>) -> Option<Ticket> {
-        if !method.starts_with("session/") {
+    /// for requests that address no session (and for methods the daemon does not serve).
+    pub fn ticket(&mut self, method: Option<Method>, params: Option<&Value>) -> Option<Ticket> {
+        if !method.is_some_and(addresses_session) {
             return None;
         }
         let session = params?.get("sessionId")?.as_str()?;
@@ -82,24 +83,38 @@ impl SessionOrder {
     }
 }
 
+/// Whether `method` is one of the `session/*` calls, which take effect in a session's order.
+fn addresses_session(method: Method) -> bool {
+    use Method::*;
+    match method {
+        SessionNew | SessionPrompt | SessionCancel | SessionApprove | SessionClose
+        | SessionKill | SessionDelete | SessionList | SessionMessages | SessionSubscribe
+        | SessionUnsubscribe | SessionStatus | SessionConfigure => true,
+        Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete | ModelsList
+        | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown => {
+            false
+        }
+    }
+}
+
 /// A connection's last prompt number per live session.
 #[derive(Default)]
 pub struct LastPrompts {
-    by_session: Mutex<Vec<(Weak<LiveSession>, u64)>>,
+    by_session: Mutex<Vec<(WeakLiveId, u64)>>,
 }
 
 impl LastPrompts {
-    pub fn record(&self, live: &Arc<LiveSession>, seq: u64) {
+    pub fn record(&self, live: &LiveId, seq: u64) {
         let mut all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
         // Sessions gone since are forgotten, so the list stays as short as the live ones.
-        all.retain(|(s, _)| s.strong_count() > 0 && !std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)));
-        all.push((Arc::downgrade(live), seq));
+        all.retain(|(s, _)| !s.is_gone() && !s.is(live));
+        all.push((live.downgrade(), seq));
     }
 
-    pub fn get(&self, live: &Arc<LiveSession>) -> u64 {
+    pub fn get(&self, live: &LiveId) -> u64 {
         let all = self.by_session.lock().unwrap_or_else(|p| p.into_inner());
         all.iter()
-            .find(|(s, _)| std::ptr::eq(s.as_ptr(), Arc::as_ptr(live)))
+            .find(|(s, _)| s.is(live))
             .map_or(0, |(_, seq)| *seq)
     }
 }
@@ -115,13 +130,17 @@ mod tests {
         let mut order = SessionOrder::default();
         let params = json!({"sessionId": "s"});
         let first = order
-            .ticket("session/prompt", Some(&params))
+            .ticket(Some(Method::SessionPrompt), Some(&params))
             .expect("ticket");
         let second = order
-            .ticket("session/prompt", Some(&params))
+            .ticket(Some(Method::SessionPrompt), Some(&params))
             .expect("ticket");
-        assert!(order.ticket("status", Some(&params)).is_none());
-        assert!(order.ticket("session/list", Some(&json!({}))).is_none());
+        assert!(order.ticket(Some(Method::Status), Some(&params)).is_none());
+        assert!(
+            order
+                .ticket(Some(Method::SessionList), Some(&json!({})))
+                .is_none()
+        );
         let log = Arc::new(Mutex::new(Vec::new()));
         let (release, hold) = oneshot::channel::<()>();
         // The second is started first; it must still go after the first's admission.
@@ -145,7 +164,10 @@ mod tests {
         let mut order = SessionOrder::default();
         for i in 0..1000 {
             let t = order
-                .ticket("session/cancel", Some(&json!({"sessionId": i.to_string()})))
+                .ticket(
+                    Some(Method::SessionCancel),
+                    Some(&json!({"sessionId": i.to_string()})),
+                )
                 .expect("ticket");
             t.run(async {}).await;
         }

@@ -4,20 +4,25 @@
 //! unpaired from the command line is refused on that connection's next call.
 //!
 //! Writers serialize on an exclusive lock of `tokens.json.lock` and replace the file
-//! atomically (temp file in the same directory, fsync, rename). Readers never take that
+//! atomically ([`zeroclaw_config::persist`]; a temp file an interrupted write left is
+//! removed by the next write). Readers never take that
 //! lock (the rename is atomic); the daemon's commit step holds it shared, waiting for it
 //! without blocking an async thread and for at most [`HOLD_TIMEOUT`].
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use zeroclaw_config::persist;
+use zeroclaw_config::policy::Credential;
+use zeroclaw_rpc::ErrorObject;
 
 const FILE_NAME: &str = "tokens.json";
+/// Temp files of the atomic writer: `.tokens.json.<random>`.
+const TEMP_PREFIX: &str = ".tokens.json.";
 const TOKEN_PREFIX: &str = "zct_";
 /// How long a commit waits for a pairing change by another process to finish.
 pub const HOLD_TIMEOUT: Duration = Duration::from_secs(5);
@@ -67,16 +72,10 @@ fn update<T>(data_dir: &Path, change: impl FnOnce(&mut TokenFile) -> T) -> Resul
     let mut file = read_file(&path)?;
     let out = change(&mut file);
     let text = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
-    let tmp = data_dir.join(format!(".{FILE_NAME}.tmp"));
-    let write = || -> std::io::Result<()> {
-        let _ = fs::remove_file(&tmp);
-        let mut f = open_private(&tmp)?;
-        f.write_all(&text)?;
-        f.sync_all()?;
-        fs::rename(&tmp, &path)?;
-        File::open(data_dir)?.sync_all()
-    };
-    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    // Under the writers' lock no other write is in flight: a temp file now is a leftover.
+    persist::sweep_temp_files(data_dir, TEMP_PREFIX);
+    persist::write_atomic(&path, &text, TEMP_PREFIX, false)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(out)
 }
 
@@ -129,6 +128,20 @@ pub fn unpair_token(data_dir: &Path, token: &str) -> Result<bool, String> {
         file.tokens.retain(|e| e.sha256 != hash);
         before != file.tokens.len()
     })
+}
+
+/// Why a presented credential stands for nobody.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairingError {
+    #[error("authentication failed: unknown or revoked token")]
+    UnknownToken,
+}
+
+/// The one mapping of pairing errors to the wire: -32010.
+impl From<PairingError> for ErrorObject {
+    fn from(e: PairingError) -> ErrorObject {
+        ErrorObject::not_initialized(e.to_string())
+    }
 }
 
 /// A shared lock on the token file: no pairing change lands while it is held.
@@ -199,6 +212,14 @@ impl TokenStore {
         }
     }
 
+    /// The credential a pairing token stands for under the token set in force now: its
+    /// user, or nobody once it is unpaired.
+    pub fn resolve(&self, token: &str) -> Result<Credential, PairingError> {
+        self.user_for(token)
+            .map(|user| Credential::Token { user })
+            .ok_or(PairingError::UnknownToken)
+    }
+
     /// The user a token is paired to, under the token set in force now.
     pub fn user_for(&self, token: &str) -> Option<String> {
         let hash = digest(token);
@@ -258,6 +279,22 @@ mod tests {
         assert_eq!(unpair_user(dir.path(), "alice").unwrap(), 1);
         assert_eq!(store.user_for(&a), None);
         assert_eq!(store.user_for(&c).as_deref(), Some("bob"));
+    }
+
+    #[test]
+    fn an_interrupted_write_leaves_nothing_after_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        // What a crash between writing the temp file and the rename leaves behind.
+        fs::write(dir.path().join(format!("{TEMP_PREFIX}Ab12cd")), b"{\"tok").unwrap();
+        let token = pair(dir.path(), "alice").unwrap();
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, [FILE_NAME, &format!("{FILE_NAME}.lock")]);
+        let store = TokenStore::new(dir.path());
+        assert_eq!(store.user_for(&token).as_deref(), Some("alice"));
     }
 
     #[tokio::test]

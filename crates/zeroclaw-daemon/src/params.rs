@@ -1,15 +1,17 @@
-//! Typed method parameters with both spellings accepted (SPEC: every input field accepts
+//! Typed method parameters in, typed results out: the one place a handler's params are
+//! decoded and its result encoded. Parameters are accepted with both spellings (SPEC: every input field accepts
 //! its camelCase and its snake_case spelling; when both are present, camelCase wins).
 //!
 //! Only the keys of the object being decoded are normalized, never the JSON values inside
 //! it: a config value such as `{config_write_paths: […]}` keeps its own names.
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use zeroclaw_rpc::ErrorObject;
 
 // The renaming rule is the vocabulary's, so daemon and schema agree on it.
-pub use zeroclaw_protocol::{camel_case, normalize_keys};
+use zeroclaw_protocol::normalize_keys;
 
 /// Decodes `params` (absent = `{}`) into `T`, whose fields are spelled in camelCase.
 pub fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
@@ -31,11 +33,18 @@ pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, ErrorObject>
         .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
+/// Encodes a typed result (one of the vocabulary's) as the JSON the answer carries.
+pub fn encode<T: Serialize>(result: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(result)
+        .map_err(|e| ErrorObject::internal(format!("cannot encode the result: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde::Deserialize;
     use serde_json::json;
+    use zeroclaw_protocol::camel_case;
 
     #[derive(Deserialize, Debug, PartialEq)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -157,6 +157,7 @@ impl Admission {
     }
 
     /// Whether this connection has not named its principal yet (unauthenticated pool).
+    #[cfg(test)]
     pub fn is_unauthenticated(&self) -> bool {
         self.unauthenticated.is_some()
     }

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use zeroclaw_config::ConfigStore;
+use zeroclaw_config::{Config, ConfigStore};
 use zeroclaw_ipc::Dirs;
+use zeroclaw_rpc::ErrorObject;
 
+use crate::auth::{self, Presented, Principal};
 use crate::files::UploadManager;
-use crate::files::commit::FileLocks;
+use crate::files::commit::{FileLocks, Stores};
 use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
 use crate::session::SessionManager;
@@ -40,6 +42,32 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// What the files service's commit step reads and locks.
+    pub fn file_stores(&self) -> Stores<'_> {
+        Stores {
+            sessions: &self.sessions,
+            config: &self.config,
+            tokens: &self.tokens,
+            locks: &self.files,
+            daemon_uid: self.uid,
+        }
+    }
+
+    /// The caller's principal under the current policy (-32010 once the credential it
+    /// presented is revoked).
+    pub fn principal(&self, presented: &Presented) -> Result<Principal, ErrorObject> {
+        self.principal_under(&self.config.current(), presented)
+    }
+
+    /// The caller's principal under a configuration the caller holds unchanged.
+    pub fn principal_under(
+        &self,
+        config: &Config,
+        presented: &Presented,
+    ) -> Result<Principal, ErrorObject> {
+        auth::principal(config, &self.tokens, self.uid, presented)
+    }
+
     pub fn begin_shutdown(&self, reason: &str) {
         if !self.shutdown.is_cancelled() {
             tracing::info!("shutting down ({reason})");

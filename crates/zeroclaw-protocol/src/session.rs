@@ -64,6 +64,33 @@ pub struct SessionNewParams {
     pub mcp_servers: Option<Vec<McpServer>>,
 }
 
+impl SessionNewParams {
+    /// Params for a new session of agent `alias` (every other field absent).
+    pub fn agent(alias: impl Into<String>) -> Self {
+        SessionNewParams {
+            agent_alias: alias.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Resume (or create) the session with this id.
+    pub fn with_id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Where `bash` runs.
+    pub fn with_cwd(mut self, cwd: impl Into<String>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+}
+
 /// `session/new` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

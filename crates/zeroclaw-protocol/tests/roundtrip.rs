@@ -403,3 +403,18 @@ fn both_spellings_are_accepted_and_camel_case_wins() {
     );
     assert!(decode::<SessionRef>(None).is_err(), "missing sessionId");
 }
+
+#[test]
+fn session_new_params_built_in_code_match_the_wire() {
+    let built = SessionNewParams::agent("default")
+        .with_id("s1")
+        .with_cwd("/w")
+        .with_mode(Mode::Chat);
+    let wire = json!({"agentAlias": "default", "sessionId": "s1", "cwd": "/w", "mode": "chat"});
+    assert_eq!(serde_json::to_value(&built).unwrap(), wire);
+    assert_eq!(params::<SessionNewParams>("session/new", wire), built);
+    assert_eq!(
+        serde_json::to_value(SessionNewParams::agent("a")).unwrap(),
+        json!({"agentAlias": "a"})
+    );
+}

@@ -2,7 +2,7 @@
 //! it to a JSON-RPC code in one place (storage failures are -32603, `Killed` on
 //! `session/new` is -32000, `NotFound` is -32000, …).
 
-use crate::types::{CheckpointStatus, Mode};
+use crate::types::{CheckpointStatus, Mode, UnknownValue};
 
 /// Result alias used across the crate.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -95,4 +95,25 @@ pub enum StoreError {
     /// The store's thread has stopped (it panicked or the process is shutting down).
     #[error("the store thread has stopped")]
     Closed,
+}
+
+impl From<UnknownValue> for StoreError {
+    fn from(e: UnknownValue) -> Self {
+        StoreError::Corrupt(e.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_stored_spelling_reads_as_corrupt() {
+        let e = StoreError::from("sideways".parse::<Mode>().unwrap_err());
+        assert!(
+            matches!(&e, StoreError::Corrupt(why) if why == "unknown Mode \"sideways\""),
+            "{e}"
+        );
+        assert_eq!("acp".parse::<Mode>(), Ok(Mode::Acp));
+    }
 }

@@ -23,7 +23,7 @@ fn checkpoint_status(
         .query_row(params![pk, turn_id], |r| r.get(0))
         .optional()?;
     match status {
-        Some(s) => s.parse(),
+        Some(s) => Ok(s.parse()?),
         None => Err(StoreError::TurnNotFound {
             session_id: key.session_id.clone(),
             turn_id: turn_id.to_owned(),

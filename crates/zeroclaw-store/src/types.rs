@@ -11,13 +11,24 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::StoreError;
-
 /// Content of an `interruption` row.
 pub const INTERRUPTED: &str = "[interrupted]";
 
 /// The interaction surface of sessions created over the daemon's RPC socket.
 pub const RPC_SURFACE: &str = "rpc";
+
+/// A stored spelling that names no value of a [`Mode`], [`Role`] or [`CheckpointStatus`]
+/// (read back as [`StoreError::Corrupt`](crate::StoreError::Corrupt)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownValue(pub String);
+
+impl fmt::Display for UnknownValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnknownValue {}
 
 macro_rules! str_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }) => {
@@ -40,11 +51,11 @@ macro_rules! str_enum {
         }
 
         impl FromStr for $name {
-            type Err = StoreError;
-            fn from_str(s: &str) -> Result<Self, StoreError> {
+            type Err = UnknownValue;
+            fn from_str(s: &str) -> Result<Self, UnknownValue> {
                 match s {
                     $($s => Ok(Self::$var),)+
-                    other => Err(StoreError::Corrupt(format!(
+                    other => Err(UnknownValue(format!(
                         concat!("unknown ", stringify!($name), " {:?}"), other))),
                 }
             }

@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,8 @@ struct Chat {
     stdin: Option<ChildStdin>,
     stdout: JoinHandle<String>,
     stderr: JoinHandle<String>,
+    /// The stderr read so far.
+    stderr_so_far: Arc<Mutex<String>>,
 }
 
 struct Finished {
@@ -42,11 +45,27 @@ struct Finished {
     stderr: String,
 }
 
-fn collect(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+fn collect(r: impl Read + Send + 'static) -> JoinHandle<String> {
+    collect_into(r, Arc::default())
+}
+
+/// Like [`collect`], and `so_far` holds what was read until now.
+fn collect_into(
+    mut r: impl Read + Send + 'static,
+    so_far: Arc<Mutex<String>>,
+) -> JoinHandle<String> {
     std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = r.read_to_string(&mut s);
-        s
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = r.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            bytes.extend_from_slice(&chunk[..n]);
+            *so_far.lock().unwrap_or_else(|p| p.into_inner()) =
+                String::from_utf8_lossy(&bytes).into_owned();
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
     })
 }
 
@@ -55,12 +74,28 @@ impl Chat {
         let mut child = chat_command(args).spawn().expect("spawn chat");
         let stdin = child.stdin.take();
         let stdout = collect(child.stdout.take().unwrap());
-        let stderr = collect(child.stderr.take().unwrap());
+        let stderr_so_far = Arc::default();
+        let stderr = collect_into(child.stderr.take().unwrap(), Arc::clone(&stderr_so_far));
         Chat {
             child,
             stdin,
             stdout,
             stderr,
+            stderr_so_far,
+        }
+    }
+
+    /// Waits (up to 20 s) until the chat has written `text` to stderr.
+    fn wait_stderr(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self
+            .stderr_so_far
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(text)
+        {
+            assert!(Instant::now() < deadline, "no {text:?} on stderr");
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -289,7 +324,8 @@ fn streams_tools_approvals_and_questions() {
                            "rawInput": {"path": "x", "content": "y"}}),
         );
         peer.update(json!({"type": "approval_request", "requestId": "ap-2",
-                           "toolName": "write_file", "argumentsSummary": "x (1 bytes)"}));
+                           "toolName": "write_file", "argumentsSummary": "x (1 bytes)",
+                           "timeoutSecs": 120}));
         let approve = peer.expect("session/approve");
         assert_eq!(approve["params"]["decision"], "reject");
         peer.reply(&approve, json!({"acknowledged": true}));
@@ -327,7 +363,7 @@ fn streams_tools_approvals_and_questions() {
         // Input ended before this question: rejected without asking.
         peer.update(
             json!({"type": "approval_request", "requestId": "ap-3", "toolName": "bash",
-                           "argumentsSummary": "rm -rf /"}),
+                           "argumentsSummary": "rm -rf /", "timeoutSecs": 120}),
         );
         let approve = peer.expect("session/approve");
         assert_eq!(approve["params"]["decision"], "reject");
@@ -397,7 +433,7 @@ fn empty_answer_declines_and_always_is_sent() {
         );
         peer.update(
             json!({"type": "approval_request", "requestId": "ap-1", "toolName": "bash",
-                           "argumentsSummary": "date"}),
+                           "argumentsSummary": "date", "timeoutSecs": 120}),
         );
         let approve = peer.expect("session/approve");
         assert_eq!(approve["params"]["decision"], "allow_always");
@@ -462,7 +498,7 @@ fn ctrl_c_at_the_prompt_exits() {
     let chat = Chat::start(&["--socket", daemon.socket()]);
     rx.recv_timeout(Duration::from_secs(20)).unwrap();
     // The header is printed once the session exists; then the chat waits for input.
-    std::thread::sleep(Duration::from_millis(200));
+    chat.wait_stderr("session s-1");
     chat.interrupt();
     let out = chat.wait();
     daemon.join();

@@ -5,7 +5,7 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{BIN, TestDaemon, UidConn, code, is_root, test_uid};
 use serde_json::{Value, json};
@@ -253,7 +253,14 @@ fn sigkill_while_writing_leaves_a_committed_config() {
             }
             0
         });
-        std::thread::sleep(Duration::from_millis(200 + round * 150));
+        // Killed after a different number of acknowledged writes each round, while the
+        // writer keeps writing.
+        let kill_after = 1 + round * 20;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while acked.load(std::sync::atomic::Ordering::SeqCst) < kill_after {
+            assert!(Instant::now() < deadline, "writes were not acknowledged");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         daemon.signal(libc::SIGKILL);
         let sent_last = writer.join().unwrap();
         let acked = acked.load(std::sync::atomic::Ordering::SeqCst);

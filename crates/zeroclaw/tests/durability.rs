@@ -90,9 +90,41 @@ fn dump(conn: &rusqlite::Connection, id: &str) -> Vec<String> {
     out
 }
 
-fn wait_for_trigger() {
-    // The daemon polls its trigger files every 20 ms.
-    std::thread::sleep(Duration::from_millis(150));
+/// Waits until a checkpoint of session `id` holds `text` (streamed text is checkpointed
+/// within 250 ms), so that a crash from now on must recover at least that much.
+fn wait_checkpointed(daemon: &TestDaemon, id: &str, text: &str) {
+    let conn = db(daemon);
+    let sql = "SELECT count(*) FROM checkpoint_events \
+        WHERE session IN (SELECT pk FROM sessions WHERE session_id = ?1) \
+        AND kind = 'text' AND instr(payload, ?2) > 0";
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while conn
+        .query_row(sql, [id, text], |row| row.get::<_, i64>(0))
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(Instant::now() < deadline, "{text:?} was not checkpointed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Creates (`on`) or removes a failure trigger file of the test hooks and waits until the
+/// daemon has switched the injection (it acknowledges with `<trigger>.active`).
+fn set_trigger(trigger: &std::path::Path, on: bool) {
+    if on {
+        std::fs::write(trigger, "").unwrap();
+    } else {
+        std::fs::remove_file(trigger).unwrap();
+    }
+    let ack = trigger.with_extension("active");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ack.exists() != on {
+        assert!(
+            Instant::now() < deadline,
+            "the daemon did not switch {trigger:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]
@@ -105,8 +137,7 @@ fn sigkill_mid_stream_twice_recovers_partial_text_once_with_one_marker() {
     c.new_session(json!({"agentAlias": "default", "sessionId": "crash"}));
 
     let received = prompt_until_words(&mut c, "crash", "first", 4);
-    // Long enough for the text seen so far to be checkpointed (≤ 250 ms).
-    std::thread::sleep(Duration::from_millis(400));
+    wait_checkpointed(&daemon, "crash", &received);
     daemon.kill_hard();
     drop(c);
     daemon.spawn_env(&[], &[]);
@@ -138,7 +169,7 @@ fn sigkill_mid_stream_twice_recovers_partial_text_once_with_one_marker() {
         ]
     );
     assert!(!body.contains("[interrupted]"), "{body}");
-    std::thread::sleep(Duration::from_millis(400));
+    wait_checkpointed(&daemon, "crash", &received);
     daemon.kill_hard();
     drop(c);
     daemon.spawn_env(&[], &[]);
@@ -287,8 +318,7 @@ fn a_failed_snapshot_write_sends_no_history_trimmed() {
     }
     let daemon = start(&fake, TINY, HOOKS);
     let trigger = daemon.data_dir().join("test-fail-snapshots");
-    std::fs::write(&trigger, "").unwrap();
-    wait_for_trigger();
+    set_trigger(&trigger, true);
     let mut c = daemon.client();
     c.new_session(json!({"agentAlias": "tiny", "sessionId": "f"}));
     c.prompt("f", &words("p1"));
@@ -305,8 +335,7 @@ fn a_failed_snapshot_write_sends_no_history_trimmed() {
         .unwrap();
     assert_eq!(snapshots, 0);
 
-    std::fs::remove_file(&trigger).unwrap();
-    wait_for_trigger();
+    set_trigger(&trigger, false);
     let (msgs, _) = c.prompt("f", &words("p3"));
     let trimmed: Vec<Value> = updates(&msgs)
         .into_iter()
@@ -329,8 +358,7 @@ fn kill_and_delete_on_failing_storage_answer_internal_error_and_keep_the_session
     c.new_session(json!({"agentAlias": "echo", "sessionId": "k"}));
     c.prompt("k", "keep me");
     let trigger = daemon.data_dir().join("test-fail-writes");
-    std::fs::write(&trigger, "").unwrap();
-    wait_for_trigger();
+    set_trigger(&trigger, true);
     assert_eq!(
         code(&c.error("session/kill", json!({"sessionId": "k"}))),
         -32603
@@ -347,8 +375,7 @@ fn kill_and_delete_on_failing_storage_answer_internal_error_and_keep_the_session
     );
     assert_eq!(c.messages("k").len(), 2, "reads still work");
 
-    std::fs::remove_file(&trigger).unwrap();
-    wait_for_trigger();
+    set_trigger(&trigger, false);
     let (_, resp) = c.prompt("k", "still alive");
     assert_eq!(resp["result"]["outcome"], "completed");
     assert_eq!(
@@ -610,12 +637,10 @@ fn a_prompt_that_cannot_be_stored_is_refused_and_leaves_no_trace() {
     c.new_session(json!({"agentAlias": "default", "sessionId": "w"}));
     c.prompt("w", "first");
     let trigger = daemon.data_dir().join("test-fail-writes");
-    std::fs::write(&trigger, "").unwrap();
-    wait_for_trigger();
+    set_trigger(&trigger, true);
     let (_, resp) = c.prompt("w", "lost");
     assert_eq!(code(&resp["error"]), -32603, "{resp}");
-    std::fs::remove_file(&trigger).unwrap();
-    wait_for_trigger();
+    set_trigger(&trigger, false);
     assert_eq!(c.messages("w").len(), 2);
     fake.push(Scripted::text("two"));
     let before = fake.requests().len();

@@ -38,8 +38,9 @@ fn listening_port(daemon: &TestDaemon) -> u16 {
     }
 }
 
-fn ws_daemon(extra_args: &[&str]) -> (TestDaemon, u16) {
-    let daemon = TestDaemon::start_with(extra_args, |dir| {
+/// A daemon with WebSocket enabled, started with the environment `env` (test hooks).
+fn ws_daemon(env: &[(&str, &str)]) -> (TestDaemon, u16) {
+    let daemon = TestDaemon::start_env(&[], env, |dir| {
         std::fs::write(dir.join("config.toml"), WSS).unwrap();
     });
     let port = listening_port(&daemon);
@@ -99,7 +100,7 @@ fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) -> Du
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_websocket_reader_is_gone_in_time_and_cannot_hold_up_sigterm() {
     // 1. With a short stall timeout: the stalled peer stops counting soon after the decision.
-    let (daemon, port) = ws_daemon(&["--stall-timeout-ms", "500"]);
+    let (daemon, port) = ws_daemon(&[("ZEROCLAW_TEST_STALL_TIMEOUT_MS", "500")]);
     let mut local = daemon.client();
     let flood = Instant::now();
     let sent = stalled_peer(port).await;

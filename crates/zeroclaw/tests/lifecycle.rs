@@ -152,9 +152,13 @@ fn per_principal_limit_refuses_the_33rd_connection() {
     for c in held.iter_mut() {
         assert!(c.call("status", json!({})).get("result").is_some());
     }
-    // a slot frees up when one leaves
+    // a slot frees up when one leaves (closing is asynchronous: wait until it counts)
     drop(held.pop());
-    std::thread::sleep(Duration::from_millis(200));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while held[0].result("status", json!({}))["connections"] != 31 {
+        assert!(Instant::now() < deadline, "the connection was not released");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let mut again = daemon.client();
     assert!(again.call("status", json!({})).get("result").is_some());
 }
@@ -203,67 +207,14 @@ fn two_hundred_short_lived_connections() {
     }
 }
 
+// The stalled-reader timeout and the ephemeral grace are timed in process, in
+// milliseconds: crates/zeroclaw-daemon/tests/timing.rs. Here the real binary exits.
 #[test]
-fn a_client_that_stops_reading_is_disconnected_and_others_are_served() {
-    let daemon = TestDaemon::start_with(&["--stall-timeout-ms", "500"], |_| {});
-    let stalled = daemon.client();
-    let mut writer = stalled.stream.try_clone().unwrap();
-    writer
-        .set_write_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    // Flood requests without reading a single answer.
-    let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"status\",\"id\":1}\n".repeat(1000);
-    let started = Instant::now();
-    let mut disconnected = false;
-    while started.elapsed() < Duration::from_secs(60) {
-        match writer.write_all(&line) {
-            Ok(()) => {}
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                // The daemon stopped reading (backpressure). Is the connection still there?
-                let mut probe = Conn::open(&daemon.socket);
-                probe.result("initialize", json!({}));
-                let s = probe.result("status", json!({}));
-                if s["connections"] == 1 {
-                    disconnected = true;
-                    break;
-                }
-            }
-            Err(_) => {
-                disconnected = true;
-                break;
-            }
-        }
-    }
-    assert!(
-        disconnected,
-        "stalled reader still connected after {:?}",
-        started.elapsed()
-    );
+fn ephemeral_exits_after_the_last_client() {
+    let mut daemon = TestDaemon::start_unprobed(&["--ephemeral"]);
     let mut c = daemon.client();
     assert!(c.call("status", json!({})).get("result").is_some());
-}
-
-#[test]
-fn ephemeral_waits_for_a_first_client_and_exits_after_the_last() {
-    let mut daemon = TestDaemon::start_unprobed(&["--ephemeral"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(daemon.is_running(), "must not exit before a first client");
-    let c = daemon.client();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(daemon.is_running(), "a client is connected");
     drop(c);
-    // reconnect within the grace cancels the exit
-    std::thread::sleep(Duration::from_millis(400));
-    let c2 = daemon.client();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        daemon.is_running(),
-        "reconnect within the grace keeps it running"
-    );
-    drop(c2);
     let left = Instant::now();
     let status = daemon
         .wait_exit(Duration::from_secs(10))

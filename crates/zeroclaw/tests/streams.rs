@@ -270,7 +270,7 @@ fn two_answers_race_one_wins_and_every_subscriber_hears_the_resolution() {
 
 #[test]
 fn a_stalled_subscriber_is_disconnected_and_slows_nobody() {
-    let daemon = TestDaemon::start_with(&["--stall-timeout-ms", "3000"], |_| {});
+    let daemon = TestDaemon::start_env(&[], &[("ZEROCLAW_TEST_STALL_TIMEOUT_MS", "3000")], |_| {});
     let mut a = daemon.client();
     let sid = new_session(&mut a, "default");
     // Three turns of about 7.7 MB of updates each: more than a stalled peer's queue holds.

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use super::{McpServerConfig, McpServerStatus, McpTool, SEPARATOR};
+use super::types::{McpServerConfig, McpServerStatus, McpTool, SEPARATOR};
 use crate::provider::ToolSchema;
 
 /// Tool output kept for the model, in bytes.

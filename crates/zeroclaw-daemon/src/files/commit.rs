@@ -12,17 +12,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use zeroclaw_config::policy;
-use zeroclaw_rpc::ErrorObject;
+use zeroclaw_config::ConfigStore;
+use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::Method;
 use zeroclaw_store::SessionKey;
 
+use super::error::FilesError;
 use super::staging::UploadTarget;
 use super::workspace::{self, FileIndex, StoredFile};
-use crate::auth;
-use crate::connection::ConnectionContext;
-use crate::session::check_owner;
-use crate::state::Daemon;
-use crate::transport::TransportKind;
+use crate::auth::{self, Presented};
+use crate::pairing::TokenStore;
+use crate::session::{LiveSession, SessionManager, may_touch};
 
 /// One file to store.
 pub struct Item {
@@ -37,7 +37,17 @@ pub struct Item {
 type LockedIndex = Arc<tokio::sync::Mutex<FileIndex>>;
 
 /// How long the file writes of one commit may take before the commit fails.
-const WRITE_DEADLINE: Duration = Duration::from_secs(30);
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// What the commit step reads and locks: the daemon's parts, lent for one call.
+pub struct Stores<'a> {
+    pub sessions: &'a SessionManager,
+    pub config: &'a ConfigStore,
+    pub tokens: &'a TokenStore,
+    pub locks: &'a FileLocks,
+    /// The daemon's own uid (a local credential is resolved against it).
+    pub daemon_uid: u32,
+}
 
 /// File indexes of live sessions, by session key and generation. An entry lives no longer
 /// than its session: every lookup drops the entries of sessions that have ended, so the
@@ -61,36 +71,41 @@ impl FileLocks {
         Arc::clone(map.entry((key.clone(), generation)).or_default())
     }
 
-    /// Sessions with an index held (tests and diagnostics).
+    /// Sessions with an index held.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_session
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .len()
     }
+}
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+/// -32003 / -32012 unless `principal` may store files for `live`.
+fn check_access(principal: &Principal, live: &LiveSession) -> Result<(), FilesError> {
+    if !may_touch(principal, &live.owner) {
+        return Err(FilesError::NotOwner(live.key.session_id.clone()));
     }
+    if !principal.may_use_agent(&live.agent_alias) {
+        return Err(FilesError::AgentNotAllowed {
+            principal: principal.id.clone(),
+            agent: live.agent_alias.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// The session a call names, as an upload target (checks it is live and the caller may
 /// use it: -32000 unknown, -32003 not the owner, -32012 agent not allowed).
 pub fn target_of(
-    daemon: &Daemon,
-    principal: &policy::Principal,
+    sessions: &SessionManager,
+    principal: &Principal,
     key: &SessionKey,
-) -> Result<UploadTarget, ErrorObject> {
-    let live = daemon.sessions.get(key).ok_or_else(|| {
-        ErrorObject::session_not_found(format!("session {} not found", key.session_id))
-    })?;
-    check_owner(principal, &live.owner, &key.session_id)?;
-    if !principal.may_use_agent(&live.agent_alias) {
-        return Err(ErrorObject::forbidden(format!(
-            "principal {} may not use agent {}",
-            principal.id, live.agent_alias
-        )));
-    }
+) -> Result<UploadTarget, FilesError> {
+    let live = sessions
+        .get(key)
+        .ok_or_else(|| FilesError::SessionNotFound(key.session_id.clone()))?;
+    check_access(principal, &live)?;
     Ok(UploadTarget {
         key: key.clone(),
         generation: live.generation,
@@ -99,59 +114,40 @@ pub fn target_of(
     })
 }
 
-/// Stores `items` for `target` on behalf of `conn`, or fails having written nothing.
+/// Stores `items` for `target` on behalf of the caller who presented `caller`, or fails
+/// having written nothing.
 pub async fn commit(
-    daemon: &Arc<Daemon>,
-    conn: &ConnectionContext,
+    stores: Stores<'_>,
+    caller: &Presented<'_>,
     target: &UploadTarget,
     items: Vec<Item>,
-) -> Result<Vec<StoredFile>, ErrorObject> {
-    let gone = || {
-        ErrorObject::session_not_found(format!(
-            "session {} was closed or re-created; nothing was stored",
-            target.key.session_id
-        ))
-    };
-    let sessions = &daemon.sessions;
-    let index = daemon.files.index(&target.key, target.generation, |k, g| {
+) -> Result<Vec<StoredFile>, FilesError> {
+    let gone = || FilesError::SessionGone(target.key.session_id.clone());
+    let sessions = stores.sessions;
+    let index = stores.locks.index(&target.key, target.generation, |k, g| {
         sessions.get(k).is_some_and(|live| live.generation == g)
     });
     // Another commit of this session holds it at most until its writes' deadline.
     let mut index = tokio::time::timeout(WRITE_DEADLINE, index.lock_owned())
         .await
-        .map_err(|_| {
-            ErrorObject::internal(
-                "an earlier store for this session has not finished; nothing was stored",
-            )
-        })?;
-    let live = daemon.sessions.get(&target.key).ok_or_else(gone)?;
+        .map_err(|_| FilesError::Busy)?;
+    let live = sessions.get(&target.key).ok_or_else(gone)?;
     if live.generation != target.generation
         || live.owner != target.owner
         || live.agent_alias != target.agent
     {
         return Err(gone());
     }
-    let frozen = daemon.config.freeze().await;
+    let frozen = stores.config.freeze().await;
     // Only a token credential depends on the pairing file; a local uid does not wait on it.
-    let tokens = match conn.peer.kind {
-        TransportKind::WebSocket => Some(
-            daemon
-                .tokens
-                .hold()
-                .await
-                .map_err(|e| ErrorObject::internal(format!("nothing was stored: {e}")))?,
-        ),
-        TransportKind::Local => None,
+    let tokens = match caller.is_token() {
+        true => Some(stores.tokens.hold().await.map_err(FilesError::TokensHeld)?),
+        false => None,
     };
-    let principal = auth::resolve_frozen(daemon, conn, frozen.config())?;
-    principal.check_method("file/attach")?;
-    check_owner(&principal, &live.owner, &target.key.session_id)?;
-    if !principal.may_use_agent(&live.agent_alias) {
-        return Err(ErrorObject::forbidden(format!(
-            "principal {} may not use agent {}",
-            principal.id, live.agent_alias
-        )));
-    }
+    let principal = auth::principal(frozen.config(), stores.tokens, stores.daemon_uid, caller)
+        .map_err(FilesError::Denied)?;
+    auth::authorize(&principal, Method::FileAttach).map_err(FilesError::Denied)?;
+    check_access(&principal, &live)?;
     let workspace = live.workspace.clone();
     // The writes run off the async threads; the session's index lock travels with them,
     // so a write that outlives the deadline still keeps other commits of it waiting.
@@ -172,11 +168,8 @@ pub async fn commit(
     });
     let stored = match tokio::time::timeout(WRITE_DEADLINE, write).await {
         Ok(Ok(stored)) => stored,
-        Ok(Err(e)) => Err(ErrorObject::internal(format!("storing failed: {e}"))),
-        Err(_) => Err(ErrorObject::internal(format!(
-            "storing did not finish within {} s",
-            WRITE_DEADLINE.as_secs()
-        ))),
+        Ok(Err(e)) => Err(FilesError::WriterLost(e.to_string())),
+        Err(_) => Err(FilesError::WriteTimeout(WRITE_DEADLINE)),
     };
     drop(tokens);
     drop(frozen);

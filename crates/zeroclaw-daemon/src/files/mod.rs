@@ -1,12 +1,16 @@
 //! Files in agent workspaces (SPEC §8): storing bytes by content ([`workspace`]), staging
 //! chunked uploads ([`staging`]), reading local files for path attachments safely
 //! ([`path_read`]), and the one commit step both `file/attach` and `file/upload/commit`
-//! go through ([`commit`]).
+//! go through ([`commit`]). Every failure is a [`FilesError`], mapped to the wire in one place ([`error`]).
+//!
+//! The service takes what it needs (the session manager, the config and token stores, the
+//! caller's presented credential) as arguments; it never reaches into the connection loop,
+//! dispatch or the method handlers.
 
 pub mod commit;
+pub mod error;
 pub mod path_read;
 pub mod staging;
 pub mod workspace;
 
-pub use staging::{UploadManager, UploadTarget};
-pub use workspace::{FileIndex, StoredFile};
+pub use staging::UploadManager;

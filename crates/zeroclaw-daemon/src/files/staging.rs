@@ -12,12 +12,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::SessionKey;
 
+use super::error::FilesError;
 use super::workspace::{MAX_FILE_BYTES, check_filename};
 
 pub const MAX_STAGED_PER_CONNECTION: usize = 4;
@@ -71,8 +70,8 @@ pub struct UploadManager {
     next: AtomicU64,
 }
 
-fn unknown(upload_id: &str) -> ErrorObject {
-    ErrorObject::invalid_params(format!("unknown upload {upload_id}"))
+fn unknown(upload_id: &str) -> FilesError {
+    FilesError::UnknownUpload(upload_id.to_string())
 }
 
 impl UploadManager {
@@ -88,11 +87,12 @@ impl UploadManager {
         size: u64,
         filename: Option<String>,
         sha256: Option<String>,
-    ) -> Result<String, ErrorObject> {
+    ) -> Result<String, FilesError> {
         if size > MAX_FILE_BYTES as u64 {
-            return Err(ErrorObject::invalid_params(format!(
-                "size_bytes {size} exceeds the {MAX_FILE_BYTES}-byte file limit"
-            )));
+            return Err(FilesError::DeclaredTooLarge {
+                size,
+                limit: MAX_FILE_BYTES,
+            });
         }
         if let Some(name) = &filename {
             check_filename(name)?;
@@ -101,7 +101,7 @@ impl UploadManager {
             Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {
                 Some(h.to_ascii_lowercase())
             }
-            Some(_) => return Err(ErrorObject::invalid_params("sha256 must be 64 hex digits")),
+            Some(_) => return Err(FilesError::BadSha256),
             None => None,
         };
         let cost = size
@@ -112,21 +112,19 @@ impl UploadManager {
         let mut inner = self.lock();
         let mine = inner.uploads.values().filter(|u| u.conn == conn).count();
         if mine >= MAX_STAGED_PER_CONNECTION {
-            return Err(ErrorObject::limit_exceeded(
-                format!("this connection already stages {mine} uploads"),
-                MAX_STAGED_PER_CONNECTION as u64,
-                mine as u64 + 1,
-            ));
+            return Err(FilesError::TooManyStaged {
+                staged: mine,
+                limit: MAX_STAGED_PER_CONNECTION,
+            });
         }
         if inner.used + cost > STAGED_BUDGET_BYTES {
             Self::reclaim_expired(&mut inner);
         }
         if inner.used + cost > STAGED_BUDGET_BYTES {
-            return Err(ErrorObject::limit_exceeded(
-                "staged upload budget exhausted; commit or wait for uploads to finish",
-                STAGED_BUDGET_BYTES,
-                inner.used + cost,
-            ));
+            return Err(FilesError::BudgetExhausted {
+                needed: inner.used + cost,
+                budget: STAGED_BUDGET_BYTES,
+            });
         }
         let id = format!("up-{}-{}", conn, self.next.fetch_add(1, Ordering::Relaxed));
         inner.used += cost;
@@ -168,12 +166,12 @@ impl UploadManager {
         upload_id: &str,
         offset: u64,
         data: &[u8],
-    ) -> Result<u64, ErrorObject> {
+    ) -> Result<u64, FilesError> {
         if data.len() > CHUNK_BYTES {
-            return Err(ErrorObject::invalid_params(format!(
-                "chunk is {} bytes; at most {CHUNK_BYTES} are allowed",
-                data.len()
-            )));
+            return Err(FilesError::ChunkTooLarge {
+                size: data.len(),
+                limit: CHUNK_BYTES,
+            });
         }
         let mut inner = self.lock();
         let staged = match inner.uploads.get_mut(upload_id) {
@@ -189,23 +187,19 @@ impl UploadManager {
         let received = staged.data.len() as u64;
         let end = offset.saturating_add(data.len() as u64);
         if offset > received {
-            return Err(ErrorObject::invalid_params(format!(
-                "offset {offset} leaves a gap: {received} bytes received so far"
-            )));
+            return Err(FilesError::Gap { offset, received });
         }
         if end > staged.size as u64 {
-            return Err(ErrorObject::invalid_params(format!(
-                "chunk ends at byte {end}, past the declared size_bytes {}",
-                staged.size
-            )));
+            return Err(FilesError::PastSize {
+                end,
+                size: staged.size,
+            });
         }
         // Bytes at already accepted offsets must be identical (a safe retry).
         let overlap = (received.min(end) - offset) as usize;
         let start = offset as usize;
         if staged.data[start..start + overlap] != data[..overlap] {
-            return Err(ErrorObject::invalid_params(format!(
-                "chunk at offset {offset} differs from the bytes already accepted there"
-            )));
+            return Err(FilesError::Conflict(offset));
         }
         if staged.data.capacity() == 0 {
             staged.data.reserve_exact(staged.size);
@@ -218,7 +212,7 @@ impl UploadManager {
 
     /// Takes a complete upload out of staging (checking its declared hash). An incomplete
     /// upload stays staged; a hash mismatch discards it. Nothing is written here.
-    pub fn finish(&self, conn: u64, upload_id: &str) -> Result<Finished, ErrorObject> {
+    pub fn finish(&self, conn: u64, upload_id: &str) -> Result<Finished, FilesError> {
         let mut inner = self.lock();
         let staged = match inner.uploads.get(upload_id) {
             Some(u) if u.conn == conn => u,
@@ -231,11 +225,10 @@ impl UploadManager {
             return Err(unknown(upload_id));
         }
         if staged.data.len() < staged.size {
-            return Err(ErrorObject::invalid_params(format!(
-                "upload incomplete: {} of {} bytes received",
-                staged.data.len(),
-                staged.size
-            )));
+            return Err(FilesError::Incomplete {
+                received: staged.data.len(),
+                size: staged.size,
+            });
         }
         let Some(staged) = inner.uploads.remove(upload_id) else {
             return Err(unknown(upload_id));
@@ -243,11 +236,8 @@ impl UploadManager {
         inner.used -= staged.cost;
         drop(inner);
         let actual = hex::encode(staged.hasher.finalize());
-        if let Some(expected) = staged.sha256.as_ref().filter(|e| **e != actual) {
-            return Err(ErrorObject::invalid_params(format!(
-                "sha256 mismatch: declared {expected}, received {actual}; nothing was stored"
-            ))
-            .with_data(json!({"expected": expected, "actual": actual})));
+        if let Some(expected) = staged.sha256.filter(|e| *e != actual) {
+            return Err(FilesError::HashMismatch { expected, actual });
         }
         Ok(Finished {
             target: staged.target,
@@ -274,10 +264,12 @@ impl UploadManager {
     }
 
     /// Bytes of the budget in use (reservations included).
+    #[cfg(test)]
     pub fn used_bytes(&self) -> u64 {
         self.lock().used
     }
 
+    #[cfg(test)]
     pub fn staged_count(&self) -> usize {
         self.lock().uploads.len()
     }
@@ -286,6 +278,8 @@ impl UploadManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use zeroclaw_rpc::ErrorObject;
     use zeroclaw_store::Mode;
 
     fn target() -> UploadTarget {
@@ -311,21 +305,44 @@ mod tests {
             "identical retry acknowledged unchanged"
         );
         assert_eq!(
-            m.chunk(1, &id, 0, b"xbc").unwrap_err().code,
+            m.chunk(1, &id, 0, b"xbc")
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .code,
             -32602,
             "conflict"
         );
-        assert_eq!(m.chunk(1, &id, 4, b"e").unwrap_err().code, -32602, "gap");
         assert_eq!(
-            m.chunk(1, &id, 3, b"defg").unwrap_err().code,
+            m.chunk(1, &id, 4, b"e")
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .code,
+            -32602,
+            "gap"
+        );
+        assert_eq!(
+            m.chunk(1, &id, 3, b"defg")
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .code,
             -32602,
             "past size"
         );
         assert_eq!(
-            m.chunk(2, &id, 3, b"def").unwrap_err().message,
+            m.chunk(2, &id, 3, b"def")
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .message,
             format!("unknown upload {id}")
         );
-        assert_eq!(m.finish(1, &id).unwrap_err().code, -32602, "incomplete");
+        assert_eq!(
+            m.finish(1, &id)
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .code,
+            -32602,
+            "incomplete"
+        );
         assert_eq!(
             m.chunk(1, &id, 2, b"cdef").unwrap(),
             6,
@@ -335,7 +352,10 @@ mod tests {
         assert_eq!(done.bytes, b"abcdef");
         assert_eq!(m.used_bytes(), 0);
         assert_eq!(
-            m.finish(1, &id).unwrap_err().code,
+            m.finish(1, &id)
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .code,
             -32602,
             "gone after commit"
         );
@@ -352,10 +372,11 @@ mod tests {
         assert!(m.finish(1, &id).is_ok());
         let id = m.begin(1, target(), 2, None, Some("0".repeat(64))).unwrap();
         m.chunk(1, &id, 0, b"hi").unwrap();
-        let e = m.finish(1, &id).unwrap_err();
+        let e = m.finish(1, &id).map_err(ErrorObject::from).unwrap_err();
         assert!(e.message.contains("sha256 mismatch"));
         assert_eq!(
             m.begin(1, target(), 2, None, Some("xyz".into()))
+                .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
             -32602
@@ -368,7 +389,10 @@ mod tests {
         for _ in 0..4 {
             m.begin(7, target(), 0, None, None).unwrap();
         }
-        let e = m.begin(7, target(), 0, None, None).unwrap_err();
+        let e = m
+            .begin(7, target(), 0, None, None)
+            .map_err(ErrorObject::from)
+            .unwrap_err();
         assert_eq!(
             (e.code, e.data.clone()),
             (-32013, Some(json!({"limit": 4, "value": 5})))
@@ -383,18 +407,21 @@ mod tests {
         assert_eq!(m.staged_count(), 1);
         assert_eq!(
             m.begin(9, target(), MAX_FILE_BYTES as u64 + 1, None, None)
+                .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
             -32602
         );
         assert_eq!(
             m.begin(9, target(), 1, Some("n".repeat(256)), None)
+                .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
             -32602
         );
         assert_eq!(
             m.chunk(8, "up-8-4", 0, &vec![0; CHUNK_BYTES + 1])
+                .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
             -32602
@@ -410,13 +437,19 @@ mod tests {
         for i in 0..25u64 {
             ids.push(m.begin(100 + i / 4, target(), ten, None, None).unwrap());
         }
-        let e = m.begin(200, target(), ten, None, None).unwrap_err();
+        let e = m
+            .begin(200, target(), ten, None, None)
+            .map_err(ErrorObject::from)
+            .unwrap_err();
         assert_eq!(e.code, -32013);
         // Four minutes on, one upload is still active; nothing is idle long enough yet.
         tokio::time::advance(Duration::from_secs(4 * 60)).await;
         m.chunk(100, &ids[0], 0, b"x").unwrap();
         assert_eq!(
-            m.begin(200, target(), ten, None, None).unwrap_err().code,
+            m.begin(200, target(), ten, None, None)
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .code,
             -32013
         );
         // Past five minutes of idleness, the other 24 are reclaimed to make room.
@@ -426,7 +459,10 @@ mod tests {
             .expect("room after reclaim");
         assert_eq!(m.staged_count(), 2);
         assert_eq!(
-            m.chunk(101, &ids[4], 0, b"x").unwrap_err().message,
+            m.chunk(101, &ids[4], 0, b"x")
+                .map_err(ErrorObject::from)
+                .unwrap_err()
+                .message,
             format!("unknown upload {}", ids[4])
         );
         assert_eq!(
@@ -448,12 +484,18 @@ mod tests {
         tokio::time::advance(IDLE_EXPIRY).await;
         assert_eq!(m.staged_count(), 2);
         tokio::time::advance(Duration::from_secs(1)).await;
-        let e = m.finish(1, &complete).unwrap_err();
+        let e = m
+            .finish(1, &complete)
+            .map_err(ErrorObject::from)
+            .unwrap_err();
         assert_eq!(
             (e.code, e.message),
             (-32602, format!("unknown upload {complete}"))
         );
-        let e = m.chunk(1, &partial, 1, b"i").unwrap_err();
+        let e = m
+            .chunk(1, &partial, 1, b"i")
+            .map_err(ErrorObject::from)
+            .unwrap_err();
         assert_eq!(
             (e.code, e.message),
             (-32602, format!("unknown upload {partial}"))

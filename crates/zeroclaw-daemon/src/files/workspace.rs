@@ -7,12 +7,11 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::error::FilesError;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use zeroclaw_rpc::ErrorObject;
 
 /// Largest file accepted (10 MiB).
 pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
@@ -40,12 +39,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Checks a client-supplied filename (length only: it is never used as a path).
-pub fn check_filename(filename: &str) -> Result<(), ErrorObject> {
+pub fn check_filename(filename: &str) -> Result<(), FilesError> {
     if filename.len() > MAX_FILENAME_BYTES {
-        return Err(ErrorObject::invalid_params(format!(
-            "filename is {} bytes; at most {MAX_FILENAME_BYTES} are allowed",
-            filename.len()
-        )));
+        return Err(FilesError::FilenameTooLong {
+            size: filename.len(),
+            limit: MAX_FILENAME_BYTES,
+        });
     }
     Ok(())
 }
@@ -83,27 +82,20 @@ fn marker_name(filename: &str) -> String {
 
 /// The `uploads/` directory of a workspace, created if needed; refused when it is a
 /// symlink or not a directory (the workspace itself is created too).
-fn uploads_dir(workspace: &Path) -> Result<PathBuf, ErrorObject> {
-    fs::create_dir_all(workspace).map_err(|e| {
-        ErrorObject::internal(format!(
-            "cannot create workspace {}: {e}",
-            workspace.display()
-        ))
+fn uploads_dir(workspace: &Path) -> Result<PathBuf, FilesError> {
+    fs::create_dir_all(workspace).map_err(|source| FilesError::CreateWorkspace {
+        path: workspace.to_path_buf(),
+        source,
     })?;
     let dir = workspace.join("uploads");
     match fs::symlink_metadata(&dir) {
         Ok(meta) if meta.file_type().is_dir() => Ok(dir),
-        Ok(_) => Err(ErrorObject::internal(format!(
-            "{} is not a directory (a symlink?); refusing to write through it",
-            dir.display()
-        ))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs::create_dir(&dir).map_err(|e| {
-                ErrorObject::internal(format!("cannot create {}: {e}", dir.display()))
-            })?;
-            Ok(dir)
-        }
-        Err(e) => Err(ErrorObject::internal(format!("{}: {e}", dir.display()))),
+        Ok(_) => Err(FilesError::UploadsNotADirectory(dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match fs::create_dir(&dir) {
+            Ok(()) => Ok(dir),
+            Err(source) => Err(FilesError::CreateUploads { path: dir, source }),
+        },
+        Err(source) => Err(FilesError::InspectUploads { path: dir, source }),
     }
 }
 
@@ -156,24 +148,16 @@ fn sweep_dir(dir: &Path) -> usize {
     removed
 }
 
-/// Writes `bytes` to `target` atomically: a fresh temp file `.upload-<random>` beside it,
-/// fsync, rename. The rename replaces whatever is at `target` (a symlink included) without
-/// following it.
-fn write_atomic(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ErrorObject> {
-    let fail = |e: std::io::Error| {
-        ErrorObject::internal(format!("cannot write {}: {e}", target.display()))
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(PARTIAL_PREFIX)
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(target).map_err(|e| fail(e.error))?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+/// Writes `bytes` to `target` atomically through a temp file `.upload-<random>` beside it
+/// (see [`zeroclaw_config::persist`]). The rename replaces whatever is at `target` (a
+/// symlink included) without following it.
+fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), FilesError> {
+    zeroclaw_config::persist::write_atomic(target, bytes, PARTIAL_PREFIX, false).map_err(|source| {
+        FilesError::Write {
+            path: target.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// Whether `path` is a regular file (not a link) holding exactly `bytes`.
@@ -195,12 +179,12 @@ pub fn store(
     sha256: Option<&str>,
     filename: Option<&str>,
     mime: Option<&str>,
-) -> Result<StoredFile, ErrorObject> {
+) -> Result<StoredFile, FilesError> {
     if bytes.len() > MAX_FILE_BYTES {
-        return Err(ErrorObject::invalid_params(format!(
-            "file is {} bytes; at most {MAX_FILE_BYTES} are allowed",
-            bytes.len()
-        )));
+        return Err(FilesError::FileTooLarge {
+            size: bytes.len(),
+            limit: MAX_FILE_BYTES,
+        });
     }
     if let Some(name) = filename {
         check_filename(name)?;
@@ -211,7 +195,7 @@ pub fn store(
         let path = PathBuf::from(&known.workspace_path);
         if !intact(&path, bytes) {
             tracing::warn!(path = %path.display(), "indexed upload was changed on disk; writing it back");
-            write_atomic(&dir, &path, bytes)?;
+            write_atomic(&path, bytes)?;
         }
         return Ok(StoredFile {
             deduplicated: true,
@@ -225,7 +209,7 @@ pub fn store(
     };
     let path = dir.join(&name);
     if !intact(&path, bytes) {
-        write_atomic(&dir, &path, bytes)?;
+        write_atomic(&path, bytes)?;
     }
     let shown = path.display().to_string();
     let marker = if is_image(mime, ext.as_deref()) {
@@ -250,6 +234,7 @@ pub fn store(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zeroclaw_rpc::ErrorObject;
 
     #[test]
     fn stores_by_hash_dedupes_and_marks() {
@@ -350,7 +335,9 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), ws.path().join("uploads")).unwrap();
-        let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None, None).unwrap_err();
+        let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None, None)
+            .map_err(ErrorObject::from)
+            .unwrap_err();
         assert!(e.message.contains("not a directory"), "{}", e.message);
         assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
@@ -361,6 +348,7 @@ mod tests {
         let big = vec![0u8; MAX_FILE_BYTES + 1];
         assert_eq!(
             store(ws.path(), &mut FileIndex::default(), &big, None, None, None)
+                .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
             -32602
@@ -375,6 +363,7 @@ mod tests {
                 Some(&name),
                 None
             )
+            .map_err(ErrorObject::from)
             .unwrap_err()
             .code,
             -32602

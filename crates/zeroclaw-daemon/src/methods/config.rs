@@ -11,83 +11,90 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use zeroclaw_config::policy::{self, Credential, Principal};
 use zeroclaw_config::{Config, PropPath};
+use zeroclaw_protocol::Method;
+use zeroclaw_protocol::config::{
+    ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyResult,
+    ConfigSetParams, ConfigSetResult,
+};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
-use crate::connection::ConnectionContext;
+use crate::caller::ConnectionContext;
 use crate::params;
 use crate::state::Daemon;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GetParams {
-    #[serde(default)]
-    prop: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetParams {
-    prop: String,
-    value: Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeleteParams {
-    prop: String,
-}
-
+/// `config/set-many` params, entries kept raw so each error can name its entry.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SetManyParams {
     sets: Vec<Value>,
 }
 
-pub async fn call(
+/// `config/get {prop?}`: one property, or the whole configuration.
+pub(crate) fn get(daemon: &Daemon, params: Option<Value>) -> Result<Value, ErrorObject> {
+    let p: ConfigGetParams = params::decode(params)?;
+    let value = daemon.config.get(p.prop.as_deref())?;
+    params::encode(&match p.prop {
+        Some(prop) => ConfigGetResult::Prop { prop, value },
+        None => ConfigGetResult::Whole { config: value },
+    })
+}
+
+/// `config/set {prop, value}`.
+pub(crate) async fn set(
     daemon: &Arc<Daemon>,
-    conn: &Arc<ConnectionContext>,
-    method: &'static str,
+    conn: &ConnectionContext,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let store = &daemon.config;
-    match method {
-        "config/get" => {
-            let p: GetParams = params::decode(params)?;
-            let value = store.get(p.prop.as_deref())?;
-            Ok(match p.prop {
-                Some(prop) => json!({"prop": prop, "value": value}),
-                None => json!({"config": value}),
-            })
-        }
-        "config/set" => {
-            let p: SetParams = params::decode(params)?;
-            let prop = store
-                .set(&p.prop, p.value, writer(daemon, conn, method)?)
-                .await?;
-            let restart = restart_required([&prop]);
-            Ok(json!({"prop": prop, "set": true, "restartRequired": restart}))
-        }
-        "config/delete" => {
-            let p: DeleteParams = params::decode(params)?;
-            let prop = store.delete(&p.prop, writer(daemon, conn, method)?).await?;
-            let restart = restart_required([&prop]);
-            Ok(json!({"prop": prop, "deleted": true, "restartRequired": restart}))
-        }
-        "config/set-many" => {
-            let p: SetManyParams = params::decode(params)?;
-            let sets = p
-                .sets
-                .into_iter()
-                .enumerate()
-                .map(entry)
-                .collect::<Result<Vec<_>, _>>()?;
-            let props = store.set_many(sets, writer(daemon, conn, method)?).await?;
-            let restart = restart_required(&props);
-            Ok(json!({"props": props, "set": true, "restartRequired": restart}))
-        }
-        _ => Err(ErrorObject::method_not_found(method)),
-    }
+    let p: ConfigSetParams = params::decode(params)?;
+    let writer = writer(daemon, conn, Method::ConfigSet)?;
+    let prop = daemon.config.set(&p.prop, p.value, writer).await?;
+    let restart_required = restart_required([&prop]);
+    params::encode(&ConfigSetResult {
+        prop,
+        set: true,
+        restart_required,
+    })
+}
+
+/// `config/delete {prop}`.
+pub(crate) async fn delete(
+    daemon: &Arc<Daemon>,
+    conn: &ConnectionContext,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: ConfigDeleteParams = params::decode(params)?;
+    let writer = writer(daemon, conn, Method::ConfigDelete)?;
+    let prop = daemon.config.delete(&p.prop, writer).await?;
+    let restart_required = restart_required([&prop]);
+    params::encode(&ConfigDeleteResult {
+        prop,
+        deleted: true,
+        restart_required,
+    })
+}
+
+/// `config/set-many {sets: [{prop, value}]}`: all or nothing.
+pub(crate) async fn set_many(
+    daemon: &Arc<Daemon>,
+    conn: &ConnectionContext,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: SetManyParams = params::decode(params)?;
+    let sets = p
+        .sets
+        .into_iter()
+        .enumerate()
+        .map(entry)
+        .collect::<Result<Vec<_>, _>>()?;
+    let writer = writer(daemon, conn, Method::ConfigSetMany)?;
+    let props = daemon.config.set_many(sets, writer).await?;
+    let restart_required = restart_required(&props);
+    params::encode(&ConfigSetManyResult {
+        props,
+        set: true,
+        restart_required,
+    })
 }
 
 /// Whether any of the written (canonical) props takes effect only after a restart.
@@ -134,15 +141,15 @@ fn entry((index, raw): (usize, Value)) -> Result<(String, Value), ErrorObject> {
 /// The authorization step a write runs under the config lock: the caller's principal from
 /// the config current at that moment, holding the grant `method` needs.
 fn writer(
-    daemon: &Arc<Daemon>,
+    daemon: &Daemon,
     conn: &ConnectionContext,
-    method: &'static str,
+    method: Method,
 ) -> Result<impl FnOnce(&Config) -> Result<Principal, ErrorObject> + use<>, ErrorObject> {
-    let cred: Credential = auth::credential_of(daemon, conn)?;
+    let cred: Credential = auth::credential(&daemon.tokens, &conn.presented())?;
     let uid = daemon.uid;
     Ok(move |config: &Config| {
         let principal = policy::resolve(config, &cred, uid)?;
-        principal.check_method(method)?;
+        auth::authorize(&principal, method)?;
         Ok(principal)
     })
 }

@@ -1,8 +1,6 @@
 //! `session/status` and `session/configure` handlers (SPEC §16): typed params, then the
 //! [`SessionManager`](crate::session::SessionManager).
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::Value;
 use zeroclaw_rpc::ErrorObject;
@@ -33,31 +31,35 @@ struct ConfigureParams {
     model: Option<String>,
 }
 
-pub async fn call(
-    daemon: &Arc<Daemon>,
+/// `session/status {sessionId, mode?}`.
+pub(crate) fn status(
+    daemon: &Daemon,
     principal: &Principal,
-    method: &str,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
+    let p: StatusParams = params::decode(params)?;
     let config = daemon.config.current();
-    match method {
-        "session/status" => {
-            let p: StatusParams = params::decode(params)?;
-            daemon
-                .sessions
-                .status(principal, &config, &p.session_id, p.mode)
-        }
-        "session/configure" => {
-            let p: ConfigureParams = params::decode(params)?;
-            let req = ConfigureRequest {
-                autonomy: p.autonomy,
-                model: p.model,
-            };
-            daemon
-                .sessions
-                .configure(principal, &config, &p.session_id, p.mode, req)
-                .await
-        }
-        _ => Err(ErrorObject::method_not_found(method)),
-    }
+    daemon
+        .sessions
+        .status(principal, &config, &p.session_id, p.mode)
+        .map_err(Into::into)
+}
+
+/// `session/configure {sessionId, mode?, autonomy?, model?}`.
+pub(crate) async fn configure(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: ConfigureParams = params::decode(params)?;
+    let req = ConfigureRequest {
+        autonomy: p.autonomy,
+        model: p.model,
+    };
+    let config = daemon.config.current();
+    daemon
+        .sessions
+        .configure(principal, &config, &p.session_id, p.mode, req)
+        .await
+        .map_err(Into::into)
 }

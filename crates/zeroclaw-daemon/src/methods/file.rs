@@ -6,11 +6,14 @@ use std::sync::Arc;
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use zeroclaw_protocol::files::{
+    UploadBeginResult, UploadChunkParams, UploadChunkResult, UploadCommitParams,
+};
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::{Mode, SessionKey};
 
 use crate::auth::Principal;
-use crate::connection::ConnectionContext;
+use crate::caller::ConnectionContext;
 use crate::files::commit::{self, Item};
 use crate::files::path_read;
 use crate::files::staging::CHUNK_BYTES;
@@ -20,12 +23,12 @@ use crate::state::Daemon;
 use crate::transport::TransportKind;
 
 /// Decoded bytes one `file/attach` request may carry in total.
-pub const MAX_ATTACH_BYTES: usize = 20 * 1024 * 1024;
+pub(crate) const MAX_ATTACH_BYTES: usize = 20 * 1024 * 1024;
 
 /// One input file: inline base64 or a local path.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FileInput {
+struct FileInput {
     #[serde(default)]
     data_b64: Option<String>,
     #[serde(default)]
@@ -58,86 +61,98 @@ struct BeginParams {
     sha256: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ChunkParams {
-    upload_id: String,
-    offset: u64,
-    data_b64: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CommitParams {
-    upload_id: String,
-}
-
-pub async fn call(
+/// `file/attach {sessionId, mode?, files}`: inline or path files, stored in one commit.
+pub(crate) async fn attach(
     daemon: &Arc<Daemon>,
-    conn: &Arc<ConnectionContext>,
+    conn: &ConnectionContext,
     principal: &Principal,
-    method: &str,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    match method {
-        "file/attach" => {
-            let p: AttachParams = params::decode(params)?;
-            let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
-            bring_back(daemon, principal, &key).await?;
-            let target = commit::target_of(daemon, principal, &key)?;
-            let items = decode_inputs(conn, principal, p.files).await?;
-            let files = commit::commit(daemon, conn, &target, items).await?;
-            Ok(json!({"files": files}))
-        }
-        "file/upload/begin" => {
-            let p: BeginParams = params::decode(params)?;
-            let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
-            bring_back(daemon, principal, &key).await?;
-            let target = commit::target_of(daemon, principal, &key)?;
-            let upload_id =
-                daemon
-                    .uploads
-                    .begin(conn.id, target, p.size_bytes, p.filename, p.sha256)?;
-            Ok(
-                json!({"upload_id": upload_id, "chunk_bytes": CHUNK_BYTES, "max_bytes": MAX_FILE_BYTES}),
-            )
-        }
-        "file/upload/chunk" => {
-            let p: ChunkParams = params::decode(params)?;
-            // A chunk of 1 MiB is about 1.4 MiB of base64; refuse far larger text unread.
-            if p.data_b64.len() > CHUNK_BYTES / 3 * 4 + 8 {
-                return Err(ErrorObject::invalid_params(format!(
-                    "chunk exceeds {CHUNK_BYTES} bytes"
-                )));
-            }
-            let data = base64_decode(&p.data_b64, "data_b64")?;
-            let received = daemon
-                .uploads
-                .chunk(conn.id, &p.upload_id, p.offset, &data)?;
-            Ok(json!({"upload_id": p.upload_id, "received_bytes": received}))
-        }
-        "file/upload/commit" => {
-            let p: CommitParams = params::decode(params)?;
-            let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;
-            let item = Item {
-                bytes: finished.bytes,
-                sha256: Some(finished.sha256),
-                filename: finished.filename,
-                mime: None,
-            };
-            let mut files = commit::commit(daemon, conn, &finished.target, vec![item]).await?;
-            files
-                .pop()
-                .map(|f| json!(f))
-                .ok_or_else(|| ErrorObject::internal("nothing was stored"))
-        }
-        _ => Err(ErrorObject::method_not_found(method)),
+    let p: AttachParams = params::decode(params)?;
+    let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+    bring_back(daemon, principal, &key).await?;
+    let target = commit::target_of(&daemon.sessions, principal, &key)?;
+    let items = decode_inputs(conn, principal, p.files).await?;
+    let files = commit::commit(daemon.file_stores(), &conn.presented(), &target, items).await?;
+    Ok(json!({"files": files}))
+}
+
+/// `file/upload/begin {sessionId, mode?, sizeBytes, filename?, sha256?}`.
+pub(crate) async fn upload_begin(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: BeginParams = params::decode(params)?;
+    let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+    bring_back(daemon, principal, &key).await?;
+    let target = commit::target_of(&daemon.sessions, principal, &key)?;
+    let upload_id = daemon
+        .uploads
+        .begin(conn.id, target, p.size_bytes, p.filename, p.sha256)?;
+    params::encode(&UploadBeginResult {
+        upload_id,
+        chunk_bytes: CHUNK_BYTES as u64,
+        max_bytes: MAX_FILE_BYTES as u64,
+    })
+}
+
+/// `file/upload/chunk {uploadId, offset, dataB64}`.
+pub(crate) fn upload_chunk(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: UploadChunkParams = params::decode(params)?;
+    // A chunk of 1 MiB is about 1.4 MiB of base64; refuse far larger text unread.
+    if p.data_b64.len() > CHUNK_BYTES / 3 * 4 + 8 {
+        return Err(ErrorObject::invalid_params(format!(
+            "chunk exceeds {CHUNK_BYTES} bytes"
+        )));
     }
+    let data = base64_decode(&p.data_b64, "data_b64")?;
+    let received = daemon
+        .uploads
+        .chunk(conn.id, &p.upload_id, p.offset, &data)?;
+    params::encode(&UploadChunkResult {
+        upload_id: p.upload_id,
+        received_bytes: received,
+    })
+}
+
+/// `file/upload/commit {uploadId}`: the staged bytes go through the same commit step as
+/// `file/attach`.
+pub(crate) async fn upload_commit(
+    daemon: &Arc<Daemon>,
+    conn: &ConnectionContext,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: UploadCommitParams = params::decode(params)?;
+    let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;
+    let item = Item {
+        bytes: finished.bytes,
+        sha256: Some(finished.sha256),
+        filename: finished.filename,
+        mime: None,
+    };
+    let presented = conn.presented();
+    let mut files = commit::commit(
+        daemon.file_stores(),
+        &presented,
+        &finished.target,
+        vec![item],
+    )
+    .await?;
+    files
+        .pop()
+        .map(|f| json!(f))
+        .ok_or_else(|| ErrorObject::internal("nothing was stored"))
 }
 
 /// A persisted session that is not live is brought back, as a prompt would (SPEC §17).
 async fn bring_back(
-    daemon: &Arc<Daemon>,
+    daemon: &Daemon,
     principal: &Principal,
     key: &SessionKey,
 ) -> Result<(), ErrorObject> {
@@ -146,6 +161,7 @@ async fn bring_back(
         .live_or_rehydrate(principal, &daemon.config.current(), key)
         .await
         .map(drop)
+        .map_err(Into::into)
 }
 
 fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {
@@ -156,7 +172,7 @@ fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {
 
 /// Decodes `file/attach` entries (also the `attachments` of `session/prompt`): each file at
 /// most 10 MiB, all together at most 20 MiB.
-pub async fn decode_inputs(
+pub(crate) async fn decode_inputs(
     conn: &ConnectionContext,
     principal: &Principal,
     files: Vec<Value>,

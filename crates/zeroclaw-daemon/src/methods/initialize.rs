@@ -1,22 +1,16 @@
 //! `initialize`: the handshake (SPEC §4). Checks the protocol version, authenticates the
 //! peer (local uid, or a pairing token over WebSocket) and records what the client can do.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
-use zeroclaw_rpc::{ErrorObject, MAX_FRAME_BYTES};
+use zeroclaw_protocol::system::{InitializeResult, PROTOCOL_VERSION, PrincipalInfo};
+use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
-use crate::connection::{ConnectionContext, Handshake};
-use crate::dispatch;
+use crate::caller::{ConnectionContext, Handshake};
 use crate::params;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
-
-pub const PROTOCOL_VERSION: u64 = 1;
-pub const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
-pub const UPLOAD_CHUNK_BYTES: u64 = 1024 * 1024;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,9 +25,10 @@ struct Params {
     _client_info: Option<Value>,
 }
 
-pub async fn call(
-    daemon: &Arc<Daemon>,
-    conn: &Arc<ConnectionContext>,
+/// `initialize {protocolVersion?, clientCapabilities?, authToken?, clientInfo?}`.
+pub(crate) async fn initialize(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
     if conn.is_initialized() {
@@ -44,7 +39,7 @@ pub async fn call(
     if requested.as_u64() != Some(PROTOCOL_VERSION) {
         return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));
     }
-    let principal = auth::authenticate(daemon, conn, p.auth_token.as_deref())?;
+    let principal = daemon.principal(&conn.presenting(p.auth_token.as_deref()))?;
     if let Some(token) = p
         .auth_token
         .as_deref()
@@ -73,19 +68,14 @@ pub async fn call(
         return Err(ErrorObject::invalid_request("already initialized"));
     }
     tracing::info!(conn = conn.id, peer = %conn.peer.label, principal = %principal.id, "initialized");
-    let version = env!("CARGO_PKG_VERSION");
-    Ok(json!({
-        "protocolVersion": PROTOCOL_VERSION,
-        "serverVersion": version,
-        "protocol_version": PROTOCOL_VERSION,
-        "server_version": version,
-        "serverPid": daemon.pid,
-        "principal": {"id": principal.id, "admin": principal.admin},
-        "capabilities": dispatch::capabilities(&principal, conn.peer.kind),
-        "limits": {
-            "maxFrameBytes": MAX_FRAME_BYTES,
-            "maxUploadBytes": MAX_UPLOAD_BYTES,
-            "uploadChunkBytes": UPLOAD_CHUNK_BYTES,
+    let capabilities = auth::capabilities(&principal, conn.peer.kind == TransportKind::Local);
+    params::encode(&InitializeResult::new(
+        env!("CARGO_PKG_VERSION"),
+        daemon.pid,
+        PrincipalInfo {
+            id: principal.id,
+            admin: principal.admin,
         },
-    }))
+        capabilities.into_iter().map(str::to_owned).collect(),
+    ))
 }

@@ -1,10 +1,14 @@
-//! Method handlers, one file per method group. Handlers receive typed params and the
-//! caller's principal; they never touch a socket.
+//! Method handlers, one file per method group and one function per
+//! [`Method`](zeroclaw_protocol::Method), called only by [`crate::dispatch`] once the
+//! caller is authenticated and authorized. A handler decodes its params (both spellings),
+//! calls a service (sessions, files, config, pairing) with the caller's principal, its
+//! credential or its [`ClientLink`](crate::session::link::ClientLink), and returns the
+//! result; it never touches a socket nor imports the connection loop.
 
-pub mod config;
-pub mod configure;
-pub mod file;
-pub mod initialize;
-pub mod models;
-pub mod session;
-pub mod status;
+pub(crate) mod config;
+pub(crate) mod configure;
+pub(crate) mod file;
+pub(crate) mod initialize;
+pub(crate) mod models;
+pub(crate) mod session;
+pub(crate) mod status;

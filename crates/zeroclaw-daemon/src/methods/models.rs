@@ -2,30 +2,22 @@
 //! configured provider), each marked `current` when it is the one in use. A provider whose
 //! list cannot be had shows its configured model alone, with the `error`.
 
-use std::sync::Arc;
-
-use serde::Deserialize;
 use serde_json::{Value, json};
+use zeroclaw_protocol::system::{ModelEntry, ModelsListParams, ModelsListResult};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::Principal;
 use crate::params;
 use crate::state::Daemon;
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct ListParams {
-    #[serde(default)]
-    agent_alias: Option<String>,
-}
-
-pub async fn call(
-    daemon: &Arc<Daemon>,
+/// `models/list {agentAlias?}`.
+pub(crate) async fn list(
+    daemon: &Daemon,
     principal: &Principal,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let p: ListParams = match params {
-        None | Some(Value::Null) => ListParams::default(),
+    let p: ModelsListParams = match params {
+        None | Some(Value::Null) => ModelsListParams::default(),
         some => params::decode(some)?,
     };
     let config = daemon.config.current();
@@ -73,15 +65,22 @@ pub async fn call(
         };
         match daemon.sessions.provider_models(&config, &provider).await {
             Ok(list) => {
-                for m in list {
-                    let is_current = m == current;
-                    models.push(json!({"provider": provider, "model": m, "current": is_current}));
+                for model in list {
+                    models.push(ModelEntry {
+                        provider: provider.clone(),
+                        current: model == current,
+                        model,
+                        error: None,
+                    });
                 }
             }
-            Err(e) => models.push(json!({
-                "provider": provider, "model": current, "current": true, "error": e,
-            })),
+            Err(error) => models.push(ModelEntry {
+                provider,
+                model: current,
+                current: true,
+                error: Some(error),
+            }),
         }
     }
-    Ok(json!({"models": models}))
+    params::encode(&ModelsListResult { models })
 }

@@ -10,7 +10,7 @@ use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
-use crate::connection::ConnectionContext;
+use crate::caller::ConnectionContext;
 use crate::files;
 use crate::methods::file;
 use crate::params;
@@ -126,126 +126,215 @@ fn prompt_text(prompt: Value) -> Result<String, ErrorObject> {
     }
 }
 
-pub async fn call(
+/// `session/new {agentAlias, sessionId?, cwd?, mode?, mcpServers?}`.
+pub(crate) async fn new(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: NewParams = params::decode(params)?;
+    if !p.mcp_servers.is_empty() {
+        // They run as the daemon's user (SPEC §16).
+        if !principal.admin {
+            return Err(ErrorObject::forbidden(format!(
+                "principal {} may not start MCP servers (mcpServers needs an admin)",
+                principal.id
+            ))
+            .with_data(serde_json::json!({"resource": "mcpServers"})));
+        }
+        check_session_servers(&p.mcp_servers)?;
+    }
+    let req = NewRequest {
+        agent_alias: p.agent_alias,
+        session_id: p.session_id,
+        cwd: p.cwd,
+        mode: p.mode.unwrap_or(Mode::Acp),
+        mcp_servers: p.mcp_servers,
+    };
+    daemon
+        .sessions
+        .new_session(principal, &daemon.config.current(), req)
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/prompt {sessionId, prompt, mode?, attachments?}`: attachments are stored first
+/// (the same commit step as `file/attach`), their markers follow the prompt text.
+pub(crate) async fn prompt(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
-    method: &str,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
     let sessions = &daemon.sessions;
-    match method {
-        "session/new" => {
-            let p: NewParams = params::decode(params)?;
-            if !p.mcp_servers.is_empty() {
-                // They run as the daemon's user (SPEC §16).
-                if !principal.admin {
-                    return Err(ErrorObject::forbidden(format!(
-                        "principal {} may not start MCP servers (mcpServers needs an admin)",
-                        principal.id
-                    ))
-                    .with_data(serde_json::json!({"resource": "mcpServers"})));
-                }
-                check_session_servers(&p.mcp_servers)?;
-            }
-            let req = NewRequest {
-                agent_alias: p.agent_alias,
-                session_id: p.session_id,
-                cwd: p.cwd,
-                mode: p.mode.unwrap_or(Mode::Acp),
-                mcp_servers: p.mcp_servers,
-            };
-            sessions
-                .new_session(principal, &daemon.config.current(), req)
-                .await
+    let p: PromptParams = params::decode(params)?;
+    let mut prompt = prompt_text(p.prompt)?;
+    if let Some(attachments) = p.attachments.filter(|a| !a.is_empty()) {
+        // Stored through the same commit step as file/attach; the markers follow
+        // the prompt, one per line.
+        let key = sessions.resolve_key(&p.session_id, p.mode);
+        // A persisted session is brought back first, as the prompt would.
+        sessions
+            .live_or_rehydrate(principal, &daemon.config.current(), &key)
+            .await?;
+        let target = files::commit::target_of(&daemon.sessions, principal, &key)?;
+        let items = file::decode_inputs(conn, principal, attachments).await?;
+        let presented = conn.presented();
+        for stored in
+            files::commit::commit(daemon.file_stores(), &presented, &target, items).await?
+        {
+            prompt.push('\n');
+            prompt.push_str(&stored.marker);
         }
-        "session/prompt" => {
-            let p: PromptParams = params::decode(params)?;
-            let mut prompt = prompt_text(p.prompt)?;
-            if let Some(attachments) = p.attachments.filter(|a| !a.is_empty()) {
-                // Stored through the same commit step as file/attach; the markers follow
-                // the prompt, one per line.
-                let key = sessions.resolve_key(&p.session_id, p.mode);
-                // A persisted session is brought back first, as the prompt would.
-                sessions
-                    .live_or_rehydrate(principal, &daemon.config.current(), &key)
-                    .await?;
-                let target = files::commit::target_of(daemon, principal, &key)?;
-                let items = file::decode_inputs(conn, principal, attachments).await?;
-                for stored in files::commit::commit(daemon, conn, &target, items).await? {
-                    prompt.push('\n');
-                    prompt.push_str(&stored.marker);
-                }
-            }
-            sessions
-                .prompt(
-                    principal,
-                    Arc::clone(conn) as Arc<dyn ClientLink>,
-                    daemon.config.current(),
-                    &p.session_id,
-                    p.mode,
-                    prompt,
-                )
-                .await
-        }
-        "session/cancel" => {
-            let p: IdParams = params::decode(params)?;
-            sessions.cancel(principal, conn.as_ref(), &p.session_id, p.mode)
-        }
-        "session/approve" => {
-            let p: ApproveParams = params::decode(params)?;
-            let decision = parse_decision(&p.decision, p.replacement)?;
-            sessions.approve(principal, &p.session_id, p.mode, &p.request_id, decision)
-        }
-        "session/close" => {
-            let p: IdParams = params::decode(params)?;
-            sessions.close(principal, &p.session_id, p.mode).await
-        }
-        "session/kill" => {
-            let p: IdParams = params::decode(params)?;
-            sessions.kill(principal, &p.session_id, p.mode).await
-        }
-        "session/delete" => {
-            let p: IdParams = params::decode(params)?;
-            sessions.delete(principal, &p.session_id, p.mode).await
-        }
-        "session/subscribe" => {
-            let p: SubscribeParams = params::decode(params)?;
-            let cursor = Cursor {
-                turn_id: p.turn_id,
-                after_event_seq: p.after_event_seq.unwrap_or(0),
-            };
-            let link = Arc::clone(conn) as Arc<dyn ClientLink>;
-            sessions
-                .subscribe(
-                    principal,
-                    &daemon.config.current(),
-                    link,
-                    &p.session_id,
-                    p.mode,
-                    cursor,
-                )
-                .await
-        }
-        "session/unsubscribe" => {
-            let p: IdParams = params::decode(params)?;
-            sessions.unsubscribe(principal, conn.as_ref(), &p.session_id, p.mode)
-        }
-        "session/list" => {
-            let p: ListParams = params::decode(params)?;
-            sessions
-                .list(principal, p.mode, p.limit, p.cursor.as_deref())
-                .await
-        }
-        "session/messages" => {
-            let p: MessagesParams = params::decode(params)?;
-            sessions
-                .messages(principal, &p.session_id, p.mode, p.limit, p.before_seq)
-                .await
-        }
-        "session/status" | "session/configure" => {
-            super::configure::call(daemon, principal, method, params).await
-        }
-        _ => Err(ErrorObject::method_not_found(method)),
     }
+    sessions
+        .prompt(
+            principal,
+            Arc::clone(conn) as Arc<dyn ClientLink>,
+            daemon.config.current(),
+            &p.session_id,
+            p.mode,
+            prompt,
+        )
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/cancel {sessionId, mode?}`: this connection's last prompt, or a later turn.
+pub(crate) fn cancel(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: IdParams = params::decode(params)?;
+    daemon
+        .sessions
+        .cancel(principal, conn, &p.session_id, p.mode)
+        .map_err(Into::into)
+}
+
+/// `session/approve {sessionId, requestId, decision, replacement?, mode?}`.
+pub(crate) fn approve(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: ApproveParams = params::decode(params)?;
+    let decision = parse_decision(&p.decision, p.replacement)?;
+    daemon
+        .sessions
+        .approve(principal, &p.session_id, p.mode, &p.request_id, decision)
+        .map_err(Into::into)
+}
+
+/// `session/close {sessionId, mode?}`.
+pub(crate) async fn close(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: IdParams = params::decode(params)?;
+    daemon
+        .sessions
+        .close(principal, &p.session_id, p.mode)
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/kill {sessionId, mode?}`.
+pub(crate) async fn kill(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: IdParams = params::decode(params)?;
+    daemon
+        .sessions
+        .kill(principal, &p.session_id, p.mode)
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/delete {sessionId, mode?}`.
+pub(crate) async fn delete(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: IdParams = params::decode(params)?;
+    daemon
+        .sessions
+        .delete(principal, &p.session_id, p.mode)
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/subscribe {sessionId, mode?, turnId?, afterEventSeq?}`.
+pub(crate) async fn subscribe(
+    daemon: &Daemon,
+    conn: &Arc<ConnectionContext>,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: SubscribeParams = params::decode(params)?;
+    let cursor = Cursor {
+        turn_id: p.turn_id,
+        after_event_seq: p.after_event_seq.unwrap_or(0),
+    };
+    let link = Arc::clone(conn) as Arc<dyn ClientLink>;
+    daemon
+        .sessions
+        .subscribe(
+            principal,
+            &daemon.config.current(),
+            link,
+            &p.session_id,
+            p.mode,
+            cursor,
+        )
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/unsubscribe {sessionId, mode?}`.
+pub(crate) fn unsubscribe(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: IdParams = params::decode(params)?;
+    daemon
+        .sessions
+        .unsubscribe(principal, conn, &p.session_id, p.mode)
+        .map_err(Into::into)
+}
+
+/// `session/list {mode?, limit?, cursor?}`.
+pub(crate) async fn list(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: ListParams = params::decode(params)?;
+    daemon
+        .sessions
+        .list(principal, p.mode, p.limit, p.cursor.as_deref())
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/messages {sessionId, mode?, limit?, beforeSeq?}`.
+pub(crate) async fn messages(
+    daemon: &Daemon,
+    principal: &Principal,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let p: MessagesParams = params::decode(params)?;
+    daemon
+        .sessions
+        .messages(principal, &p.session_id, p.mode, p.limit, p.before_seq)
+        .await
+        .map_err(Into::into)
 }

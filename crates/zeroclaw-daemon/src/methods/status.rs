@@ -1,91 +1,54 @@
-//! `status`: what the daemon is and what it serves right now (SPEC §5).
-//!
-//! The answer is a borrowed view serialized straight into the reply: `status` is the call
-//! clients poll, and building a JSON tree for it cost more than everything else it does.
+//! `status`: what the daemon is and what it serves right now (SPEC §5); and the answer to
+//! `daemon/shutdown` (the connection loop starts the stop once that answer is queued).
 
-use std::fmt::Display;
-use std::sync::Arc;
-
-use serde::{Serialize, Serializer};
 use serde_json::Value;
+use zeroclaw_protocol::system::{PROTOCOL_VERSION, ShutdownResult, StatusResult};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::Principal;
-use crate::methods::initialize::PROTOCOL_VERSION;
+use crate::params;
 use crate::state::Daemon;
 
-pub async fn call(daemon: &Arc<Daemon>, principal: &Principal) -> Result<Value, ErrorObject> {
-    let (active, session_ids) = sessions(daemon, principal);
-    serde_json::to_value(view(daemon, principal, active, &session_ids))
-        .map_err(|e| ErrorObject::internal(format!("status: {e}")))
+/// `status`: host fields (paths, pid, endpoint) only for an admin (SPEC §5).
+pub(crate) fn status(daemon: &Daemon, principal: &Principal) -> Result<Value, ErrorObject> {
+    params::encode(&result(daemon, principal))
 }
 
-/// The `status` result for `principal`, appended to `buf` as JSON (the same text as
-/// [`call`]'s value prints as).
-pub fn write(daemon: &Daemon, principal: &Principal, buf: &mut Vec<u8>) -> serde_json::Result<()> {
-    let (active, session_ids) = sessions(daemon, principal);
-    serde_json::to_writer(buf, &view(daemon, principal, active, &session_ids))
-}
-
-/// The live sessions `principal` may see: how many, and their ids (an ACP and a chat
-/// session may share an id: each listed once, in a stable order).
-fn sessions(daemon: &Daemon, principal: &Principal) -> (usize, Vec<String>) {
-    let visible = daemon.sessions.visible(principal);
-    let mut ids: Vec<String> = visible.iter().map(|s| s.key.session_id.clone()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    (visible.len(), ids)
-}
-
-fn view<'a>(
-    daemon: &'a Daemon,
+/// The `status` result for `principal`, appended to `buf` as JSON (the text [`status`]'s
+/// value prints as, without building that value: `status` is the call clients poll).
+pub(crate) fn write(
+    daemon: &Daemon,
     principal: &Principal,
-    active_sessions: usize,
-    session_ids: &'a [String],
-) -> Status<'a> {
-    // These describe the daemon's host, not the caller's sessions (SPEC §5).
-    let host = principal.admin.then_some(daemon);
-    Status {
+    buf: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    serde_json::to_writer(buf, &result(daemon, principal))
+}
+
+fn result(daemon: &Daemon, principal: &Principal) -> StatusResult {
+    let visible = daemon.sessions.visible(principal);
+    // An ACP and a chat session may share an id: list it once, in a stable order.
+    let mut session_ids: Vec<String> = visible.iter().map(|s| s.key.session_id.clone()).collect();
+    session_ids.sort_unstable();
+    session_ids.dedup();
+    // These describe the daemon's host, not the caller's sessions.
+    let host = |value: String| principal.admin.then_some(value);
+    StatusResult {
         protocol_version: PROTOCOL_VERSION,
-        server_version: env!("CARGO_PKG_VERSION"),
-        server_pid: host.map(|d| d.pid),
+        server_version: env!("CARGO_PKG_VERSION").to_owned(),
+        server_pid: principal.admin.then_some(daemon.pid),
         uptime_secs: daemon.started.elapsed().as_secs(),
-        endpoint: host.map(|d| Shown(d.endpoint.display())),
-        config_dir: host.map(|d| Shown(d.dirs.config_dir.display())),
-        data_dir: host.map(|d| Shown(d.dirs.data_dir.display())),
-        connections: daemon.connections.open_count(),
-        active_sessions,
+        endpoint: host(daemon.endpoint.display().to_string()),
+        config_dir: host(daemon.dirs.config_dir.display().to_string()),
+        data_dir: host(daemon.dirs.data_dir.display().to_string()),
+        connections: daemon.connections.open_count() as u64,
+        active_sessions: visible.len() as u64,
         session_ids,
     }
 }
 
-/// The `status` result, member for member `zeroclaw_protocol::system::StatusResult` and in
-/// its order (the order the answer always had); the host fields (`serverPid`, `endpoint`,
-/// `configDir`, `dataDir`) only for an admin principal.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Status<'a> {
-    protocol_version: u64,
-    server_version: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    server_pid: Option<u32>,
-    uptime_secs: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    endpoint: Option<Shown<std::path::Display<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    config_dir: Option<Shown<std::path::Display<'a>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data_dir: Option<Shown<std::path::Display<'a>>>,
-    connections: usize,
-    active_sessions: usize,
-    session_ids: &'a [String],
-}
-
-/// A value serialized as the string it displays as (no intermediate `String`).
-struct Shown<T>(T);
-
-impl<T: Display> Serialize for Shown<T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&self.0)
-    }
+/// `daemon/shutdown`: the answer; the stop itself follows it.
+pub(crate) fn shutdown() -> Result<Value, ErrorObject> {
+    params::encode(&ShutdownResult {
+        shutting_down: true,
+    })
 }

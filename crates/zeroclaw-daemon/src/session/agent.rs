@@ -2,14 +2,16 @@
 //! prompt was accepted (provider, model, tools, autonomy, limits) and the session's
 //! workspace and cwd. Providers are cached per session worker and rebuilt only when their
 //! configuration changes (an HTTP client keeps its connection pool across turns).
+//!
+//! Layers: used by the turn; reads the live session only.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use zeroclaw_agent::{AgentSpec, Autonomy, EchoProvider, OpenAiConfig, OpenAiProvider, Provider};
 use zeroclaw_config::{Config, ProviderKind};
-use zeroclaw_rpc::ErrorObject;
 
+use super::error::SessionError;
 use super::live::LiveSession;
 
 /// What a turn needs from the configuration.
@@ -29,7 +31,7 @@ impl ProviderCache {
         &mut self,
         name: &str,
         conf: &zeroclaw_config::Provider,
-    ) -> Result<Arc<dyn Provider>, ErrorObject> {
+    ) -> Result<Arc<dyn Provider>, SessionError> {
         if let Some((c, p)) = &self.built
             && c == conf
         {
@@ -45,7 +47,7 @@ impl ProviderCache {
                 oc.first_byte_timeout = timeout;
                 oc.idle_timeout = timeout;
                 let p = OpenAiProvider::new(oc)
-                    .map_err(|e| ErrorObject::internal(format!("provider {name}: {e}")))?;
+                    .map_err(|e| SessionError::internal(format!("provider {name}: {e}")))?;
                 Arc::new(p)
             }
         };
@@ -59,13 +61,13 @@ pub(crate) fn build(
     config: &Config,
     session: &LiveSession,
     cache: &mut ProviderCache,
-) -> Result<TurnAgent, ErrorObject> {
+) -> Result<TurnAgent, SessionError> {
     let alias = &session.agent_alias;
     let agent = config.agents.get(alias).ok_or_else(|| {
-        ErrorObject::invalid_params(format!("agent {alias} is no longer configured"))
+        SessionError::invalid_params(format!("agent {alias} is no longer configured"))
     })?;
     let conf = config.providers.get(&agent.provider).ok_or_else(|| {
-        ErrorObject::invalid_params(format!(
+        SessionError::invalid_params(format!(
             "agent {alias}: provider {} is not configured",
             agent.provider
         ))

@@ -2,19 +2,23 @@
 //! session only, saved with it (so a resumed session keeps them) and read by its turns
 //! before every provider and tool call. Also the provider model lists it validates
 //! against, shared with `models/list`.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use zeroclaw_config::policy::Principal;
 use zeroclaw_config::{Config, ProviderKind};
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
 
+use super::SessionManager;
 use super::agent::effective_model;
+use super::error::SessionError;
 use super::live::{LiveSession, Overrides};
 use super::mcp::{autonomy_str, parse_autonomy};
-use super::{SessionManager, store_error};
 
 /// Model ids shown in an "unknown model" message.
 const SHOWN_MODELS: usize = 20;
@@ -57,11 +61,11 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         req: ConfigureRequest,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let autonomy = match req.autonomy.as_deref() {
             None => None,
             Some(a) => Some(parse_autonomy(a).ok_or_else(|| {
-                ErrorObject::invalid_params(format!(
+                SessionError::invalid_params(format!(
                     "unknown autonomy {a:?}: expected supervised, full or read_only"
                 ))
             })?),
@@ -69,7 +73,7 @@ impl SessionManager {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, config, &key).await?;
         if principal.id != live.owner {
-            return Err(ErrorObject::not_owner(session_id));
+            return Err(SessionError::not_owner(session_id));
         }
         if let Some(model) = req.model.as_deref().filter(|m| !m.is_empty()) {
             self.check_model(config, &live, model).await?;
@@ -87,8 +91,7 @@ impl SessionManager {
                 next.autonomy.map(|a| autonomy_str(a).to_owned()),
                 next.model.clone(),
             )
-            .await
-            .map_err(store_error)?;
+            .await?;
         live.set_overrides(next.clone());
         tracing::info!(session = %session_id, ?next, "session configured");
         Ok(json!({
@@ -104,9 +107,9 @@ impl SessionManager {
         config: &Config,
         live: &LiveSession,
         model: &str,
-    ) -> Result<(), ErrorObject> {
+    ) -> Result<(), SessionError> {
         let Some(agent) = config.agents.get(&live.agent_alias) else {
-            return Err(ErrorObject::invalid_params(format!(
+            return Err(SessionError::invalid_params(format!(
                 "agent {} is no longer configured",
                 live.agent_alias
             )));
@@ -118,7 +121,7 @@ impl SessionManager {
                     .take(SHOWN_MODELS)
                     .map(String::as_str)
                     .collect();
-                Err(ErrorObject::invalid_params(format!(
+                Err(SessionError::invalid_params(format!(
                     "unknown model {model:?}: provider {} offers {}{}",
                     agent.provider,
                     shown.join(", "),

@@ -7,17 +7,23 @@
 //!
 //! No lock is held while waiting for a client: updates are queued without waiting, and a
 //! question waits on its own request.
+//!
+//! Layers: used by the turn only; it reads the live session (stream, approvals, usage) and
+//! reaches clients through [`ClientLink`]. Updates are built as the vocabulary's
+//! [`UpdateKind`], so their wire names are written once, in `zeroclaw-protocol`.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, TurnEvent, TurnHost};
+use zeroclaw_protocol::update::ElicitationParams;
+use zeroclaw_protocol::{Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind};
 
-use super::Tuning;
 use super::link::{AskError, ClientLink};
 use super::live::LiveSession;
 use super::persist::{Op, ProgressTx};
+use super::tuning::Tuning;
 
 pub(crate) struct SessionHost<'a> {
     pub session: &'a Arc<LiveSession>,
@@ -29,13 +35,13 @@ pub(crate) struct SessionHost<'a> {
     pub context_window: u64,
 }
 
-/// The wire name of an approval decision.
-fn decision_name(decision: &ApprovalDecision) -> &'static str {
+/// An approval decision as the vocabulary names it.
+fn decision_of(decision: &ApprovalDecision) -> Decision {
     match decision {
-        ApprovalDecision::AllowOnce => "allow_once",
-        ApprovalDecision::AllowAlways => "allow_always",
-        ApprovalDecision::Reject => "reject",
-        ApprovalDecision::RejectWithEdit(_) => "reject_with_edit",
+        ApprovalDecision::AllowOnce => Decision::AllowOnce,
+        ApprovalDecision::AllowAlways => Decision::AllowAlways,
+        ApprovalDecision::Reject => Decision::Reject,
+        ApprovalDecision::RejectWithEdit(_) => Decision::RejectWithEdit,
     }
 }
 
@@ -44,16 +50,21 @@ fn decision_name(decision: &ApprovalDecision) -> &'static str {
 struct Resolution<'a> {
     session: &'a LiveSession,
     request_id: String,
-    outcome: Option<(&'static str, &'static str)>,
+    outcome: Option<(Decision, ResolvedReason)>,
 }
 
 impl Drop for Resolution<'_> {
     fn drop(&mut self) {
-        let (decision, reason) = self.outcome.unwrap_or(("reject", "cancelled"));
-        self.session.stream.emit(
-            "approval_resolved",
-            json!({"requestId": self.request_id, "decision": decision, "reason": reason}),
-        );
+        let (decision, reason) = self
+            .outcome
+            .unwrap_or((Decision::Reject, ResolvedReason::Cancelled));
+        self.session
+            .stream
+            .emit_update(&UpdateKind::ApprovalResolved {
+                request_id: std::mem::take(&mut self.request_id),
+                decision,
+                reason,
+            });
     }
 }
 
@@ -67,8 +78,8 @@ impl SessionHost<'_> {
         }
     }
 
-    fn update(&self, kind: &str, fields: Value) {
-        self.session.stream.emit(kind, fields);
+    fn update(&self, update: UpdateKind) {
+        self.session.stream.emit_update(&update);
     }
 
     /// Who should be asked now: the prompting connection if it can answer, else the
@@ -86,44 +97,43 @@ impl TurnHost for SessionHost<'_> {
     async fn emit(&self, event: TurnEvent) {
         match event {
             TurnEvent::MessageChunk { text } => {
-                self.update("agent_message_chunk", json!({"text": &text}));
+                self.update(UpdateKind::AgentMessageChunk { text: text.clone() });
                 self.persist(Op::Chunk(text)).await;
             }
             TurnEvent::ThoughtChunk { text } => {
-                self.update("agent_thought_chunk", json!({"text": text}));
+                self.update(UpdateKind::AgentThoughtChunk { text });
             }
             TurnEvent::ToolCall {
                 tool_call_id,
                 name,
                 raw_input,
-            } => self.update(
-                "tool_call",
-                json!({"toolCallId": tool_call_id, "name": name, "rawInput": raw_input}),
-            ),
+            } => self.update(UpdateKind::ToolCall {
+                tool_call_id,
+                name,
+                raw_input,
+            }),
             TurnEvent::ToolResult {
                 tool_call_id,
                 name,
                 raw_output,
-            } => self.update(
-                "tool_result",
-                json!({"toolCallId": tool_call_id, "name": name, "rawOutput": raw_output}),
-            ),
+            } => self.update(UpdateKind::ToolResult {
+                tool_call_id,
+                name,
+                raw_output: Value::String(raw_output),
+            }),
             TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)).await,
             TurnEvent::Usage { usage } => {
                 let totals = self
                     .session
                     .add_usage(usage.input_tokens, usage.output_tokens);
-                self.update(
-                    "usage",
-                    json!({
-                        "inputTokens": usage.input_tokens,
-                        "outputTokens": usage.output_tokens,
-                        "sessionTotalTokens": totals.session_total,
-                        "contextTokens": totals.context,
-                        "contextWindow": self.context_window,
-                        "estimated": usage.estimated,
-                    }),
-                );
+                self.update(UpdateKind::Usage {
+                    input_tokens: usage.input_tokens,
+                    output_tokens: usage.output_tokens,
+                    session_total_tokens: totals.session_total,
+                    context_tokens: totals.context,
+                    context_window: self.context_window,
+                    estimated: usage.estimated,
+                });
             }
         }
     }
@@ -135,15 +145,12 @@ impl TurnHost for SessionHost<'_> {
         }
         let (guard, rx) = approvals.register();
         let timeout = self.tuning.approval_timeout;
-        self.update(
-            "approval_request",
-            json!({
-                "requestId": guard.id,
-                "toolName": ask.tool_name,
-                "argumentsSummary": ask.arguments_summary,
-                "timeoutSecs": timeout.as_millis().div_ceil(1000) as u64,
-            }),
-        );
+        self.update(UpdateKind::ApprovalRequest {
+            request_id: guard.id.clone(),
+            tool_name: ask.tool_name.clone(),
+            arguments_summary: ask.arguments_summary.clone(),
+            timeout_secs: timeout.as_millis().div_ceil(1000) as u64,
+        });
         let mut resolution = Resolution {
             session: self.session,
             request_id: guard.id.clone(),
@@ -151,12 +158,12 @@ impl TurnHost for SessionHost<'_> {
         };
         let decision = match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(decision)) => {
-                resolution.outcome = Some((decision_name(&decision), "answered"));
+                resolution.outcome = Some((decision_of(&decision), ResolvedReason::Answered));
                 decision
             }
             _ => {
                 tracing::info!(session = %self.session.key.session_id, request = %guard.id, "approval unanswered; rejected");
-                resolution.outcome = Some(("reject", "timeout"));
+                resolution.outcome = Some((Decision::Reject, ResolvedReason::Timeout));
                 ApprovalDecision::Reject
             }
         };
@@ -169,12 +176,19 @@ impl TurnHost for SessionHost<'_> {
     }
 
     async fn ask_user(&self, ask: AskUser) -> Option<String> {
-        let params = json!({
-            "sessionId": self.session.key.session_id,
-            "mode": "form",
-            "message": ask.question,
-            "requestedSchema": requested_schema(&ask),
-        });
+        let params = ElicitationParams {
+            session_id: self.session.key.session_id.clone(),
+            mode: "form".to_owned(),
+            message: ask.question.clone(),
+            requested_schema: requested_schema(&ask),
+        };
+        let params = match serde_json::to_value(params) {
+            Ok(params) => params,
+            Err(e) => {
+                tracing::error!(session = %self.session.key.session_id, "cannot encode a question: {e}");
+                return None;
+            }
+        };
         let deadline = tokio::time::Instant::now() + self.tuning.ask_user_timeout;
         loop {
             // Registered before looking, so a subscription made meanwhile is not missed.
@@ -191,7 +205,7 @@ impl TurnHost for SessionHost<'_> {
                 let _ = tokio::time::timeout(left, subscribed).await;
                 continue;
             };
-            match link.ask("elicitation/create", params.clone(), left).await {
+            match link.ask(ELICITATION_CREATE, params.clone(), left).await {
                 Ok(result) => return answer_of(&result),
                 // That connection closed unanswered: ask the next one that can answer.
                 Err(AskError::Gone) => continue,

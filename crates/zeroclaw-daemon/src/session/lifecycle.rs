@@ -4,6 +4,10 @@
 //! Kill and delete follow DURABILITY.md: cancel the running turn first (cheap, cannot
 //! fail), then the SQLite work, then unregister. When the SQLite work fails the live
 //! session stays registered and the caller gets -32603.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,15 +17,18 @@ use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_rpc::ErrorObject;
+use zeroclaw_protocol::session::{
+    ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult,
+};
 use zeroclaw_store::{
     DEFAULT_PAGE_BYTES, ListCursor, ListQuery, MAX_LIST_LIMIT, MessagesQuery, Mode, SessionKey,
     SessionRow,
 };
 
+use super::error::{SessionError, encode};
 use super::link::ClientLink;
 use super::live::{Job, LiveSession};
-use super::{SessionManager, check_owner, store_error};
+use super::{SessionManager, check_owner};
 
 /// How long close/kill/delete wait for a cancelled turn to persist before answering.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -30,22 +37,22 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 pub fn parse_decision(
     decision: &str,
     replacement: Option<Value>,
-) -> Result<ApprovalDecision, ErrorObject> {
+) -> Result<ApprovalDecision, SessionError> {
     Ok(match decision {
         "allow_once" => ApprovalDecision::AllowOnce,
         "allow_always" => ApprovalDecision::AllowAlways,
         "reject" => ApprovalDecision::Reject,
         "reject_with_edit" => ApprovalDecision::RejectWithEdit(replacement),
         other => {
-            return Err(ErrorObject::invalid_params(format!(
+            return Err(SessionError::invalid_params(format!(
                 "decision {other:?}: expected allow_once, allow_always, reject or reject_with_edit"
             )));
         }
     })
 }
 
-fn not_live(session_id: &str) -> ErrorObject {
-    ErrorObject::session_not_found(format!("no live session {session_id}"))
+fn not_live(session_id: &str) -> SessionError {
+    SessionError::session_not_found(format!("no live session {session_id}"))
 }
 
 impl SessionManager {
@@ -55,7 +62,7 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Arc<LiveSession>, ErrorObject> {
+    ) -> Result<Arc<LiveSession>, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
         check_owner(principal, &live.owner, session_id)?;
@@ -72,7 +79,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         prompt: String,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
@@ -88,9 +95,9 @@ impl SessionManager {
         });
         // Queued or refused: the connection's next request for this session may go ahead.
         crate::ordering::admitted();
-        link.record_prompt(&live, submitted?);
+        link.record_prompt(&live.instance, submitted?);
         answer.await.unwrap_or_else(|_| {
-            Err(ErrorObject::internal(
+            Err(SessionError::internal(
                 "the session stopped before answering",
             ))
         })
@@ -104,14 +111,17 @@ impl SessionManager {
         link: &dyn ClientLink,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
-        if !live.cancel_from(link.last_prompt(&live)) {
-            return Err(ErrorObject::session_not_found(format!(
+        if !live.cancel_from(link.last_prompt(&live.instance)) {
+            return Err(SessionError::session_not_found(format!(
                 "no active turn in session {session_id}"
             )));
         }
-        Ok(json!({"sessionId": session_id, "cancelled": true}))
+        encode(CancelResult {
+            session_id: session_id.to_owned(),
+            cancelled: true,
+        })
     }
 
     /// `session/approve`: only the session's owner may answer.
@@ -122,18 +132,22 @@ impl SessionManager {
         mode: Option<Mode>,
         request_id: &str,
         decision: ApprovalDecision,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
         if principal.id != live.owner {
-            return Err(ErrorObject::not_owner(session_id));
+            return Err(SessionError::not_owner(session_id));
         }
         if !live.approvals.answer(request_id, decision) {
-            return Err(ErrorObject::invalid_params(format!(
+            return Err(SessionError::invalid_params(format!(
                 "no pending approval {request_id} in session {session_id}"
             )));
         }
-        Ok(json!({"sessionId": session_id, "requestId": request_id, "acknowledged": true}))
+        encode(ApproveResult {
+            session_id: session_id.to_owned(),
+            request_id: request_id.to_owned(),
+            acknowledged: true,
+        })
     }
 
     /// Unregisters and stops a live session, waiting for its cancelled turn to persist.
@@ -149,10 +163,13 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
         self.unload(&live).await;
-        Ok(json!({"sessionId": session_id, "closed": true}))
+        encode(CloseResult {
+            session_id: session_id.to_owned(),
+            closed: true,
+        })
     }
 
     /// The live session (if any) and the key a kill/delete addresses, ownership checked
@@ -162,7 +179,7 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<(SessionKey, Option<Arc<LiveSession>>), ErrorObject> {
+    ) -> Result<(SessionKey, Option<Arc<LiveSession>>), SessionError> {
         let key = self.resolve_key(session_id, mode);
         if let Some(live) = self.get(&key) {
             check_owner(principal, &live.owner, session_id)?;
@@ -179,15 +196,10 @@ impl SessionManager {
         principal: &Principal,
         key: &SessionKey,
         session_id: &str,
-    ) -> Result<SessionRow, ErrorObject> {
-        let row = self
-            .store
-            .get_session(key)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| {
-                ErrorObject::session_not_found(format!("session not found: {session_id}"))
-            })?;
+    ) -> Result<SessionRow, SessionError> {
+        let row = self.store.get_session(key).await?.ok_or_else(|| {
+            SessionError::session_not_found(format!("session not found: {session_id}"))
+        })?;
         check_owner(principal, &row.owner, session_id)?;
         Ok(row)
     }
@@ -198,7 +210,7 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         self.kill_or_delete(principal, session_id, mode, Removal::Kill)
             .await
     }
@@ -210,7 +222,7 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         self.kill_or_delete(principal, session_id, mode, Removal::Delete)
             .await
     }
@@ -224,26 +236,37 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         how: Removal,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let (key, live) = self.target(principal, session_id, mode).await?;
         if let Some(live) = &live {
             live.cancel_turn();
         }
         match how {
-            Removal::Kill => self.store.kill(&key).await.map_err(store_error)?,
+            Removal::Kill => self.store.kill(&key).await?,
             Removal::Delete => {
-                self.store.delete(&key).await.map_err(store_error)?;
+                self.store.delete(&key).await?;
             }
         }
         if let Some(live) = &live {
             self.unload(live).await;
         }
-        let done = match how {
-            Removal::Kill => "killed",
-            Removal::Delete => "deleted",
-        };
-        tracing::info!(session = %session_id, mode = %key.mode, "session {done}");
-        Ok(json!({"sessionId": session_id, done: true}))
+        let session_id = session_id.to_owned();
+        match how {
+            Removal::Kill => {
+                tracing::info!(session = %session_id, mode = %key.mode, "session killed");
+                encode(KillResult {
+                    session_id,
+                    killed: true,
+                })
+            }
+            Removal::Delete => {
+                tracing::info!(session = %session_id, mode = %key.mode, "session deleted");
+                encode(DeleteResult {
+                    session_id,
+                    deleted: true,
+                })
+            }
+        }
     }
 
     /// `session/list`: one page of the persisted, non-tombstoned rows the caller may see,
@@ -256,19 +279,18 @@ impl SessionManager {
         mode: Option<Mode>,
         limit: Option<u32>,
         cursor: Option<&str>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let limit = match limit {
-            Some(0) => return Err(ErrorObject::invalid_params("limit: expected 1 or more")),
+            Some(0) => return Err(SessionError::invalid_params("limit: expected 1 or more")),
             Some(n) => n.min(MAX_LIST_LIMIT),
             None => MAX_LIST_LIMIT,
         };
-        let after =
-            match cursor {
-                Some(text) => Some(ListCursor::decode(text).ok_or_else(|| {
-                    ErrorObject::invalid_params("cursor: not a session/list cursor")
-                })?),
-                None => None,
-            };
+        let after = match cursor {
+            Some(text) => Some(ListCursor::decode(text).ok_or_else(|| {
+                SessionError::invalid_params("cursor: not a session/list cursor")
+            })?),
+            None => None,
+        };
         let page = self
             .store
             .list_page(ListQuery {
@@ -277,8 +299,7 @@ impl SessionManager {
                 limit,
                 after,
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let count = page.rows.len();
         let mut sessions = Vec::with_capacity(count);
         let mut used = 0usize;
@@ -321,7 +342,7 @@ impl SessionManager {
         mode: Option<Mode>,
         limit: Option<u32>,
         before_seq: Option<i64>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         self.owned_row(principal, &key, session_id).await?;
         let page = self
@@ -334,8 +355,7 @@ impl SessionManager {
                     ..MessagesQuery::default()
                 },
             )
-            .await
-            .map_err(store_error)?;
+            .await?;
         Ok(json!({
             "sessionId": session_id,
             "messages": page.rows,

@@ -3,18 +3,18 @@
 //! the "after the answer" hook a handler uses to act only once its own answer is queued
 //! (a subscription's replay must follow the subscribe answer on the wire).
 //!
-//! The connection loop implements the trait; sessions never see its own types.
+//! The connection loop implements the trait; sessions never see its own types. In the
+//! layers of the sessions service this sits just above the leaves: it names a session only
+//! by its [`LiveId`], so the live session can hold links without a cycle.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::live::LiveSession;
+use super::live_id::LiveId;
 
 /// Why an outbound request to a client got no result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,10 +38,10 @@ pub trait ClientLink: Send + Sync {
     /// Sends a request to the client and waits (up to `timeout`) for its result.
     async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, AskError>;
     /// Records that prompt number `seq` of `session` came from this connection.
-    fn record_prompt(&self, session: &Arc<LiveSession>, seq: u64);
+    fn record_prompt(&self, session: &LiveId, seq: u64);
     /// This connection's last prompt number to `session` (0: none): what its cancel
     /// applies to (SPEC §14 "Order").
-    fn last_prompt(&self, session: &Arc<LiveSession>) -> u64;
+    fn last_prompt(&self, session: &LiveId) -> u64;
 }
 
 type Hook = Box<dyn FnOnce() + Send>;

@@ -1,6 +1,12 @@
-//! One live session: identity (key, agent, owner, generation, workspace, cwd), its FIFO
-//! queue of waiting prompts, the worker task that runs them one at a time, and the
-//! approval registry its turns wait on.
+//! One live session's state: identity (key, agent, owner, generation, workspace, cwd), its
+//! FIFO queue of waiting prompts and the running turn, the approval registry its turns wait
+//! on, its `session/configure` overrides, token totals and MCP servers.
+//!
+//! In the layers of the sessions service this is the state everything above reads: the
+//! turn ([`turn`](super::turn)), the worker that takes the queued prompts
+//! ([`worker`](super::worker)), the registry and the operations. It imports only the
+//! session's [`stream`](super::stream), the [`link`](super::link) to clients and leaves,
+//! never the turn or the worker.
 //!
 //! Invariants:
 //! - `waiting` counts prompts accepted but not yet started (the running turn is not
@@ -19,16 +25,16 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_agent::mcp::McpSet;
-use zeroclaw_agent::{ApprovalDecision, ChatMessage};
 use zeroclaw_config::Config;
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::SessionKey;
 
+use super::error::SessionError;
+use super::limits::MAX_QUEUED_PROMPTS;
 use super::link::ClientLink;
+use super::live_id::LiveId;
 use super::stream::SessionStream;
-use super::turn::Runner;
-use super::{MAX_QUEUED_PROMPTS, SessionManager};
 
 /// One prompt waiting for its turn.
 pub(crate) struct Job {
@@ -38,7 +44,7 @@ pub(crate) struct Job {
     pub link: Arc<dyn ClientLink>,
     /// The configuration in force when the prompt was accepted.
     pub config: Arc<Config>,
-    pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
+    pub reply: oneshot::Sender<Result<Value, SessionError>>,
 }
 
 struct Running {
@@ -170,6 +176,8 @@ pub struct LiveSession {
     pub owner: String,
     /// Distinguishes this live instance from an earlier or later one with the same key.
     pub generation: u64,
+    /// This instance's identity as connections remember it (their last prompt to it).
+    pub(crate) instance: LiveId,
     /// The agent's workspace (absolute; uploads go here).
     pub workspace: PathBuf,
     /// Where `bash` runs.
@@ -188,24 +196,24 @@ pub struct LiveSession {
 }
 
 impl LiveSession {
-    /// Creates the session and starts its worker with the restored `context`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn start(
-        manager: &Arc<SessionManager>,
+    /// Creates the session, with the receiving end of its prompt queue for its worker
+    /// (see [`worker::start`](super::worker::start)).
+    pub(crate) fn new(
         key: SessionKey,
         agent_alias: String,
         owner: String,
+        generation: u64,
         workspace: PathBuf,
         cwd: PathBuf,
-        context: Vec<ChatMessage>,
-    ) -> Arc<LiveSession> {
+    ) -> (Arc<LiveSession>, mpsc::UnboundedReceiver<Job>) {
         let (jobs, rx) = mpsc::unbounded_channel();
         let key_id = key.session_id.clone();
         let session = Arc::new(LiveSession {
             key,
             agent_alias,
             owner,
-            generation: manager.next_generation(),
+            generation,
+            instance: LiveId::new(),
             workspace,
             cwd,
             state: Mutex::new(State::default()),
@@ -218,9 +226,7 @@ impl LiveSession {
             usage: Mutex::new(UsageTotals::default()),
             mcp: OnceLock::new(),
         });
-        let runner = Runner::new(manager, context);
-        tokio::spawn(worker(Arc::clone(&session), rx, runner));
-        session
+        (session, rx)
     }
 
     pub fn session_id(&self) -> &str {
@@ -230,16 +236,16 @@ impl LiveSession {
     /// Queues a prompt: -32000 once the session is closing, -32002 when
     /// [`MAX_QUEUED_PROMPTS`] are already waiting.
     /// Returns the prompt's number in submit order.
-    pub(crate) fn submit(&self, job: Job) -> Result<u64, ErrorObject> {
+    pub(crate) fn submit(&self, job: Job) -> Result<u64, SessionError> {
         let mut st = lock(&self.state);
         if self.closing.is_cancelled() {
-            return Err(ErrorObject::session_not_found(format!(
+            return Err(SessionError::session_not_found(format!(
                 "session {} is closed",
                 self.key.session_id
             )));
         }
         if st.waiting >= MAX_QUEUED_PROMPTS {
-            return Err(ErrorObject::session_busy(format!(
+            return Err(SessionError::session_busy(format!(
                 "session {} is busy: {MAX_QUEUED_PROMPTS} prompts are already waiting",
                 self.key.session_id
             )));
@@ -247,7 +253,7 @@ impl LiveSession {
         st.waiting += 1;
         if self.jobs.send(job).is_err() {
             st.waiting -= 1;
-            return Err(ErrorObject::internal("the session worker has stopped"));
+            return Err(SessionError::internal("the session worker has stopped"));
         }
         st.submitted += 1;
         Ok(st.submitted)
@@ -350,10 +356,6 @@ impl LiveSession {
         }
     }
 
-    pub fn is_closing(&self) -> bool {
-        self.closing.is_cancelled()
-    }
-
     /// Resolves once the worker has stopped (after [`LiveSession::close`]).
     pub async fn stopped(&self) {
         self.stopped.cancelled().await
@@ -365,69 +367,61 @@ impl LiveSession {
             tracing::warn!(session = %self.key.session_id, "worker still running after {limit:?}");
         }
     }
-}
 
-/// Runs the session's prompts in order until it is closed.
-async fn worker(
-    session: Arc<LiveSession>,
-    mut rx: mpsc::UnboundedReceiver<Job>,
-    mut runner: Runner,
-) {
-    loop {
-        let job = tokio::select! {
-            biased;
-            job = rx.recv() => job,
-            () = session.closing.cancelled() => None,
-        };
-        let Some(mut job) = job else { break };
-        let turn_id = format!("turn_{}", uuid::Uuid::new_v4().simple());
-        let cancel = {
-            let mut st = lock(&session.state);
-            st.waiting = st.waiting.saturating_sub(1);
-            st.started += 1;
-            let seq = st.started;
-            if session.closing.is_cancelled() {
-                None
-            } else {
-                let cancel = CancellationToken::new();
-                session.stream.begin_turn(&turn_id);
-                if st.cancel_from.is_some_and(|from| seq >= from) {
-                    st.cancel_from = None;
-                    cancel.cancel();
-                }
-                st.running = Some(Running {
-                    turn_id: turn_id.clone(),
-                    cancel: cancel.clone(),
-                    seq,
-                });
-                Some(cancel)
-            }
-        };
-        let Some(cancel) = cancel else {
-            let _ = job.reply.send(Err(closed_error(&session)));
-            continue;
-        };
-        let outcome = runner.run(&session, &mut job, &turn_id, cancel).await;
-        lock(&session.state).running = None;
-        // The caller may be gone (its connection closed); the turn is persisted anyway.
-        let _ = job.reply.send(outcome);
+    /// Resolves once the session is closing (the worker then stops taking prompts).
+    pub(crate) async fn closing(&self) {
+        self.closing.cancelled().await
     }
-    {
-        // Under the state lock: `submit` checks `closing` under it, so nothing can be
-        // queued after this drain.
-        let mut st = lock(&session.state);
-        while let Ok(job) = rx.try_recv() {
-            st.waiting = st.waiting.saturating_sub(1);
-            let _ = job.reply.send(Err(closed_error(&session)));
+
+    /// The worker takes its next prompt, whose turn will be `turn_id`: the turn's cancel
+    /// token (already cancelled when a cancel was sent for this prompt before it started),
+    /// or `None` when the session is closing (the prompt is answered as closed).
+    pub(crate) fn start_turn(&self, turn_id: &str) -> Option<CancellationToken> {
+        let mut st = lock(&self.state);
+        st.waiting = st.waiting.saturating_sub(1);
+        st.started += 1;
+        let seq = st.started;
+        if self.closing.is_cancelled() {
+            return None;
         }
+        let cancel = CancellationToken::new();
+        self.stream.begin_turn(turn_id);
+        if st.cancel_from.is_some_and(|from| seq >= from) {
+            st.cancel_from = None;
+            cancel.cancel();
+        }
+        st.running = Some(Running {
+            turn_id: turn_id.to_owned(),
+            cancel: cancel.clone(),
+            seq,
+        });
+        Some(cancel)
     }
-    session.stopped.cancel();
-    tracing::debug!(session = %session.key.session_id, "session worker stopped");
-}
 
-fn closed_error(session: &LiveSession) -> ErrorObject {
-    ErrorObject::session_not_found(format!(
-        "session {} was closed before this prompt ran",
-        session.key.session_id
-    ))
+    /// The running turn has ended.
+    pub(crate) fn end_turn(&self) {
+        lock(&self.state).running = None;
+    }
+
+    /// Answers every prompt still queued in `rx` as closed, then marks the worker stopped.
+    pub(crate) fn drain_and_stop(&self, rx: &mut mpsc::UnboundedReceiver<Job>) {
+        {
+            // Under the state lock: `submit` checks `closing` under it, so nothing can be
+            // queued after this drain.
+            let mut st = lock(&self.state);
+            while let Ok(job) = rx.try_recv() {
+                st.waiting = st.waiting.saturating_sub(1);
+                let _ = job.reply.send(Err(self.closed_error()));
+            }
+        }
+        self.stopped.cancel();
+    }
+
+    /// The answer to a prompt that never ran because the session closed.
+    pub(crate) fn closed_error(&self) -> SessionError {
+        SessionError::session_not_found(format!(
+            "session {} was closed before this prompt ran",
+            self.key.session_id
+        ))
+    }
 }

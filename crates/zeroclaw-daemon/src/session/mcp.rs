@@ -2,6 +2,10 @@
 //! totals are restored from the store before it takes a prompt, and its MCP servers (the
 //! agent's `[agents.NAME.mcp_servers]` plus those `session/new` named) are started in the
 //! background — nothing here waits for a server.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 
@@ -9,10 +13,10 @@ use serde::Deserialize;
 use zeroclaw_agent::mcp::{McpServerConfig, McpSet, READY_TIMEOUT};
 use zeroclaw_config::Config;
 use zeroclaw_config::schema::valid_mcp_name;
-use zeroclaw_rpc::ErrorObject;
 
+use super::SessionManager;
+use super::error::SessionError;
 use super::live::{LiveSession, Overrides, UsageTotals};
-use super::{SessionManager, store_error};
 
 /// Servers one `session/new` may add.
 pub const MAX_SESSION_SERVERS: usize = 16;
@@ -36,26 +40,26 @@ pub struct EnvVar {
 }
 
 /// -32602 unless every server has a usable, distinct name and a command.
-pub fn check_session_servers(servers: &[SessionServer]) -> Result<(), ErrorObject> {
+pub fn check_session_servers(servers: &[SessionServer]) -> Result<(), SessionError> {
     if servers.len() > MAX_SESSION_SERVERS {
-        return Err(ErrorObject::invalid_params(format!(
+        return Err(SessionError::invalid_params(format!(
             "at most {MAX_SESSION_SERVERS} mcpServers per session"
         )));
     }
     for (i, s) in servers.iter().enumerate() {
         if !valid_mcp_name(&s.name) {
-            return Err(ErrorObject::invalid_params(format!(
+            return Err(SessionError::invalid_params(format!(
                 "mcpServers[{i}].name {:?}: use 1-64 letters, digits, '-' or single '_'",
                 s.name
             )));
         }
         if s.command.trim().is_empty() {
-            return Err(ErrorObject::invalid_params(format!(
+            return Err(SessionError::invalid_params(format!(
                 "mcpServers[{i}].command is empty"
             )));
         }
         if servers[..i].iter().any(|o| o.name == s.name) {
-            return Err(ErrorObject::invalid_params(format!(
+            return Err(SessionError::invalid_params(format!(
                 "mcpServers[{i}].name {:?} is used twice",
                 s.name
             )));
@@ -130,9 +134,9 @@ impl SessionManager {
         config: &Config,
         session_servers: &[SessionServer],
         resumed: bool,
-    ) -> Result<(), ErrorObject> {
+    ) -> Result<(), SessionError> {
         let saved = if resumed {
-            self.store.settings(&live.key).await.map_err(store_error)?
+            self.store.settings(&live.key).await?
         } else {
             None
         };

@@ -1,45 +1,47 @@
-//! Sessions (SPEC §7): the [`SessionManager`] owns every live session, keyed by
-//! `(mode, session_id)`, and the durable store behind them.
+//! Sessions (SPEC §7): live sessions keyed by `(mode, session_id)`, their turns, their
+//! update streams, and the durable store behind them.
 //!
-//! Layout:
-//! - [`open`]: `session/new` (create or resume) and rehydration of a persisted row on
-//!   `session/prompt`;
-//! - [`lifecycle`]: cancel, approve, close, kill, delete, list, messages;
-//! - [`live`]: one live session: its FIFO prompt queue and the worker task that runs turns;
-//! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`);
-//! - [`host`]: the `TurnHost` a turn talks to (notifications, approvals, ask-user);
-//! - [`stream`]: a session's numbered updates, its subscribers and replay buffer (§14);
-//! - [`subscribe`]: `session/subscribe` and `session/unsubscribe`;
+//! This file only declares the modules, re-exports what the rest of the daemon names, and
+//! holds the test hook that polls the failure trigger files. The modules import only
+//! downward, top to bottom:
+//!
+//! - operations, each an `impl SessionManager` block: [`open`] (`session/new`, resume,
+//!   rehydration on `session/prompt`), [`lifecycle`] (prompt, cancel, approve, close, kill,
+//!   delete, list, messages), [`subscribe`], [`configure`] and [`status`] (SPEC §14, §16),
+//!   [`mcp`] (saved settings restored and MCP servers started as a session goes live);
+//! - [`worker`]: starts a live session's worker task, which runs its prompts one at a time;
+//! - [`manager`]: the registry of live sessions, limits and ownership checks;
+//! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), with
+//!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
+//!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
+//! - [`live`]: one live session's state: identity, prompt queue, approvals, overrides,
+//!   usage;
+//! - [`stream`]: a session's numbered updates, subscribers and replay buffer (§14);
 //! - [`link`]: what a session knows of a client connection ([`link::ClientLink`]);
-//! - [`persist`]: checkpoint progress writer, transcript rows ↔ provider messages, trim;
-//! - [`agent`]: the `AgentSpec` of a turn, built from the configuration in force;
-//! - [`text`]: long `content` cut to fit a frame.
-//! - [`mcp`]: saved settings restored and MCP servers started as a session goes live;
-//! - [`configure`], [`status`]: `session/configure` and `session/status` (SPEC §16).
+//! - leaves: [`live_id`], [`limits`], [`tuning`], [`error`], [`text`].
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
 //!   waiting per session (the running turn is not counted);
-//! - the registry lock is a plain mutex, never held across an `.await`;
+//! - locks are plain mutexes, never held across an `.await`;
 //! - every turn goes through the store: the prompt row and an open checkpoint before the
 //!   provider is called, progress at step boundaries and every 250 ms while text streams,
 //!   final rows and the closed checkpoint before `turn_complete` is sent;
 //! - non-admin principals only see and touch sessions they own (-32003).
 //!
-//! Test-only tuning (read once at startup, documented here and nowhere else on purpose):
-//! `ZEROCLAW_TEST_APPROVAL_TIMEOUT_MS` and `ZEROCLAW_TEST_ASK_USER_TIMEOUT_MS` shorten the
-//! 120 s approval and 300 s ask-user waits; `ZEROCLAW_TEST_HOOKS=1` makes the daemon poll its
-//! data dir for two trigger files: while `test-fail-writes` exists every store write fails
-//! (rolled back by the store's failure injection); while `test-fail-snapshots` exists only
-//! the auto-trim snapshot write fails. That is how the integration tests inject storage
-//! failures into the real binary.
+//! Test builds may shorten the waits of [`Tuning`] (see `crate::test_hooks`, feature
+//! `test-hooks`).
 
 pub mod agent;
 pub mod configure;
+pub mod error;
 pub mod host;
 pub mod lifecycle;
+pub mod limits;
 pub mod link;
 pub mod live;
+pub mod live_id;
+pub mod manager;
 pub mod mcp;
 pub mod open;
 pub mod persist;
@@ -47,316 +49,11 @@ pub mod status;
 pub mod stream;
 pub mod subscribe;
 pub mod text;
+pub mod tuning;
 pub mod turn;
-
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
-
-use zeroclaw_config::policy::Principal;
-use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::{Mode, SessionKey, Store, StoreError};
+pub mod worker;
 
 pub use live::LiveSession;
-
-/// Live sessions per daemon (SPEC §3.3).
-pub const MAX_LIVE_SESSIONS: usize = 64;
-/// Prompts waiting per session, the running turn not counted (SPEC §13).
-pub const MAX_QUEUED_PROMPTS: usize = 32;
-/// Checkpoint cadence of streamed text (SPEC §13).
-pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
-
-/// Timeouts of a session's waits on the client.
-#[derive(Debug, Clone)]
-pub struct Tuning {
-    /// Unanswered approvals are rejected after this long (120 s).
-    pub approval_timeout: Duration,
-    /// Unanswered `elicitation/create` requests give "no answer" after this long (300 s).
-    pub ask_user_timeout: Duration,
-    /// Poll the data dir for the failure trigger files (tests only).
-    pub test_hooks: bool,
-    /// Test hook: the auto-trim snapshot write fails while set.
-    pub fail_snapshots: Arc<AtomicBool>,
-}
-
-impl Default for Tuning {
-    fn default() -> Self {
-        Tuning {
-            approval_timeout: Duration::from_secs(120),
-            ask_user_timeout: Duration::from_secs(300),
-            test_hooks: false,
-            fail_snapshots: Arc::new(AtomicBool::new(false)),
-        }
-    }
-}
-
-impl Tuning {
-    /// The defaults, with the test-only overrides of the module doc applied.
-    pub fn from_env() -> Tuning {
-        let ms = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_millis)
-        };
-        let mut t = Tuning::default();
-        if let Some(d) = ms("ZEROCLAW_TEST_APPROVAL_TIMEOUT_MS") {
-            t.approval_timeout = d;
-        }
-        if let Some(d) = ms("ZEROCLAW_TEST_ASK_USER_TIMEOUT_MS") {
-            t.ask_user_timeout = d;
-        }
-        t.test_hooks = std::env::var("ZEROCLAW_TEST_HOOKS").is_ok_and(|v| v == "1");
-        t
-    }
-}
-
-/// Every live session of the daemon, and the store they write through.
-pub struct SessionManager {
-    pub(crate) store: Store,
-    pub(crate) tuning: Tuning,
-    /// Where relative agent workspaces are resolved.
-    pub(crate) config_dir: PathBuf,
-    live: Mutex<HashMap<SessionKey, Arc<LiveSession>>>,
-    /// Serializes creating and rehydrating sessions (store work plus registration), so two
-    /// calls for one id never both load it. Held across store calls only, never the network.
-    pub(crate) loading: tokio::sync::Mutex<()>,
-    next_generation: AtomicU64,
-    /// Providers' model lists (`models/list`, `session/configure`), cached 60 s.
-    pub models: zeroclaw_agent::ModelCatalog,
-}
-
-impl SessionManager {
-    pub fn new(store: Store, config_dir: PathBuf, tuning: Tuning) -> Arc<SessionManager> {
-        Arc::new(SessionManager {
-            store,
-            tuning,
-            config_dir,
-            live: Mutex::new(HashMap::new()),
-            loading: tokio::sync::Mutex::new(()),
-            next_generation: AtomicU64::new(1),
-            models: zeroclaw_agent::ModelCatalog::default(),
-        })
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<SessionKey, Arc<LiveSession>>> {
-        // The map stays consistent even if a holder panicked: every update is one insert
-        // or one remove.
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn next_generation(&self) -> u64 {
-        self.next_generation.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// The live session with exactly this key.
-    pub fn get(&self, key: &SessionKey) -> Option<Arc<LiveSession>> {
-        self.lock().get(key).cloned()
-    }
-
-    /// SPEC §13: with `mode` that mode; without it the live session with that id, and the
-    /// ACP one when both modes or none are live.
-    pub fn resolve_key(&self, session_id: &str, mode: Option<Mode>) -> SessionKey {
-        if let Some(mode) = mode {
-            return SessionKey {
-                mode,
-                session_id: session_id.to_owned(),
-            };
-        }
-        let map = self.lock();
-        let acp = SessionKey::acp(session_id);
-        let chat = SessionKey::chat(session_id);
-        if !map.contains_key(&acp) && map.contains_key(&chat) {
-            chat
-        } else {
-            acp
-        }
-    }
-
-    /// Registers `session` unless a limit is reached or the key is taken (then the
-    /// session already registered is returned as `Err(Ok(existing))`).
-    pub(crate) fn insert(
-        &self,
-        session: Arc<LiveSession>,
-        quota: Quota,
-    ) -> Result<(), Result<Arc<LiveSession>, ErrorObject>> {
-        let mut map = self.lock();
-        if let Some(existing) = map.get(&session.key) {
-            return Err(Ok(Arc::clone(existing)));
-        }
-        room(&map, quota).map_err(Err)?;
-        map.insert(session.key.clone(), session);
-        Ok(())
-    }
-
-    /// -32001 when no further session may be registered (a cheap early check).
-    pub(crate) fn check_room(&self, key: &SessionKey, quota: Quota) -> Result<(), ErrorObject> {
-        let map = self.lock();
-        if map.contains_key(key) {
-            return Ok(());
-        }
-        room(&map, quota)
-    }
-
-    /// Unregisters exactly this session object (not a newer one with the same key).
-    pub(crate) fn remove(&self, session: &Arc<LiveSession>) {
-        let mut map = self.lock();
-        if map
-            .get(&session.key)
-            .is_some_and(|s| Arc::ptr_eq(s, session))
-        {
-            map.remove(&session.key);
-        }
-    }
-
-    /// Live sessions `principal` may see, ordered by id then mode.
-    pub fn visible(&self, principal: &Principal) -> Vec<Arc<LiveSession>> {
-        let mut out: Vec<Arc<LiveSession>> = self
-            .lock()
-            .values()
-            .filter(|s| may_touch(principal, &s.owner))
-            .cloned()
-            .collect();
-        out.sort_by(|a, b| {
-            (a.key.session_id.as_str(), a.key.mode.as_str())
-                .cmp(&(b.key.session_id.as_str(), b.key.mode.as_str()))
-        });
-        out
-    }
-
-    /// Every live session (shutdown).
-    fn all(&self) -> Vec<Arc<LiveSession>> {
-        self.lock().values().cloned().collect()
-    }
-
-    /// Daemon shutdown, step one: cancel every running turn and stop taking prompts. The
-    /// turns then finish (cancelled) and persist on their own.
-    pub fn cancel_all(&self) {
-        for s in self.all() {
-            s.close();
-        }
-    }
-
-    /// Daemon shutdown, step two: waits (up to `limit`) for every worker to have persisted
-    /// its last turn and stopped.
-    pub async fn wait_idle(&self, limit: Duration) {
-        let sessions = self.all();
-        let wait = async {
-            for s in &sessions {
-                s.stopped().await;
-            }
-        };
-        if tokio::time::timeout(limit, wait).await.is_err() {
-            tracing::warn!("some turns did not finish persisting before shutdown");
-        }
-    }
-
-    /// Test hook (see the module doc): mirrors the trigger files in `data_dir` into the
-    /// failure-injection flags until `stop` fires.
-    pub async fn watch_fail_triggers(
-        self: Arc<Self>,
-        data_dir: PathBuf,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        let writes = data_dir.join("test-fail-writes");
-        let snapshots = data_dir.join("test-fail-snapshots");
-        let (mut failing, mut failing_snapshots) = (false, false);
-        loop {
-            let now = writes.exists();
-            if now != failing {
-                tracing::warn!(fail = now, "test hook: store write failure injection");
-                self.store.set_fail_writes(now);
-                failing = now;
-            }
-            let now = snapshots.exists();
-            if now != failing_snapshots {
-                tracing::warn!(fail = now, "test hook: snapshot write failure injection");
-                self.tuning.fail_snapshots.store(now, Ordering::SeqCst);
-                failing_snapshots = now;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(20)) => {}
-                () = stop.cancelled() => return,
-            }
-        }
-    }
-}
-
-/// The per-principal share of the live sessions (SPEC §17 "Quotas per principal"): a
-/// non-admin principal holds at most `limit` of them; admins are only bound by
-/// [`MAX_LIVE_SESSIONS`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Quota<'a> {
-    pub owner: &'a str,
-    pub limit: Option<usize>,
-}
-
-impl<'a> Quota<'a> {
-    /// The quota of `principal` under `config`.
-    pub fn of(principal: &'a Principal, config: &zeroclaw_config::Config) -> Quota<'a> {
-        Quota {
-            owner: &principal.id,
-            limit: (!principal.admin).then_some(config.limits.live_sessions_per_principal as usize),
-        }
-    }
-}
-
-/// -32001 when the daemon-wide limit or `quota` leaves no room for one more session.
-fn room(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Result<(), ErrorObject> {
-    if map.len() >= MAX_LIVE_SESSIONS {
-        return Err(ErrorObject::session_limit(MAX_LIVE_SESSIONS));
-    }
-    if let Some(limit) = quota.limit
-        && map.values().filter(|s| s.owner == quota.owner).count() >= limit
-    {
-        return Err(ErrorObject::session_limit(limit));
-    }
-    Ok(())
-}
-
-/// Whether `principal` may see and touch a session owned by `owner`.
-pub fn may_touch(principal: &Principal, owner: &str) -> bool {
-    principal.admin || principal.id == owner
-}
-
-/// -32003 unless `principal` may touch a session owned by `owner`.
-pub fn check_owner(
-    principal: &Principal,
-    owner: &str,
-    session_id: &str,
-) -> Result<(), ErrorObject> {
-    if may_touch(principal, owner) {
-        Ok(())
-    } else {
-        Err(ErrorObject::not_owner(session_id))
-    }
-}
-
-/// The one place store failures become JSON-RPC errors.
-pub fn store_error(e: StoreError) -> ErrorObject {
-    match e {
-        StoreError::NotFound { mode, session_id } => {
-            ErrorObject::session_not_found(format!("session not found: {mode} {session_id}"))
-        }
-        StoreError::Killed { session_id, .. } => ErrorObject::session_not_found(format!(
-            "session {session_id} was killed and cannot be resumed"
-        )),
-        StoreError::UnsupportedSurface {
-            session_id,
-            surface,
-            ..
-        } => ErrorObject::session_not_found(format!(
-            "session {session_id} belongs to interaction surface {surface:?} and is not served here"
-        )),
-        other => {
-            tracing::error!("storage failure: {other}");
-            ErrorObject::internal(format!("storage failure: {other}"))
-        }
-    }
-}
+pub use live_id::LiveId;
+pub use manager::{SessionManager, check_owner, may_touch};
+pub use tuning::Tuning;

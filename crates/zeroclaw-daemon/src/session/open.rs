@@ -5,6 +5,10 @@
 //! Both run under the manager's `loading` lock, so one id is never loaded twice; both
 //! recover open checkpoints of the row (its own surface only) before the session takes a
 //! prompt. Rows of other interaction surfaces are refused and left untouched.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,12 +16,14 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_rpc::ErrorObject;
+use zeroclaw_protocol::session::SessionNewResult;
 use zeroclaw_store::{Mode, NewSession, RPC_SURFACE, SessionKey, SessionRow};
 
+use super::error::{SessionError, encode};
 use super::live::LiveSession;
+use super::manager::{Quota, SessionManager, check_owner};
 use super::persist::context_from;
-use super::{Quota, SessionManager, check_owner, store_error};
+use super::worker;
 
 /// Longest accepted session id, in bytes.
 const MAX_SESSION_ID: usize = 256;
@@ -33,25 +39,24 @@ pub struct NewRequest {
     pub mcp_servers: Vec<super::mcp::SessionServer>,
 }
 
-fn check_agent(config: &Config, principal: &Principal, alias: &str) -> Result<(), ErrorObject> {
+fn check_agent(config: &Config, principal: &Principal, alias: &str) -> Result<(), SessionError> {
     if !config.agents.contains_key(alias) {
-        return Err(ErrorObject::invalid_params(format!(
+        return Err(SessionError::invalid_params(format!(
             "unknown agent {alias:?}"
         )));
     }
     if !principal.may_use_agent(alias) {
-        return Err(ErrorObject::forbidden(format!(
-            "principal {} may not use agent {alias}",
-            principal.id
-        ))
-        .with_data(json!({"resource": format!("agents.{alias}")})));
+        return Err(SessionError::forbidden_with(
+            format!("principal {} may not use agent {alias}", principal.id),
+            json!({"resource": format!("agents.{alias}")}),
+        ));
     }
     Ok(())
 }
 
-fn check_session_id(id: &str) -> Result<(), ErrorObject> {
+fn check_session_id(id: &str) -> Result<(), SessionError> {
     if id.is_empty() || id.len() > MAX_SESSION_ID || id.chars().any(char::is_control) {
-        return Err(ErrorObject::invalid_params(format!(
+        return Err(SessionError::invalid_params(format!(
             "invalid sessionId: use 1-{MAX_SESSION_ID} bytes without control characters"
         )));
     }
@@ -60,13 +65,13 @@ fn check_session_id(id: &str) -> Result<(), ErrorObject> {
 
 impl SessionManager {
     /// The agent's workspace, created if needed, as an absolute path.
-    fn workspace(&self, config: &Config, alias: &str) -> Result<PathBuf, ErrorObject> {
+    fn workspace(&self, config: &Config, alias: &str) -> Result<PathBuf, SessionError> {
         let dir = config.agent_workspace(alias, &self.config_dir);
         std::fs::create_dir_all(&dir).map_err(|e| {
-            ErrorObject::internal(format!("cannot create workspace {}: {e}", dir.display()))
+            SessionError::internal(format!("cannot create workspace {}: {e}", dir.display()))
         })?;
         dir.canonicalize().map_err(|e| {
-            ErrorObject::internal(format!("cannot resolve workspace {}: {e}", dir.display()))
+            SessionError::internal(format!("cannot resolve workspace {}: {e}", dir.display()))
         })
     }
 
@@ -80,19 +85,20 @@ impl SessionManager {
         requested: Option<&str>,
         row: Option<&SessionRow>,
         confined: bool,
-    ) -> Result<PathBuf, ErrorObject> {
+    ) -> Result<PathBuf, SessionError> {
         if let Some(req) = requested.filter(|c| !c.is_empty()) {
-            let not_dir =
-                || ErrorObject::invalid_params(format!("cwd {req:?} is not an existing directory"));
+            let not_dir = || {
+                SessionError::invalid_params(format!("cwd {req:?} is not an existing directory"))
+            };
             let path = workspace.join(req).canonicalize().map_err(|_| not_dir())?;
             if !path.is_dir() {
                 return Err(not_dir());
             }
             if confined && !path.starts_with(workspace) {
-                return Err(ErrorObject::forbidden(format!(
-                    "cwd {req:?} is outside the agent's workspace"
-                ))
-                .with_data(json!({"prop": "cwd"})));
+                return Err(SessionError::forbidden_with(
+                    format!("cwd {req:?} is outside the agent's workspace"),
+                    json!({"prop": "cwd"}),
+                ));
             }
             return Ok(path);
         }
@@ -103,21 +109,24 @@ impl SessionManager {
             .unwrap_or_else(|| workspace.to_path_buf()))
     }
 
-    async fn describe(&self, session: &LiveSession, resumed: bool) -> Result<Value, ErrorObject> {
+    async fn describe(&self, session: &LiveSession, resumed: bool) -> Result<Value, SessionError> {
         let count = self
             .store
             .get_session(&session.key)
-            .await
-            .map_err(store_error)?
+            .await?
             .map_or(0, |r| r.message_count);
-        Ok(json!({
-            "sessionId": session.key.session_id,
-            "agentAlias": session.agent_alias,
-            "mode": session.key.mode.as_str(),
-            "messageCount": count,
-            "workspaceDir": session.workspace.display().to_string(),
-            "resumed": resumed,
-        }))
+        let mode = match session.key.mode {
+            Mode::Acp => zeroclaw_protocol::Mode::Acp,
+            Mode::Chat => zeroclaw_protocol::Mode::Chat,
+        };
+        encode(SessionNewResult {
+            session_id: session.key.session_id.clone(),
+            agent_alias: session.agent_alias.clone(),
+            mode,
+            message_count: count.max(0) as u64,
+            workspace_dir: session.workspace.display().to_string(),
+            resumed,
+        })
     }
 
     /// An already live session named by `session/new`: the caller attaches to it.
@@ -126,10 +135,10 @@ impl SessionManager {
         principal: &Principal,
         session: &LiveSession,
         alias: &str,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         check_owner(principal, &session.owner, session.session_id())?;
         if session.agent_alias != alias {
-            return Err(ErrorObject::invalid_params(format!(
+            return Err(SessionError::invalid_params(format!(
                 "session {} runs agent {}, not {alias}",
                 session.session_id(),
                 session.agent_alias
@@ -144,7 +153,7 @@ impl SessionManager {
         principal: &Principal,
         config: &Config,
         req: NewRequest,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let alias = req.agent_alias.as_str();
         check_agent(config, principal, alias)?;
         let session_id = req
@@ -170,18 +179,18 @@ impl SessionManager {
             return self.attach(principal, &live, alias).await;
         }
         self.check_room(&key, quota)?;
-        if let Some(row) = self.store.get_session(&key).await.map_err(store_error)? {
+        if let Some(row) = self.store.get_session(&key).await? {
             // Check before `open_session` so a refused resume writes nothing.
             if !row.is_killed() {
                 check_owner(principal, &row.owner, &key.session_id)?;
                 if row.agent_alias != alias {
-                    return Err(ErrorObject::invalid_params(format!(
+                    return Err(SessionError::invalid_params(format!(
                         "session {} belongs to agent {}, not {alias}",
                         key.session_id, row.agent_alias
                     )));
                 }
                 if row.interaction_surface != RPC_SURFACE {
-                    return Err(ErrorObject::session_not_found(format!(
+                    return Err(SessionError::session_not_found(format!(
                         "session {} belongs to interaction surface {:?} and is not served here",
                         key.session_id, row.interaction_surface
                     )));
@@ -197,24 +206,19 @@ impl SessionManager {
                 cwd: Some(cwd.display().to_string()),
                 interaction_surface: RPC_SURFACE.to_owned(),
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         let row = opened.row;
         let context = if !opened.resumed {
             Vec::new()
         } else if key.mode == Mode::Acp {
-            let recovered = self
-                .store
-                .recover(&key, RPC_SURFACE)
-                .await
-                .map_err(store_error)?;
+            let recovered = self.store.recover(&key, RPC_SURFACE).await?;
             context_from(&recovered.context)
         } else {
-            let restored = self.store.context(&key).await.map_err(store_error)?;
+            let restored = self.store.context(&key).await?;
             context_from(&restored)
         };
         let cwd = Self::cwd(&workspace, req.cwd.as_deref(), Some(&row), confined)?;
-        let live = LiveSession::start(
+        let live = worker::start(
             self,
             key,
             alias.to_owned(),
@@ -235,13 +239,13 @@ impl SessionManager {
         self.describe(&live, opened.resumed).await
     }
 
-    fn register(&self, live: &Arc<LiveSession>, quota: Quota) -> Result<(), ErrorObject> {
+    fn register(&self, live: &Arc<LiveSession>, quota: Quota) -> Result<(), SessionError> {
         match self.insert(Arc::clone(live), quota) {
             Ok(()) => Ok(()),
             Err(e) => {
                 live.close();
                 Err(match e {
-                    Ok(_) => ErrorObject::internal("session registered twice"),
+                    Ok(_) => SessionError::internal("session registered twice"),
                     Err(e) => e,
                 })
             }
@@ -255,12 +259,12 @@ impl SessionManager {
         principal: &Principal,
         config: &Config,
         key: &SessionKey,
-    ) -> Result<Arc<LiveSession>, ErrorObject> {
+    ) -> Result<Arc<LiveSession>, SessionError> {
         if let Some(live) = self.get(key) {
             return Ok(live);
         }
         let not_found =
-            || ErrorObject::session_not_found(format!("session not found: {}", key.session_id));
+            || SessionError::session_not_found(format!("session not found: {}", key.session_id));
         if key.mode == Mode::Chat {
             return Err(not_found());
         }
@@ -268,21 +272,16 @@ impl SessionManager {
         if let Some(live) = self.get(key) {
             return Ok(live);
         }
-        let row = self
-            .store
-            .get_session(key)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(not_found)?;
+        let row = self.store.get_session(key).await?.ok_or_else(not_found)?;
         check_owner(principal, &row.owner, &key.session_id)?;
         if row.is_killed() {
-            return Err(ErrorObject::session_not_found(format!(
+            return Err(SessionError::session_not_found(format!(
                 "session {} was killed",
                 key.session_id
             )));
         }
         if row.interaction_surface != RPC_SURFACE {
-            return Err(ErrorObject::session_not_found(format!(
+            return Err(SessionError::session_not_found(format!(
                 "session {} belongs to interaction surface {:?} and is not served here",
                 key.session_id, row.interaction_surface
             )));
@@ -296,15 +295,11 @@ impl SessionManager {
         self.check_room(key, quota)?;
         let workspace = self.workspace(config, &row.agent_alias)?;
         let cwd = Self::cwd(&workspace, None, Some(&row), !principal.admin)?;
-        let recovered = self
-            .store
-            .recover(key, RPC_SURFACE)
-            .await
-            .map_err(store_error)?;
+        let recovered = self.store.recover(key, RPC_SURFACE).await?;
         if !recovered.interrupted_turns.is_empty() {
             tracing::info!(session = %key.session_id, turns = ?recovered.interrupted_turns, "recovered interrupted turns");
         }
-        let live = LiveSession::start(
+        let live = worker::start(
             self,
             key.clone(),
             row.agent_alias.clone(),

@@ -1,14 +1,18 @@
 //! `session/status` (SPEC §16): one live session as it is now — agent, autonomy and model
 //! in force, running turn, queue, subscribers, token counts and MCP servers.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use serde_json::{Value, json};
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
 
 use super::agent::effective_model;
 use super::configure::effective_autonomy;
+use super::error::SessionError;
 use super::{SessionManager, check_owner};
 
 impl SessionManager {
@@ -19,10 +23,10 @@ impl SessionManager {
         config: &Config,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.get(&key).ok_or_else(|| {
-            ErrorObject::session_not_found(format!("no live session {session_id}"))
+            SessionError::session_not_found(format!("no live session {session_id}"))
         })?;
         check_owner(principal, &live.owner, session_id)?;
         let overrides = live.overrides();

@@ -14,14 +14,18 @@
 //!   must get (replay first, then live) gather in its entry and are released in order
 //!   right after the answer;
 //! - at most [`MAX_SUBSCRIBERS`] connections; closed ones are pruned as they are met.
+//!
+//! Layers: below the live session that owns it; it imports only [`link`](super::link) (and
+//! the error leaf). Typed updates come in through [`SessionStream::emit_update`].
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
-use zeroclaw_rpc::ErrorObject;
+use zeroclaw_protocol::UpdateKind;
 
+use super::error::SessionError;
 use super::link::ClientLink;
 
 /// Subscribed connections per session.
@@ -128,6 +132,16 @@ impl SessionStream {
         });
     }
 
+    /// [`emit`](Self::emit) of a typed update: the vocabulary's `type` and fields, so the
+    /// wire names are written once, in `zeroclaw-protocol`.
+    pub fn emit_update(&self, update: &UpdateKind) {
+        match serde_json::to_value(update) {
+            // `emit` puts `type` right after `sessionId`; the fields keep their order.
+            Ok(fields) => self.emit(update.type_name(), fields),
+            Err(e) => tracing::error!(session = %self.session_id, "cannot encode an update: {e}"),
+        }
+    }
+
     /// Numbers, buffers and fans out one update of the running turn: `{sessionId, type,
     /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn.
     pub fn emit(&self, kind: &str, fields: Value) {
@@ -166,12 +180,12 @@ impl SessionStream {
         link: Arc<dyn ClientLink>,
         principal: &str,
         cursor: &Cursor,
-    ) -> Result<(), ErrorObject> {
+    ) -> Result<(), SessionError> {
         let mut inner = self.lock();
         let id = link.id();
         inner.prune(Some(id));
         if inner.subscribers.len() >= MAX_SUBSCRIBERS {
-            return Err(ErrorObject::limit_exceeded(
+            return Err(SessionError::limit_exceeded(
                 format!(
                     "session {} has {MAX_SUBSCRIBERS} subscribers already",
                     self.session_id
@@ -259,7 +273,8 @@ impl SessionStream {
         self.subscribed.notified()
     }
 
-    /// Bytes of serialized updates buffered now (tests, benchmarks).
+    /// Bytes of serialized updates buffered now (tests).
+    #[cfg(test)]
     pub fn buffered_bytes(&self) -> usize {
         self.lock().bytes
     }
@@ -378,8 +393,8 @@ mod tests {
         async fn ask(&self, _: &str, _: Value, _: std::time::Duration) -> Result<Value, AskError> {
             Err(AskError::Gone)
         }
-        fn record_prompt(&self, _: &Arc<crate::session::LiveSession>, _: u64) {}
-        fn last_prompt(&self, _: &Arc<crate::session::LiveSession>) -> u64 {
+        fn record_prompt(&self, _: &crate::session::LiveId, _: u64) {}
+        fn last_prompt(&self, _: &crate::session::LiveId) -> u64 {
             0
         }
     }
@@ -449,6 +464,64 @@ mod tests {
     }
 
     #[test]
+    fn a_typed_update_keeps_the_wire_text_of_the_literal_it_replaced() {
+        use zeroclaw_protocol::Outcome;
+        use zeroclaw_protocol::session::TurnUsage;
+        let s = SessionStream::new("s1");
+        s.begin_turn("t1");
+        s.emit_update(&UpdateKind::ToolCall {
+            tool_call_id: "c1".into(),
+            name: "bash".into(),
+            raw_input: json!({"command": "ls"}),
+        });
+        s.emit_update(&UpdateKind::TurnComplete {
+            outcome: Outcome::Completed,
+            content: "done".into(),
+            truncated: false,
+            usage: Some(TurnUsage {
+                input_tokens: 1,
+                output_tokens: 2,
+            }),
+        });
+        // What the json! literals these updates replaced produced (the same text whether
+        // or not serde_json keeps insertion order).
+        let literal = |kind: &str, seq: u64, fields: Value| {
+            let mut params = Map::new();
+            params.insert("sessionId".into(), json!("s1"));
+            params.insert("type".into(), json!(kind));
+            params.insert("turnId".into(), json!("t1"));
+            params.insert("eventSeq".into(), json!(seq));
+            if let Value::Object(fields) = fields {
+                params.extend(fields);
+            }
+            Value::Object(params).to_string()
+        };
+        let inner = s.lock();
+        let params: Vec<&str> = inner.turns[0]
+            .events
+            .iter()
+            .map(|e| e.params.as_str())
+            .collect();
+        assert_eq!(
+            params,
+            [
+                literal(
+                    "tool_call",
+                    1,
+                    json!({"toolCallId": "c1", "name": "bash", "rawInput": {"command": "ls"}})
+                ),
+                literal(
+                    "turn_complete",
+                    2,
+                    json!({"turnId": "t1", "outcome": "completed", "content": "done",
+                           "usage": {"inputTokens": 1, "outputTokens": 2}})
+                ),
+            ]
+        );
+        assert!(inner.turns[0].done, "turn_complete ends the turn");
+    }
+
+    #[test]
     fn without_a_cursor_the_running_turn_is_replayed_and_a_finished_one_is_not() {
         let s = SessionStream::new("s1");
         s.begin_turn("t1");
@@ -510,9 +583,10 @@ mod tests {
             s.subscribe(p.clone(), "operator", &Cursor::default())
                 .expect("room");
         }
-        let err = s
-            .subscribe(probe(17), "operator", &Cursor::default())
-            .expect_err("17th");
+        let err = zeroclaw_rpc::ErrorObject::from(
+            s.subscribe(probe(17), "operator", &Cursor::default())
+                .expect_err("17th"),
+        );
         assert_eq!(err.data, Some(json!({"limit": 16, "value": 17})));
         s.subscribe(probes[0].clone(), "operator", &Cursor::default())
             .expect("again");

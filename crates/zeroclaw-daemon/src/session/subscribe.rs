@@ -1,18 +1,23 @@
 //! `session/subscribe` and `session/unsubscribe` (SPEC §14): a connection of the owner (or
 //! an admin) starts or stops receiving a session's updates; a subscription replays the
 //! buffered events after its cursor right after its answer.
+//!
+//! Layers: an operation of the sessions service (an `impl SessionManager` block); it
+//! imports the registry, the live session and the leaves below it, never another layer of
+//! the daemon; errors are [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_rpc::ErrorObject;
+use zeroclaw_protocol::stream::{SubscribeResult, UnsubscribeResult};
 use zeroclaw_store::{MessagesQuery, Mode};
 
+use super::error::{SessionError, encode};
 use super::link::{ClientLink, after_answer};
 use super::stream::Cursor;
-use super::{SessionManager, check_owner, store_error};
+use super::{SessionManager, check_owner};
 
 impl SessionManager {
     /// `session/subscribe`: a persisted session that is not live is brought back first.
@@ -24,7 +29,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         cursor: Cursor,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
@@ -39,20 +44,19 @@ impl SessionManager {
                     ..MessagesQuery::default()
                 },
             )
-            .await
-            .map_err(store_error)?;
+            .await?;
         let last_seq = last.rows.last().map_or(0, |r| r.seq);
         let link_id = link.id();
         live.stream.subscribe(link, &principal.id, &cursor)?;
         let released = Arc::clone(&live);
         after_answer(move || released.stream.release(link_id));
-        Ok(json!({
-            "sessionId": session_id,
-            "subscribed": true,
-            "activeTurnId": live.running_turn(),
-            "lastTranscriptSeq": last_seq,
-            "pendingApprovals": live.approvals.pending_ids(),
-        }))
+        encode(SubscribeResult {
+            session_id: session_id.to_owned(),
+            subscribed: true,
+            active_turn_id: live.running_turn(),
+            last_transcript_seq: last_seq,
+            pending_approvals: live.approvals.pending_ids(),
+        })
     }
 
     /// `session/unsubscribe`: the connection stops receiving the session's updates (a
@@ -63,13 +67,16 @@ impl SessionManager {
         link: &dyn ClientLink,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.get(&key).ok_or_else(|| {
-            ErrorObject::session_not_found(format!("no live session {session_id}"))
+            SessionError::session_not_found(format!("no live session {session_id}"))
         })?;
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());
-        Ok(json!({"sessionId": session_id, "subscribed": false}))
+        encode(UnsubscribeResult {
+            session_id: session_id.to_owned(),
+            subscribed: false,
+        })
     }
 }

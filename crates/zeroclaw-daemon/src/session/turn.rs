@@ -12,21 +12,28 @@
 //! If the turn's final write fails the session remembers it (`needs_recover`): before the
 //! next turn the open checkpoint is recovered and the context reloaded from the store, so
 //! memory never runs ahead of what is durable for long.
+//!
+//! In the layers of the sessions service a turn sits above the live session's state, its
+//! [`host`](super::host), [`agent`](super::agent) and [`persist`](super::persist); the
+//! worker above it calls [`Runner::run`]. It never imports the worker or the registry.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
-use zeroclaw_rpc::ErrorObject;
+use zeroclaw_protocol::session::{TurnResult, TurnUsage};
+use zeroclaw_protocol::{Outcome, UpdateKind};
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
+use super::error::{SessionError, encode};
 use super::host::SessionHost;
 use super::live::{Job, LiveSession};
 use super::persist::{self, Persister};
-use super::{SessionManager, Tuning, store_error, text};
+use super::text;
+use super::tuning::Tuning;
 
 /// The worker's per-session state between turns.
 pub(crate) struct Runner {
@@ -40,10 +47,10 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    pub fn new(manager: &SessionManager, context: Vec<ChatMessage>) -> Runner {
+    pub fn new(store: Store, tuning: Tuning, context: Vec<ChatMessage>) -> Runner {
         Runner {
-            store: manager.store.clone(),
-            tuning: manager.tuning.clone(),
+            store,
+            tuning,
             context,
             needs_recover: false,
             providers: ProviderCache::default(),
@@ -51,12 +58,8 @@ impl Runner {
     }
 
     /// Replaces the in-memory context with the store's, after recovering open turns.
-    async fn reload(&mut self, session: &LiveSession) -> Result<(), ErrorObject> {
-        let recovered = self
-            .store
-            .recover(&session.key, RPC_SURFACE)
-            .await
-            .map_err(store_error)?;
+    async fn reload(&mut self, session: &LiveSession) -> Result<(), SessionError> {
+        let recovered = self.store.recover(&session.key, RPC_SURFACE).await?;
         self.context = persist::context_from(&recovered.context);
         self.needs_recover = false;
         Ok(())
@@ -68,7 +71,7 @@ impl Runner {
         session: &LiveSession,
         turn_id: &str,
         prompt: &str,
-    ) -> Result<i64, ErrorObject> {
+    ) -> Result<i64, SessionError> {
         if self.needs_recover {
             self.reload(session).await?;
         }
@@ -79,9 +82,9 @@ impl Runner {
                 self.store
                     .begin_turn(&session.key, turn_id, prompt)
                     .await
-                    .map_err(store_error)
+                    .map_err(SessionError::from)
             }
-            Err(e) => Err(store_error(e)),
+            Err(e) => Err(SessionError::from(e)),
         }
     }
 
@@ -91,7 +94,7 @@ impl Runner {
         job: &mut Job,
         turn_id: &str,
         cancel: CancellationToken,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, SessionError> {
         let agent = agent::build(&job.config, session, &mut self.providers)?;
         let key = &session.key;
         let acp = key.mode == Mode::Acp;
@@ -152,7 +155,7 @@ impl Runner {
             Err(e) => {
                 self.context.truncate(context_before);
                 self.needs_recover = matches!(e, StoreError::TurnStillOpen { .. });
-                return Err(store_error(e));
+                return Err(SessionError::from(e));
             }
         }
 
@@ -176,8 +179,8 @@ impl Runner {
                 tracing::error!(session = %key.session_id, turn = %turn_id, "the turn could not be saved: {e}");
                 self.needs_recover = acp;
                 return Err(match e {
-                    StoreError::NotFound { .. } => store_error(e),
-                    other => ErrorObject::internal(format!(
+                    StoreError::NotFound { .. } => SessionError::from(e),
+                    other => SessionError::internal(format!(
                         "the turn ran but could not be saved: {other}"
                     )),
                 });
@@ -195,26 +198,40 @@ impl Runner {
                 tracing::warn!(session = %key.session_id, "token totals not saved: {e}");
             }
         }
-        let usage = json!({
-            "inputTokens": result.usage.input_tokens,
-            "outputTokens": result.usage.output_tokens,
-        });
+        let usage = TurnUsage {
+            input_tokens: result.usage.input_tokens,
+            output_tokens: result.usage.output_tokens,
+        };
         self.trim(session, agent.max_context_tokens, covers_seq)
             .await;
 
-        let outcome = result.outcome.as_str();
-        let mut fields = Map::new();
-        fields.insert("turnId".into(), json!(turn_id));
-        fields.insert("outcome".into(), json!(outcome));
-        text::put_content(&mut fields, &result.content);
-        fields.insert("usage".into(), usage);
+        let outcome = match result.outcome {
+            TurnOutcome::Completed => Outcome::Completed,
+            TurnOutcome::Cancelled => Outcome::Cancelled,
+            TurnOutcome::Failed => Outcome::Failed,
+        };
+        let (content, truncated) = text::cut(&result.content);
         drop(result);
-        session
-            .stream
-            .emit("turn_complete", Value::Object(fields.clone()));
-        tracing::debug!(session = %key.session_id, turn = %turn_id, outcome, "turn finished");
-        fields.insert("sessionId".into(), json!(key.session_id));
-        Ok(Value::Object(fields))
+        let complete = UpdateKind::TurnComplete {
+            outcome,
+            content,
+            truncated,
+            usage: Some(usage),
+        };
+        session.stream.emit_update(&complete);
+        tracing::debug!(session = %key.session_id, turn = %turn_id, %outcome, "turn finished");
+        let UpdateKind::TurnComplete { content, .. } = complete else {
+            unreachable!("built just above")
+        };
+        let answer = TurnResult {
+            session_id: key.session_id.clone(),
+            turn_id: turn_id.to_owned(),
+            outcome,
+            content,
+            truncated,
+            usage: Some(usage),
+        };
+        encode(answer)
     }
 
     /// Auto-trim (SPEC §7.3): snapshot first; `history_trimmed` only after it committed.
@@ -240,15 +257,12 @@ impl Runner {
             Ok(_) => {
                 let kept = trim.kept.len();
                 self.context = trim.kept;
-                session.stream.emit(
-                    "history_trimmed",
-                    json!({
-                        "droppedMessages": trim.dropped,
-                        "keptMessages": kept,
-                        "checkpointSeq": covers_seq,
-                        "reason": "max_context_tokens",
-                    }),
-                );
+                session.stream.emit_update(&UpdateKind::HistoryTrimmed {
+                    dropped_messages: trim.dropped as u64,
+                    kept_messages: kept as u64,
+                    checkpoint_seq: covers_seq,
+                    reason: "max_context_tokens".to_owned(),
+                });
             }
             Err(e) => {
                 // Keep the untrimmed context: the next turn tries again, and memory never

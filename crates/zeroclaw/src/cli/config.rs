@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
+use zeroclaw_client::Method;
 
 use super::error::CliError;
 use super::{human, rpc};
@@ -58,10 +59,10 @@ pub async fn run(
     json: bool,
 ) -> Result<(), CliError> {
     let (method, params) = match &action {
-        ConfigAction::Get { prop: Some(prop) } => ("config/get", json!({"prop": prop})),
-        ConfigAction::Get { prop: None } => ("config/get", json!({})),
+        ConfigAction::Get { prop: Some(prop) } => (Method::ConfigGet, json!({"prop": prop})),
+        ConfigAction::Get { prop: None } => (Method::ConfigGet, json!({})),
         ConfigAction::Set { prop, value } => (
-            "config/set",
+            Method::ConfigSet,
             json!({"prop": prop, "value": parse_value(value)}),
         ),
         ConfigAction::SetMany { pairs } => {
@@ -69,9 +70,9 @@ pub async fn run(
                 .iter()
                 .map(|p| parse_pair(p))
                 .collect::<Result<Vec<_>, _>>()?;
-            ("config/set-many", json!({"sets": sets}))
+            (Method::ConfigSetMany, json!({"sets": sets}))
         }
-        ConfigAction::Delete { prop } => ("config/delete", json!({"prop": prop})),
+        ConfigAction::Delete { prop } => (Method::ConfigDelete, json!({"prop": prop})),
     };
     let result = rpc::call(config_dir, socket, method, params).await?;
     if json {

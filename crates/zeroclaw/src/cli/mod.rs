@@ -42,9 +42,6 @@ enum Command {
         /// Exit about a second after the last client disconnects.
         #[arg(long)]
         ephemeral: bool,
-        /// Disconnect a peer whose full outbound queue went unread this long (ms).
-        #[arg(long, hide = true, value_name = "MS")]
-        stall_timeout_ms: Option<u64>,
     },
     /// Call one method and print its result as JSON.
     Rpc {
@@ -183,14 +180,10 @@ enum Command {
 
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
-        Command::Daemon {
-            ephemeral,
-            stall_timeout_ms,
-        } => {
+        Command::Daemon { ephemeral } => {
             let options = zeroclaw_daemon::DaemonOptions {
                 config_dir: cli.config_dir,
                 ephemeral,
-                stall_timeout: stall_timeout_ms.map(Duration::from_millis),
             };
             zeroclaw_daemon::run(options)
                 .await

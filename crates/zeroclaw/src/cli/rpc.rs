@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use zeroclaw_client::{Client, ClientError, ClientHandle};
+use zeroclaw_client::{Client, ClientError, ClientHandle, Method};
 use zeroclaw_ipc::Dirs;
 
 use super::error::CliError;
@@ -61,7 +61,7 @@ pub async fn handle(
 pub async fn call(
     config_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
-    method: &str,
+    method: Method,
     params: Value,
 ) -> Result<Value, CliError> {
     let handle = handle(config_dir, socket).await?;
@@ -93,7 +93,7 @@ pub async fn call_and_print(
         None => Value::Object(Default::default()),
     };
     let handle = handle(config_dir, socket).await?;
-    match handle.call(method, params).await {
+    match handle.call_name(method, params).await {
         Ok(result) => {
             print_json(&result);
             Ok(())

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
-use zeroclaw_client::ClientHandle;
+use zeroclaw_client::{ClientHandle, Method, Mode};
 
 use super::error::CliError;
 use super::{human, rpc};
@@ -42,7 +42,7 @@ pub async fn run(
 
 async fn list(handle: &ClientHandle, limit: usize, json: bool) -> Result<(), CliError> {
     let result = handle
-        .call("session/list", json!({}))
+        .call(Method::SessionList, json!({}))
         .await
         .map_err(CliError::from_client)?;
     if json {
@@ -66,7 +66,7 @@ pub async fn table(handle: &ClientHandle, list: &Value, limit: usize) -> String 
     let mut rows = Vec::new();
     for s in &sessions {
         let id = s["sessionId"].as_str().unwrap_or("?");
-        let mode = s["mode"].as_str().unwrap_or("acp");
+        let mode = s["mode"].as_str().unwrap_or(Mode::Acp.as_str());
         let title = title(handle, s, id, mode).await;
         rows.push(vec![
             id.to_string(),
@@ -100,7 +100,7 @@ async fn title(handle: &ClientHandle, session: &Value, id: &str, mode: &str) -> 
     }
     let first = handle
         .call(
-            "session/messages",
+            Method::SessionMessages,
             json!({"sessionId": id, "mode": mode, "beforeSeq": 2, "limit": 1}),
         )
         .await;
@@ -126,7 +126,7 @@ async fn show(
         params["limit"] = json!(n);
     }
     let result = handle
-        .call("session/messages", params)
+        .call(Method::SessionMessages, params)
         .await
         .map_err(CliError::from_client)?;
     if json {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zeroclaw_client::Method;
 
 use super::error::CliError;
 use super::{human, rpc};
@@ -17,7 +18,7 @@ pub async fn run(
     socket: Option<PathBuf>,
     json: bool,
 ) -> Result<(), CliError> {
-    let status = rpc::call(config_dir, socket, "status", json!({})).await?;
+    let status = rpc::call(config_dir, socket, Method::Status, json!({})).await?;
     if json {
         rpc::print_json(&status);
     } else {
@@ -77,7 +78,7 @@ pub async fn stop(
     json: bool,
 ) -> Result<(), CliError> {
     let path = rpc::endpoint(config_dir.clone(), socket.clone())?;
-    let result = rpc::call(config_dir, socket, "daemon/shutdown", json!({})).await?;
+    let result = rpc::call(config_dir, socket, Method::DaemonShutdown, json!({})).await?;
     let deadline = Instant::now() + timeout;
     while path.exists() {
         if Instant::now() >= deadline {

@@ -10,7 +10,10 @@ use base64::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use zeroclaw_client::{ClientError, ClientHandle};
+use zeroclaw_client::protocol::files::{
+    UploadBeginParams, UploadBeginResult, UploadChunkParams, UploadChunkResult, UploadCommitParams,
+};
+use zeroclaw_client::{ClientError, ClientHandle, Method};
 
 use super::error::CliError;
 use super::rpc;
@@ -68,18 +71,19 @@ async fn upload_one(
         .and_then(|n| n.to_str())
         .map(str::to_string);
     let sha256 = hex::encode(Sha256::digest(&bytes));
-    let begin = client
-        .call(
-            "file/upload/begin",
-            json!({"session_id": session, "size_bytes": bytes.len(), "filename": filename, "sha256": sha256}),
-        )
+    let begin = UploadBeginParams {
+        session_id: session.to_owned(),
+        mode: None,
+        size_bytes: bytes.len() as u64,
+        filename: filename.clone(),
+        sha256: Some(sha256),
+    };
+    let begin: UploadBeginResult = client
+        .request(Method::FileUploadBegin, &begin)
         .await
         .map_err(CliError::from_client)?;
-    let upload_id = begin["upload_id"]
-        .as_str()
-        .ok_or("daemon sent no upload_id")?
-        .to_string();
-    let chunk = begin["chunk_bytes"].as_u64().unwrap_or(1024 * 1024).max(1) as usize;
+    let upload_id = begin.upload_id;
+    let chunk = usize::try_from(begin.chunk_bytes.max(1)).unwrap_or(usize::MAX);
 
     let bar = ProgressBar::new(bytes.len() as u64);
     bar.set_style(
@@ -92,13 +96,20 @@ async fn upload_one(
     while offset < bytes.len() {
         let end = (offset + chunk).min(bytes.len());
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes[offset..end]);
-        let params = json!({"upload_id": upload_id, "offset": offset, "data_b64": data});
-        let received = send_chunk(client, params).await?;
+        let params = UploadChunkParams {
+            upload_id: upload_id.clone(),
+            offset: offset as u64,
+            data_b64: data,
+        };
+        let received = send_chunk(client, &params).await?;
         offset = usize::try_from(received).map_err(|e| e.to_string())?;
         bar.set_position(offset as u64);
     }
     let entry = client
-        .call("file/upload/commit", json!({"upload_id": upload_id}))
+        .call(
+            Method::FileUploadCommit,
+            json!(UploadCommitParams { upload_id }),
+        )
         .await
         .map_err(CliError::from_client);
     bar.finish_and_clear();
@@ -106,19 +117,15 @@ async fn upload_one(
 }
 
 /// One chunk, retried when its reply does not come back in time.
-async fn send_chunk(client: &ClientHandle, params: Value) -> Result<u64, CliError> {
+async fn send_chunk(client: &ClientHandle, params: &UploadChunkParams) -> Result<u64, CliError> {
     let mut tries = 0;
     loop {
         tries += 1;
         match client
-            .call_within("file/upload/chunk", params.clone(), CHUNK_TIMEOUT)
+            .request_within::<_, UploadChunkResult>(Method::FileUploadChunk, params, CHUNK_TIMEOUT)
             .await
         {
-            Ok(r) => {
-                return r["received_bytes"]
-                    .as_u64()
-                    .ok_or_else(|| CliError::failed("daemon sent no received_bytes"));
-            }
+            Ok(r) => return Ok(r.received_bytes),
             Err(ClientError::Timeout) if tries < CHUNK_TRIES => {
                 eprintln!("no reply to a chunk in {CHUNK_TIMEOUT:?}; sending it again");
             }

@@ -7,37 +7,49 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
-    CreateElicitationRequest, CreateElicitationResponse, SessionNotification,
+    CLIENT_METHOD_NAMES, CreateElicitationRequest, CreateElicitationResponse, SessionNotification,
 };
-use serde_json::{Value, json};
-use zeroclaw_client::{ClientHandle, Events, ServerMessage, SessionUpdate, SessionUpdateKind};
+use serde_json::Value;
+use zeroclaw_client::protocol::ElicitationAction;
+use zeroclaw_client::protocol::update::ElicitationResult;
+use zeroclaw_client::{
+    ClientHandle, ELICITATION_CREATE, Event, Events, ServerMessage, SessionUpdate, UpdateKind,
+};
 use zeroclaw_rpc::ErrorObject;
 
+use super::bridge::Bridge;
 use super::turns::{self, AskedTool};
-use super::{Bridge, updates};
+use super::updates;
 
 /// How long a forwarded question may wait for the editor (the daemon's own limit).
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Starts [`route`] for a new link in its own task (the bridge's [`Router`](super::bridge::Router)).
+pub fn spawn_route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, events: Events) {
+    tokio::spawn(route(bridge, generation, client, events));
+}
+
 /// Routes one connection's events until it closes, then forgets the connection.
-pub async fn route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, mut events: Events) {
+async fn route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, mut events: Events) {
     while let Some(message) = events.recv().await {
-        match message {
-            ServerMessage::Notification { method, params } if method == "session/update" => {
-                match SessionUpdate::parse(&params) {
-                    Ok(update) => on_update(&bridge, update).await,
-                    Err(why) => tracing::warn!("daemon sent a malformed update: {why}"),
-                }
+        match Event::from_message(message) {
+            Event::Update(update) => on_update(&bridge, update).await,
+            Event::Elicitation(request) => {
+                let params = serde_json::to_value(request.params()).unwrap_or(Value::Null);
+                elicit(&bridge, &client, request.id, params)
             }
-            ServerMessage::Request { id, method, params } if method == "elicitation/create" => {
+            // A question the vocabulary could not read: declined, as ACP could not carry it.
+            Event::Other(ServerMessage::Request { id, method, params })
+                if method == ELICITATION_CREATE =>
+            {
                 elicit(&bridge, &client, id, params)
             }
-            ServerMessage::Request { id, method, .. } => {
+            Event::Other(ServerMessage::Request { id, method, .. }) => {
                 let _ = client
                     .respond(id, Err(ErrorObject::method_not_found(&method)))
                     .await;
             }
-            ServerMessage::Notification { method, .. } => {
+            Event::Other(ServerMessage::Notification { method, .. }) => {
                 tracing::debug!("ignoring daemon notification {method}")
             }
         }
@@ -48,7 +60,7 @@ pub async fn route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, m
 async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
     let session_id = update.session_id;
     match &update.kind {
-        SessionUpdateKind::ApprovalRequest { request_id, .. } => {
+        UpdateKind::ApprovalRequest { request_id, .. } => {
             let last = bridge
                 .sessions()
                 .get(&session_id)
@@ -62,11 +74,11 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
             turns::ask_permission(bridge, session_id, request_id.clone(), tool);
             return;
         }
-        SessionUpdateKind::TurnComplete(_) => {
+        UpdateKind::TurnComplete { .. } => {
             turns::turn_completed(bridge, &session_id);
             return;
         }
-        SessionUpdateKind::ToolCall {
+        UpdateKind::ToolCall {
             tool_call_id,
             name,
             raw_input,
@@ -76,7 +88,7 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
                     Some((tool_call_id.clone(), name.clone(), raw_input.clone()));
             }
         }
-        SessionUpdateKind::ApprovalResolved { request_id, .. } => {
+        UpdateKind::ApprovalResolved { request_id, .. } => {
             turns::approval_resolved(bridge, &session_id, request_id);
             return;
         }
@@ -84,14 +96,21 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
     }
     if let Some(acp) = updates::from_event(&update.kind) {
         let note = SessionNotification::new(session_id, acp);
-        bridge.editor.notify("session/update", &note).await;
+        bridge
+            .editor
+            .notify(CLIENT_METHOD_NAMES.session_update, &note)
+            .await;
     }
 }
 
 /// Answers a daemon `elicitation/create`: forwarded to the editor when it can answer,
 /// declined otherwise (and when the question or the answer does not fit ACP's schema).
 fn elicit(bridge: &Arc<Bridge>, client: &ClientHandle, id: Value, params: Value) {
-    let decline = json!({"action": "decline"});
+    let decline = serde_json::to_value(ElicitationResult {
+        action: ElicitationAction::Decline,
+        content: None,
+    })
+    .unwrap_or(Value::Null);
     let forward = bridge
         .elicitation
         .load(std::sync::atomic::Ordering::Relaxed);
@@ -101,7 +120,11 @@ fn elicit(bridge: &Arc<Bridge>, client: &ClientHandle, id: Value, params: Value)
         let answer = match request {
             Ok(request) if forward => bridge
                 .editor
-                .request("elicitation/create", &request, ELICITATION_TIMEOUT)
+                .request(
+                    CLIENT_METHOD_NAMES.elicitation_create,
+                    &request,
+                    ELICITATION_TIMEOUT,
+                )
                 .await
                 .ok()
                 .and_then(|v| serde_json::from_value::<CreateElicitationResponse>(v).ok())

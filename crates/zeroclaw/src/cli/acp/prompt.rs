@@ -5,7 +5,9 @@
 
 use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource, StopReason};
 use base64::Engine;
-use serde_json::{Value, json};
+use zeroclaw_client::Outcome;
+use zeroclaw_client::protocol::files::FileInput;
+use zeroclaw_client::protocol::session::{Prompt, SessionPromptParams, TurnResult};
 use zeroclaw_rpc::ErrorObject;
 
 /// What the daemon is sent.
@@ -13,16 +15,18 @@ use zeroclaw_rpc::ErrorObject;
 pub struct DaemonPrompt {
     pub text: String,
     /// `session/prompt` `attachments` entries (`file/attach` input objects).
-    pub attachments: Vec<Value>,
+    pub attachments: Vec<FileInput>,
 }
 
 impl DaemonPrompt {
-    pub fn params(&self, session_id: &str) -> Value {
-        let mut params = json!({"sessionId": session_id, "prompt": self.text});
-        if !self.attachments.is_empty() {
-            params["attachments"] = Value::Array(self.attachments.clone());
+    /// The `session/prompt` params (`attachments` only when there are some).
+    pub fn params(&self, session_id: &str) -> SessionPromptParams {
+        SessionPromptParams {
+            session_id: session_id.to_owned(),
+            prompt: Prompt::Text(self.text.clone()),
+            mode: None,
+            attachments: (!self.attachments.is_empty()).then(|| self.attachments.clone()),
         }
-        params
     }
 }
 
@@ -82,23 +86,20 @@ pub fn translate(blocks: &[ContentBlock]) -> Result<DaemonPrompt, ErrorObject> {
                     }
                     _ => return Err(unsupported(i, "this kind of embedded resource")),
                 };
-                let mut entry = json!({"dataB64": data});
-                if let Some(name) = file_name(uri) {
-                    entry["filename"] = json!(name);
-                }
-                if let Some(mime) = mime {
-                    entry["mimeType"] = json!(mime);
-                }
-                attachments.push(entry);
+                attachments.push(FileInput {
+                    data_b64: Some(data),
+                    filename: file_name(uri),
+                    mime_type: mime,
+                    ..Default::default()
+                });
             }
             ContentBlock::ResourceLink(link) => match local_path(&link.uri) {
-                Some(path) => {
-                    let mut entry = json!({"path": path, "filename": link.name});
-                    if let Some(mime) = &link.mime_type {
-                        entry["mimeType"] = json!(mime);
-                    }
-                    attachments.push(entry);
-                }
+                Some(path) => attachments.push(FileInput {
+                    path: Some(path),
+                    filename: Some(link.name.clone()),
+                    mime_type: link.mime_type.clone(),
+                    ..Default::default()
+                }),
                 None => texts.push(format!("[{}]({})", link.name, link.uri)),
             },
             ContentBlock::Image(_) => return Err(unsupported(i, "image content")),
@@ -125,12 +126,12 @@ const ROUND_LIMIT_SUFFIX: &str = "(max_tool_iterations)]";
 /// The stop reason for the daemon's `session/prompt` answer. `cancelled` is true when
 /// the editor cancelled this turn (ACP: the answer is then `cancelled` whatever came
 /// back). A failed turn is an error carrying the provider's message.
-pub fn stop_reason(answer: &Value, cancelled: bool) -> Result<StopReason, ErrorObject> {
-    let content = answer.get("content").and_then(Value::as_str).unwrap_or("");
-    match answer.get("outcome").and_then(Value::as_str) {
+pub fn stop_reason(answer: &TurnResult, cancelled: bool) -> Result<StopReason, ErrorObject> {
+    let content = answer.content.as_str();
+    match answer.outcome {
         _ if cancelled => Ok(StopReason::Cancelled),
-        Some("cancelled") => Ok(StopReason::Cancelled),
-        Some("failed") => Err(ErrorObject::internal(if content.is_empty() {
+        Outcome::Cancelled => Ok(StopReason::Cancelled),
+        Outcome::Failed => Err(ErrorObject::internal(if content.is_empty() {
             "the turn failed".to_string()
         } else {
             content.to_string()
@@ -142,6 +143,8 @@ pub fn stop_reason(answer: &Value, cancelled: bool) -> Result<StopReason, ErrorO
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
 
     fn blocks(v: Value) -> Vec<ContentBlock> {
@@ -160,19 +163,19 @@ mod tests {
         .unwrap();
         assert_eq!(p.text, "look at\n[y](https://x.test/y)\nplease");
         assert_eq!(
-            p.attachments,
-            vec![
-                json!({"dataB64": "IyBoaQ==", "filename": "a b.md", "mimeType": "text/markdown"}),
-                json!({"path": "/etc/hosts", "filename": "hosts"}),
-            ]
+            serde_json::to_value(&p.attachments).unwrap(),
+            json!([
+                {"dataB64": "IyBoaQ==", "filename": "a b.md", "mimeType": "text/markdown"},
+                {"path": "/etc/hosts", "filename": "hosts"},
+            ])
         );
-        assert_eq!(p.params("s")["attachments"].as_array().unwrap().len(), 2);
-        assert!(
-            translate(&blocks(json!([{"type": "text", "text": "x"}])))
-                .unwrap()
-                .params("s")
-                .get("attachments")
-                .is_none()
+        let params = serde_json::to_value(p.params("s")).unwrap();
+        assert_eq!(params["attachments"].as_array().unwrap().len(), 2);
+        assert_eq!(params["prompt"], json!(p.text));
+        let plain = translate(&blocks(json!([{"type": "text", "text": "x"}]))).unwrap();
+        assert_eq!(
+            serde_json::to_value(plain.params("s")).unwrap(),
+            json!({"sessionId": "s", "prompt": "x"})
         );
     }
 
@@ -191,7 +194,11 @@ mod tests {
 
     #[test]
     fn stop_reasons() {
-        let answer = |outcome: &str, content: &str| json!({"outcome": outcome, "content": content});
+        let answer = |outcome: &str, content: &str| -> TurnResult {
+            serde_json::from_value(json!({"sessionId": "s", "turnId": "t",
+                "outcome": outcome, "content": content}))
+            .unwrap()
+        };
         assert_eq!(
             stop_reason(&answer("completed", "hi"), false).unwrap(),
             StopReason::EndTurn

@@ -8,25 +8,36 @@ use std::sync::atomic::Ordering;
 
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
-    AgentCapabilities, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, McpServer, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionMode,
-    SessionModeState, SessionNotification, SetSessionModeRequest, SetSessionModeResponse,
+    AGENT_METHOD_NAMES, AgentCapabilities, CLIENT_METHOD_NAMES, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, SessionCapabilities, SessionInfo,
+    SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use serde_json::{Value, json};
+use zeroclaw_client::protocol::config::ConfigGetParams;
+use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
+use zeroclaw_client::protocol::stream::ConfigureParams;
+use zeroclaw_client::protocol::{Autonomy, Role};
+use zeroclaw_client::{Method, Mode};
 use zeroclaw_rpc::{ErrorObject, code};
 
-use super::{Bridge, Session, decode, updates};
+use super::bridge::{Bridge, Session, decode};
+use super::updates;
 
-/// The autonomy levels, offered as ACP session modes.
-const MODES: [(&str, &str, &str); 3] = [
+/// The autonomy levels, offered as ACP session modes (the mode id is the wire spelling).
+const MODES: [(Autonomy, &str, &str); 3] = [
     (
-        "supervised",
+        Autonomy::Supervised,
         "Supervised",
         "bash and write_file ask for approval",
     ),
-    ("full", "Full", "every tool runs without asking"),
-    ("read_only", "Read only", "bash and write_file are refused"),
+    (Autonomy::Full, "Full", "every tool runs without asking"),
+    (
+        Autonomy::ReadOnly,
+        "Read only",
+        "bash and write_file are refused",
+    ),
 ];
 /// Sessions per `session/list` page.
 const LIST_PAGE: usize = 50;
@@ -38,7 +49,7 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
 }
 
 pub async fn initialize(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
-    let req: InitializeRequest = decode("initialize", params)?;
+    let req: InitializeRequest = decode(AGENT_METHOD_NAMES.initialize, params)?;
     let elicitation = req.client_capabilities.elicitation.is_some();
     bridge.elicitation.store(elicitation, Ordering::Relaxed);
     bridge.link().await?;
@@ -67,18 +78,24 @@ fn agent_prop(alias: &str, key: &str) -> String {
 
 /// The modes offered, with the agent's configured autonomy as the current one.
 async fn modes(bridge: &Arc<Bridge>, alias: &str) -> SessionModeState {
+    let params = ConfigGetParams {
+        prop: Some(agent_prop(alias, "autonomy")),
+    };
     let current = bridge
-        .call("config/get", json!({"prop": agent_prop(alias, "autonomy")}))
+        .send(Method::ConfigGet, &params)
         .await
         .ok()
-        .and_then(|v| v.get("value").and_then(Value::as_str).map(str::to_string))
-        .filter(|m| MODES.iter().any(|(id, ..)| id == m))
-        .unwrap_or_else(|| "supervised".to_string());
+        .and_then(|v| {
+            v.get("value")
+                .and_then(Value::as_str)
+                .and_then(Autonomy::parse)
+        })
+        .unwrap_or(Autonomy::Supervised);
     let available = MODES
         .iter()
-        .map(|(id, name, about)| SessionMode::new(*id, *name).description(*about))
+        .map(|(id, name, about)| SessionMode::new(id.as_str(), *name).description(*about))
         .collect();
-    SessionModeState::new(current, available)
+    SessionModeState::new(current.as_str(), available)
 }
 
 /// `session/new` params for the daemon. `mcpServers` goes only when there are some, so
@@ -89,6 +106,14 @@ fn daemon_new(alias: &str, cwd: &std::path::Path, mcp: &[McpServer]) -> Result<V
         params["mcpServers"] = encode(&mcp)?;
     }
     Ok(params)
+}
+
+/// `session/list` params: every ACP session.
+fn acp_sessions() -> ListParams {
+    ListParams {
+        mode: Some(Mode::Acp),
+        ..Default::default()
+    }
 }
 
 fn remember(bridge: &Bridge, session_id: &str, cwd: PathBuf) {
@@ -103,9 +128,9 @@ pub async fn new_session(
     bridge: &Arc<Bridge>,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let req: NewSessionRequest = decode("session/new", params)?;
+    let req: NewSessionRequest = decode(AGENT_METHOD_NAMES.session_new, params)?;
     let params = daemon_new(&bridge.agent, &req.cwd, &req.mcp_servers)?;
-    let info = bridge.call("session/new", params).await?;
+    let info = bridge.call(Method::SessionNew, params).await?;
     let session_id = info
         .get("sessionId")
         .and_then(Value::as_str)
@@ -118,7 +143,7 @@ pub async fn new_session(
 
 /// The daemon's `session/list` entry of an ACP session, if it has one.
 async fn find(bridge: &Arc<Bridge>, session_id: &str) -> Result<Option<Value>, ErrorObject> {
-    let list = bridge.call("session/list", json!({"mode": "acp"})).await?;
+    let list = bridge.send(Method::SessionList, &acp_sessions()).await?;
     Ok(list
         .get("sessions")
         .and_then(Value::as_array)
@@ -134,11 +159,13 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
     let mut pages: Vec<Vec<Value>> = Vec::new();
     let mut before: Option<i64> = None;
     loop {
-        let mut params = json!({"sessionId": session_id, "mode": "acp"});
-        if let Some(seq) = before {
-            params["beforeSeq"] = json!(seq);
-        }
-        let page = bridge.call("session/messages", params).await?;
+        let params = MessagesParams {
+            session_id: session_id.to_owned(),
+            mode: Some(Mode::Acp),
+            limit: None,
+            before_seq: before,
+        };
+        let page = bridge.send(Method::SessionMessages, &params).await?;
         let rows = page
             .get("messages")
             .and_then(Value::as_array)
@@ -162,7 +189,7 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
 }
 
 pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
-    let req: LoadSessionRequest = decode("session/load", params)?;
+    let req: LoadSessionRequest = decode(AGENT_METHOD_NAMES.session_load, params)?;
     let session_id = req.session_id.0.to_string();
     let Some(entry) = find(bridge, &session_id).await? else {
         return Err(ErrorObject::new(
@@ -177,12 +204,15 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
         .to_string();
     let mut params = daemon_new(&alias, &req.cwd, &req.mcp_servers)?;
     params["sessionId"] = json!(session_id);
-    bridge.call("session/new", params).await?;
+    bridge.call(Method::SessionNew, params).await?;
     remember(bridge, &session_id, req.cwd);
     for row in transcript(bridge, &session_id).await? {
         if let Some(update) = updates::from_row(&row) {
             let note = SessionNotification::new(session_id.clone(), update);
-            bridge.editor.notify("session/update", &note).await;
+            bridge
+                .editor
+                .notify(CLIENT_METHOD_NAMES.session_update, &note)
+                .await;
         }
     }
     Ok(Value::Null)
@@ -212,10 +242,15 @@ pub fn rfc3339(ms: i64) -> String {
 
 /// The start of a session's first prompt.
 async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
-    let params = json!({"sessionId": session_id, "mode": "acp", "beforeSeq": 2, "limit": 1});
-    let page = bridge.call("session/messages", params).await.ok()?;
+    let params = MessagesParams {
+        session_id: session_id.to_owned(),
+        mode: Some(Mode::Acp),
+        limit: Some(1),
+        before_seq: Some(2),
+    };
+    let page = bridge.send(Method::SessionMessages, &params).await.ok()?;
     let first = page.get("messages")?.as_array()?.first()?;
-    if first.get("role")?.as_str()? != "user" {
+    if first.get("role")?.as_str()? != Role::User.as_str() {
         return None;
     }
     let text = first.get("content")?.as_str()?.trim();
@@ -229,15 +264,18 @@ async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
 }
 
 pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
-    let req: ListSessionsRequest = decode("session/list", params)?;
+    let req: ListSessionsRequest = decode(AGENT_METHOD_NAMES.session_list, params)?;
     let start: usize = match &req.cursor {
-        Some(c) => c
-            .parse()
-            .map_err(|_| ErrorObject::invalid_params(format!("session/list: bad cursor {c:?}")))?,
+        Some(c) => c.parse().map_err(|_| {
+            ErrorObject::invalid_params(format!(
+                "{}: bad cursor {c:?}",
+                AGENT_METHOD_NAMES.session_list
+            ))
+        })?,
         None => 0,
     };
     let mut all = bridge
-        .call("session/list", json!({"mode": "acp"}))
+        .send(Method::SessionList, &acp_sessions())
         .await?
         .get("sessions")
         .and_then(Value::as_array)
@@ -269,27 +307,35 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
 }
 
 pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
-    let req: SetSessionModeRequest = decode("session/set_mode", params)?;
+    let req: SetSessionModeRequest = decode(AGENT_METHOD_NAMES.session_set_mode, params)?;
     let session_id = req.session_id.0.to_string();
     let mode = req.mode_id.0.to_string();
-    if !MODES.iter().any(|(id, ..)| *id == mode) {
+    let Some(autonomy) = Autonomy::parse(&mode) else {
         return Err(ErrorObject::invalid_params(format!(
             "unknown mode {mode:?} (supervised, full, read_only)"
         )));
-    }
+    };
     if !bridge.sessions().contains_key(&session_id) {
         return Err(ErrorObject::new(
             -32002,
             format!("session {session_id} not found"),
         ));
     }
-    let params = json!({"sessionId": session_id, "autonomy": mode});
-    match bridge.call("session/configure", params).await {
+    let params = ConfigureParams {
+        session_id,
+        mode: None,
+        autonomy: Some(autonomy),
+        model: None,
+    };
+    match bridge.send(Method::SessionConfigure, &params).await {
         Ok(_) => encode(&SetSessionModeResponse::new()),
         Err(e) if e.code == code::METHOD_NOT_FOUND => Err(ErrorObject::new(
             code::METHOD_NOT_FOUND,
-            "session/set_mode needs a daemon with session/configure (SPEC §16); this daemon \
-             does not have it yet",
+            format!(
+                "{} needs a daemon with {} (SPEC §16); this daemon does not have it yet",
+                AGENT_METHOD_NAMES.session_set_mode,
+                Method::SessionConfigure
+            ),
         )),
         Err(e) => Err(e),
     }

@@ -9,17 +9,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
-    CancelNotification, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    AGENT_METHOD_NAMES, CLIENT_METHOD_NAMES, CancelNotification, PermissionOption,
+    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
-use zeroclaw_client::PROMPT_TIMEOUT;
+use zeroclaw_client::protocol::session::{
+    ApproveParams, SessionPromptParams, SessionRef, TurnResult,
+};
+use zeroclaw_client::{Decision, Method, PROMPT_TIMEOUT};
 use zeroclaw_rpc::{ErrorObject, code};
 
-use super::{Bridge, decode, prompt, updates};
+use super::bridge::{Bridge, Turn, decode};
+use super::{prompt, updates};
 
 /// How long the editor may take to answer a permission request (the daemon itself
 /// rejects after 120 s, so this only bounds a silent editor).
@@ -28,17 +32,6 @@ const PERMISSION_TIMEOUT: Duration = Duration::from_secs(130);
 const LAST_UPDATES_WAIT: Duration = Duration::from_secs(2);
 
 static SERIAL: AtomicU64 = AtomicU64::new(1);
-
-/// The running prompt of a session.
-pub struct Turn {
-    serial: u64,
-    /// The editor cancelled it: the answer is `cancelled` whatever the daemon says.
-    cancelled: bool,
-    /// Fired by the event router when the turn's `turn_complete` has been forwarded.
-    done: Option<oneshot::Sender<()>>,
-    /// Open permission requests, by daemon `requestId`.
-    approvals: HashMap<String, AbortHandle>,
-}
 
 fn not_found(session_id: &str) -> ErrorObject {
     ErrorObject::new(-32002, format!("session {session_id} not found"))
@@ -59,10 +52,10 @@ pub async fn prompt(bridge: &Arc<Bridge>, id: Value, params: Option<Value>) {
     }
 }
 
-type Started = (String, Value, u64, oneshot::Receiver<()>);
+type Started = (String, SessionPromptParams, u64, oneshot::Receiver<()>);
 
 fn start(bridge: &Bridge, params: Option<Value>) -> Result<Started, ErrorObject> {
-    let req: PromptRequest = decode("session/prompt", params)?;
+    let req: PromptRequest = decode(AGENT_METHOD_NAMES.session_prompt, params)?;
     let session_id = req.session_id.0.to_string();
     let translated = prompt::translate(&req.prompt)?;
     let mut sessions = bridge.sessions();
@@ -89,14 +82,14 @@ fn start(bridge: &Bridge, params: Option<Value>) -> Result<Started, ErrorObject>
 async fn run(
     bridge: &Arc<Bridge>,
     session_id: &str,
-    params: Value,
+    params: SessionPromptParams,
     serial: u64,
     done: oneshot::Receiver<()>,
 ) -> Result<Value, ErrorObject> {
-    let answer = match bridge.link().await {
+    let answer: Result<TurnResult, ErrorObject> = match bridge.link().await {
         Ok(link) => link
             .client
-            .call_within("session/prompt", params, PROMPT_TIMEOUT)
+            .request_within(Method::SessionPrompt, &params, PROMPT_TIMEOUT)
             .await
             .map_err(|e| bridge.failed(&link, e)),
         Err(e) => Err(e),
@@ -144,7 +137,7 @@ pub fn turn_completed(bridge: &Bridge, session_id: &str) {
 /// requests of the turn are withdrawn (the daemon is answered `reject` for each), and the
 /// pending prompt answers `cancelled`. Never answered, errors included.
 pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
-    let Ok(req) = decode::<CancelNotification>("session/cancel", params) else {
+    let Ok(req) = decode::<CancelNotification>(AGENT_METHOD_NAMES.session_cancel, params) else {
         tracing::warn!("ignoring a malformed session/cancel");
         return;
     };
@@ -152,7 +145,10 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
     let withdrawn: Vec<String> = {
         let mut sessions = bridge.sessions();
         let Some(turn) = sessions.get_mut(&session_id).and_then(|s| s.turn.as_mut()) else {
-            tracing::debug!("session/cancel for {session_id}: no prompt running");
+            tracing::debug!(
+                "{method} for {session_id}: no prompt running",
+                method = AGENT_METHOD_NAMES.session_cancel
+            );
             return;
         };
         turn.cancelled = true;
@@ -166,24 +162,33 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
     };
     let bridge = Arc::clone(bridge);
     tokio::spawn(async move {
-        let params = json!({"sessionId": session_id});
-        if let Err(e) = bridge.call("session/cancel", params).await
+        let params = SessionRef {
+            session_id: session_id.clone(),
+            mode: None,
+        };
+        if let Err(e) = bridge.send(Method::SessionCancel, &params).await
             && e.code != -32002
         {
-            tracing::warn!("session/cancel for {session_id}: {}", e.message);
+            tracing::warn!("{} for {session_id}: {}", Method::SessionCancel, e.message);
         }
         for request_id in withdrawn {
-            approve(&bridge, &session_id, &request_id, "reject").await;
+            approve(&bridge, &session_id, &request_id, Decision::Reject).await;
         }
     });
 }
 
-async fn approve(bridge: &Arc<Bridge>, session_id: &str, request_id: &str, decision: &str) {
-    let params = json!({"sessionId": session_id, "requestId": request_id, "decision": decision});
-    if let Err(e) = bridge.call("session/approve", params).await {
+async fn approve(bridge: &Arc<Bridge>, session_id: &str, request_id: &str, decision: Decision) {
+    let params = ApproveParams {
+        session_id: session_id.to_owned(),
+        request_id: request_id.to_owned(),
+        decision,
+        replacement: None,
+        mode: None,
+    };
+    if let Err(e) = bridge.send(Method::SessionApprove, &params).await {
         // -32602: no longer pending (answered elsewhere, timed out or cancelled).
         if e.code != code::INVALID_PARAMS {
-            tracing::warn!("session/approve {request_id}: {}", e.message);
+            tracing::warn!("{} {request_id}: {}", Method::SessionApprove, e.message);
         }
     }
 }
@@ -197,9 +202,13 @@ pub struct AskedTool {
 
 fn permission_options() -> Vec<PermissionOption> {
     vec![
-        PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
         PermissionOption::new(
-            "allow_always",
+            Decision::AllowOnce.as_str(),
+            "Allow once",
+            PermissionOptionKind::AllowOnce,
+        ),
+        PermissionOption::new(
+            Decision::AllowAlways.as_str(),
             "Always allow",
             PermissionOptionKind::AllowAlways,
         ),
@@ -208,18 +217,17 @@ fn permission_options() -> Vec<PermissionOption> {
 }
 
 /// The daemon decision for the editor's answer; anything but an allow option rejects.
-fn decision(answer: Result<Value, zeroclaw_rpc::PeerError>) -> &'static str {
+fn decision(answer: Result<Value, zeroclaw_rpc::PeerError>) -> Decision {
     let outcome = answer
         .ok()
         .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok())
         .map(|r| r.outcome);
     match outcome {
-        Some(RequestPermissionOutcome::Selected(s)) => match &*s.option_id.0 {
-            "allow_once" => "allow_once",
-            "allow_always" => "allow_always",
-            _ => "reject",
+        Some(RequestPermissionOutcome::Selected(s)) => match Decision::parse(&s.option_id.0) {
+            Some(allow @ (Decision::AllowOnce | Decision::AllowAlways)) => allow,
+            _ => Decision::Reject,
         },
-        _ => "reject",
+        _ => Decision::Reject,
     }
 }
 
@@ -250,7 +258,11 @@ pub fn ask_permission(
     let task = tokio::spawn(async move {
         let answer = task_bridge
             .editor
-            .request("session/request_permission", &request, PERMISSION_TIMEOUT)
+            .request(
+                CLIENT_METHOD_NAMES.session_request_permission,
+                &request,
+                PERMISSION_TIMEOUT,
+            )
             .await;
         let decision = decision(answer);
         if let Some(turn) = task_bridge
@@ -282,21 +294,27 @@ pub fn approval_resolved(bridge: &Bridge, session_id: &str, request_id: &str) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
     fn permission_answers() {
         let selected = |id: &str| Ok(json!({"outcome": {"outcome": "selected", "optionId": id}}));
-        assert_eq!(decision(selected("allow_once")), "allow_once");
-        assert_eq!(decision(selected("allow_always")), "allow_always");
-        assert_eq!(decision(selected("reject_once")), "reject");
-        assert_eq!(decision(selected("bogus")), "reject");
+        assert_eq!(decision(selected("allow_once")), Decision::AllowOnce);
+        assert_eq!(decision(selected("allow_always")), Decision::AllowAlways);
+        assert_eq!(decision(selected("reject_once")), Decision::Reject);
+        assert_eq!(decision(selected("reject_with_edit")), Decision::Reject);
+        assert_eq!(decision(selected("bogus")), Decision::Reject);
         assert_eq!(
             decision(Ok(json!({"outcome": {"outcome": "cancelled"}}))),
-            "reject"
+            Decision::Reject
         );
-        assert_eq!(decision(Ok(json!({"nonsense": 1}))), "reject");
-        assert_eq!(decision(Err(zeroclaw_rpc::PeerError::Timeout)), "reject");
+        assert_eq!(decision(Ok(json!({"nonsense": 1}))), Decision::Reject);
+        assert_eq!(
+            decision(Err(zeroclaw_rpc::PeerError::Timeout)),
+            Decision::Reject
+        );
         let options = serde_json::to_value(permission_options()).unwrap();
         assert_eq!(
             options,

@@ -7,7 +7,8 @@ use agent_client_protocol_schema::v1::{
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
-use zeroclaw_client::SessionUpdateKind;
+use zeroclaw_client::UpdateKind;
+use zeroclaw_client::protocol::Role;
 
 /// Longest tool-call title shown to the editor (characters).
 const TITLE_CHARS: usize = 120;
@@ -89,34 +90,35 @@ pub fn tool_result(id: &str, raw_output: &Value) -> SessionUpdate {
 
 /// The ACP update for a streamed daemon event; `None` for events ACP has no update for
 /// (approvals and questions travel as requests; `turn_complete` answers the prompt).
-pub fn from_event(kind: &SessionUpdateKind) -> Option<SessionUpdate> {
+pub fn from_event(kind: &UpdateKind) -> Option<SessionUpdate> {
     match kind {
-        SessionUpdateKind::AgentMessageChunk { text } => {
+        UpdateKind::AgentMessageChunk { text } => {
             Some(SessionUpdate::AgentMessageChunk(text_chunk(text)))
         }
-        SessionUpdateKind::AgentThoughtChunk { text } => {
+        UpdateKind::AgentThoughtChunk { text } => {
             Some(SessionUpdate::AgentThoughtChunk(text_chunk(text)))
         }
-        SessionUpdateKind::ToolCall {
+        UpdateKind::ToolCall {
             tool_call_id,
             name,
             raw_input,
         } => Some(tool_call(tool_call_id, name, raw_input)),
-        SessionUpdateKind::ToolResult {
+        UpdateKind::ToolResult {
             tool_call_id,
             raw_output,
             ..
         } => Some(tool_result(tool_call_id, raw_output)),
-        SessionUpdateKind::Unknown { kind, params } if kind == "usage" => usage(params),
+        // SPEC §16 `usage {contextTokens, contextWindow, …}` → ACP `usage_update {used, size}`.
+        UpdateKind::Usage {
+            context_tokens,
+            context_window,
+            ..
+        } => Some(SessionUpdate::UsageUpdate(UsageUpdate::new(
+            *context_tokens,
+            *context_window,
+        ))),
         _ => None,
     }
-}
-
-/// SPEC §16 `usage {contextTokens, contextWindow, …}` → ACP `usage_update {used, size}`.
-fn usage(params: &Value) -> Option<SessionUpdate> {
-    let used = params.get("contextTokens").and_then(Value::as_u64)?;
-    let size = params.get("contextWindow").and_then(Value::as_u64)?;
-    Some(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size)))
 }
 
 /// The updates that replay one transcript row (`session/messages` entry).
@@ -129,21 +131,22 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
             .unwrap_or("")
             .to_string()
     };
-    match row.get("role").and_then(Value::as_str)? {
-        "user" => Some(SessionUpdate::UserMessageChunk(text_chunk(content))),
-        "assistant" | "interruption" => Some(SessionUpdate::AgentMessageChunk(text_chunk(content))),
-        "tool_call" => {
+    match Role::parse(row.get("role").and_then(Value::as_str)?)? {
+        Role::User => Some(SessionUpdate::UserMessageChunk(text_chunk(content))),
+        Role::Assistant | Role::Interruption => {
+            Some(SessionUpdate::AgentMessageChunk(text_chunk(content)))
+        }
+        Role::ToolCall => {
             let call = parsed();
             let name = call.get("name").and_then(Value::as_str).unwrap_or("");
             let input = call.get("rawInput").cloned().unwrap_or(Value::Null);
             Some(tool_call(&id(&call), name, &input))
         }
-        "tool_result" => {
+        Role::ToolResult => {
             let result = parsed();
             let output = result.get("rawOutput").cloned().unwrap_or(Value::Null);
             Some(tool_result(&id(&result), &output))
         }
-        _ => None,
     }
 }
 
@@ -158,12 +161,12 @@ mod tests {
 
     #[test]
     fn chunks_and_tools_have_the_acp_shape() {
-        let chunk = from_event(&SessionUpdateKind::AgentMessageChunk { text: "Hi".into() });
+        let chunk = from_event(&UpdateKind::AgentMessageChunk { text: "Hi".into() });
         assert_eq!(
             wire(chunk.unwrap()),
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}})
         );
-        let thought = from_event(&SessionUpdateKind::AgentThoughtChunk { text: "hm".into() });
+        let thought = from_event(&UpdateKind::AgentThoughtChunk { text: "hm".into() });
         assert_eq!(
             wire(thought.unwrap())["sessionUpdate"],
             "agent_thought_chunk"
@@ -204,19 +207,27 @@ mod tests {
 
     #[test]
     fn usage_and_unmapped_events() {
-        let usage = SessionUpdateKind::Unknown {
-            kind: "usage".into(),
-            params: json!({"contextTokens": 10, "contextWindow": 32000, "inputTokens": 3}),
+        let usage = UpdateKind::Usage {
+            input_tokens: 3,
+            output_tokens: 4,
+            session_total_tokens: 7,
+            context_tokens: 10,
+            context_window: 32000,
+            estimated: false,
         };
         assert_eq!(
             wire(from_event(&usage).unwrap()),
             json!({"sessionUpdate": "usage_update", "used": 10, "size": 32000})
         );
-        let plan = SessionUpdateKind::Unknown {
-            kind: "plan".into(),
-            params: json!({}),
+        let trimmed = UpdateKind::HistoryTrimmed {
+            dropped_messages: 4,
+            kept_messages: 6,
+            checkpoint_seq: 17,
+            reason: "max_context_tokens".into(),
         };
-        assert!(from_event(&plan).is_none());
+        assert!(from_event(&trimmed).is_none());
+        let gap = UpdateKind::ReplayGap { first_event_seq: 3 };
+        assert!(from_event(&gap).is_none());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Input of `zeroclaw chat`: on a terminal, a line editor (rustyline: editing keys,
 //! history kept in the data dir) asked for one line at a time; otherwise stdin lines read
-//! ahead on a thread of their own. And Ctrl-C.
+//! ahead on a thread of their own. And Ctrl-C, with the exit status it leaves
+//! ([`INTERRUPTED`]).
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -10,6 +11,8 @@ use rustyline::history::FileHistory;
 use rustyline::{Config, Editor};
 use tokio::sync::mpsc;
 
+/// Exit status after Ctrl-C (128 + SIGINT).
+pub const INTERRUPTED: i32 = 130;
 /// Lines read ahead of the chat (the reading thread waits when they are not taken).
 const LINES_AHEAD: usize = 64;
 /// Prompts kept in the history file.

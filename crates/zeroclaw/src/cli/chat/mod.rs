@@ -11,9 +11,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use serde_json::json;
+use zeroclaw_client::protocol::session::MessagesParams;
 use zeroclaw_client::{
-    ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, NewSession, ServerMessage,
-    SessionInfo, SessionUpdateKind,
+    ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, Method, ServerMessage,
+    SessionNewParams, SessionNewResult, UpdateKind,
 };
 use zeroclaw_ipc::Dirs;
 
@@ -26,13 +27,11 @@ mod slash;
 mod turn;
 mod ui;
 
-use input::{Input, Interrupts, Read};
+use input::{INTERRUPTED, Input, Interrupts, Read};
 use slash::Slash;
 use turn::Turn;
-use ui::Ui;
+use ui::{Ui, message};
 
-/// Exit status after Ctrl-C (128 + SIGINT).
-const INTERRUPTED: i32 = 130;
 /// Messages of a resumed session shown before the prompt.
 const RESUME_MESSAGES: u32 = 6;
 /// The history file of the line editor, in the data dir.
@@ -58,12 +57,12 @@ pub async fn run(
     let mut interrupts = Interrupts::new()?;
     let client = rpc::connect(config_dir, socket, true).await?;
     let (handle, mut events) = client.split();
-    let mut params = NewSession::agent(agent.clone());
+    let mut params = SessionNewParams::agent(agent.clone());
     params.session_id = session;
     let info = handle
         .new_session(&params)
         .await
-        .map_err(|e| format!("session/new failed: {}", message(&e)))?;
+        .map_err(|e| format!("{} failed: {}", Method::SessionNew, message(&e)))?;
     let mut ui = Ui::new(interactive);
     ui.header(&info);
     show_earlier(&handle, &info, &mut ui).await;
@@ -133,18 +132,21 @@ pub async fn run(
             match command {
                 Slash::Help => ui.print(slash::HELP),
                 Slash::Sessions => {
-                    let text = match handle.call("session/list", json!({})).await {
+                    let text = match handle.call(Method::SessionList, json!({})).await {
                         Ok(list) => sessions::table(&handle, &list, 20).await,
                         Err(e) => format!("error: {}", message(&e)),
                     };
                     ui.print(&text);
                 }
-                Slash::New => match handle.new_session(&NewSession::agent(agent.clone())).await {
+                Slash::New => match handle
+                    .new_session(&SessionNewParams::agent(agent.clone()))
+                    .await
+                {
                     Ok(info) => {
                         ui.header(&info);
                         session_id = info.session_id;
                     }
-                    Err(e) => ui.error(&format!("session/new failed: {}", message(&e))),
+                    Err(e) => ui.error(&format!("{} failed: {}", Method::SessionNew, message(&e))),
                 },
                 Slash::Cancel => match handle.cancel(&session_id).await {
                     Ok(()) => ui.note("cancel sent"),
@@ -183,12 +185,20 @@ pub async fn run(
 }
 
 /// A resumed session's last messages, before the first prompt.
-async fn show_earlier(handle: &ClientHandle, info: &SessionInfo, ui: &mut Ui) {
+async fn show_earlier(handle: &ClientHandle, info: &SessionNewResult, ui: &mut Ui) {
     if !info.resumed || info.message_count == 0 {
         return;
     }
-    let params = json!({"sessionId": info.session_id, "mode": info.mode, "limit": RESUME_MESSAGES});
-    match handle.call("session/messages", params).await {
+    let params = MessagesParams {
+        session_id: info.session_id.clone(),
+        mode: Some(info.mode),
+        limit: Some(RESUME_MESSAGES),
+        before_seq: None,
+    };
+    match handle
+        .send(Method::SessionMessages, &params, handle.timeout())
+        .await
+    {
         Ok(page) => {
             let rows = page["messages"].as_array().cloned().unwrap_or_default();
             let total = page["total"].as_u64().unwrap_or(info.message_count);
@@ -197,14 +207,6 @@ async fn show_earlier(handle: &ClientHandle, info: &SessionInfo, ui: &mut Ui) {
             }
         }
         Err(e) => ui.note(&format!("cannot show earlier messages: {}", message(&e))),
-    }
-}
-
-/// The message of a client error without the JSON around it.
-fn message(e: &ClientError) -> String {
-    match e {
-        ClientError::Rpc(e) => format!("{} (code {})", e.message, e.code),
-        other => other.to_string(),
     }
 }
 
@@ -221,7 +223,7 @@ async fn configure(
     if !value.is_empty() {
         params[field] = json!(value);
     }
-    match handle.call("session/configure", params).await {
+    match handle.call(Method::SessionConfigure, params).await {
         Ok(r) => ui.note(&format!(
             "model {} · autonomy {}",
             r["model"].as_str().unwrap_or("?"),
@@ -256,9 +258,9 @@ async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Op
                 .await;
         }
         Event::Update(u) if u.session_id == session_id => match u.kind {
-            SessionUpdateKind::TurnComplete(_)
-            | SessionUpdateKind::ApprovalResolved { .. }
-            | SessionUpdateKind::ReplayGap { .. } => {
+            UpdateKind::TurnComplete { .. }
+            | UpdateKind::ApprovalResolved { .. }
+            | UpdateKind::ReplayGap { .. } => {
                 tracing::debug!("update outside a turn: {:?}", u.kind);
             }
             _ => return Some(Event::Update(u)),

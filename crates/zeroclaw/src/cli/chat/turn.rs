@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use zeroclaw_client::{
     ClientError, ClientHandle, Decision, ElicitationAnswer, ElicitationRequest, ErrorObject, Event,
-    Events, ServerMessage, SessionUpdateKind, TurnOutcome, TurnResult,
+    Events, Method, Outcome, ServerMessage, UpdateKind,
 };
 
-use super::input::{Input, Interrupts, Read};
-use super::ui::Ui;
-use super::{INTERRUPTED, message};
+use super::input::{INTERRUPTED, Input, Interrupts, Read};
+use super::ui::{Ui, message};
 
 /// How often the spinner turns.
 const SPIN_EVERY: Duration = Duration::from_millis(100);
@@ -44,9 +43,16 @@ pub struct Turn<'a> {
     /// Watching a turn this window did not prompt: it ends with its `turn_complete`.
     pub watching: bool,
     /// The `turn_complete` of the watched turn.
-    pub completed: Option<TurnResult>,
+    pub completed: Option<Ending>,
     /// Token usage of this turn so far (SPEC §16 `usage` updates).
     pub usage: TurnUsage,
+}
+
+/// How a turn ended: the `session/prompt` answer, or a watched turn's `turn_complete`.
+pub struct Ending {
+    pub outcome: Outcome,
+    /// Completed: the final text. Cancelled: the partial text. Failed: the error message.
+    pub content: String,
 }
 
 /// What the `usage` updates of one turn add up to.
@@ -61,14 +67,14 @@ pub struct TurnUsage {
 }
 
 impl TurnUsage {
-    fn add(&mut self, params: &serde_json::Value) {
-        let n = |k: &str| params[k].as_u64().unwrap_or(0);
+    /// Adds one provider call: tokens in and out, the context after it, its window.
+    fn add(&mut self, input: u64, output: u64, context: u64, window: u64, estimated: bool) {
         self.calls += 1;
-        self.input += n("inputTokens");
-        self.output += n("outputTokens");
-        self.context = n("contextTokens");
-        self.window = n("contextWindow");
-        self.estimated |= params["estimated"].as_bool().unwrap_or(false);
+        self.input += input;
+        self.output += output;
+        self.context = context;
+        self.window = window;
+        self.estimated |= estimated;
     }
 
     /// One line: tokens in/out, context used / window (`~` when estimated).
@@ -112,7 +118,14 @@ impl<'a> Turn<'a> {
         interrupts: &mut Interrupts,
         prompt: &str,
     ) -> Result<(), ClientError> {
-        let prompt_call = self.handle.prompt(self.session_id, prompt);
+        let (handle, session_id) = (self.handle, self.session_id);
+        let prompt_call = async move {
+            let result = handle.prompt(session_id, prompt).await?;
+            Ok(Ending {
+                outcome: result.outcome,
+                content: result.content,
+            })
+        };
         self.drive(events, interrupts, prompt_call).await
     }
 
@@ -135,7 +148,7 @@ impl<'a> Turn<'a> {
         &mut self,
         events: &mut Events,
         interrupts: &mut Interrupts,
-        prompt_call: impl std::future::Future<Output = Result<TurnResult, ClientError>>,
+        prompt_call: impl std::future::Future<Output = Result<Ending, ClientError>>,
     ) -> Result<(), ClientError> {
         tokio::pin!(prompt_call);
         let mut events_open = true;
@@ -229,18 +242,18 @@ impl<'a> Turn<'a> {
             return;
         }
         match update.kind {
-            SessionUpdateKind::AgentMessageChunk { text } => {
+            UpdateKind::AgentMessageChunk { text } => {
                 self.streamed |= !text.is_empty();
                 self.ui.message(&text);
             }
-            SessionUpdateKind::AgentThoughtChunk { text } => self.ui.thought(&text),
-            SessionUpdateKind::ToolCall {
+            UpdateKind::AgentThoughtChunk { text } => self.ui.thought(&text),
+            UpdateKind::ToolCall {
                 name, raw_input, ..
             } => self.ui.tool_call(&name, &raw_input),
-            SessionUpdateKind::ToolResult {
+            UpdateKind::ToolResult {
                 name, raw_output, ..
             } => self.ui.tool_result(&name, &raw_output),
-            SessionUpdateKind::ApprovalRequest {
+            UpdateKind::ApprovalRequest {
                 request_id,
                 tool_name,
                 arguments_summary,
@@ -250,26 +263,38 @@ impl<'a> Turn<'a> {
                 tool: tool_name,
                 summary: arguments_summary,
             }),
-            SessionUpdateKind::HistoryTrimmed {
+            UpdateKind::HistoryTrimmed {
                 dropped_messages, ..
             } => self.ui.note(&format!(
                 "context trimmed: {dropped_messages} older messages dropped"
             )),
             // The answer to session/prompt carries the same; it ends the turn.
-            SessionUpdateKind::TurnComplete(result) => {
+            UpdateKind::TurnComplete {
+                outcome, content, ..
+            } => {
                 // A prompted turn ends with its answer, which carries the same.
                 if self.watching {
-                    self.completed = Some(result);
+                    self.completed = Some(Ending { outcome, content });
                 }
             }
-            SessionUpdateKind::ApprovalResolved { request_id, .. } => self.withdraw(&request_id),
-            SessionUpdateKind::ReplayGap { .. } => self
+            UpdateKind::ApprovalResolved { request_id, .. } => self.withdraw(&request_id),
+            UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),
-            SessionUpdateKind::Unknown { kind, params } if kind == "usage" => {
-                self.usage.add(&params)
-            }
-            SessionUpdateKind::Unknown { .. } => {}
+            UpdateKind::Usage {
+                input_tokens,
+                output_tokens,
+                context_tokens,
+                context_window,
+                estimated,
+                ..
+            } => self.usage.add(
+                input_tokens,
+                output_tokens,
+                context_tokens,
+                context_window,
+                estimated,
+            ),
         }
     }
 
@@ -389,37 +414,37 @@ impl<'a> Turn<'a> {
         let session_id = self.session_id.to_string();
         tokio::spawn(async move {
             if let Err(e) = handle.approve(&session_id, &request_id, decision).await {
-                eprintln!("zeroclaw: session/approve failed: {}", message(&e));
+                eprintln!(
+                    "zeroclaw: {} failed: {}",
+                    Method::SessionApprove,
+                    message(&e)
+                );
             }
         });
     }
 
-    fn finish(&mut self, result: &TurnResult) {
+    fn finish(&mut self, result: &Ending) {
         self.show_outcome(result);
         if let Some(line) = self.usage.line() {
             self.ui.note(&line);
         }
     }
 
-    fn show_outcome(&mut self, result: &TurnResult) {
-        match &result.outcome {
-            TurnOutcome::Completed => {
+    fn show_outcome(&mut self, result: &Ending) {
+        match result.outcome {
+            Outcome::Completed => {
                 if !self.streamed && !result.content.is_empty() {
                     self.ui.message(&result.content);
                 }
                 self.ui.end_line();
             }
-            TurnOutcome::Cancelled => {
+            Outcome::Cancelled => {
                 self.ui.end_line();
                 self.ui.note("turn cancelled");
             }
-            TurnOutcome::Failed => {
+            Outcome::Failed => {
                 self.ui.end_line();
                 self.ui.error(&format!("turn failed: {}", result.content));
-            }
-            TurnOutcome::Other(outcome) => {
-                self.ui.end_line();
-                self.ui.note(&format!("turn ended: {outcome}"));
             }
         }
     }

@@ -1,11 +1,12 @@
 //! Output of `zeroclaw chat`: streamed text (markdown rendered on a terminal), a spinner
 //! until the reply starts, tool calls and results, notes and questions. Colours only on a
-//! terminal and without `NO_COLOR`; piped output is the raw text.
+//! terminal and without `NO_COLOR`; piped output is the raw text. Also how a client error
+//! reads to people ([`message`]).
 
 use std::io::{IsTerminal, Write};
 
 use serde_json::Value;
-use zeroclaw_client::{ElicitationRequest, SessionInfo};
+use zeroclaw_client::{ClientError, ElicitationRequest, SessionNewResult};
 
 use super::markdown::Markdown;
 
@@ -147,7 +148,7 @@ impl Ui {
         self.stream = Stream::None;
     }
 
-    pub fn header(&mut self, info: &SessionInfo) {
+    pub fn header(&mut self, info: &SessionNewResult) {
         let mut line = format!("session {} · agent {}", info.session_id, info.agent_alias);
         if info.resumed {
             line.push_str(&format!(" · resumed ({} messages)", info.message_count));
@@ -332,6 +333,14 @@ impl Ui {
 }
 
 /// At most `max` characters, with an ellipsis when cut; newlines shown as `⏎`.
+/// The message of a client error without the JSON around it.
+pub fn message(e: &ClientError) -> String {
+    match e {
+        ClientError::Rpc(e) => format!("{} (code {})", e.message, e.code),
+        other => other.to_string(),
+    }
+}
+
 pub fn clip(text: &str, max: usize) -> String {
     let flat = text.replace('\n', "⏎");
     if flat.chars().count() <= max {

@@ -1,0 +1,64 @@
+//! A live session's worker: [`start`] creates the session and spawns the task that takes its
+//! prompts in submit order and runs each as one turn ([`Runner`]), until the session closes;
+//! then it answers the prompts still queued with -32000 and stops.
+//!
+//! In the layers of the sessions service it sits above the registry
+//! ([`manager`](super::manager)), the turn and the live session's state, and below the
+//! operations that open sessions.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use zeroclaw_agent::ChatMessage;
+use zeroclaw_store::SessionKey;
+
+use super::live::{Job, LiveSession};
+use super::manager::SessionManager;
+use super::turn::Runner;
+
+/// Creates the session and starts its worker with the restored `context`.
+pub(crate) fn start(
+    manager: &SessionManager,
+    key: SessionKey,
+    agent_alias: String,
+    owner: String,
+    workspace: PathBuf,
+    cwd: PathBuf,
+    context: Vec<ChatMessage>,
+) -> Arc<LiveSession> {
+    let (session, rx) = LiveSession::new(
+        key,
+        agent_alias,
+        owner,
+        manager.next_generation(),
+        workspace,
+        cwd,
+    );
+    let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context);
+    tokio::spawn(run(Arc::clone(&session), rx, runner));
+    session
+}
+
+/// Runs the session's prompts in order until it is closed.
+async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mut runner: Runner) {
+    loop {
+        let job = tokio::select! {
+            biased;
+            job = rx.recv() => job,
+            () = session.closing() => None,
+        };
+        let Some(mut job) = job else { break };
+        let turn_id = format!("turn_{}", uuid::Uuid::new_v4().simple());
+        let Some(cancel) = session.start_turn(&turn_id) else {
+            let _ = job.reply.send(Err(session.closed_error()));
+            continue;
+        };
+        let outcome = runner.run(&session, &mut job, &turn_id, cancel).await;
+        session.end_turn();
+        // The caller may be gone (its connection closed); the turn is persisted anyway.
+        let _ = job.reply.send(outcome);
+    }
+    session.drain_and_stop(&mut rx);
+    tracing::debug!(session = %session.key.session_id, "session worker stopped");
+}

@@ -1,0 +1,95 @@
+//! Test hooks, compiled only with the `test-hooks` feature (which only the test suites
+//! enable, through a dev-dependency): release binaries contain none of this.
+//!
+//! Read once at startup from the environment:
+//! - `ZEROCLAW_TEST_STALL_TIMEOUT_MS` shortens the 30 s stalled-reader timeout;
+//! - `ZEROCLAW_TEST_HOOKS=1` makes the daemon poll its data dir for two trigger files: while
+//!   `test-fail-writes` exists every store write fails (rolled back by the store's failure
+//!   injection); while `test-fail-snapshots` exists only the auto-trim snapshot write fails.
+//!   The daemon acknowledges each switch: `<trigger>.active` exists exactly while the
+//!   injection is on, so a test waits for that file instead of sleeping.
+//!   That is how the integration tests inject storage failures into the real binary.
+//!
+//! The approval, ask-user and ephemeral waits have no override: `zeroclaw-daemon`'s
+//! tests/timing.rs times them in process with a jumped clock ([`crate::harness`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::session::SessionManager;
+use crate::state::Daemon;
+
+/// A duration in milliseconds from the environment variable `name`, if set and valid.
+fn ms(name: &str) -> Option<Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_millis)
+}
+
+/// The stalled-reader timeout override, if any.
+pub(crate) fn stall_timeout_from_env() -> Option<Duration> {
+    ms("ZEROCLAW_TEST_STALL_TIMEOUT_MS")
+}
+
+/// Starts the trigger-file watcher when `ZEROCLAW_TEST_HOOKS=1`.
+pub(crate) fn start(daemon: &Arc<Daemon>) {
+    if std::env::var("ZEROCLAW_TEST_HOOKS").is_ok_and(|v| v == "1") {
+        tokio::spawn(watch_fail_triggers(
+            Arc::clone(&daemon.sessions),
+            daemon.dirs.data_dir.clone(),
+            daemon.shutdown.clone(),
+        ));
+    }
+}
+
+/// Mirrors the trigger files in `data_dir` into the failure-injection flags until `stop`
+/// fires.
+async fn watch_fail_triggers(
+    sessions: Arc<SessionManager>,
+    data_dir: PathBuf,
+    stop: CancellationToken,
+) {
+    let writes = data_dir.join("test-fail-writes");
+    let snapshots = data_dir.join("test-fail-snapshots");
+    let (mut failing, mut failing_snapshots) = (false, false);
+    loop {
+        let now = writes.exists();
+        if now != failing {
+            tracing::warn!(fail = now, "test hook: store write failure injection");
+            sessions.store.set_fail_writes(now);
+            acknowledge(&writes, now);
+            failing = now;
+        }
+        let now = snapshots.exists();
+        if now != failing_snapshots {
+            tracing::warn!(fail = now, "test hook: snapshot write failure injection");
+            sessions.tuning.fail_snapshots.store(now, Ordering::SeqCst);
+            acknowledge(&snapshots, now);
+            failing_snapshots = now;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Creates (`on`) or removes `<trigger>.active`, once the injection is switched.
+fn acknowledge(trigger: &Path, on: bool) {
+    let mut name = trigger.as_os_str().to_owned();
+    name.push(".active");
+    let ack = PathBuf::from(name);
+    let done = if on {
+        std::fs::write(&ack, b"")
+    } else {
+        std::fs::remove_file(&ack)
+    };
+    if let Err(e) = done {
+        tracing::warn!("test hook: cannot update {}: {e}", ack.display());
+    }
+}

@@ -1,0 +1,119 @@
+//! The state `zeroclaw acp` shares between its stdin loop and the tasks it spawns
+//! ([`Bridge`]): the editor's side ([`Editor`]), the daemon link ([`Daemon`]), and what is
+//! known of each session the editor opened ([`Session`], with its running [`Turn`]). Also
+//! the one way to call the daemon ([`Bridge::call`]) and to decode the editor's params
+//! ([`decode`]). The router of a new link's events is handed in at start
+//! ([`Bridge::router`]), so this file imports none of the method files.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+use zeroclaw_client::{ClientError, ClientHandle, Events, Method};
+use zeroclaw_rpc::ErrorObject;
+
+use super::daemon::{self, Daemon, Link};
+use super::stdio::Editor;
+
+/// Starts routing the events of a new daemon link (generation, handle, queue).
+pub type Router = fn(Arc<Bridge>, u64, ClientHandle, Events);
+
+/// What `zeroclaw acp` knows about one session the editor opened (new or load).
+#[derive(Default)]
+pub struct Session {
+    pub cwd: PathBuf,
+    /// The running prompt, if any.
+    pub turn: Option<Turn>,
+    /// The last `tool_call` seen, for the `approval_request` that follows it.
+    pub last_tool_call: Option<(String, String, Value)>,
+}
+
+/// The running prompt of a session.
+pub struct Turn {
+    pub serial: u64,
+    /// The editor cancelled it: the answer is `cancelled` whatever the daemon says.
+    pub cancelled: bool,
+    /// Fired by the event router when the turn's `turn_complete` has been forwarded.
+    pub done: Option<oneshot::Sender<()>>,
+    /// Open permission requests, by daemon `requestId`.
+    pub approvals: HashMap<String, AbortHandle>,
+}
+
+/// State shared by the stdin loop and the tasks it spawns.
+pub struct Bridge {
+    pub editor: Editor,
+    pub daemon: Daemon,
+    pub agent: String,
+    /// The editor declared the elicitation capability.
+    pub elicitation: AtomicBool,
+    pub sessions: Mutex<HashMap<String, Session>>,
+    /// Routes a new link's events (set by the stdin loop).
+    pub router: Router,
+}
+
+impl Bridge {
+    pub fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The daemon link, connected (or started) on demand; a new link's events are routed.
+    pub async fn link(self: &Arc<Self>) -> Result<Link, ErrorObject> {
+        let (link, events) = self
+            .daemon
+            .link(self.elicitation.load(Ordering::Relaxed))
+            .await?;
+        if let Some(events) = events {
+            (self.router)(
+                Arc::clone(self),
+                link.generation,
+                link.client.clone(),
+                events,
+            );
+        }
+        Ok(link)
+    }
+
+    /// One daemon call (not `session/prompt`), errors translated for the editor.
+    pub async fn call(
+        self: &Arc<Self>,
+        method: Method,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        let link = self.link().await?;
+        link.client
+            .call_within(method, params, daemon::CALL_TIMEOUT)
+            .await
+            .map_err(|e| self.failed(&link, e))
+    }
+
+    /// One daemon call with typed params (not `session/prompt`).
+    pub async fn send<P: Serialize>(
+        self: &Arc<Self>,
+        method: Method,
+        params: &P,
+    ) -> Result<Value, ErrorObject> {
+        let params =
+            serde_json::to_value(params).map_err(|e| ErrorObject::internal(e.to_string()))?;
+        self.call(method, params).await
+    }
+
+    /// Translates a daemon failure, forgetting the link when it is gone.
+    pub fn failed(&self, link: &Link, e: ClientError) -> ErrorObject {
+        if daemon::is_closed(&e) {
+            self.daemon.lost(link.generation);
+        }
+        daemon::daemon_error(e)
+    }
+}
+
+/// Decodes request params (absent = `{}`) into an ACP schema type; -32602 otherwise.
+pub fn decode<T: DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, ErrorObject> {
+    serde_json::from_value(params.unwrap_or_else(|| json!({})))
+        .map_err(|e| ErrorObject::invalid_params(format!("{method}: {e}")))
+}
