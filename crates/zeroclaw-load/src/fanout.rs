@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::Result;
+use crate::error::Result;
 use crate::sys;
 use crate::turns::{RpcConn, long_prompt, median};
 

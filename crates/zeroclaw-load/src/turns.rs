@@ -19,8 +19,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, UnixStream};
 use zeroclaw_rpc::{Frame, FrameReader};
 
-use crate::Result;
 use crate::client::INITIALIZE;
+use crate::error::Result;
 
 /// How long any single line may take before the run is declared failed.
 const LINE_TIMEOUT: Duration = Duration::from_secs(60);
