@@ -25,6 +25,8 @@ mod error;
 #[cfg(unix)]
 mod fanout;
 #[cfg(unix)]
+mod raw_watch;
+#[cfg(unix)]
 mod sys;
 #[cfg(unix)]
 mod turns;

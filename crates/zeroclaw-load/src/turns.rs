@@ -130,23 +130,6 @@ impl RpcConn {
         }
     }
 
-    /// The next line as raw bytes (no JSON parsing: cheap for counting notifications).
-    pub async fn raw_line(&mut self) -> Result<Vec<u8>> {
-        let frame = tokio::time::timeout(LINE_TIMEOUT, self.frames.next_frame())
-            .await
-            .map_err(|_| format!("nothing received within {LINE_TIMEOUT:?}"))??;
-        match frame {
-            Some(Frame::Line(line)) => Ok(line),
-            Some(Frame::Oversize) => Err("server sent an oversize line".into()),
-            None => Err("server closed the connection".into()),
-        }
-    }
-
-    /// Sends a request without waiting for its answer; returns its id.
-    pub async fn send_request(&mut self, method: &str, params: &Value) -> Result<u64> {
-        self.send(method, params).await
-    }
-
     pub async fn call(&mut self, method: &str, params: Value) -> Result<Value> {
         let id = self.send(method, &params).await?;
         self.answer(id, method).await
