@@ -58,7 +58,7 @@ struct Subscriber {
     /// Subscription order: larger = more recent.
     order: u64,
     /// Lines gathered until the subscribe answer is queued.
-    held: Option<Vec<Vec<u8>>>,
+    held: Option<Vec<bytes::Bytes>>,
 }
 
 #[derive(Default)]
@@ -155,7 +155,7 @@ impl SessionStream {
         turn.events.push_back(Event { seq, params });
         inner.bytes += size;
         inner.evict();
-        inner.fan_out(&line);
+        inner.fan_out(line.into());
     }
 
     /// Subscribes `link` with a replay from `cursor` (SPEC §14): -32013 for a 17th
@@ -266,7 +266,7 @@ impl SessionStream {
 }
 
 impl Inner {
-    fn add(&mut self, link: Arc<dyn ClientLink>, principal: &str, held: Option<Vec<Vec<u8>>>) {
+    fn add(&mut self, link: Arc<dyn ClientLink>, principal: &str, held: Option<Vec<bytes::Bytes>>) {
         self.next_order += 1;
         self.subscribers.push(Subscriber {
             link,
@@ -282,13 +282,14 @@ impl Inner {
             .retain(|s| s.link.is_open() && Some(s.link.id()) != also);
     }
 
-    fn fan_out(&mut self, line: &[u8]) {
+    /// Queues `line` to every subscriber: one shared buffer, each queue holds a reference.
+    fn fan_out(&mut self, line: bytes::Bytes) {
         self.subscribers.retain_mut(|s| match &mut s.held {
             Some(held) => {
-                held.push(line.to_vec());
+                held.push(line.clone());
                 true
             }
-            None => s.link.push(line.to_vec()),
+            None => s.link.push(line.clone()),
         });
     }
 
@@ -306,7 +307,7 @@ impl Inner {
     }
 
     /// The lines a subscriber with `cursor` must be sent before live ones.
-    fn replay(&self, session_id: &str, cursor: &Cursor) -> Vec<Vec<u8>> {
+    fn replay(&self, session_id: &str, cursor: &Cursor) -> Vec<bytes::Bytes> {
         let start = cursor
             .turn_id
             .as_deref()
@@ -329,13 +330,13 @@ impl Inner {
                     "turnId": turn.turn_id,
                     "firstEventSeq": turn.first_seq,
                 });
-                lines.push(replay_line(&gap.to_string()));
+                lines.push(replay_line(&gap.to_string()).into());
             }
             lines.extend(
                 turn.events
                     .iter()
                     .filter(|e| e.seq > after)
-                    .map(|e| replay_line(&e.params)),
+                    .map(|e| replay_line(&e.params).into()),
             );
         }
         lines
@@ -361,7 +362,7 @@ mod tests {
         fn id(&self) -> u64 {
             self.id
         }
-        fn push(&self, line: Vec<u8>) -> bool {
+        fn push(&self, line: bytes::Bytes) -> bool {
             if self.closed.load(Ordering::SeqCst) {
                 return false;
             }
