@@ -354,6 +354,8 @@ mod tests {
     struct Probe {
         id: u64,
         lines: Mutex<Vec<Value>>,
+        /// Where each pushed line's bytes live (fan-out shares one buffer).
+        buffers: Mutex<Vec<usize>>,
         closed: AtomicBool,
     }
 
@@ -366,6 +368,7 @@ mod tests {
             if self.closed.load(Ordering::SeqCst) {
                 return false;
             }
+            self.buffers.lock().unwrap().push(line.as_ptr() as usize);
             let v: Value = serde_json::from_slice(&line).expect("json line");
             self.lines.lock().unwrap().push(v["params"].clone());
             true
@@ -405,6 +408,24 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn one_event_is_one_buffer_shared_by_every_subscriber() {
+        let s = SessionStream::new("s1");
+        let probes: Vec<_> = (1..=4).map(probe).collect();
+        for p in &probes {
+            s.subscribe(p.clone(), "operator", &Cursor::default())
+                .expect("room");
+            s.release(p.id);
+        }
+        s.begin_turn("t1");
+        s.emit("agent_message_chunk", json!({"text": "shared"}));
+        let first = probes[0].buffers.lock().unwrap().clone();
+        assert_eq!(first.len(), 1);
+        for p in &probes[1..] {
+            assert_eq!(*p.buffers.lock().unwrap(), first, "same bytes, not a copy");
+        }
     }
 
     #[test]
