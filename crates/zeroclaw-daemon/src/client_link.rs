@@ -19,7 +19,7 @@ impl ClientLink for ConnectionContext {
         self.id
     }
 
-    fn push(&self, line: Vec<u8>) -> bool {
+    fn push(&self, line: bytes::Bytes) -> bool {
         self.out.push_now(line).is_ok()
     }
 

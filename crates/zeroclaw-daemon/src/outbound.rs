@@ -5,11 +5,15 @@
 //! stalled (it has read nothing for that long while its queue was full) and closes the
 //! connection; producers then get [`Closed`] and carry on without this peer (a turn goes on
 //! and is persisted). The writer coalesces queued lines into one write.
+//!
+//! Lines are [`Bytes`]: a session update fanned out to many subscribers is one shared
+//! buffer, queued to each by reference.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +36,7 @@ pub struct Closed;
 /// A cloneable handle for queueing lines to one connection.
 #[derive(Clone)]
 pub struct Outbound {
-    tx: mpsc::UnboundedSender<Vec<u8>>,
+    tx: mpsc::UnboundedSender<Bytes>,
     budget: Arc<Semaphore>,
     closed: CancellationToken,
     stall_timeout: Duration,
@@ -47,7 +51,7 @@ pub struct Outbound {
 
 impl Outbound {
     /// Creates the queue; the receiving half goes to [`run_writer`].
-    pub fn new(stall_timeout: Duration) -> (Outbound, mpsc::UnboundedReceiver<Vec<u8>>) {
+    pub fn new(stall_timeout: Duration) -> (Outbound, mpsc::UnboundedReceiver<Bytes>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let out = Outbound {
             tx,
@@ -62,7 +66,8 @@ impl Outbound {
     }
 
     /// Queues one line (with its `\n`), waiting for room in the budget.
-    pub async fn send(&self, line: Vec<u8>) -> Result<(), Closed> {
+    pub async fn send(&self, line: impl Into<Bytes>) -> Result<(), Closed> {
+        let line = line.into();
         let cost = cost_of(&line);
         // The common case: room in the queue, no timer needed.
         match self.budget.try_acquire_many(cost) {
@@ -77,7 +82,7 @@ impl Outbound {
     /// subscribers and must not be slowed by any of them. A line that finds the budget
     /// full is queued on credit; a peer whose queue stays over budget without reading for
     /// the stall timeout, or whose credit exceeds a second budget, is disconnected.
-    pub fn push_now(&self, line: Vec<u8>) -> Result<(), Closed> {
+    pub fn push_now(&self, line: Bytes) -> Result<(), Closed> {
         if self.is_closed() {
             return Err(Closed);
         }
@@ -223,10 +228,10 @@ fn cost_of(line: &[u8]) -> u32 {
 /// Writes queued lines to the sink until the connection closes or the sink fails.
 pub async fn run_writer<S: FrameSink>(
     mut sink: S,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
     out: Outbound,
 ) {
-    let mut batch: Vec<Vec<u8>> = Vec::new();
+    let mut batch: Vec<Bytes> = Vec::new();
     loop {
         let first = tokio::select! {
             line = rx.recv() => line,

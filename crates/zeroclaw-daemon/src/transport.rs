@@ -8,6 +8,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use zeroclaw_rpc::{Frame, FrameReader};
 
@@ -56,7 +57,7 @@ pub trait FrameSource: Send + 'static {
 
 /// Outbound lines of one connection. Each line ends with `\n`.
 pub trait FrameSink: Send + 'static {
-    fn send_lines<'a>(&'a mut self, lines: &'a [Vec<u8>]) -> BoxFuture<'a, io::Result<()>>;
+    fn send_lines<'a>(&'a mut self, lines: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>>;
     fn shutdown(&mut self) -> BoxFuture<'_, ()>;
 }
 
@@ -107,7 +108,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> StreamSink<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> FrameSink for StreamSink<W> {
-    fn send_lines<'a>(&'a mut self, lines: &'a [Vec<u8>]) -> BoxFuture<'a, io::Result<()>> {
+    fn send_lines<'a>(&'a mut self, lines: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
         Box::pin(self.write_lines(lines))
     }
 
@@ -119,7 +120,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> FrameSink for StreamSink<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> StreamSink<W> {
-    async fn write_lines(&mut self, lines: &[Vec<u8>]) -> io::Result<()> {
+    async fn write_lines(&mut self, lines: &[Bytes]) -> io::Result<()> {
         if let [line] = lines {
             return self.writer.write_all(line).await;
         }

@@ -14,6 +14,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -26,7 +27,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use zeroclaw_config::Wss;
 use zeroclaw_rpc::MAX_FRAME_BYTES;
 
@@ -273,17 +274,20 @@ struct WsSink<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> FrameSink for WsSink<S> {
-    fn send_lines<'a>(&'a mut self, lines: &'a [Vec<u8>]) -> BoxFuture<'a, io::Result<()>> {
+    fn send_lines<'a>(&'a mut self, lines: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
         Box::pin(async move {
             // An item may hold several lines; each line is one message. Our lines are
-            // compact JSON: valid UTF-8, never a raw newline inside a message.
-            let messages = lines.iter().flat_map(|l| l.split(|b| *b == b'\n'));
-            for line in messages.filter(|l| !l.is_empty()) {
-                let text = String::from_utf8_lossy(line).into_owned();
-                self.tx
-                    .feed(Message::Text(text.into()))
-                    .await
-                    .map_err(io::Error::other)?;
+            // compact JSON: valid UTF-8, never a raw newline inside a message. A message
+            // is a slice of the shared line, not a copy.
+            for item in lines {
+                for line in item.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                    let text = Utf8Bytes::try_from(item.slice_ref(line))
+                        .unwrap_or_else(|_| String::from_utf8_lossy(line).into_owned().into());
+                    self.tx
+                        .feed(Message::Text(text))
+                        .await
+                        .map_err(io::Error::other)?;
+                }
             }
             self.tx.flush().await.map_err(io::Error::other)
         })

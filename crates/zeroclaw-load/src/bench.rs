@@ -9,9 +9,10 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::args::{BenchArgs, Pin};
 use crate::client::{self, IdleReport, LatencyReport, ThroughputReport};
+use crate::error::Result;
 use crate::sys::{self, ChildGuard};
-use crate::{BenchArgs, Pin, Result};
 
 /// How long a server may take to start before the run fails.
 const START_TIMEOUT: Duration = Duration::from_secs(10);

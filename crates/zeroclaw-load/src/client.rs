@@ -17,7 +17,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Barrier, Semaphore};
 use zeroclaw_rpc::{Frame, FrameReader};
 
-use crate::Result;
+use crate::error::Result;
 
 /// How long any single answer may take before the run is declared failed.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -266,7 +266,7 @@ pub async fn pipelined(
                 }
                 writer.write_all(&buf).await?;
             }
-            Ok::<_, crate::Error>(writer)
+            Ok::<_, crate::error::Error>(writer)
         }
     };
     let receive = async {
@@ -284,7 +284,7 @@ pub async fn pipelined(
             seen += 1;
             slots.add_permits(1);
         }
-        Ok::<_, crate::Error>(())
+        Ok::<_, crate::error::Error>(())
     };
     let (sent, received) = tokio::join!(send, receive);
     let _writer = sent?;
@@ -321,7 +321,7 @@ pub async fn connections(
                 for _ in 0..calls {
                     conn.call(&method).await?;
                 }
-                Ok::<_, crate::Error>(conn)
+                Ok::<_, crate::error::Error>(conn)
             }
             .await;
             done.wait().await;

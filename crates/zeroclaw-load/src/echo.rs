@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::Result;
+use crate::error::Result;
 
 /// Frame cap, as in the protocol (8 MiB including the `\n`).
 const MAX_LINE: usize = zeroclaw_rpc::MAX_FRAME_BYTES;

@@ -1,60 +1,19 @@
 //! `fanout`: one long streamed turn watched by N subscribers (SPEC §14). Each subscriber
-//! counts its `agent_message_chunk` lines without parsing them; reported per subscriber:
-//! notifications/s while streaming and prompt → first chunk, plus the daemon's RSS growth
-//! during the turn (the replay buffer is capped at 8 MiB per session) and its CPU time per
-//! delivered notification (what fan-out costs the daemon, apart from the client's reading).
+//! reads its stream raw ([`crate::raw_watch`]); reported per subscriber: notifications/s
+//! while streaming and prompt → first chunk, plus the daemon's RSS growth during the turn
+//! (the replay buffer is capped at 8 MiB per session), its CPU time per delivered
+//! notification (what fan-out costs the daemon, apart from the client's reading) and the
+//! client's own CPU time per notification (what the bench takes from a shared machine).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::Result;
+use crate::error::Result;
+use crate::raw_watch::{RawConn, Seen};
 use crate::sys;
 use crate::turns::{RpcConn, long_prompt, median};
-
-/// What one subscriber saw.
-struct Seen {
-    chunks: usize,
-    first: Duration,
-    streaming: Duration,
-}
-
-impl Seen {
-    fn rate(&self) -> f64 {
-        self.chunks.saturating_sub(1) as f64 / self.streaming.as_secs_f64().max(1e-9)
-    }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
-}
-
-/// Reads `conn` until the turn's `turn_complete` (and, for the prompter, its answer).
-async fn watch(mut conn: RpcConn, start: Instant, prompt_id: Option<u64>) -> Result<Seen> {
-    let (mut chunks, mut first, mut last) = (0usize, None, start);
-    let mut complete = false;
-    let mut answered = prompt_id.is_none();
-    while !(complete && answered) {
-        let line = conn.raw_line().await?;
-        if contains(&line, b"\"agent_message_chunk\"") {
-            let now = Instant::now();
-            first.get_or_insert(now);
-            last = now;
-            chunks += 1;
-        } else if contains(&line, b"\"turn_complete\"") {
-            complete = true;
-        } else if !contains(&line, b"\"method\"") {
-            answered = true;
-        }
-    }
-    let first = first.ok_or("no chunk received")?;
-    Ok(Seen {
-        chunks,
-        first: first - start,
-        streaming: last - first,
-    })
-}
 
 pub struct FanoutReport {
     pub subscribers: usize,
@@ -66,6 +25,8 @@ pub struct FanoutReport {
     pub rss_growth_kib: u64,
     /// Daemon CPU time spent on the turn, per delivered notification (all subscribers).
     pub daemon_cpu_per_delivery: Duration,
+    /// This client's CPU time for the turn, per notification read (all subscribers).
+    pub client_cpu_per_delivery: Duration,
 }
 
 impl std::fmt::Display for FanoutReport {
@@ -74,7 +35,7 @@ impl std::fmt::Display for FanoutReport {
         let first = |v: &[f64]| v.first().copied().unwrap_or(0.0);
         write!(
             f,
-            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; daemon RSS +{:.1} MiB at peak; daemon CPU {:.2} µs per delivered notification",
+            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; daemon RSS +{:.1} MiB at peak; daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
             self.subscribers,
             self.chunks,
             first(&self.rates),
@@ -82,7 +43,8 @@ impl std::fmt::Display for FanoutReport {
             median(&self.first_ms),
             last(&self.first_ms),
             self.rss_growth_kib as f64 / 1024.0,
-            self.daemon_cpu_per_delivery.as_secs_f64() * 1e6
+            self.daemon_cpu_per_delivery.as_secs_f64() * 1e6,
+            self.client_cpu_per_delivery.as_secs_f64() * 1e6
         )
     }
 }
@@ -95,38 +57,49 @@ pub async fn fanout(
     words: usize,
     subscribers: usize,
 ) -> Result<FanoutReport> {
-    let prompt = long_prompt(words);
-    let mut prompter = RpcConn::open(socket).await?;
-    let session = prompter.new_session(agent).await?;
-    let pid = prompter
+    let prompt = serde_json::to_string(&json!({
+        "jsonrpc": "2.0",
+        "method": "session/prompt",
+        "params": {"sessionId": "SESSION", "prompt": long_prompt(words)},
+        "id": 1,
+    }))?;
+    // Session set-up on a control connection kept open for the turn.
+    let mut control = RpcConn::open(socket).await?;
+    let session = control.new_session(agent).await?;
+    let pid = control
         .call("status", json!({}))
         .await?
         .get("serverPid")
         .and_then(Value::as_u64)
         .ok_or("status without serverPid")? as u32;
+    let prompt = prompt.replacen("SESSION", &session, 1);
+    let subscribe = serde_json::to_string(&json!({
+        "jsonrpc": "2.0",
+        "method": "session/subscribe",
+        "params": {"sessionId": session},
+        "id": 1,
+    }))?;
+    let mut prompter = RawConn::open(socket).await?;
     let mut others = Vec::new();
     for _ in 1..subscribers.max(1) {
-        let mut conn = RpcConn::open(socket).await?;
-        conn.call("session/subscribe", json!({"sessionId": session}))
-            .await?;
+        let mut conn = RawConn::open(socket).await?;
+        conn.send(&subscribe).await?;
+        conn.answers(1).await?;
         others.push(conn);
     }
+    let me = std::process::id();
     let rss_before = sys::vm_rss_kib(pid)?;
     let cpu_before = sys::cpu_time(pid)?;
+    let client_before = sys::cpu_time(me)?;
     let start = Instant::now();
-    let id = prompter
-        .send_request(
-            "session/prompt",
-            &json!({"sessionId": session, "prompt": prompt}),
-        )
-        .await?;
+    prompter.send(&prompt).await?;
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(watch(prompter, start, Some(id)));
+    tasks.spawn(prompter.watch(start, 1));
     for conn in others {
-        tasks.spawn(watch(conn, start, None));
+        tasks.spawn(conn.watch(start, 0));
     }
     let mut peak = rss_before;
-    let mut seen = Vec::new();
+    let mut seen: Vec<Seen> = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     while !tasks.is_empty() {
         tokio::select! {
@@ -139,10 +112,20 @@ pub async fn fanout(
         }
     }
     let cpu = sys::cpu_time(pid)?.saturating_sub(cpu_before);
+    let client_cpu = sys::cpu_time(me)?.saturating_sub(client_before);
+    drop(control);
     let chunks = seen.iter().map(|s| s.chunks).min().unwrap_or(0);
     let deliveries = (chunks * seen.len()).max(1) as u32;
     if seen.iter().any(|s| s.chunks != chunks) {
         return Err("subscribers saw different numbers of chunks".into());
+    }
+    // Every subscriber got the whole turn: one turn id, every event from 1 to the last.
+    let turn = seen.first().map(|s| s.turn_id.clone()).unwrap_or_default();
+    if seen
+        .iter()
+        .any(|s| s.turn_id != turn || s.updates != s.complete_seq)
+    {
+        return Err("a subscriber missed events (turnId or eventSeq count differs)".into());
     }
     let mut rates: Vec<f64> = seen.iter().map(Seen::rate).collect();
     rates.sort_by(f64::total_cmp);
@@ -155,5 +138,6 @@ pub async fn fanout(
         first_ms,
         rss_growth_kib: peak.saturating_sub(rss_before),
         daemon_cpu_per_delivery: cpu / deliveries,
+        client_cpu_per_delivery: client_cpu / deliveries,
     })
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::Result;
+use crate::error::Result;
 
 /// The resident set size of `pid` in KiB, from `/proc/PID/status`.
 pub fn vm_rss_kib(pid: u32) -> Result<u64> {

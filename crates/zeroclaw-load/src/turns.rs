@@ -19,8 +19,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, UnixStream};
 use zeroclaw_rpc::{Frame, FrameReader};
 
-use crate::Result;
 use crate::client::INITIALIZE;
+use crate::error::Result;
 
 /// How long any single line may take before the run is declared failed.
 const LINE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -128,23 +128,6 @@ impl RpcConn {
             }
             return Ok(line.msg.result.unwrap_or(Value::Null));
         }
-    }
-
-    /// The next line as raw bytes (no JSON parsing: cheap for counting notifications).
-    pub async fn raw_line(&mut self) -> Result<Vec<u8>> {
-        let frame = tokio::time::timeout(LINE_TIMEOUT, self.frames.next_frame())
-            .await
-            .map_err(|_| format!("nothing received within {LINE_TIMEOUT:?}"))??;
-        match frame {
-            Some(Frame::Line(line)) => Ok(line),
-            Some(Frame::Oversize) => Err("server sent an oversize line".into()),
-            None => Err("server closed the connection".into()),
-        }
-    }
-
-    /// Sends a request without waiting for its answer; returns its id.
-    pub async fn send_request(&mut self, method: &str, params: &Value) -> Result<u64> {
-        self.send(method, params).await
     }
 
     pub async fn call(&mut self, method: &str, params: Value) -> Result<Value> {

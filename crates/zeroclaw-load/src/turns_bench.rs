@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use zeroclaw_testkit::FakeOpenAi;
 
+use crate::args::SessionsBenchArgs;
+use crate::error::Result;
 use crate::sys::{self, ChildGuard};
 use crate::turns::{self, FirstChunkReport, median};
-use crate::{Result, SessionsBenchArgs};
 
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 const SETTLE: Duration = Duration::from_millis(500);

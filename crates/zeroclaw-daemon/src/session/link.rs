@@ -31,7 +31,7 @@ pub trait ClientLink: Send + Sync {
     /// The connection's id (unique for the daemon's lifetime).
     fn id(&self) -> u64;
     /// Queues one complete line at once (never waits); `false` once the connection is gone.
-    fn push(&self, line: Vec<u8>) -> bool;
+    fn push(&self, line: bytes::Bytes) -> bool;
     fn is_open(&self) -> bool;
     /// The client declared it can answer `elicitation/create`.
     fn can_elicit(&self) -> bool;

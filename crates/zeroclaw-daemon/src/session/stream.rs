@@ -62,7 +62,7 @@ struct Subscriber {
     /// Subscription order: larger = more recent.
     order: u64,
     /// Lines gathered until the subscribe answer is queued.
-    held: Option<Vec<Vec<u8>>>,
+    held: Option<Vec<bytes::Bytes>>,
 }
 
 #[derive(Default)]
@@ -169,7 +169,7 @@ impl SessionStream {
         turn.events.push_back(Event { seq, params });
         inner.bytes += size;
         inner.evict();
-        inner.fan_out(&line);
+        inner.fan_out(line.into());
     }
 
     /// Subscribes `link` with a replay from `cursor` (SPEC §14): -32013 for a 17th
@@ -281,7 +281,7 @@ impl SessionStream {
 }
 
 impl Inner {
-    fn add(&mut self, link: Arc<dyn ClientLink>, principal: &str, held: Option<Vec<Vec<u8>>>) {
+    fn add(&mut self, link: Arc<dyn ClientLink>, principal: &str, held: Option<Vec<bytes::Bytes>>) {
         self.next_order += 1;
         self.subscribers.push(Subscriber {
             link,
@@ -297,13 +297,14 @@ impl Inner {
             .retain(|s| s.link.is_open() && Some(s.link.id()) != also);
     }
 
-    fn fan_out(&mut self, line: &[u8]) {
+    /// Queues `line` to every subscriber: one shared buffer, each queue holds a reference.
+    fn fan_out(&mut self, line: bytes::Bytes) {
         self.subscribers.retain_mut(|s| match &mut s.held {
             Some(held) => {
-                held.push(line.to_vec());
+                held.push(line.clone());
                 true
             }
-            None => s.link.push(line.to_vec()),
+            None => s.link.push(line.clone()),
         });
     }
 
@@ -321,7 +322,7 @@ impl Inner {
     }
 
     /// The lines a subscriber with `cursor` must be sent before live ones.
-    fn replay(&self, session_id: &str, cursor: &Cursor) -> Vec<Vec<u8>> {
+    fn replay(&self, session_id: &str, cursor: &Cursor) -> Vec<bytes::Bytes> {
         let start = cursor
             .turn_id
             .as_deref()
@@ -344,13 +345,13 @@ impl Inner {
                     "turnId": turn.turn_id,
                     "firstEventSeq": turn.first_seq,
                 });
-                lines.push(replay_line(&gap.to_string()));
+                lines.push(replay_line(&gap.to_string()).into());
             }
             lines.extend(
                 turn.events
                     .iter()
                     .filter(|e| e.seq > after)
-                    .map(|e| replay_line(&e.params)),
+                    .map(|e| replay_line(&e.params).into()),
             );
         }
         lines
@@ -368,6 +369,8 @@ mod tests {
     struct Probe {
         id: u64,
         lines: Mutex<Vec<Value>>,
+        /// Where each pushed line's bytes live (fan-out shares one buffer).
+        buffers: Mutex<Vec<usize>>,
         closed: AtomicBool,
     }
 
@@ -376,10 +379,11 @@ mod tests {
         fn id(&self) -> u64 {
             self.id
         }
-        fn push(&self, line: Vec<u8>) -> bool {
+        fn push(&self, line: bytes::Bytes) -> bool {
             if self.closed.load(Ordering::SeqCst) {
                 return false;
             }
+            self.buffers.lock().unwrap().push(line.as_ptr() as usize);
             let v: Value = serde_json::from_slice(&line).expect("json line");
             self.lines.lock().unwrap().push(v["params"].clone());
             true
@@ -419,6 +423,24 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn one_event_is_one_buffer_shared_by_every_subscriber() {
+        let s = SessionStream::new("s1");
+        let probes: Vec<_> = (1..=4).map(probe).collect();
+        for p in &probes {
+            s.subscribe(p.clone(), "operator", &Cursor::default())
+                .expect("room");
+            s.release(p.id);
+        }
+        s.begin_turn("t1");
+        s.emit("agent_message_chunk", json!({"text": "shared"}));
+        let first = probes[0].buffers.lock().unwrap().clone();
+        assert_eq!(first.len(), 1);
+        for p in &probes[1..] {
+            assert_eq!(*p.buffers.lock().unwrap(), first, "same bytes, not a copy");
+        }
     }
 
     #[test]

@@ -1,0 +1,188 @@
+//! A cheap reader of one subscriber's stream for `fanout`: large reads into one reused
+//! buffer, lines found in place (no copy, no allocation per line), and only a fixed-size
+//! prefix of each line looked at. Two lines per turn are parsed as JSON: the first chunk
+//! and the `turn_complete` (their `turnId` and `eventSeq` check that nothing was lost), so
+//! the client spends as little as it can of the CPU it shares with the daemon under test.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+use crate::client::INITIALIZE;
+use crate::error::Result;
+
+/// Bytes asked of the socket per read.
+const READ_BYTES: usize = 256 * 1024;
+/// How long one read may take before the run is declared failed.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How much of a line is looked at to classify it (the `type` follows the session id).
+const HEAD: usize = 192;
+
+const UPDATE: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update""#;
+const CHUNK: &[u8] = br#""type":"agent_message_chunk""#;
+const COMPLETE: &[u8] = br#""type":"turn_complete""#;
+
+/// What one subscriber saw of a turn.
+pub struct Seen {
+    /// `agent_message_chunk` updates.
+    pub chunks: usize,
+    /// All `session/update` lines.
+    pub updates: u64,
+    /// Start → first chunk.
+    pub first: Duration,
+    /// First chunk → last chunk.
+    pub streaming: Duration,
+    /// `turnId` of the first chunk.
+    pub turn_id: String,
+    /// `eventSeq` of `turn_complete`.
+    pub complete_seq: u64,
+}
+
+impl Seen {
+    pub fn rate(&self) -> f64 {
+        self.chunks.saturating_sub(1) as f64 / self.streaming.as_secs_f64().max(1e-9)
+    }
+}
+
+/// One connection read raw.
+pub struct RawConn {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    /// Unread bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn head(line: &[u8]) -> &[u8] {
+    &line[..line.len().min(HEAD)]
+}
+
+/// `(turnId, eventSeq)` of an update line.
+fn position(line: &[u8]) -> Result<(String, u64)> {
+    let v: Value = serde_json::from_slice(line)?;
+    let p = &v["params"];
+    let turn = p["turnId"].as_str().ok_or("update without turnId")?;
+    let seq = p["eventSeq"].as_u64().ok_or("update without eventSeq")?;
+    Ok((turn.to_owned(), seq))
+}
+
+impl RawConn {
+    /// Connects and initializes.
+    pub async fn open(socket: &Path) -> Result<RawConn> {
+        let stream = UnixStream::connect(socket)
+            .await
+            .map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+        let mut conn = RawConn {
+            stream,
+            buf: vec![0; READ_BYTES * 2],
+            start: 0,
+            end: 0,
+        };
+        conn.send(INITIALIZE).await?;
+        conn.answers(1).await?;
+        Ok(conn)
+    }
+
+    /// Writes one request line (`line` without its `\n`).
+    pub async fn send(&mut self, line: &str) -> Result<()> {
+        self.stream.write_all(line.as_bytes()).await?;
+        self.stream.write_all(b"\n").await?;
+        Ok(())
+    }
+
+    /// Reads until `n` answers have arrived; an error answer fails.
+    pub async fn answers(&mut self, n: usize) -> Result<()> {
+        let mut left = n;
+        let mut failed = None;
+        self.scan(|line| {
+            if !contains(head(line), b"\"method\"") {
+                if contains(line, b"\"error\"") {
+                    failed = Some(String::from_utf8_lossy(line).into_owned());
+                }
+                left -= 1;
+            }
+            Ok(left == 0)
+        })
+        .await?;
+        match failed {
+            Some(answer) => Err(format!("request failed: {answer}").into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads one turn: until its `turn_complete` and `answers` more answers.
+    pub async fn watch(mut self, start: Instant, answers: usize) -> Result<Seen> {
+        let (mut chunks, mut updates, mut left) = (0usize, 0u64, answers);
+        let (mut first, mut last) = (None, start);
+        let mut turn_id = None;
+        let mut complete_seq = None;
+        self.scan(|line| {
+            let h = head(line);
+            if h.starts_with(UPDATE) {
+                updates += 1;
+                if contains(h, CHUNK) {
+                    let now = Instant::now();
+                    if first.is_none() {
+                        first = Some(now);
+                        turn_id = Some(position(line)?.0);
+                    }
+                    last = now;
+                    chunks += 1;
+                } else if contains(h, COMPLETE) {
+                    complete_seq = Some(position(line)?.1);
+                }
+            } else if !contains(h, b"\"method\"") {
+                left = left.saturating_sub(1);
+            }
+            Ok(complete_seq.is_some() && left == 0)
+        })
+        .await?;
+        let first = first.ok_or("no chunk received")?;
+        Ok(Seen {
+            chunks,
+            updates,
+            first: first - start,
+            streaming: last - first,
+            turn_id: turn_id.unwrap_or_default(),
+            complete_seq: complete_seq.unwrap_or_default(),
+        })
+    }
+
+    /// Hands each complete line (without `\n`) to `f` until it returns `true`.
+    async fn scan(&mut self, mut f: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
+        loop {
+            while let Some(nl) = self.buf[self.start..self.end]
+                .iter()
+                .position(|b| *b == b'\n')
+            {
+                let line = &self.buf[self.start..self.start + nl];
+                self.start += nl + 1;
+                if !line.is_empty() && f(line)? {
+                    return Ok(());
+                }
+            }
+            // Keep the partial line, at the front; grow only for a line longer than a read.
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() - self.end < READ_BYTES {
+                self.buf.resize(self.end + READ_BYTES, 0);
+            }
+            let read =
+                tokio::time::timeout(READ_TIMEOUT, self.stream.read(&mut self.buf[self.end..]))
+                    .await
+                    .map_err(|_| format!("nothing received within {READ_TIMEOUT:?}"))??;
+            if read == 0 {
+                return Err("server closed the connection".into());
+            }
+            self.end += read;
+        }
+    }
+}
