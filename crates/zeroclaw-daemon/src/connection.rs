@@ -168,19 +168,23 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 let daemon = Arc::clone(&daemon);
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {
-                    let ((line, shutting_down), after) = collect_after_answer(async {
+                    let step = async {
+                        let (line, shutting_down) = answer(&daemon, &conn, method, request).await;
+                        // Queued before the ticket lets this session's next request go, so
+                        // answers that do not wait (a refusal, an error) keep sending order.
+                        // A closed connection cannot be answered; the work itself is done.
+                        if let Some(line) = line {
+                            let _ = conn.out.send(line).await;
+                        }
+                        shutting_down
+                    };
+                    let (shutting_down, after) = collect_after_answer(async {
                         match ticket {
-                            Some(ticket) => {
-                                ticket.run(answer(&daemon, &conn, method, request)).await
-                            }
-                            None => answer(&daemon, &conn, method, request).await,
+                            Some(ticket) => ticket.run(step).await,
+                            None => step.await,
                         }
                     })
                     .await;
-                    // A closed connection cannot be answered; the work itself is done.
-                    if let Some(line) = line {
-                        let _ = conn.out.send(line).await;
-                    }
                     after.run();
                     if shutting_down {
                         daemon.begin_shutdown(Method::DaemonShutdown.name());

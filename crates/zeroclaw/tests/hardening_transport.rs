@@ -357,7 +357,9 @@ fn pipelined_prompts_take_effect_in_sending_order() {
                 }
             }
         }
-        assert!(answered.len() >= 33, "round {round}: {answered:?}");
+        // 32 wait behind the running turn; the first may still be waiting itself when the
+        // burst's tail arrives (a loaded machine), so 32 is what is promised.
+        assert!(answered.len() >= 32, "round {round}: {answered:?}");
         assert!(
             answered.windows(2).all(|w| w[0] < w[1]),
             "round {round}: answers out of order: {answered:?}"
