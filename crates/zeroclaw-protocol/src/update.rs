@@ -12,6 +12,11 @@ use serde_json::Value;
 use crate::session::TurnUsage;
 use crate::types::{Decision, ElicitationAction, Outcome, ResolvedReason};
 
+/// The `type` of a turn's last event (the stream marks the turn done when it is sent).
+pub const TURN_COMPLETE: &str = "turn_complete";
+/// The `type` of the marker a replay starts with when events before its cursor are gone.
+pub const REPLAY_GAP: &str = "replay_gap";
+
 /// Every event `type`, in the order of [`UpdateKind`]'s variants.
 pub const UPDATE_TYPES: &[&str] = &[
     "agent_message_chunk",
@@ -22,8 +27,8 @@ pub const UPDATE_TYPES: &[&str] = &[
     "approval_resolved",
     "history_trimmed",
     "usage",
-    "turn_complete",
-    "replay_gap",
+    TURN_COMPLETE,
+    REPLAY_GAP,
 ];
 
 /// `session/update` params.

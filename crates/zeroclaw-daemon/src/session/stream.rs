@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
-use zeroclaw_protocol::UpdateKind;
+use zeroclaw_protocol::update::{REPLAY_GAP, TURN_COMPLETE};
+use zeroclaw_protocol::{SESSION_UPDATE, UpdateKind};
 
 use super::error::SessionError;
 use super::link::ClientLink;
@@ -83,7 +84,9 @@ pub struct SessionStream {
 
 fn update_line(params: &str) -> Vec<u8> {
     let mut line = Vec::with_capacity(params.len() + 60);
-    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":"#);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":""#);
+    line.extend_from_slice(SESSION_UPDATE.as_bytes());
+    line.extend_from_slice(br#"","params":"#);
     line.extend_from_slice(params.as_bytes());
     line.extend_from_slice(b"}\n");
     line
@@ -162,7 +165,7 @@ impl SessionStream {
         }
         let params = Value::Object(params).to_string();
         let line = update_line(&params);
-        if kind == "turn_complete" {
+        if kind == TURN_COMPLETE {
             turn.done = true;
         }
         let size = params.len();
@@ -341,7 +344,7 @@ impl Inner {
             if turn.first_seq > after + 1 {
                 let gap = json!({
                     "sessionId": session_id,
-                    "type": "replay_gap",
+                    "type": REPLAY_GAP,
                     "turnId": turn.turn_id,
                     "firstEventSeq": turn.first_seq,
                 });
