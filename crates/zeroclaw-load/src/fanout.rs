@@ -4,16 +4,21 @@
 //! (the replay buffer is capped at 8 MiB per session), its CPU time per delivered
 //! notification (what fan-out costs the daemon, apart from the client's reading) and the
 //! client's own CPU time per notification (what the bench takes from a shared machine).
+//! The turn is either the echo of a long prompt on a running daemon (`--socket`, echo's
+//! chunks are up to 4 KiB) or, with `--bin --chunks N`, a reply scripted as N one-word
+//! deltas by the fake OpenAI server to a daemon started for the run.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use zeroclaw_testkit::{FakeOpenAi, Scripted};
 
 use crate::error::Result;
 use crate::raw_watch::{RawConn, Seen};
 use crate::sys;
-use crate::turns::{RpcConn, long_prompt, median};
+use crate::turns::{RpcConn, median};
+use crate::turns_bench::start_daemon;
 
 pub struct FanoutReport {
     pub subscribers: usize,
@@ -49,18 +54,18 @@ impl std::fmt::Display for FanoutReport {
     }
 }
 
-/// One turn of `words` words on `agent`, watched by `subscribers` connections (the
+/// One turn answering `prompt` on `agent`, watched by `subscribers` connections (the
 /// prompting one included).
 pub async fn fanout(
     socket: &Path,
     agent: &str,
-    words: usize,
+    prompt: &str,
     subscribers: usize,
 ) -> Result<FanoutReport> {
     let prompt = serde_json::to_string(&json!({
         "jsonrpc": "2.0",
         "method": "session/prompt",
-        "params": {"sessionId": "SESSION", "prompt": long_prompt(words)},
+        "params": {"sessionId": "SESSION", "prompt": prompt},
         "id": 1,
     }))?;
     // Session set-up on a control connection kept open for the turn.
@@ -140,4 +145,35 @@ pub async fn fanout(
         daemon_cpu_per_delivery: cpu / deliveries,
         client_cpu_per_delivery: client_cpu / deliveries,
     })
+}
+
+/// `fanout --bin B --chunks N`: starts the fake OpenAI server (its own runtime thread) and
+/// `B daemon` with an agent on it, then for each subscriber count scripts one reply of
+/// `chunks` one-word deltas (one `agent_message_chunk` each) and measures that turn.
+pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize]) -> Result<()> {
+    let provider_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let fake = provider_rt.block_on(FakeOpenAi::start())?;
+    let config = format!(
+        "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\n\
+         [agents.default]\nprovider = \"fake\"\ntools = []\n",
+        fake.base_url()
+    );
+    let mut daemon = start_daemon(bin, Some(&config))?;
+    let rt = crate::client_runtime()?;
+    for &n in subscribers {
+        fake.push(Scripted::chunks(
+            (0..chunks).map(|i| format!("w{} ", i % 10)),
+            Duration::ZERO,
+        ));
+        let report = rt.block_on(fanout(&daemon.socket, "default", "go", n))?;
+        println!("fanout: {report}");
+    }
+    daemon.child.check_alive()?;
+    daemon.child.stop(Duration::from_secs(5));
+    drop(fake);
+    provider_rt.shutdown_background();
+    Ok(())
 }

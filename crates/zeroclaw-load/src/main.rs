@@ -121,12 +121,19 @@ enum Command {
     /// One long streamed turn watched by 1, 4, 16 … subscribers: per-subscriber
     /// notifications/s, prompt → first chunk, daemon RSS growth.
     Fanout {
-        #[arg(long)]
-        socket: PathBuf,
+        /// A running daemon whose `agent` echoes a prompt of `words` words.
+        #[arg(long, required_unless_present = "bin")]
+        socket: Option<PathBuf>,
         #[arg(long, default_value = "default")]
         agent: String,
         #[arg(long, default_value_t = 100_000)]
         words: usize,
+        /// Instead of `--socket`: start this zeroclaw binary with an agent on the fake
+        /// OpenAI server, which streams each reply as `chunks` one-word deltas.
+        #[arg(long, conflicts_with = "socket")]
+        bin: Option<PathBuf>,
+        #[arg(long, default_value_t = 100_000)]
+        chunks: usize,
         /// Subscriber counts to measure, one turn each.
         #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
         subscribers: Vec<usize>,
@@ -231,11 +238,18 @@ fn run(cli: Cli) -> Result<()> {
             socket,
             agent,
             words,
+            bin,
+            chunks,
             subscribers,
         } => {
+            if let Some(bin) = bin {
+                return fanout::run_scripted(&bin, chunks, &subscribers);
+            }
+            let socket = socket.ok_or("--socket or --bin is required")?;
             let rt = client_runtime()?;
+            let prompt = turns::long_prompt(words);
             for n in subscribers {
-                let report = rt.block_on(fanout::fanout(&socket, &agent, words, n))?;
+                let report = rt.block_on(fanout::fanout(&socket, &agent, &prompt, n))?;
                 println!("fanout: {report}");
             }
             Ok(())

@@ -16,15 +16,15 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 const SETTLE: Duration = Duration::from_millis(500);
 
 /// A daemon started in its own temporary config dir.
-struct Daemon {
-    child: ChildGuard,
-    socket: PathBuf,
+pub(crate) struct Daemon {
+    pub(crate) child: ChildGuard,
+    pub(crate) socket: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 /// Starts `bin daemon --config-dir <temp>` with `config` (none = the default config the
 /// daemon writes itself) and waits until its socket accepts a connection.
-fn start_daemon(bin: &Path, config: Option<&str>) -> Result<Daemon> {
+pub(crate) fn start_daemon(bin: &Path, config: Option<&str>) -> Result<Daemon> {
     let dir = tempfile::Builder::new().prefix("zcturns").tempdir()?;
     if let Some(config) = config {
         std::fs::write(dir.path().join("config.toml"), config)?;
