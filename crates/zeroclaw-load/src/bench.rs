@@ -128,7 +128,7 @@ fn path_str(path: &Path) -> Result<&str> {
 /// Sends `initialize` on a blocking stream and waits for its answer.
 fn initialize_sync(mut stream: UnixStream) -> Result<()> {
     stream.set_read_timeout(Some(START_TIMEOUT))?;
-    stream.write_all(client::INITIALIZE.as_bytes())?;
+    stream.write_all(client::initialize_line().as_bytes())?;
     stream.write_all(b"\n")?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;

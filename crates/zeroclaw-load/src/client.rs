@@ -17,6 +17,9 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Barrier, Semaphore};
 use zeroclaw_rpc::{Frame, FrameReader};
 
+use zeroclaw_protocol::Method;
+use zeroclaw_protocol::system::PROTOCOL_VERSION;
+
 use crate::error::Result;
 
 /// How long any single answer may take before the run is declared failed.
@@ -24,7 +27,17 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 /// Read buffer per client connection.
 const READ_BUFFER: usize = 64 * 1024;
 
-pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"zeroclaw-load","version":"0.1.0"}},"id":0}"#;
+/// The handshake every connection of the tool sends first (id 0).
+pub fn initialize_line() -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": Method::Initialize.name(),
+        "params": {"protocolVersion": PROTOCOL_VERSION,
+                   "clientInfo": {"name": "zeroclaw-load", "version": env!("CARGO_PKG_VERSION")}},
+        "id": 0,
+    })
+    .to_string()
+}
 
 /// The parts of an incoming message the client looks at; `result` is skipped unparsed
 /// beyond what serde must scan, so the client spends as little CPU as it can per answer.
@@ -128,7 +141,7 @@ impl Conn {
             buf: Vec::with_capacity(256),
             next_id: 1,
         };
-        conn.writer.write_all(INITIALIZE.as_bytes()).await?;
+        conn.writer.write_all(initialize_line().as_bytes()).await?;
         conn.writer.write_all(b"\n").await?;
         match conn.reader.answer().await? {
             (0, None) => Ok(conn),
@@ -377,7 +390,7 @@ pub async fn idle(socket: &Path, conns: usize, pid: u32, settle: Duration) -> Re
     }
     // One call on each, so every connection has been through the request path too.
     for conn in &mut held {
-        conn.call("status").await?;
+        conn.call(Method::Status.name()).await?;
     }
     tokio::time::sleep(settle).await;
     let rss_after_kib = crate::sys::vm_rss_kib(pid)?;

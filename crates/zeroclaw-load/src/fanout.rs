@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
+use zeroclaw_protocol::Method;
 
 use serde_json::{Value, json};
 use zeroclaw_testkit::{FakeOpenAi, Scripted};
@@ -64,7 +65,7 @@ pub async fn fanout(
 ) -> Result<FanoutReport> {
     let prompt = serde_json::to_string(&json!({
         "jsonrpc": "2.0",
-        "method": "session/prompt",
+        "method": Method::SessionPrompt.name(),
         "params": {"sessionId": "SESSION", "prompt": prompt},
         "id": 1,
     }))?;
@@ -72,7 +73,7 @@ pub async fn fanout(
     let mut control = RpcConn::open(socket).await?;
     let session = control.new_session(agent).await?;
     let pid = control
-        .call("status", json!({}))
+        .call(Method::Status.name(), json!({}))
         .await?
         .get("serverPid")
         .and_then(Value::as_u64)
@@ -80,7 +81,7 @@ pub async fn fanout(
     let prompt = prompt.replacen("SESSION", &session, 1);
     let subscribe = serde_json::to_string(&json!({
         "jsonrpc": "2.0",
-        "method": "session/subscribe",
+        "method": Method::SessionSubscribe.name(),
         "params": {"sessionId": session},
         "id": 1,
     }))?;

@@ -4,14 +4,18 @@
 //! and the `turn_complete` (their `turnId` and `eventSeq` check that nothing was lost), so
 //! the client spends as little as it can of the CPU it shares with the daemon under test.
 
+use std::sync::LazyLock;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
+use zeroclaw_protocol::SESSION_UPDATE;
+use zeroclaw_protocol::update::{AGENT_MESSAGE_CHUNK, TURN_COMPLETE};
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-use crate::client::INITIALIZE;
+use crate::client::initialize_line;
 use crate::error::Result;
 
 /// Bytes asked of the socket per read.
@@ -21,9 +25,18 @@ const READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// How much of a line is looked at to classify it (the `type` follows the session id).
 const HEAD: usize = 192;
 
-const UPDATE: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update""#;
-const CHUNK: &[u8] = br#""type":"agent_message_chunk""#;
-const COMPLETE: &[u8] = br#""type":"turn_complete""#;
+/// The byte patterns a line is classified by (built once from the vocabulary's names).
+struct Needles {
+    update: Vec<u8>,
+    chunk: Vec<u8>,
+    complete: Vec<u8>,
+}
+
+static NEEDLES: LazyLock<Needles> = LazyLock::new(|| Needles {
+    update: format!(r#"{{"jsonrpc":"2.0","method":"{SESSION_UPDATE}""#).into_bytes(),
+    chunk: format!(r#""type":"{AGENT_MESSAGE_CHUNK}""#).into_bytes(),
+    complete: format!(r#""type":"{TURN_COMPLETE}""#).into_bytes(),
+});
 
 /// What one subscriber saw of a turn.
 pub struct Seen {
@@ -85,7 +98,7 @@ impl RawConn {
             start: 0,
             end: 0,
         };
-        conn.send(INITIALIZE).await?;
+        conn.send(&initialize_line()).await?;
         conn.answers(1).await?;
         Ok(conn)
     }
@@ -125,9 +138,9 @@ impl RawConn {
         let mut complete_seq = None;
         self.scan(|line| {
             let h = head(line);
-            if h.starts_with(UPDATE) {
+            if h.starts_with(&NEEDLES.update) {
                 updates += 1;
-                if contains(h, CHUNK) {
+                if contains(h, &NEEDLES.chunk) {
                     let now = Instant::now();
                     if first.is_none() {
                         first = Some(now);
@@ -135,7 +148,7 @@ impl RawConn {
                     }
                     last = now;
                     chunks += 1;
-                } else if contains(h, COMPLETE) {
+                } else if contains(h, &NEEDLES.complete) {
                     complete_seq = Some(position(line)?.1);
                 }
             } else if !contains(h, b"\"method\"") {

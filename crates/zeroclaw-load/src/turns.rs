@@ -9,6 +9,8 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
+use zeroclaw_protocol::update::{AGENT_MESSAGE_CHUNK, TURN_COMPLETE};
+use zeroclaw_protocol::{Method, SESSION_UPDATE};
 
 use base64::Engine;
 use serde::Deserialize;
@@ -19,7 +21,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, UnixStream};
 use zeroclaw_rpc::{Frame, FrameReader};
 
-use crate::client::INITIALIZE;
+use crate::client::initialize_line;
 use crate::error::Result;
 
 /// How long any single line may take before the run is declared failed.
@@ -75,7 +77,7 @@ impl RpcConn {
             writer,
             next_id: 1,
         };
-        conn.writer.write_all(INITIALIZE.as_bytes()).await?;
+        conn.writer.write_all(initialize_line().as_bytes()).await?;
         conn.writer.write_all(b"\n").await?;
         let line = conn.line().await?;
         if line.msg.error.is_some() || line.msg.id != Some(json!(0)) {
@@ -138,7 +140,7 @@ impl RpcConn {
     /// `session/new` on `agent`; returns the session id.
     pub async fn new_session(&mut self, agent: &str) -> Result<String> {
         let result = self
-            .call("session/new", json!({"agentAlias": agent}))
+            .call(Method::SessionNew.name(), json!({"agentAlias": agent}))
             .await?;
         result
             .get("sessionId")
@@ -241,7 +243,7 @@ pub async fn stream(socket: &Path, agent: &str, words: usize) -> Result<StreamRe
     let start = Instant::now();
     let id = conn
         .send(
-            "session/prompt",
+            Method::SessionPrompt.name(),
             &json!({"sessionId": session, "prompt": prompt}),
         )
         .await?;
@@ -253,10 +255,10 @@ pub async fn stream(socket: &Path, agent: &str, words: usize) -> Result<StreamRe
     let turn = loop {
         let line = conn.line().await?;
         match line.msg.method.as_deref() {
-            Some("session/update") => {
+            Some(SESSION_UPDATE) => {
                 let params = line.msg.params.ok_or("session/update without params")?;
                 match params.kind.as_deref() {
-                    Some("agent_message_chunk") => {
+                    Some(AGENT_MESSAGE_CHUNK) => {
                         let now = Instant::now();
                         first.get_or_insert(now);
                         last = now;
@@ -264,7 +266,7 @@ pub async fn stream(socket: &Path, agent: &str, words: usize) -> Result<StreamRe
                         chunk_line_bytes += line.bytes;
                         text.push_str(params.text.as_deref().unwrap_or_default());
                     }
-                    Some("turn_complete") => {}
+                    Some(TURN_COMPLETE) => {}
                     _ => other_updates += 1,
                 }
             }
@@ -356,17 +358,17 @@ pub async fn prompt_first_chunk(conn: &mut RpcConn, session: &str) -> Result<(Du
     let start = Instant::now();
     let id = conn
         .send(
-            "session/prompt",
+            Method::SessionPrompt.name(),
             &json!({"sessionId": session, "prompt": "ping"}),
         )
         .await?;
     let mut first = None;
     loop {
         let line = conn.line().await?;
-        if line.msg.method.as_deref() == Some("session/update") {
+        if line.msg.method.as_deref() == Some(SESSION_UPDATE) {
             if first.is_none()
                 && line.msg.params.as_ref().and_then(|p| p.kind.as_deref())
-                    == Some("agent_message_chunk")
+                    == Some(AGENT_MESSAGE_CHUNK)
             {
                 first = Some(start.elapsed());
             }
@@ -566,7 +568,7 @@ impl std::fmt::Display for UploadReport {
 async fn begin(conn: &mut RpcConn, session: &str, file: &Prepared, name: &str) -> Result<String> {
     let result = conn
         .call(
-            "file/upload/begin",
+            Method::FileUploadBegin.name(),
             json!({"session_id": session, "size_bytes": file.size, "filename": name, "sha256": file.sha256}),
         )
         .await?;
@@ -585,12 +587,13 @@ async fn send_chunks(conn: &mut RpcConn, upload: &str, file: &Prepared) -> Resul
         conn.next_id += 1;
         let offset = i * CHUNK_BYTES;
         let head = format!(
-            r#"{{"jsonrpc":"2.0","method":"file/upload/chunk","id":{id},"params":{{"upload_id":"{upload}","offset":{offset},"data_b64":""#
+            r#"{{"jsonrpc":"2.0","method":"{method}","id":{id},"params":{{"upload_id":"{upload}","offset":{offset},"data_b64":""#,
+            method = Method::FileUploadChunk.name()
         );
         conn.writer.write_all(head.as_bytes()).await?;
         conn.writer.write_all(chunk.as_bytes()).await?;
         conn.writer.write_all(b"\"}}\n").await?;
-        let result = conn.answer(id, "file/upload/chunk").await?;
+        let result = conn.answer(id, Method::FileUploadChunk.name()).await?;
         let received = result
             .get("received_bytes")
             .and_then(Value::as_u64)
@@ -619,7 +622,10 @@ pub async fn upload_once(
     send_chunks(conn, &upload, file).await?;
     let sent = Instant::now();
     let entry = conn
-        .call("file/upload/commit", json!({"upload_id": upload}))
+        .call(
+            Method::FileUploadCommit.name(),
+            json!({"upload_id": upload}),
+        )
         .await?;
     let done = Instant::now();
     let want = format!("sha256:{}", file.sha256);

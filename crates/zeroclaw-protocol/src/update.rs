@@ -12,6 +12,8 @@ use serde_json::Value;
 use crate::session::TurnUsage;
 use crate::types::{Decision, ElicitationAction, Outcome, ResolvedReason};
 
+/// The `type` of a piece of the agent's answer text.
+pub const AGENT_MESSAGE_CHUNK: &str = "agent_message_chunk";
 /// The `type` of a turn's last event (the stream marks the turn done when it is sent).
 pub const TURN_COMPLETE: &str = "turn_complete";
 /// The `type` of the marker a replay starts with when events before its cursor are gone.
@@ -19,7 +21,7 @@ pub const REPLAY_GAP: &str = "replay_gap";
 
 /// Every event `type`, in the order of [`UpdateKind`]'s variants.
 pub const UPDATE_TYPES: &[&str] = &[
-    "agent_message_chunk",
+    AGENT_MESSAGE_CHUNK,
     "agent_thought_chunk",
     "tool_call",
     "tool_result",
