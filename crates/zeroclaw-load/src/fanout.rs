@@ -163,7 +163,7 @@ pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize]) -> Result<
         fake.base_url()
     );
     let mut daemon = start_daemon(bin, Some(&config))?;
-    let rt = crate::client_runtime()?;
+    let rt = sys::client_runtime()?;
     for &n in subscribers {
         fake.push(Scripted::chunks(
             (0..chunks).map(|i| format!("w{} ", i % 10)),

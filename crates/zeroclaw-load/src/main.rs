@@ -155,12 +155,6 @@ enum Command {
     SessionsBench(SessionsBenchArgs),
 }
 
-fn client_runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?)
-}
-
 #[cfg(not(unix))]
 fn run(_cli: Cli) -> Result<()> {
     Err("zeroclaw-load runs on Unix only".into())
@@ -185,8 +179,8 @@ fn run(cli: Cli) -> Result<()> {
             warmup,
             method,
         } => {
-            let report =
-                client_runtime()?.block_on(client::latency(&socket, &method, calls, warmup))?;
+            let report = sys::client_runtime()?
+                .block_on(client::latency(&socket, &method, calls, warmup))?;
             println!("latency {method}: {report}");
             Ok(())
         }
@@ -196,8 +190,8 @@ fn run(cli: Cli) -> Result<()> {
             window,
             method,
         } => {
-            let report =
-                client_runtime()?.block_on(client::pipelined(&socket, &method, calls, window))?;
+            let report = sys::client_runtime()?
+                .block_on(client::pipelined(&socket, &method, calls, window))?;
             println!("pipelined {method} (window {window}): {report}");
             Ok(())
         }
@@ -208,8 +202,8 @@ fn run(cli: Cli) -> Result<()> {
             method,
         } => {
             sys::raise_nofile(conns as u64 + 64);
-            let report =
-                client_runtime()?.block_on(client::connections(&socket, &method, conns, calls))?;
+            let report = sys::client_runtime()?
+                .block_on(client::connections(&socket, &method, conns, calls))?;
             println!("connections {conns}×{calls} {method}: {report}");
             Ok(())
         }
@@ -220,7 +214,8 @@ fn run(cli: Cli) -> Result<()> {
             settle_ms,
         } => {
             let settle = Duration::from_millis(settle_ms);
-            let report = client_runtime()?.block_on(client::idle(&socket, conns, pid, settle))?;
+            let report =
+                sys::client_runtime()?.block_on(client::idle(&socket, conns, pid, settle))?;
             println!("idle: {report}");
             Ok(())
         }
@@ -230,7 +225,7 @@ fn run(cli: Cli) -> Result<()> {
             agent,
             words,
         } => {
-            let report = client_runtime()?.block_on(turns::stream(&socket, &agent, words))?;
+            let report = sys::client_runtime()?.block_on(turns::stream(&socket, &agent, words))?;
             println!("stream: {report}");
             Ok(())
         }
@@ -246,7 +241,7 @@ fn run(cli: Cli) -> Result<()> {
                 return fanout::run_scripted(&bin, chunks, &subscribers);
             }
             let socket = socket.ok_or("--socket or --bin is required")?;
-            let rt = client_runtime()?;
+            let rt = sys::client_runtime()?;
             let prompt = turns::long_prompt(words);
             for n in subscribers {
                 let report = rt.block_on(fanout::fanout(&socket, &agent, &prompt, n))?;
@@ -261,7 +256,7 @@ fn run(cli: Cli) -> Result<()> {
             rounds,
         } => {
             let runs =
-                client_runtime()?.block_on(turns::uploads(&socket, &agent, bytes, rounds))?;
+                sys::client_runtime()?.block_on(turns::uploads(&socket, &agent, bytes, rounds))?;
             for (report, baseline) in runs {
                 println!(
                     "upload: {report}; baseline decode+hash {:.1} ms = {:.0} MiB/s",

@@ -1,5 +1,6 @@
-//! Process plumbing: VmRSS, the open-files limit, and child processes that are always
-//! stopped (SIGTERM, then SIGKILL) when their guard is dropped, also on error or panic.
+//! Process plumbing: VmRSS, the open-files limit, the client runtime, and child processes
+//! that are always stopped (SIGTERM, then SIGKILL) when their guard is dropped, also on
+//! error or panic.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -228,4 +229,11 @@ pub fn cpu_busy(window: Duration) -> Option<f64> {
     let (t1, i1) = sample()?;
     let total = t1.saturating_sub(t0);
     (total > 0).then(|| 100.0 * (total - i1.saturating_sub(i0)) as f64 / total as f64)
+}
+
+/// The single-threaded runtime a client measurement runs on.
+pub fn client_runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
