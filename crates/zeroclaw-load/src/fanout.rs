@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 use zeroclaw_protocol::Method;
 
 use serde_json::{Value, json};
-use zeroclaw_testkit::{FakeOpenAi, Scripted};
+use zeroclaw_testkit::Scripted;
 
 use crate::error::Result;
 use crate::raw_watch::{RawConn, Seen};
 use crate::sys;
 use crate::turns::{RpcConn, median};
-use crate::turns_bench::start_daemon;
+use crate::turns_bench::{FakeProvider, start_daemon};
 
 pub struct FanoutReport {
     pub subscribers: usize,
@@ -152,20 +152,11 @@ pub async fn fanout(
 /// `B daemon` with an agent on it, then for each subscriber count scripts one reply of
 /// `chunks` one-word deltas (one `agent_message_chunk` each) and measures that turn.
 pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize]) -> Result<()> {
-    let provider_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let fake = provider_rt.block_on(FakeOpenAi::start())?;
-    let config = format!(
-        "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\n\
-         [agents.default]\nprovider = \"fake\"\ntools = []\n",
-        fake.base_url()
-    );
-    let mut daemon = start_daemon(bin, Some(&config))?;
+    let provider = FakeProvider::start()?;
+    let mut daemon = start_daemon(bin, Some(&provider.config()))?;
     let rt = sys::client_runtime()?;
     for &n in subscribers {
-        fake.push(Scripted::chunks(
+        provider.fake().push(Scripted::chunks(
             (0..chunks).map(|i| format!("w{} ", i % 10)),
             Duration::ZERO,
         ));
@@ -174,7 +165,6 @@ pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize]) -> Result<
     }
     daemon.child.check_alive()?;
     daemon.child.stop(Duration::from_secs(5));
-    drop(fake);
-    provider_rt.shutdown_background();
+    drop(provider);
     Ok(())
 }

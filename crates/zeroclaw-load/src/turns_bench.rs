@@ -22,6 +22,49 @@ pub(crate) struct Daemon {
     _dir: tempfile::TempDir,
 }
 
+/// A fake OpenAI server on its own runtime thread (so the client's clock does not wait
+/// for the server's work); stopped when dropped.
+pub(crate) struct FakeProvider {
+    fake: Option<FakeOpenAi>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl FakeProvider {
+    pub(crate) fn start() -> Result<FakeProvider> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let fake = rt.block_on(FakeOpenAi::start())?;
+        Ok(FakeProvider {
+            fake: Some(fake),
+            rt: Some(rt),
+        })
+    }
+
+    pub(crate) fn fake(&self) -> &FakeOpenAi {
+        self.fake.as_ref().expect("present until dropped")
+    }
+
+    /// A daemon config whose agent `default` streams from this server.
+    pub(crate) fn config(&self) -> String {
+        format!(
+            "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\n\
+             [agents.default]\nprovider = \"fake\"\ntools = []\n",
+            self.fake().base_url()
+        )
+    }
+}
+
+impl Drop for FakeProvider {
+    fn drop(&mut self) {
+        drop(self.fake.take());
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 /// Starts `bin daemon --config-dir <temp>` with `config` (none = the default config the
 /// daemon writes itself) and waits until its socket accepts a connection.
 pub(crate) fn start_daemon(bin: &Path, config: Option<&str>) -> Result<Daemon> {
@@ -113,22 +156,12 @@ pub fn run(args: &SessionsBenchArgs) -> Result<()> {
     fresh.child.check_alive()?;
     fresh.child.stop(Duration::from_secs(5));
 
-    // 4. Prompt → first chunk through a fake OpenAI provider (its own runtime thread, so
-    //    the client's clock does not wait for the server's work).
-    let provider_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let fake = provider_rt.block_on(FakeOpenAi::start())?;
-    let config = format!(
-        "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\n\
-         [agents.default]\nprovider = \"fake\"\ntools = []\n",
-        fake.base_url()
-    );
-    let mut daemon = start_daemon(&args.bin, Some(&config))?;
+    // 4. Prompt → first chunk through a fake OpenAI provider.
+    let provider = FakeProvider::start()?;
+    let mut daemon = start_daemon(&args.bin, Some(&provider.config()))?;
     let first: FirstChunkReport = rt.block_on(turns::first_chunk(
         &daemon.socket,
-        fake.addr(),
+        provider.fake().addr(),
         "default",
         args.iterations,
         args.warmup,
@@ -136,8 +169,7 @@ pub fn run(args: &SessionsBenchArgs) -> Result<()> {
     eprintln!("sessions-bench: first chunk: {first}");
     daemon.child.check_alive()?;
     daemon.child.stop(Duration::from_secs(5));
-    drop(fake);
-    provider_rt.shutdown_background();
+    drop(provider);
 
     let busy_after = sys::cpu_busy(Duration::from_secs(1));
 
