@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
@@ -25,6 +25,10 @@ pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest batch of queued lines handed to the transport in one write.
 const BATCH_BYTES: usize = 256 * 1024;
+/// A batch smaller than this waits one scheduling round for more while streaming.
+const GATHER_BYTES: usize = 16 * 1024;
+/// Writes closer together than this mean lines are streaming.
+const STREAMING_GAP: Duration = Duration::from_micros(200);
 /// How long closing may wait on the peer (a WebSocket close frame, a TLS close-notify)
 /// before the socket is simply dropped: within the 2 s of SPEC §17 "Every wait ends".
 pub const CLOSE_WAIT: Duration = Duration::from_millis(1500);
@@ -39,6 +43,8 @@ pub struct Outbound {
     tx: mpsc::UnboundedSender<Bytes>,
     budget: Arc<Semaphore>,
     closed: CancellationToken,
+    /// Set with `closed`: a check per queued line that takes no lock (the token's does).
+    is_closed: Arc<AtomicBool>,
     stall_timeout: Duration,
     /// Bytes queued by [`Outbound::push_now`] beyond the budget; repaid first as lines are
     /// written.
@@ -57,6 +63,7 @@ impl Outbound {
             tx,
             budget: Arc::new(Semaphore::new(QUEUE_BYTES)),
             closed: CancellationToken::new(),
+            is_closed: Arc::default(),
             stall_timeout,
             debt: Arc::default(),
             written: Arc::default(),
@@ -183,6 +190,7 @@ impl Outbound {
 
     /// Closes the connection: the writer stops and every waiting producer is released.
     pub fn close(&self) {
+        self.is_closed.store(true, Ordering::SeqCst);
         self.closed.cancel();
         self.budget.close();
     }
@@ -199,7 +207,7 @@ impl Outbound {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.closed.is_cancelled()
+        self.is_closed.load(Ordering::Relaxed)
     }
 
     pub async fn closed(&self) {
@@ -220,39 +228,58 @@ impl Outbound {
     }
 }
 
+/// Moves what is queued now into `batch`, up to [`BATCH_BYTES`].
+fn drain_into(rx: &mut mpsc::UnboundedReceiver<Bytes>, batch: &mut Vec<Bytes>, bytes: &mut usize) {
+    while *bytes < BATCH_BYTES {
+        match rx.try_recv() {
+            Ok(line) => {
+                *bytes += line.len();
+                batch.push(line);
+            }
+            Err(_) => break,
+        }
+    }
+}
+
 fn cost_of(line: &[u8]) -> u32 {
     // A single line is at most 8 MiB, so the cost always fits the 16 MiB budget.
     line.len().clamp(1, QUEUE_BYTES) as u32
 }
 
 /// Writes queued lines to the sink until the connection closes or the sink fails.
+///
+/// Lines queued meanwhile go out in one write. While lines keep coming (the last write was
+/// less than [`STREAMING_GAP`] ago) a small batch first lets the other tasks run once, so a
+/// streaming turn's next lines join it: fewer writes for the daemon and fewer reads for
+/// the peer, at the cost of one scheduling round.
 pub async fn run_writer<S: FrameSink>(
     mut sink: S,
     mut rx: mpsc::UnboundedReceiver<Bytes>,
     out: Outbound,
 ) {
     let mut batch: Vec<Bytes> = Vec::new();
+    let closed = out.closed.clone();
+    let closed = closed.cancelled();
+    tokio::pin!(closed);
+    let mut last_write: Option<Instant> = None;
     loop {
         let first = tokio::select! {
             line = rx.recv() => line,
-            () = out.closed() => None,
+            () = &mut closed => None,
         };
         let Some(first) = first else { break };
         let mut bytes = first.len();
         batch.push(first);
-        while bytes < BATCH_BYTES {
-            match rx.try_recv() {
-                Ok(line) => {
-                    bytes += line.len();
-                    batch.push(line);
-                }
-                Err(_) => break,
-            }
+        drain_into(&mut rx, &mut batch, &mut bytes);
+        if bytes < GATHER_BYTES && last_write.is_some_and(|t| t.elapsed() < STREAMING_GAP) {
+            tokio::task::yield_now().await;
+            drain_into(&mut rx, &mut batch, &mut bytes);
         }
         let written = tokio::select! {
             r = sink.send_lines(&batch) => r,
-            () = out.closed() => break,
+            () = &mut closed => break,
         };
+        last_write = Some(Instant::now());
         let cost: u32 = batch.iter().map(|l| cost_of(l)).sum();
         batch.clear();
         out.release(cost as usize);

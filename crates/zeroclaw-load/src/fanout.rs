@@ -1,7 +1,8 @@
 //! `fanout`: one long streamed turn watched by N subscribers (SPEC §14). Each subscriber
 //! reads its stream raw ([`crate::raw_watch`]); reported per subscriber: notifications/s
-//! while streaming and prompt → first chunk, plus the daemon's RSS growth during the turn
-//! (the replay buffer is capped at 8 MiB per session), its CPU time per delivered
+//! while streaming and prompt → first chunk, plus the daemon's RSS growth during the turn,
+//! the largest replay buffer `session/status` reported while it ran (`replayBytes`, capped
+//! at 8 MiB per session), the daemon's CPU time per delivered
 //! notification (what fan-out costs the daemon, apart from the client's reading) and the
 //! client's own CPU time per notification (what the bench takes from a shared machine).
 //! The turn is either the echo of a long prompt on a running daemon (`--socket`, echo's
@@ -29,6 +30,8 @@ pub struct FanoutReport {
     /// Per-subscriber prompt → first chunk, ms, ascending.
     pub first_ms: Vec<f64>,
     pub rss_growth_kib: u64,
+    /// Largest `replayBytes` that `session/status` reported during the turn.
+    pub replay_peak_bytes: u64,
     /// Daemon CPU time spent on the turn, per delivered notification (all subscribers).
     pub daemon_cpu_per_delivery: Duration,
     /// This client's CPU time for the turn, per notification read (all subscribers).
@@ -41,7 +44,7 @@ impl std::fmt::Display for FanoutReport {
         let first = |v: &[f64]| v.first().copied().unwrap_or(0.0);
         write!(
             f,
-            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; daemon RSS +{:.1} MiB at peak; daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
+            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; daemon RSS +{:.1} MiB at peak; replay buffer peak {:.2} MiB (cap 8); daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
             self.subscribers,
             self.chunks,
             first(&self.rates),
@@ -49,6 +52,7 @@ impl std::fmt::Display for FanoutReport {
             median(&self.first_ms),
             last(&self.first_ms),
             self.rss_growth_kib as f64 / 1024.0,
+            self.replay_peak_bytes as f64 / (1024.0 * 1024.0),
             self.daemon_cpu_per_delivery.as_secs_f64() * 1e6,
             self.client_cpu_per_delivery.as_secs_f64() * 1e6
         )
@@ -105,6 +109,7 @@ pub async fn fanout(
         tasks.spawn(conn.watch(start, 0));
     }
     let mut peak = rss_before;
+    let mut replay_peak = 0;
     let mut seen: Vec<Seen> = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     while !tasks.is_empty() {
@@ -114,11 +119,16 @@ pub async fn fanout(
                     seen.push(done??);
                 }
             }
-            _ = tick.tick() => peak = peak.max(sys::vm_rss_kib(pid)?),
+            _ = tick.tick() => {
+                peak = peak.max(sys::vm_rss_kib(pid)?);
+                replay_peak = replay_peak.max(replay_bytes(&mut control, &session).await?);
+            }
         }
     }
     let cpu = sys::cpu_time(pid)?.saturating_sub(cpu_before);
     let client_cpu = sys::cpu_time(me)?.saturating_sub(client_before);
+    // The completed turn stays buffered: the last look is the whole turn's.
+    replay_peak = replay_peak.max(replay_bytes(&mut control, &session).await?);
     drop(control);
     let chunks = seen.iter().map(|s| s.chunks).min().unwrap_or(0);
     let deliveries = (chunks * seen.len()).max(1) as u32;
@@ -143,28 +153,77 @@ pub async fn fanout(
         rates,
         first_ms,
         rss_growth_kib: peak.saturating_sub(rss_before),
+        replay_peak_bytes: replay_peak,
         daemon_cpu_per_delivery: cpu / deliveries,
         client_cpu_per_delivery: client_cpu / deliveries,
     })
 }
 
+/// The session's replay buffer now, from `session/status`.
+async fn replay_bytes(control: &mut RpcConn, session: &str) -> Result<u64> {
+    control
+        .call(Method::SessionStatus.name(), json!({"sessionId": session}))
+        .await?
+        .get("replayBytes")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| "session/status without replayBytes".into())
+}
+
 /// `fanout --bin B --chunks N`: starts the fake OpenAI server (its own runtime thread) and
 /// `B daemon` with an agent on it, then for each subscriber count scripts one reply of
-/// `chunks` one-word deltas (one `agent_message_chunk` each) and measures that turn.
-pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize]) -> Result<()> {
+/// `chunks` one-word deltas (one `agent_message_chunk` each) and measures that turn;
+/// `rounds` times over, then a summary of the rounds.
+pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize], rounds: usize) -> Result<()> {
     let provider = FakeProvider::start()?;
     let mut daemon = start_daemon(bin, Some(&provider.config()))?;
     let rt = sys::client_runtime()?;
-    for &n in subscribers {
-        provider.fake().push(Scripted::chunks(
-            (0..chunks).map(|i| format!("w{} ", i % 10)),
-            Duration::ZERO,
-        ));
-        let report = rt.block_on(fanout(&daemon.socket, "default", "go", n))?;
-        println!("fanout: {report}");
+    let mut runs: Vec<Vec<FanoutReport>> = Vec::new();
+    for _ in 0..rounds.max(1) {
+        let mut round = Vec::new();
+        for &n in subscribers {
+            provider.fake().push(Scripted::chunks(
+                (0..chunks).map(|i| format!("w{} ", i % 10)),
+                Duration::ZERO,
+            ));
+            let report = rt.block_on(fanout(&daemon.socket, "default", "go", n))?;
+            println!("fanout: {report}");
+            round.push(report);
+        }
+        runs.push(round);
     }
     daemon.child.check_alive()?;
     daemon.child.stop(Duration::from_secs(5));
     drop(provider);
+    if runs.len() > 1 {
+        print!("{}", summary(&runs));
+    }
     Ok(())
+}
+
+/// Per count: the median per-subscriber rate as a share of the first count's in the same
+/// round (one figure per round, then their median), and the largest replay buffer seen.
+fn summary(runs: &[Vec<FanoutReport>]) -> String {
+    let mut out = String::new();
+    let counts = runs.first().map_or(0, Vec::len);
+    for i in 1..counts {
+        let shares: Vec<f64> = runs
+            .iter()
+            .map(|r| 100.0 * median(&r[i].rates) / median(&r[0].rates).max(1e-9))
+            .collect();
+        let per_round: Vec<String> = shares.iter().map(|s| format!("{s:.1}")).collect();
+        out += &format!(
+            "summary: {} subscribers receive each {:.1} % (median of {} rounds; per round {}) of the rate with {}\n",
+            runs[0][i].subscribers,
+            median(&shares),
+            runs.len(),
+            per_round.join(", "),
+            runs[0][0].subscribers,
+        );
+    }
+    let replay = runs.iter().flatten().map(|r| r.replay_peak_bytes).max();
+    out += &format!(
+        "summary: largest replay buffer seen {:.2} MiB (cap 8 MiB)\n",
+        replay.unwrap_or(0) as f64 / (1024.0 * 1024.0)
+    );
+    out
 }

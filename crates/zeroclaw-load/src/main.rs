@@ -137,6 +137,10 @@ enum Command {
         /// Subscriber counts to measure, one turn each.
         #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
         subscribers: Vec<usize>,
+        /// With `--bin`: measure every count this many times, interleaved, and summarize
+        /// each count's per-subscriber rate against the first count's of the same round.
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
     },
     /// Chunked uploads (`file/upload/*`) through the socket vs an in-process
     /// base64-decode + SHA-256 baseline of the same bytes.
@@ -236,9 +240,10 @@ fn run(cli: Cli) -> Result<()> {
             bin,
             chunks,
             subscribers,
+            rounds,
         } => {
             if let Some(bin) = bin {
-                return fanout::run_scripted(&bin, chunks, &subscribers);
+                return fanout::run_scripted(&bin, chunks, &subscribers, rounds);
             }
             let socket = socket.ok_or("--socket or --bin is required")?;
             let rt = sys::client_runtime()?;

@@ -87,6 +87,9 @@ pub struct McpServerStatus {
     pub tools: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The server's process (group) id, once spawned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// `session/status` result.
@@ -94,6 +97,7 @@ pub struct McpServerStatus {
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatusResult {
     pub session_id: String,
+    pub mode: Mode,
     pub agent_alias: String,
     pub autonomy: Autonomy,
     pub model: String,
@@ -102,4 +106,7 @@ pub struct SessionStatusResult {
     pub subscribers: u64,
     pub usage: SessionUsage,
     pub mcp_servers: Vec<McpServerStatus>,
+    /// Bytes of serialized updates held for replay now (at most 8 MiB, SPEC §14).
+    #[serde(default)]
+    pub replay_bytes: u64,
 }

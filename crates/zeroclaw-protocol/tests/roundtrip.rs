@@ -234,13 +234,14 @@ fn streams_and_settings() {
     );
     let _: SessionStatusResult = result(
         "session/status",
-        json!({"sessionId": "s1", "agentAlias": "default", "autonomy": "supervised",
+        json!({"sessionId": "s1", "mode": "chat", "agentAlias": "default", "autonomy": "supervised",
                "model": "m", "activeTurnId": "t3", "queuedPrompts": 0, "subscribers": 2,
                "usage": {"sessionTotalTokens": 120, "contextTokens": 80,
                          "contextWindow": 32000},
                "mcpServers": [{"name": "fs", "state": "ready", "tools": ["fs__read"]},
                               {"name": "bad", "state": "failed", "tools": [],
-                               "error": "exited"}]}),
+                               "error": "exited", "pid": 4242}],
+               "replayBytes": 2048}),
     );
     assert!(
         decode::<ConfigureParams>(Some(json!({"sessionId": "s", "autonomy": "wild"}))).is_err()

@@ -218,6 +218,11 @@ fn configure_changes_the_next_request_rejects_unknown_values_and_survives_a_rest
     assert_eq!(status["queuedPrompts"], 0);
     assert_eq!(status["subscribers"], 1);
     assert_eq!(status["mcpServers"], json!([]));
+    // The turn's updates are held for replay.
+    assert!(
+        status["replayBytes"].as_u64().is_some_and(|b| b > 0),
+        "{status}"
+    );
 
     // Full autonomy: bash runs without an approval request.
     fake.push(Scripted::tool_call(

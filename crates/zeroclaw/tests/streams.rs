@@ -322,6 +322,53 @@ fn a_stalled_subscriber_is_disconnected_and_slows_nobody() {
 }
 
 #[test]
+fn the_replay_buffer_keeps_its_cap_and_an_evicted_cursor_starts_with_a_gap() {
+    const CAP: u64 = 8 * 1024 * 1024;
+    let daemon = TestDaemon::start();
+    let mut a = daemon.client();
+    let sid = new_session(&mut a, "default");
+    // Two turns of about 5.6 MB of updates each: together they do not fit the buffer.
+    let word = "x".repeat(1000);
+    let prompt = vec![word.as_str(); 5500].join(" ");
+    let (first, r1) = a.prompt(&sid, &prompt);
+    let first = common::updates(&first);
+    let held_one = a.result("session/status", json!({"sessionId": sid}))["replayBytes"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        held_one > CAP / 2 && held_one <= CAP,
+        "one turn: {held_one}"
+    );
+    let (second, _) = a.prompt(&sid, &prompt);
+    let second = common::updates(&second);
+    let held = a.result("session/status", json!({"sessionId": sid}))["replayBytes"]
+        .as_u64()
+        .unwrap();
+    assert!(held > CAP - CAP / 8 && held <= CAP, "two turns: {held}");
+
+    // A client that saw only the first update of the first turn comes back.
+    let mut back = daemon.client();
+    let turn = r1["result"]["turnId"].clone();
+    subscribe(
+        &mut back,
+        json!({"sessionId": sid, "turnId": turn, "afterEventSeq": 1}),
+    );
+    let replayed = read_turn(&mut back);
+    let gap = &replayed[0];
+    assert_eq!(gap["type"], "replay_gap", "{gap}");
+    assert_eq!(gap["replay"], true);
+    assert_eq!(gap["turnId"], turn);
+    let from = gap["firstEventSeq"].as_u64().unwrap();
+    assert!(from > 2, "events after the cursor were evicted: {gap}");
+    // What is left of the first turn follows the gap, exactly as first sent.
+    let rest: Vec<Value> = replayed[1..].iter().cloned().map(unmarked).collect();
+    assert_eq!(rest, first[from as usize - 1..].to_vec());
+    // The second turn is whole.
+    let again: Vec<Value> = read_turn(&mut back).into_iter().map(unmarked).collect();
+    assert_eq!(again, second);
+}
+
+#[test]
 fn the_seventeenth_subscriber_is_refused_and_a_prompt_from_it_still_runs() {
     let daemon = TestDaemon::start();
     let mut a = daemon.client();

@@ -9,16 +9,17 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_config::{Config, ProviderKind};
+use zeroclaw_protocol::stream::ConfigureResult;
 use zeroclaw_store::Mode;
 
 use super::SessionManager;
 use super::agent::effective_model;
-use super::error::SessionError;
+use super::error::{SessionError, encode};
 use super::live::{LiveSession, Overrides};
-use super::mcp::{autonomy_str, parse_autonomy};
+use super::mcp::{autonomy_str, parse_autonomy, wire_autonomy};
 
 /// Model ids shown in an "unknown model" message.
 const SHOWN_MODELS: usize = 20;
@@ -94,11 +95,11 @@ impl SessionManager {
             .await?;
         live.set_overrides(next.clone());
         tracing::info!(session = %session_id, ?next, "session configured");
-        Ok(json!({
-            "sessionId": session_id,
-            "autonomy": effective_autonomy(config, &live, &next),
-            "model": effective_model(config, &live.agent_alias, next.model.as_deref()),
-        }))
+        encode(ConfigureResult {
+            session_id: session_id.to_owned(),
+            autonomy: effective_autonomy(config, &live, &next),
+            model: effective_model(config, &live.agent_alias, next.model.as_deref()),
+        })
     }
 
     /// -32602 when the provider's list can be had and does not contain `model`.
@@ -149,11 +150,11 @@ pub(crate) fn effective_autonomy(
     config: &Config,
     live: &LiveSession,
     overrides: &Overrides,
-) -> &'static str {
+) -> zeroclaw_protocol::Autonomy {
     let base = config
         .agents
         .get(&live.agent_alias)
         .map(|a| a.autonomy)
         .unwrap_or_default();
-    autonomy_str(overrides.autonomy.unwrap_or(base))
+    wire_autonomy(overrides.autonomy.unwrap_or(base))
 }

@@ -305,6 +305,19 @@ impl LiveSession {
         self.stream.subscriber_count()
     }
 
+    /// Bytes of serialized updates its stream keeps for replay.
+    pub fn replay_bytes(&self) -> usize {
+        self.stream.buffered_bytes()
+    }
+
+    /// The session's mode as the wire spells it.
+    pub fn wire_mode(&self) -> zeroclaw_protocol::Mode {
+        match self.key.mode {
+            zeroclaw_store::Mode::Acp => zeroclaw_protocol::Mode::Acp,
+            zeroclaw_store::Mode::Chat => zeroclaw_protocol::Mode::Chat,
+        }
+    }
+
     pub fn overrides(&self) -> Overrides {
         lock(&self.overrides.0).clone()
     }

@@ -109,20 +109,24 @@ pub fn servers_for(
 
 /// Parses a saved autonomy.
 pub fn parse_autonomy(s: &str) -> Option<zeroclaw_config::Autonomy> {
-    match s {
-        "supervised" => Some(zeroclaw_config::Autonomy::Supervised),
-        "full" => Some(zeroclaw_config::Autonomy::Full),
-        "read_only" => Some(zeroclaw_config::Autonomy::ReadOnly),
-        _ => None,
+    Some(match zeroclaw_protocol::Autonomy::parse(s)? {
+        zeroclaw_protocol::Autonomy::Supervised => zeroclaw_config::Autonomy::Supervised,
+        zeroclaw_protocol::Autonomy::Full => zeroclaw_config::Autonomy::Full,
+        zeroclaw_protocol::Autonomy::ReadOnly => zeroclaw_config::Autonomy::ReadOnly,
+    })
+}
+
+/// A configured autonomy as the wire names it.
+pub fn wire_autonomy(a: zeroclaw_config::Autonomy) -> zeroclaw_protocol::Autonomy {
+    match a {
+        zeroclaw_config::Autonomy::Supervised => zeroclaw_protocol::Autonomy::Supervised,
+        zeroclaw_config::Autonomy::Full => zeroclaw_protocol::Autonomy::Full,
+        zeroclaw_config::Autonomy::ReadOnly => zeroclaw_protocol::Autonomy::ReadOnly,
     }
 }
 
 pub fn autonomy_str(a: zeroclaw_config::Autonomy) -> &'static str {
-    match a {
-        zeroclaw_config::Autonomy::Supervised => "supervised",
-        zeroclaw_config::Autonomy::Full => "full",
-        zeroclaw_config::Autonomy::ReadOnly => "read_only",
-    }
+    wire_autonomy(a).as_str()
 }
 
 impl SessionManager {

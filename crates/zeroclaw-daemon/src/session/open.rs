@@ -115,10 +115,7 @@ impl SessionManager {
             .get_session(&session.key)
             .await?
             .map_or(0, |r| r.message_count);
-        let mode = match session.key.mode {
-            Mode::Acp => zeroclaw_protocol::Mode::Acp,
-            Mode::Chat => zeroclaw_protocol::Mode::Chat,
-        };
+        let mode = session.wire_mode();
         encode(SessionNewResult {
             session_id: session.key.session_id.clone(),
             agent_alias: session.agent_alias.clone(),

@@ -5,14 +5,16 @@
 //! imports the registry, the live session and the leaves below it, never another layer of
 //! the daemon; errors are [`SessionError`](super::error::SessionError).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::McpState;
+use zeroclaw_protocol::stream::{McpServerStatus, SessionStatusResult, SessionUsage};
 use zeroclaw_store::Mode;
 
 use super::agent::effective_model;
 use super::configure::effective_autonomy;
-use super::error::SessionError;
+use super::error::{SessionError, encode};
 use super::{SessionManager, check_owner};
 
 impl SessionManager {
@@ -35,37 +37,35 @@ impl SessionManager {
             .agents
             .get(&live.agent_alias)
             .map_or(0, |a| a.max_context_tokens);
-        let servers: Vec<Value> = live
+        let mcp_servers = live
             .mcp()
             .map(|m| m.status())
             .unwrap_or_default()
             .into_iter()
-            .map(|s| {
-                let mut v = json!({"name": s.name, "state": s.state, "tools": s.tools});
-                if let Some(e) = s.error {
-                    v["error"] = Value::String(e);
-                }
-                if let Some(pid) = s.pid {
-                    v["pid"] = json!(pid);
-                }
-                v
+            .map(|s| McpServerStatus {
+                name: s.name,
+                state: McpState::parse(s.state).unwrap_or(McpState::Failed),
+                tools: s.tools,
+                error: s.error,
+                pid: s.pid,
             })
             .collect();
-        Ok(json!({
-            "sessionId": session_id,
-            "mode": live.key.mode.as_str(),
-            "agentAlias": live.agent_alias,
-            "autonomy": effective_autonomy(config, &live, &overrides),
-            "model": effective_model(config, &live.agent_alias, overrides.model.as_deref()),
-            "activeTurnId": live.running_turn(),
-            "queuedPrompts": live.queued_prompts(),
-            "subscribers": live.subscribers(),
-            "usage": {
-                "sessionTotalTokens": usage.session_total,
-                "contextTokens": usage.context,
-                "contextWindow": window,
+        encode(SessionStatusResult {
+            session_id: session_id.to_owned(),
+            mode: live.wire_mode(),
+            agent_alias: live.agent_alias.clone(),
+            autonomy: effective_autonomy(config, &live, &overrides),
+            model: effective_model(config, &live.agent_alias, overrides.model.as_deref()),
+            active_turn_id: live.running_turn(),
+            queued_prompts: live.queued_prompts() as u64,
+            subscribers: live.subscribers() as u64,
+            usage: SessionUsage {
+                session_total_tokens: usage.session_total,
+                context_tokens: usage.context,
+                context_window: window as u64,
             },
-            "mcpServers": servers,
-        }))
+            mcp_servers,
+            replay_bytes: live.replay_bytes() as u64,
+        })
     }
 }

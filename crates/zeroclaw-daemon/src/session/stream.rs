@@ -43,8 +43,19 @@ pub struct Cursor {
 
 struct Event {
     seq: u64,
+    /// The whole `session/update` line as sent: the buffer and the subscribers' queues
+    /// share it.
+    line: bytes::Bytes,
+}
+
+impl Event {
     /// The update's `params` object, serialized.
-    params: String,
+    fn params(&self) -> &[u8] {
+        let head = line_head_len();
+        self.line
+            .get(head..self.line.len().saturating_sub(LINE_TAIL.len()))
+            .unwrap_or_default()
+    }
 }
 
 struct TurnLog {
@@ -82,21 +93,40 @@ pub struct SessionStream {
     subscribed: Notify,
 }
 
-fn update_line(params: &str) -> Vec<u8> {
-    let mut line = Vec::with_capacity(params.len() + 60);
-    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":""#);
-    line.extend_from_slice(SESSION_UPDATE.as_bytes());
-    line.extend_from_slice(br#"","params":"#);
-    line.extend_from_slice(params.as_bytes());
-    line.extend_from_slice(b"}\n");
+/// What a line has before its params: `{"jsonrpc":"2.0","method":"session/update","params":`.
+const LINE_HEAD: [&[u8]; 3] = [
+    br#"{"jsonrpc":"2.0","method":""#,
+    SESSION_UPDATE.as_bytes(),
+    br#"","params":"#,
+];
+/// What a line has after its params.
+const LINE_TAIL: &[u8] = b"}\n";
+
+fn line_head_len() -> usize {
+    LINE_HEAD.iter().map(|part| part.len()).sum()
+}
+
+/// A `session/update` line: the head, then whatever `params` writes, then the tail.
+fn update_line(size_hint: usize, params: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut line = Vec::with_capacity(line_head_len() + size_hint + LINE_TAIL.len());
+    for part in LINE_HEAD {
+        line.extend_from_slice(part);
+    }
+    params(&mut line);
+    line.extend_from_slice(LINE_TAIL);
     line
 }
 
-/// The same update marked `"replay": true`.
-fn replay_line(params: &str) -> Vec<u8> {
-    let rest = params.strip_prefix('{').unwrap_or(params);
-    let sep = if rest.starts_with('}') { "" } else { "," };
-    update_line(&format!("{{\"replay\":true{sep}{rest}"))
+/// The update with serialized `params` marked `"replay": true` (first member).
+fn replay_line(params: &[u8]) -> Vec<u8> {
+    let rest = params.strip_prefix(b"{").unwrap_or(params);
+    update_line(params.len() + 16, |line| {
+        line.extend_from_slice(br#"{"replay":true"#);
+        if !rest.starts_with(b"}") {
+            line.push(b',');
+        }
+        line.extend_from_slice(rest);
+    })
 }
 
 impl SessionStream {
@@ -123,7 +153,7 @@ impl SessionStream {
         }
         while inner.turns.len() > 1 {
             if let Some(old) = inner.turns.pop_front() {
-                inner.bytes -= old.events.iter().map(|e| e.params.len()).sum::<usize>();
+                inner.bytes -= old.events.iter().map(|e| e.line.len()).sum::<usize>();
             }
         }
         inner.turns.push_back(TurnLog {
@@ -163,16 +193,23 @@ impl SessionStream {
         if let Value::Object(fields) = fields {
             params.extend(fields);
         }
-        let params = Value::Object(params).to_string();
-        let line = update_line(&params);
+        let params = Value::Object(params);
+        let line: bytes::Bytes = update_line(128, |line| {
+            // Writing a `Value` into memory cannot fail.
+            let _ = serde_json::to_writer(line, &params);
+        })
+        .into();
         if kind == TURN_COMPLETE {
             turn.done = true;
         }
-        let size = params.len();
-        turn.events.push_back(Event { seq, params });
+        let size = line.len();
+        turn.events.push_back(Event {
+            seq,
+            line: line.clone(),
+        });
         inner.bytes += size;
         inner.evict();
-        inner.fan_out(line.into());
+        inner.fan_out(line);
     }
 
     /// Subscribes `link` with a replay from `cursor` (SPEC §14): -32013 for a 17th
@@ -276,8 +313,7 @@ impl SessionStream {
         self.subscribed.notified()
     }
 
-    /// Bytes of serialized updates buffered now (tests).
-    #[cfg(test)]
+    /// Bytes of serialized updates buffered now.
     pub fn buffered_bytes(&self) -> usize {
         self.lock().bytes
     }
@@ -318,7 +354,7 @@ impl Inner {
                 return;
             };
             if let Some(old) = turn.events.pop_front() {
-                self.bytes -= old.params.len();
+                self.bytes -= old.line.len();
                 turn.first_seq = old.seq + 1;
             }
         }
@@ -348,13 +384,13 @@ impl Inner {
                     "turnId": turn.turn_id,
                     "firstEventSeq": turn.first_seq,
                 });
-                lines.push(replay_line(&gap.to_string()).into());
+                lines.push(replay_line(gap.to_string().as_bytes()).into());
             }
             lines.extend(
                 turn.events
                     .iter()
                     .filter(|e| e.seq > after)
-                    .map(|e| replay_line(&e.params).into()),
+                    .map(|e| replay_line(e.params()).into()),
             );
         }
         lines
@@ -525,7 +561,7 @@ mod tests {
         let params: Vec<&str> = inner.turns[0]
             .events
             .iter()
-            .map(|e| e.params.as_str())
+            .map(|e| std::str::from_utf8(e.params()).unwrap())
             .collect();
         assert_eq!(
             params,
