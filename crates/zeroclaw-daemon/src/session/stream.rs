@@ -33,6 +33,8 @@ use super::link::ClientLink;
 pub const MAX_SUBSCRIBERS: usize = 16;
 /// Serialized updates kept for replay per session.
 pub const BUFFER_BYTES: usize = 8 * 1024 * 1024;
+/// The line buffer is kept between updates up to this size.
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 /// Where a returning client left off: the last event it saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,6 +84,8 @@ struct Inner {
     turns: VecDeque<TurnLog>,
     bytes: usize,
     subscribers: Vec<Subscriber>,
+    /// Where the next update line is written before it gets its own buffer.
+    scratch: Vec<u8>,
     next_order: u64,
 }
 
@@ -106,27 +110,27 @@ fn line_head_len() -> usize {
     LINE_HEAD.iter().map(|part| part.len()).sum()
 }
 
-/// A `session/update` line: the head, then whatever `params` writes, then the tail.
-fn update_line(size_hint: usize, params: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut line = Vec::with_capacity(line_head_len() + size_hint + LINE_TAIL.len());
+/// Appends a `session/update` line to `line`: the head, whatever `params` writes, the tail.
+fn write_update_line(line: &mut Vec<u8>, params: impl FnOnce(&mut Vec<u8>)) {
     for part in LINE_HEAD {
         line.extend_from_slice(part);
     }
-    params(&mut line);
+    params(line);
     line.extend_from_slice(LINE_TAIL);
-    line
 }
 
 /// The update with serialized `params` marked `"replay": true` (first member).
 fn replay_line(params: &[u8]) -> Vec<u8> {
     let rest = params.strip_prefix(b"{").unwrap_or(params);
-    update_line(params.len() + 16, |line| {
+    let mut line = Vec::with_capacity(line_head_len() + params.len() + 16 + LINE_TAIL.len());
+    write_update_line(&mut line, |line| {
         line.extend_from_slice(br#"{"replay":true"#);
         if !rest.starts_with(b"}") {
             line.push(b',');
         }
         line.extend_from_slice(rest);
-    })
+    });
+    line
 }
 
 impl SessionStream {
@@ -178,7 +182,8 @@ impl SessionStream {
     /// Numbers, buffers and fans out one update of the running turn: `{sessionId, type,
     /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn.
     pub fn emit(&self, kind: &str, fields: Value) {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let Some(turn) = inner.turns.back_mut().filter(|t| !t.done) else {
             tracing::warn!(session = %self.session_id, kind, "update outside a turn dropped");
             return;
@@ -194,11 +199,17 @@ impl SessionStream {
             params.extend(fields);
         }
         let params = Value::Object(params);
-        let line: bytes::Bytes = update_line(128, |line| {
+        // Written in a reused buffer, then copied once into an allocation of its size.
+        let scratch = &mut inner.scratch;
+        scratch.clear();
+        write_update_line(scratch, |line| {
             // Writing a `Value` into memory cannot fail.
             let _ = serde_json::to_writer(line, &params);
-        })
-        .into();
+        });
+        let line = bytes::Bytes::copy_from_slice(scratch);
+        if scratch.capacity() > SCRATCH_KEPT {
+            *scratch = Vec::new();
+        }
         if kind == TURN_COMPLETE {
             turn.done = true;
         }
