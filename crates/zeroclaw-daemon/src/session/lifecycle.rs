@@ -12,13 +12,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::session::{
-    ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult,
+    ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListResult, MessagesResult,
+    SessionSummary,
 };
 use zeroclaw_store::{
     DEFAULT_PAGE_BYTES, ListCursor, ListQuery, MAX_LIST_LIMIT, MessagesQuery, Mode, SessionKey,
@@ -28,6 +29,7 @@ use zeroclaw_store::{
 use super::error::{SessionError, encode};
 use super::link::ClientLink;
 use super::live::{Job, LiveSession};
+use super::wire;
 use super::{SessionManager, check_owner};
 
 /// How long close/kill/delete wait for a cancelled turn to persist before answering.
@@ -306,19 +308,19 @@ impl SessionManager {
         let mut last = None;
         for (cursor, r) in page.rows {
             let live = self.get(&r.key());
-            let entry = json!({
-                "sessionId": r.session_id,
-                "mode": r.mode.as_str(),
-                "agentAlias": r.agent_alias,
-                "createdAt": r.created_at,
-                "lastActivity": r.last_activity,
-                "messageCount": r.message_count,
-                "live": live.is_some(),
-                "activeTurnId": live.as_ref().and_then(|l| l.running_turn()),
-                "subscribers": live.as_ref().map_or(0, |l| l.stream.subscriber_count()),
-                "interactionSurface": r.interaction_surface,
-            });
-            let size = entry.to_string().len() + 1;
+            let entry = SessionSummary {
+                session_id: r.session_id,
+                mode: wire::mode(r.mode),
+                agent_alias: r.agent_alias,
+                created_at: r.created_at,
+                last_activity: r.last_activity,
+                message_count: wire::count(r.message_count),
+                live: live.is_some(),
+                interaction_surface: r.interaction_surface,
+                active_turn_id: live.as_ref().and_then(|l| l.running_turn()),
+                subscribers: live.as_ref().map_or(0, |l| l.stream.subscriber_count()) as u32,
+            };
+            let size = serde_json::to_vec(&entry).map_or(0, |v| v.len()) + 1;
             if used + size > DEFAULT_PAGE_BYTES && !sessions.is_empty() {
                 break;
             }
@@ -331,7 +333,10 @@ impl SessionManager {
         } else {
             None
         };
-        Ok(json!({"sessions": sessions, "nextCursor": next}))
+        encode(ListResult {
+            sessions,
+            next_cursor: next,
+        })
     }
 
     /// `session/messages`: the raw visible transcript, paged to fit one frame.
@@ -356,12 +361,12 @@ impl SessionManager {
                 },
             )
             .await?;
-        Ok(json!({
-            "sessionId": session_id,
-            "messages": page.rows,
-            "total": page.total,
-            "hasMore": page.has_more,
-        }))
+        encode(MessagesResult {
+            session_id: session_id.to_owned(),
+            messages: page.rows.into_iter().map(wire::message).collect(),
+            total: wire::count(page.total),
+            has_more: Some(page.has_more),
+        })
     }
 }
 

@@ -312,10 +312,7 @@ impl LiveSession {
 
     /// The session's mode as the wire spells it.
     pub fn wire_mode(&self) -> zeroclaw_protocol::Mode {
-        match self.key.mode {
-            zeroclaw_store::Mode::Acp => zeroclaw_protocol::Mode::Acp,
-            zeroclaw_store::Mode::Chat => zeroclaw_protocol::Mode::Chat,
-        }
+        super::wire::mode(self.key.mode)
     }
 
     pub fn overrides(&self) -> Overrides {

@@ -51,6 +51,7 @@ pub mod subscribe;
 pub mod text;
 pub mod tuning;
 pub mod turn;
+pub mod wire;
 pub mod worker;
 
 pub use live::LiveSession;

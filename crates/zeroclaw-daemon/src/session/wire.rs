@@ -1,0 +1,59 @@
+//! Stored values as the wire vocabulary spells them: a session's mode and a transcript row
+//! (`session/list`, `session/messages`, `session/status`, `session/new`). A leaf: it imports
+//! only the store's and the protocol's types.
+
+use zeroclaw_protocol::session::MessageRow;
+
+/// The store's session mode as the wire names it.
+pub fn mode(mode: zeroclaw_store::Mode) -> zeroclaw_protocol::Mode {
+    match mode {
+        zeroclaw_store::Mode::Acp => zeroclaw_protocol::Mode::Acp,
+        zeroclaw_store::Mode::Chat => zeroclaw_protocol::Mode::Chat,
+    }
+}
+
+/// The store's transcript role as the wire names it.
+pub fn role(role: zeroclaw_store::Role) -> zeroclaw_protocol::Role {
+    match role {
+        zeroclaw_store::Role::User => zeroclaw_protocol::Role::User,
+        zeroclaw_store::Role::Assistant => zeroclaw_protocol::Role::Assistant,
+        zeroclaw_store::Role::ToolCall => zeroclaw_protocol::Role::ToolCall,
+        zeroclaw_store::Role::ToolResult => zeroclaw_protocol::Role::ToolResult,
+        zeroclaw_store::Role::Interruption => zeroclaw_protocol::Role::Interruption,
+    }
+}
+
+/// One stored transcript row as `session/messages` sends it.
+pub fn message(row: zeroclaw_store::MessageRow) -> MessageRow {
+    MessageRow {
+        seq: row.seq,
+        role: role(row.role),
+        content: row.content,
+        turn_id: row.turn_id,
+        created_at: row.created_at,
+        truncated: row.truncated,
+    }
+}
+
+/// A stored count (SQLite integers are signed) as a wire count.
+pub fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stored_spelling_is_the_wire_spelling() {
+        for m in [zeroclaw_store::Mode::Acp, zeroclaw_store::Mode::Chat] {
+            assert_eq!(mode(m).as_str(), m.as_str());
+        }
+        use zeroclaw_store::Role::*;
+        for r in [User, Assistant, ToolCall, ToolResult, Interruption] {
+            assert_eq!(role(r).as_str(), r.as_str());
+        }
+        assert_eq!(count(-1), 0);
+        assert_eq!(count(7), 7);
+    }
+}
