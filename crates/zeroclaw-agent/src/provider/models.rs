@@ -6,7 +6,7 @@
 //! soon. The cache lock is never held across the request.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -25,21 +25,12 @@ const MAX_ENTRIES: usize = 256;
 type Entry = (Instant, Result<Vec<String>, String>);
 
 /// A cache of model lists, shared by the daemon.
+#[derive(Default)]
 pub struct ModelCatalog {
-    client: reqwest::Client,
+    /// Built on the first fetch: a daemon that never lists models (the offline `echo`
+    /// agent) never sets up an HTTP client and its TLS roots.
+    client: OnceLock<reqwest::Client>,
     entries: Mutex<HashMap<(String, String), Entry>>,
-}
-
-impl Default for ModelCatalog {
-    fn default() -> Self {
-        ModelCatalog {
-            client: reqwest::Client::builder()
-                .connect_timeout(FETCH_TIMEOUT)
-                .build()
-                .unwrap_or_default(),
-            entries: Mutex::new(HashMap::new()),
-        }
-    }
 }
 
 impl ModelCatalog {
@@ -63,7 +54,13 @@ impl ModelCatalog {
                 }
             }
         }
-        let result = fetch(&self.client, &key.0, api_key).await;
+        let client = self.client.get_or_init(|| {
+            reqwest::Client::builder()
+                .connect_timeout(FETCH_TIMEOUT)
+                .build()
+                .unwrap_or_default()
+        });
+        let result = fetch(client, &key.0, api_key).await;
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if entries.len() >= MAX_ENTRIES {
             entries.retain(|_, (at, _)| now.duration_since(*at) < LIST_TTL);
