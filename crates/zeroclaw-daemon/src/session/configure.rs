@@ -19,7 +19,7 @@ use super::SessionManager;
 use super::agent::effective_model;
 use super::error::{SessionError, encode};
 use super::live::{LiveSession, Overrides};
-use super::mcp::{autonomy_str, parse_autonomy, wire_autonomy};
+use super::wire;
 
 /// Model ids shown in an "unknown model" message.
 const SHOWN_MODELS: usize = 20;
@@ -65,7 +65,7 @@ impl SessionManager {
     ) -> Result<Value, SessionError> {
         let autonomy = match req.autonomy.as_deref() {
             None => None,
-            Some(a) => Some(parse_autonomy(a).ok_or_else(|| {
+            Some(a) => Some(wire::parse_autonomy(a).ok_or_else(|| {
                 SessionError::invalid_params(format!(
                     "unknown autonomy {a:?}: expected supervised, full or read_only"
                 ))
@@ -89,7 +89,7 @@ impl SessionManager {
         self.store
             .set_overrides(
                 &live.key,
-                next.autonomy.map(|a| autonomy_str(a).to_owned()),
+                next.autonomy.map(|a| wire::autonomy(a).as_str().to_owned()),
                 next.model.clone(),
             )
             .await?;
@@ -156,5 +156,5 @@ pub(crate) fn effective_autonomy(
         .get(&live.agent_alias)
         .map(|a| a.autonomy)
         .unwrap_or_default();
-    wire_autonomy(overrides.autonomy.unwrap_or(base))
+    wire::autonomy(overrides.autonomy.unwrap_or(base))
 }

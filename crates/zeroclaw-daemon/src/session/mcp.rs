@@ -17,6 +17,7 @@ use zeroclaw_config::schema::valid_mcp_name;
 use super::SessionManager;
 use super::error::SessionError;
 use super::live::{LiveSession, Overrides, UsageTotals};
+use super::wire;
 
 /// Servers one `session/new` may add.
 pub const MAX_SESSION_SERVERS: usize = 16;
@@ -107,28 +108,6 @@ pub fn servers_for(
     out
 }
 
-/// Parses a saved autonomy.
-pub fn parse_autonomy(s: &str) -> Option<zeroclaw_config::Autonomy> {
-    Some(match zeroclaw_protocol::Autonomy::parse(s)? {
-        zeroclaw_protocol::Autonomy::Supervised => zeroclaw_config::Autonomy::Supervised,
-        zeroclaw_protocol::Autonomy::Full => zeroclaw_config::Autonomy::Full,
-        zeroclaw_protocol::Autonomy::ReadOnly => zeroclaw_config::Autonomy::ReadOnly,
-    })
-}
-
-/// A configured autonomy as the wire names it.
-pub fn wire_autonomy(a: zeroclaw_config::Autonomy) -> zeroclaw_protocol::Autonomy {
-    match a {
-        zeroclaw_config::Autonomy::Supervised => zeroclaw_protocol::Autonomy::Supervised,
-        zeroclaw_config::Autonomy::Full => zeroclaw_protocol::Autonomy::Full,
-        zeroclaw_config::Autonomy::ReadOnly => zeroclaw_protocol::Autonomy::ReadOnly,
-    }
-}
-
-pub fn autonomy_str(a: zeroclaw_config::Autonomy) -> &'static str {
-    wire_autonomy(a).as_str()
-}
-
 impl SessionManager {
     /// Before `live` is registered: restores its saved settings and totals (`resumed`: a
     /// new row has none), and starts its MCP servers in the background.
@@ -146,7 +125,7 @@ impl SessionManager {
         };
         if let Some(saved) = saved {
             live.set_overrides(Overrides {
-                autonomy: saved.autonomy.as_deref().and_then(parse_autonomy),
+                autonomy: saved.autonomy.as_deref().and_then(wire::parse_autonomy),
                 model: saved.model,
             });
             live.set_usage(UsageTotals {

@@ -1,6 +1,7 @@
-//! Stored values as the wire vocabulary spells them: a session's mode and a transcript row
-//! (`session/list`, `session/messages`, `session/status`, `session/new`). A leaf: it imports
-//! only the store's and the protocol's types.
+//! Stored and configured values as the wire vocabulary spells them: a session's mode, a
+//! transcript row, an autonomy (`session/list`, `session/messages`, `session/status`,
+//! `session/new`, `session/configure`). A leaf: it imports only the store's, the
+//! configuration's and the protocol's types.
 
 use zeroclaw_protocol::session::MessageRow;
 
@@ -35,6 +36,24 @@ pub fn message(row: zeroclaw_store::MessageRow) -> MessageRow {
     }
 }
 
+/// A configured autonomy as the wire names it.
+pub fn autonomy(a: zeroclaw_config::Autonomy) -> zeroclaw_protocol::Autonomy {
+    match a {
+        zeroclaw_config::Autonomy::Supervised => zeroclaw_protocol::Autonomy::Supervised,
+        zeroclaw_config::Autonomy::Full => zeroclaw_protocol::Autonomy::Full,
+        zeroclaw_config::Autonomy::ReadOnly => zeroclaw_protocol::Autonomy::ReadOnly,
+    }
+}
+
+/// A saved (or requested) autonomy spelled as on the wire.
+pub fn parse_autonomy(s: &str) -> Option<zeroclaw_config::Autonomy> {
+    Some(match zeroclaw_protocol::Autonomy::parse(s)? {
+        zeroclaw_protocol::Autonomy::Supervised => zeroclaw_config::Autonomy::Supervised,
+        zeroclaw_protocol::Autonomy::Full => zeroclaw_config::Autonomy::Full,
+        zeroclaw_protocol::Autonomy::ReadOnly => zeroclaw_config::Autonomy::ReadOnly,
+    })
+}
+
 /// A stored count (SQLite integers are signed) as a wire count.
 pub fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
@@ -53,6 +72,11 @@ mod tests {
         for r in [User, Assistant, ToolCall, ToolResult, Interruption] {
             assert_eq!(role(r).as_str(), r.as_str());
         }
+        for a in zeroclaw_protocol::Autonomy::ALL {
+            let configured = parse_autonomy(a.as_str()).unwrap();
+            assert_eq!(autonomy(configured), *a);
+        }
+        assert_eq!(parse_autonomy("reckless"), None);
         assert_eq!(count(-1), 0);
         assert_eq!(count(7), 7);
     }
