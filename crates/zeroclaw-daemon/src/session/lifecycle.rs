@@ -95,9 +95,12 @@ impl SessionManager {
             config,
             reply,
         });
-        // Queued or refused: the connection's next request for this session may go ahead.
-        crate::ordering::admitted();
+        // A refusal (busy) is returned without admitting: the ticket lets the connection's
+        // next request for this session go only once the refusal is queued, so refusals
+        // keep sending order. Queued: recorded first (a later `session/cancel` must see
+        // it), then the next request may go ahead while this one waits for its turn.
         link.record_prompt(&live.instance, submitted?);
+        crate::ordering::admitted();
         answer.await.unwrap_or_else(|_| {
             Err(SessionError::internal(
                 "the session stopped before answering",
