@@ -296,3 +296,53 @@ pub async fn run_writer<S: FrameSink>(
         tracing::debug!("peer did not take the close in {CLOSE_WAIT:?}; dropping the socket");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::transport::BoxFuture;
+
+    /// A sink that records each write's lines.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<Vec<Bytes>>>>);
+
+    impl FrameSink for Recorder {
+        fn send_lines<'a>(&'a mut self, lines: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
+            self.0.lock().unwrap().push(lines.to_vec());
+            Box::pin(async { Ok(()) })
+        }
+
+        fn shutdown(&mut self) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_streaming_producers_lines_go_out_in_order_and_several_to_a_write() {
+        const LINES: usize = 2000;
+        let (out, rx) = Outbound::new(DEFAULT_STALL_TIMEOUT);
+        let sink = Recorder::default();
+        let writer = tokio::spawn(run_writer(sink.clone(), rx, out.clone()));
+        for i in 0..LINES {
+            out.push_now(Bytes::from(format!("{i}\n"))).unwrap();
+            // Like a turn between two provider events: other tasks get to run.
+            tokio::task::yield_now().await;
+        }
+        out.drain(Duration::from_secs(5)).await;
+        out.close();
+        writer.await.unwrap();
+        let writes = sink.0.lock().unwrap();
+        let lines: Vec<Bytes> = writes.iter().flatten().cloned().collect();
+        let sent: Vec<Bytes> = (0..LINES).map(|i| Bytes::from(format!("{i}\n"))).collect();
+        assert_eq!(lines, sent, "every line once, in order");
+        // Without gathering, each line would be its own write.
+        assert!(
+            writes.len() < LINES * 3 / 4,
+            "{} writes for {LINES} streamed lines",
+            writes.len()
+        );
+    }
+}
