@@ -302,17 +302,20 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 }
                 continue;
             }
-            Inbound::Request(req) => match req.id {
-                Some(id) => ServerMessage::Request {
-                    id: id.value(),
-                    method: req.method,
-                    params: req.params.unwrap_or(Value::Null),
-                },
-                None => ServerMessage::Notification {
-                    method: req.method,
-                    params: req.params.unwrap_or(Value::Null),
-                },
-            },
+            Inbound::Request(req) => {
+                let params = req.params_value().unwrap_or(Value::Null);
+                match req.id {
+                    Some(id) => ServerMessage::Request {
+                        id: id.value(),
+                        method: req.method,
+                        params,
+                    },
+                    None => ServerMessage::Notification {
+                        method: req.method,
+                        params,
+                    },
+                }
+            }
             Inbound::Reject { error, .. } => {
                 tracing::warn!("daemon sent an invalid message: {}", error.message);
                 continue;

@@ -164,7 +164,7 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 };
                 let Ok(permit) = permit else { break };
                 // Taken here, in receive order; waited for inside the task.
-                let ticket = order.ticket(method, request.params.as_ref());
+                let ticket = order.ticket(method, request.params.as_deref());
                 let daemon = Arc::clone(&daemon);
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {

@@ -16,6 +16,7 @@ use zeroclaw_rpc::{ErrorObject, Request};
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{config, configure, file, initialize, models, session, status};
+use crate::params::Params;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
@@ -24,7 +25,7 @@ pub(crate) async fn call(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     method: Method,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     if method == Method::Initialize {
         return initialize::initialize(daemon, conn, params).await;

@@ -13,10 +13,11 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use zeroclaw_protocol::Method;
 
+use crate::params;
 use crate::session::live_id::{LiveId, WeakLiveId};
 
 /// Distinct sessions remembered per connection before settled entries are forgotten.
@@ -66,11 +67,13 @@ pub struct SessionOrder {
 impl SessionOrder {
     /// A ticket for a request of `method` with `params`, taken in receive order; `None`
     /// for requests that address no session (and for methods the daemon does not serve).
-    pub fn ticket(&mut self, method: Option<Method>, params: Option<&Value>) -> Option<Ticket> {
+    /// The session is the one the params name under either spelling, as the method reads
+    /// them (SPEC §17.1).
+    pub fn ticket(&mut self, method: Option<Method>, params: Option<&RawValue>) -> Option<Ticket> {
         if !method.is_some_and(addresses_session) {
             return None;
         }
-        let session = params?.get("sessionId")?.as_str()?;
+        let session = params::session_id(params)?;
         if self.last.len() >= REMEMBERED_SESSIONS {
             // Forget sessions whose last request is already admitted; those still waiting
             // are at most the requests in flight.
@@ -78,7 +81,7 @@ impl SessionOrder {
                 .retain(|_, rx| matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Empty)));
         }
         let (admit, rx) = oneshot::channel();
-        let predecessor = self.last.insert(session.to_string(), rx);
+        let predecessor = self.last.insert(session, rx);
         Some(Ticket { predecessor, admit })
     }
 }
@@ -122,23 +125,29 @@ impl LastPrompts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use std::sync::{Arc, Mutex};
+
+    fn raw(v: Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&v).expect("json")
+    }
 
     #[tokio::test]
     async fn a_ticket_waits_for_its_predecessor_to_be_admitted() {
         let mut order = SessionOrder::default();
-        let params = json!({"sessionId": "s"});
+        let params = raw(json!({"sessionId": "s"}));
+        let snake = raw(json!({"session_id": "s"}));
         let first = order
             .ticket(Some(Method::SessionPrompt), Some(&params))
             .expect("ticket");
+        // The same session under the other spelling takes its place in the same order.
         let second = order
-            .ticket(Some(Method::SessionPrompt), Some(&params))
+            .ticket(Some(Method::SessionPrompt), Some(&snake))
             .expect("ticket");
         assert!(order.ticket(Some(Method::Status), Some(&params)).is_none());
         assert!(
             order
-                .ticket(Some(Method::SessionList), Some(&json!({})))
+                .ticket(Some(Method::SessionList), Some(&raw(json!({}))))
                 .is_none()
         );
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -166,7 +175,7 @@ mod tests {
             let t = order
                 .ticket(
                     Some(Method::SessionCancel),
-                    Some(&json!({"sessionId": i.to_string()})),
+                    Some(&raw(json!({"sessionId": i.to_string()}))),
                 )
                 .expect("ticket");
             t.run(async {}).await;

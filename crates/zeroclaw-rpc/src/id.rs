@@ -1,13 +1,10 @@
 //! Request ids kept as the exact JSON text the peer sent (SPEC §17 "Ids echo exactly"):
 //! `18446744073709551616`, `1e2`, `-0` or `"\u0041"` come back byte for byte.
 //!
-//! The frame is parsed into a [`Value`] as usual; only when that value would not print back
-//! as it was written (a non-integer or huge number, a string that may have used escapes)
-//! is the id's raw text looked up, by a second scan of the frame that stops at the `id` key.
+//! The classifier keeps each id as the raw text of its member, so nothing is reprinted.
 
 use std::fmt;
 
-use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -35,18 +32,6 @@ impl Id {
     /// The id whose JSON text is `raw` (already checked to be a valid id).
     pub(crate) fn from_raw(raw: &RawValue) -> Id {
         Id(raw.to_owned())
-    }
-
-    /// `value` as it was written in `frame` (the text it was parsed from, when known).
-    pub(crate) fn exact(value: &Value, frame: Option<&[u8]>) -> Id {
-        if let Some(frame) = frame.filter(|f| !prints_as_written(value, f))
-            && let Some(raw) = raw_id(frame)
-            // A duplicated `id` key: the scan found another one than the parser kept.
-            && serde_json::from_str::<Value>(raw.get()).is_ok_and(|v| v == *value)
-        {
-            return Id(raw.to_owned());
-        }
-        Id::from_value(value)
     }
 
     /// The id as a JSON value (numbers beyond `f64` precision lose it).
@@ -78,58 +63,17 @@ impl Serialize for Id {
     }
 }
 
-/// Whether `value`, printed compactly, is certainly the text it was parsed from.
-fn prints_as_written(value: &Value, frame: &[u8]) -> bool {
-    match value {
-        // Integers print as their digits; JSON allows no leading zeros or `+`. `-0` parses
-        // as a float, so it is not here.
-        Value::Number(n) => n.is_u64() || n.is_i64(),
-        // Without a backslash anywhere in the frame, the string used no escapes, so it
-        // holds no character the printer would escape.
-        Value::String(_) => !frame.contains(&b'\\'),
-        _ => true,
-    }
-}
-
-/// The raw text of the first `id` member of the object in `frame`.
-fn raw_id(frame: &[u8]) -> Option<&RawValue> {
-    struct FindId<'a, 'de>(&'a mut Option<&'de RawValue>);
-
-    impl<'de> Visitor<'de> for FindId<'_, 'de> {
-        type Value = ();
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a JSON object")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            while let Some(key) = map.next_key::<String>()? {
-                if key == "id" {
-                    *self.0 = Some(map.next_value()?);
-                    // Found: stop scanning (the caller ignores the resulting error).
-                    return Err(de::Error::custom("id found"));
-                }
-                map.next_value::<IgnoredAny>()?;
-            }
-            Ok(())
-        }
-    }
-
-    let mut found = None;
-    let mut de = serde_json::Deserializer::from_slice(frame);
-    let _ = de.deserialize_map(FindId(&mut found));
-    found
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::message::{Inbound, classify};
 
-    fn exact(frame: &str) -> String {
-        let v: Value = serde_json::from_str(frame).expect("json");
-        Id::exact(&v["id"], Some(frame.as_bytes()))
-            .as_json()
-            .to_string()
+    /// The id a request frame is answered with.
+    fn echoed(frame: &str) -> String {
+        match classify(frame.as_bytes()) {
+            Inbound::Request(r) => r.id.expect("an id").as_json().to_string(),
+            Inbound::Reject { id, .. } => id.as_json().to_string(),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -150,14 +94,19 @@ mod tests {
         ] {
             let frame =
                 format!(r#"{{"params":{{"x":"\\n"}},"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
-            assert_eq!(exact(&frame), id, "{frame}");
+            assert_eq!(echoed(&frame), id, "{frame}");
             let frame = format!(r#"{{"id":{id},"jsonrpc":"2.0","method":"m"}}"#);
-            assert_eq!(exact(&frame), id, "{frame}");
+            assert_eq!(echoed(&frame), id, "{frame}");
+            let frame = format!(r#"{{"id":{id},"jsonrpc":"1.0","method":"m"}}"#);
+            assert_eq!(echoed(&frame), id, "rejected, still exact: {frame}");
         }
     }
 
     #[test]
     fn a_duplicated_id_echoes_the_one_the_parser_kept() {
-        assert_eq!(exact(r#"{"id":1.0,"id":2.5,"method":"m"}"#), "2.5");
+        assert_eq!(
+            echoed(r#"{"id":1.0,"id":2.5,"jsonrpc":"2.0","method":"m"}"#),
+            "2.5"
+        );
     }
 }

@@ -7,6 +7,7 @@ pub mod error;
 mod id;
 pub mod message;
 pub mod peer;
+pub mod scan;
 
 pub use codec::{Frame, FrameReader, MAX_FRAME_BYTES};
 pub use error::{ErrorObject, code};

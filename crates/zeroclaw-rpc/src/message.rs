@@ -4,35 +4,111 @@
 //! with it: dispatch a request, resolve a response, answer with an error, or drop it. It
 //! classifies first (request-shaped / response-shaped / ambiguous) and validates second,
 //! so an invalid request still gets its valid id echoed, exactly as it was written ([`Id`]).
+//!
+//! No frame is turned into a generic JSON tree here (SPEC §17.1): the frame is checked
+//! whole, its members are kept as raw text, a request's `params` stay raw until its method
+//! decodes them into its own types, and a response's result is parsed only once it is
+//! known to answer one of our requests.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use crate::error::ErrorObject;
 pub use crate::id::Id;
+use crate::scan::{self, Kind, Members};
 
 /// A request or notification received from the peer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Request {
     /// `None` for a notification (no `id` key); the JSON `null` for `"id": null`.
     pub id: Option<Id>,
     pub method: String,
-    /// `None` when absent; otherwise an object or an array.
-    pub params: Option<Value>,
+    /// `None` when absent; otherwise an object or an array, as the peer wrote it.
+    pub params: Option<Box<RawValue>>,
 }
 
 impl Request {
     pub fn is_notification(&self) -> bool {
         self.id.is_none()
     }
+
+    /// The params as a JSON value (for peers whose frames are trusted to be small, such as
+    /// a client reading its daemon). `None` when absent.
+    pub fn params_value(&self) -> Option<Value> {
+        self.params
+            .as_ref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
 }
 
-/// A valid response received from the peer.
-#[derive(Debug, Clone, PartialEq)]
+impl PartialEq for Request {
+    fn eq(&self, other: &Request) -> bool {
+        self.id == other.id
+            && self.method == other.method
+            && self.params.as_ref().map(|p| p.get()) == other.params.as_ref().map(|p| p.get())
+    }
+}
+
+/// A valid response received from the peer. Its result (or error data) is kept as text
+/// until [`Response::into_outcome`].
+#[derive(Debug, Clone)]
 pub struct Response {
     pub id: Value,
-    pub outcome: Result<Value, ErrorObject>,
+    outcome: RawOutcome,
+}
+
+#[derive(Debug, Clone)]
+enum RawOutcome {
+    Result(Box<RawValue>),
+    Error {
+        code: i64,
+        message: String,
+        data: Option<Box<RawValue>>,
+    },
+}
+
+impl Response {
+    /// A response with an already known outcome.
+    pub fn new(id: Value, outcome: Result<Value, ErrorObject>) -> Response {
+        let raw = |v: &Value| serde_json::value::to_raw_value(v).unwrap_or_else(|_| null_raw());
+        let outcome = match outcome {
+            Ok(result) => RawOutcome::Result(raw(&result)),
+            Err(e) => RawOutcome::Error {
+                code: e.code,
+                message: e.message,
+                data: e.data.as_ref().map(raw),
+            },
+        };
+        Response { id, outcome }
+    }
+
+    /// The result, or the peer's error, parsed.
+    pub fn into_outcome(self) -> Result<Value, ErrorObject> {
+        let parse = |raw: Box<RawValue>| serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        match self.outcome {
+            RawOutcome::Result(raw) => Ok(parse(raw)),
+            RawOutcome::Error {
+                code,
+                message,
+                data,
+            } => Err(ErrorObject {
+                code,
+                message,
+                data: data.map(parse),
+            }),
+        }
+    }
+}
+
+impl PartialEq for Response {
+    fn eq(&self, other: &Response) -> bool {
+        self.id == other.id && self.clone().into_outcome() == other.clone().into_outcome()
+    }
+}
+
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".to_string()).unwrap_or_else(|_| unreachable!("null is JSON"))
 }
 
 /// What the receiver does with one frame.
@@ -52,49 +128,56 @@ pub enum Inbound {
 
 /// Classifies and validates one frame.
 pub fn classify(frame: &[u8]) -> Inbound {
-    if let Some(request) = plain_request(frame) {
-        return Inbound::Request(request);
+    match plain_request(frame) {
+        Some(request) => Inbound::Request(request),
+        None => classify_general(frame),
     }
-    let value: Value = match serde_json::from_slice(frame) {
-        Ok(v) => v,
-        Err(e) => {
-            let what = if std::str::from_utf8(frame).is_err() {
-                "parse error: frame is not valid UTF-8".to_string()
-            } else {
-                format!("parse error: {e}")
-            };
-            return Inbound::Reject {
-                id: Id::null(),
-                error: ErrorObject::parse_error(what),
-            };
-        }
-    };
-    classify_parsed(value, Some(frame))
 }
 
-/// Classifies an already parsed JSON value (its ids are echoed as that value prints).
-pub fn classify_value(value: Value) -> Inbound {
-    classify_parsed(value, None)
-}
-
-/// `frame`, when known, is the text `value` was parsed from (for ids echoed exactly).
-fn classify_parsed(value: Value, frame: Option<&[u8]>) -> Inbound {
-    let Value::Object(obj) = value else {
-        let what = if value.is_array() {
+/// Every frame the fast path leaves: checked whole, then judged by its members.
+fn classify_general(frame: &[u8]) -> Inbound {
+    if let Err(e) = scan::validate(frame) {
+        let what = if std::str::from_utf8(frame).is_err() {
+            "parse error: frame is not valid UTF-8".to_string()
+        } else {
+            format!("parse error: {e}")
+        };
+        return Inbound::Reject {
+            id: Id::null(),
+            error: ErrorObject::parse_error(what),
+        };
+    }
+    let Some(members) = scan::members(frame) else {
+        let batch = frame.trim_ascii_start().starts_with(b"[");
+        let what = if batch {
             "invalid request: batches are not supported"
         } else {
             "invalid request: a message must be a JSON object"
         };
         return ambiguous(what);
     };
-    let has_result = obj.contains_key("result");
-    let has_error = obj.contains_key("error");
-    match obj.get("method") {
-        Some(Value::String(_)) if !has_result && !has_error => validate_request(obj, frame),
+    classify_members(&members)
+}
+
+/// Classifies an already parsed JSON value.
+pub fn classify_value(value: Value) -> Inbound {
+    match serde_json::to_vec(&value) {
+        Ok(frame) => classify(&frame),
+        Err(e) => Inbound::Reject {
+            id: Id::null(),
+            error: ErrorObject::parse_error(format!("parse error: {e}")),
+        },
+    }
+}
+
+/// The envelope rules on a valid JSON object's members.
+fn classify_members(obj: &Members<'_>) -> Inbound {
+    let has_result = obj.contains("result");
+    let has_error = obj.contains("error");
+    match obj.get("method").map(scan::kind) {
+        Some(Kind::String) if !has_result && !has_error => validate_request(obj),
         None if has_result || has_error => validate_response(obj),
-        Some(Value::String(_)) => {
-            ambiguous("invalid request: method together with result or error")
-        }
+        Some(Kind::String) => ambiguous("invalid request: method together with result or error"),
         Some(_) => ambiguous("invalid request: method must be a string"),
         None => ambiguous("invalid request: neither a method nor a result or error"),
     }
@@ -124,10 +207,10 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 
 /// The fast path for what nearly every frame is: a valid request with members `jsonrpc`
 /// (exactly `"2.0"`), `method`, and optionally `id` and `params`, each once. It decodes
-/// the envelope without building a JSON tree and echoes the id from its own text. Anything
-/// else, and anything this path cannot judge exactly as [`classify_parsed`] would (an id
-/// with escapes or a number that is not a short integer, params that fail to parse), gets
-/// `None`, and the general path decides: the outcome is the same either way.
+/// the envelope and echoes the id from its own text. Anything else, and anything this path
+/// cannot judge exactly as the general path would (an id with escapes or a number that is
+/// not a short integer, params that fail to validate or nest deep), gets `None`, and the
+/// general path decides: the outcome is the same either way.
 fn plain_request(frame: &[u8]) -> Option<Request> {
     // A big frame's cost is its content, not its envelope.
     if frame.len() > PLAIN_REQUEST_BYTES {
@@ -148,10 +231,14 @@ fn plain_request(frame: &[u8]) -> Option<Request> {
         None => None,
     };
     let params = match plain.params {
-        // Parsed alone, params nest one level less deep than inside the frame; leave
+        // Checked alone, params nest one level less deep than inside the frame; leave
         // anything that could come near the parser's depth limit to the general path.
-        Some(raw) if raw.get().starts_with(['{', '[']) && !may_nest_deep(raw.get()) => {
-            Some(serde_json::from_str::<Value>(raw.get()).ok()?)
+        Some(raw)
+            if matches!(scan::kind(raw), Kind::Object | Kind::Array)
+                && !may_nest_deep(raw.get()) =>
+        {
+            scan::validate_str(raw.get()).ok()?;
+            Some(raw.to_owned())
         }
         Some(_) => return None,
         None => None,
@@ -192,63 +279,60 @@ fn ambiguous(message: &str) -> Inbound {
     }
 }
 
-fn valid_id(id: &Value) -> bool {
-    matches!(id, Value::String(_) | Value::Number(_) | Value::Null)
+/// A string, a number or null.
+fn valid_id(id: &RawValue) -> bool {
+    matches!(scan::kind(id), Kind::String | Kind::Number | Kind::Null)
 }
 
-fn version_ok(obj: &Map<String, Value>) -> bool {
-    obj.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+fn version_ok(obj: &Members<'_>) -> bool {
+    obj.get("jsonrpc")
+        .and_then(scan::string)
+        .is_some_and(|v| v == "2.0")
 }
 
-fn validate_request(mut obj: Map<String, Value>, frame: Option<&[u8]>) -> Inbound {
-    let id = obj.remove("id");
-    let exact = match &id {
-        Some(id) if valid_id(id) => Some(Id::exact(id, frame)),
-        _ => None,
-    };
+fn validate_request(obj: &Members<'_>) -> Inbound {
+    let id = obj.get("id");
+    let exact = id.filter(|id| valid_id(id)).map(Id::from_raw);
     let echo = exact.clone().unwrap_or_else(Id::null);
     let reject = |message: &str| Inbound::Reject {
         id: echo.clone(),
         error: ErrorObject::invalid_request(message),
     };
-    if !version_ok(&obj) {
+    if !version_ok(obj) {
         return reject("invalid request: jsonrpc must be \"2.0\"");
     }
-    if id.as_ref().is_some_and(|id| !valid_id(id)) {
+    if id.is_some_and(|id| !valid_id(id)) {
         return reject("invalid request: id must be a string, a number or null");
     }
-    let params = obj.remove("params");
-    if params
-        .as_ref()
-        .is_some_and(|p| !p.is_object() && !p.is_array())
-    {
+    let params = obj.get("params");
+    if params.is_some_and(|p| !matches!(scan::kind(p), Kind::Object | Kind::Array)) {
         return reject("invalid request: params must be an object or an array");
     }
-    let Some(Value::String(method)) = obj.remove("method") else {
+    let Some(method) = obj.get("method").and_then(scan::string) else {
         return reject("invalid request: method must be a string");
     };
     Inbound::Request(Request {
         id: exact,
         method,
-        params,
+        params: params.map(RawValue::to_owned),
     })
 }
 
-fn validate_response(mut obj: Map<String, Value>) -> Inbound {
-    if !version_ok(&obj) {
+fn validate_response(obj: &Members<'_>) -> Inbound {
+    if !version_ok(obj) {
         return Inbound::DropInvalidResponse("response without jsonrpc \"2.0\"");
     }
-    let id = match obj.remove("id") {
-        Some(id) if valid_id(&id) => id,
+    let id = match obj.get("id") {
+        Some(id) if valid_id(id) => serde_json::from_str(id.get()).unwrap_or(Value::Null),
         Some(_) => {
             return Inbound::DropInvalidResponse("response id is not a string, number or null");
         }
         None => return Inbound::DropInvalidResponse("response without an id"),
     };
-    let outcome = match (obj.remove("result"), obj.remove("error")) {
-        (Some(result), None) => Ok(result),
-        (None, Some(error)) => match parse_error_object(error) {
-            Some(error) => Err(error),
+    let outcome = match (obj.get("result"), obj.get("error")) {
+        (Some(result), None) => RawOutcome::Result(result.to_owned()),
+        (None, Some(error)) => match raw_error(error) {
+            Some(error) => error,
             None => return Inbound::DropInvalidResponse("response error is not {code, message}"),
         },
         _ => return Inbound::DropInvalidResponse("response with both result and error"),
@@ -256,22 +340,20 @@ fn validate_response(mut obj: Map<String, Value>) -> Inbound {
     Inbound::Response(Response { id, outcome })
 }
 
-fn parse_error_object(error: Value) -> Option<ErrorObject> {
-    let Value::Object(mut obj) = error else {
-        return None;
-    };
-    let code = obj.get("code").and_then(Value::as_i64)?;
+/// `{code: integer, message: string, data?}`, its data kept as text.
+fn raw_error(error: &RawValue) -> Option<RawOutcome> {
+    let obj = scan::members_str(error.get())?;
+    let code = obj.get("code")?;
     // An integer code: 3.0 or 1e3 are numbers but not integers on the wire.
-    if !obj.get("code").is_some_and(|c| c.is_i64() || c.is_u64()) {
-        return None;
-    }
-    let Some(Value::String(message)) = obj.remove("message") else {
-        return None;
+    let code = match serde_json::from_str::<Value>(code.get()).ok()? {
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.as_i64()?,
+        _ => return None,
     };
-    Some(ErrorObject {
+    let message = scan::string(obj.get("message")?)?;
+    Some(RawOutcome::Error {
         code,
         message,
-        data: obj.remove("data"),
+        data: obj.get("data").map(RawValue::to_owned),
     })
 }
 
@@ -407,6 +489,10 @@ mod tests {
     use crate::code;
     use serde_json::json;
 
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_string()).expect("json")
+    }
+
     fn rejected(frame: &str) -> (Value, i64) {
         match classify(frame.as_bytes()) {
             Inbound::Reject { id, error } => (id.value(), error.code),
@@ -422,7 +508,7 @@ mod tests {
             Inbound::Request(Request {
                 id: Some(Id::from_value(&json!(2))),
                 method: "status".into(),
-                params: Some(json!({}))
+                params: Some(raw("{}"))
             })
         );
         let Inbound::Request(n) = classify(br#"{"jsonrpc":"2.0","method":"x"}"#) else {
@@ -509,21 +595,18 @@ mod tests {
     fn responses_valid_and_invalid() {
         assert_eq!(
             classify(br#"{"jsonrpc":"2.0","id":"zc-out-0","result":null}"#),
-            Inbound::Response(Response {
-                id: json!("zc-out-0"),
-                outcome: Ok(Value::Null)
-            })
+            Inbound::Response(Response::new(json!("zc-out-0"), Ok(Value::Null)))
         );
         assert_eq!(
             classify(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no","data":[1]}}"#),
-            Inbound::Response(Response {
-                id: json!(1),
-                outcome: Err(ErrorObject {
+            Inbound::Response(Response::new(
+                json!(1),
+                Err(ErrorObject {
                     code: -1,
                     message: "no".into(),
                     data: Some(json!([1]))
                 })
-            })
+            ))
         );
         for frame in [
             r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}"#,
@@ -544,13 +627,7 @@ mod tests {
 
     /// The general path alone, for comparing the fast one with it.
     fn general(frame: &[u8]) -> Inbound {
-        match serde_json::from_slice::<Value>(frame) {
-            Ok(value) => classify_parsed(value, Some(frame)),
-            Err(_) => match classify(frame) {
-                reject @ Inbound::Reject { .. } => reject,
-                other => panic!("a frame that does not parse was classified as {other:?}"),
-            },
-        }
+        classify_general(frame)
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl Pending {
         match waiter {
             Some(tx) => {
                 // The caller may have given up in the meantime; that is fine.
-                let _ = tx.send(response.outcome);
+                let _ = tx.send(response.into_outcome());
                 true
             }
             None => false,
@@ -151,16 +151,10 @@ mod tests {
         let a = pending.register().expect("open");
         let b = pending.register().expect("open");
         assert_eq!((a.id.as_str(), b.id.as_str()), ("zc-out-0", "zc-out-1"));
-        assert!(pending.resolve(Response {
-            id: json!("zc-out-1"),
-            outcome: Ok(Value::Null)
-        }));
+        assert!(pending.resolve(Response::new(json!("zc-out-1"), Ok(Value::Null))));
         assert_eq!(b.wait(Duration::from_secs(1)).await, Ok(Value::Null));
         let err = ErrorObject::internal("no");
-        assert!(pending.resolve(Response {
-            id: json!("zc-out-0"),
-            outcome: Err(err.clone())
-        }));
+        assert!(pending.resolve(Response::new(json!("zc-out-0"), Err(err.clone()))));
         assert_eq!(
             a.wait(Duration::from_secs(1)).await,
             Err(PeerError::Remote(err))
@@ -172,26 +166,11 @@ mod tests {
     async fn unknown_numeric_and_repeated_ids_are_not_ours() {
         let pending = Pending::new();
         let t = pending.register().expect("open");
-        assert!(!pending.resolve(Response {
-            id: json!(0),
-            outcome: Ok(json!(1))
-        }));
-        assert!(!pending.resolve(Response {
-            id: Value::Null,
-            outcome: Ok(json!(1))
-        }));
-        assert!(!pending.resolve(Response {
-            id: json!("zc-out-9"),
-            outcome: Ok(json!(1))
-        }));
-        assert!(pending.resolve(Response {
-            id: json!("zc-out-0"),
-            outcome: Ok(json!(1))
-        }));
-        assert!(!pending.resolve(Response {
-            id: json!("zc-out-0"),
-            outcome: Ok(json!(2))
-        }));
+        assert!(!pending.resolve(Response::new(json!(0), Ok(json!(1)))));
+        assert!(!pending.resolve(Response::new(Value::Null, Ok(json!(1)))));
+        assert!(!pending.resolve(Response::new(json!("zc-out-9"), Ok(json!(1)))));
+        assert!(pending.resolve(Response::new(json!("zc-out-0"), Ok(json!(1)))));
+        assert!(!pending.resolve(Response::new(json!("zc-out-0"), Ok(json!(2)))));
         assert_eq!(t.wait(Duration::from_secs(1)).await, Ok(json!(1)));
     }
 

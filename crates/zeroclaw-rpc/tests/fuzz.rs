@@ -178,12 +178,18 @@ fn check_classified(frame: &[u8]) -> Result<(), TestCaseError> {
                 obj.get("method").and_then(Value::as_str),
                 Some(&*request.method)
             );
-            prop_assert!(
-                request
-                    .params
-                    .as_ref()
-                    .is_none_or(|p| p.is_object() || p.is_array())
-            );
+            // Params stay as written: the same value as the frame's, an object or array.
+            match (&request.params, obj.get("params")) {
+                (None, None) => {}
+                (Some(raw), Some(sent)) => {
+                    let kept = serde_json::from_str::<Value>(raw.get()).ok();
+                    prop_assert_eq!(kept.as_ref(), Some(sent));
+                    prop_assert!(sent.is_object() || sent.is_array());
+                }
+                (kept, sent) => {
+                    return Err(TestCaseError::fail(format!("params {kept:?} for {sent:?}")));
+                }
+            }
             match (&request.id, obj.get("id")) {
                 (None, None) => {}
                 (Some(id), Some(sent)) => {

@@ -20,7 +20,7 @@ use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
 use crate::caller::ConnectionContext;
-use crate::params;
+use crate::params::{self, Params};
 use crate::state::Daemon;
 
 /// `config/set-many` params, entries kept raw so each error can name its entry.
@@ -31,7 +31,7 @@ struct SetManyParams {
 }
 
 /// `config/get {prop?}`: one property, or the whole configuration.
-pub(crate) fn get(daemon: &Daemon, params: Option<Value>) -> Result<Value, ErrorObject> {
+pub(crate) fn get(daemon: &Daemon, params: Params) -> Result<Value, ErrorObject> {
     let p: ConfigGetParams = params::decode(params)?;
     let value = daemon.config.get(p.prop.as_deref())?;
     params::encode(&match p.prop {
@@ -44,7 +44,7 @@ pub(crate) fn get(daemon: &Daemon, params: Option<Value>) -> Result<Value, Error
 pub(crate) async fn set(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: ConfigSetParams = params::decode(params)?;
     let writer = writer(daemon, conn, Method::ConfigSet)?;
@@ -61,7 +61,7 @@ pub(crate) async fn set(
 pub(crate) async fn delete(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: ConfigDeleteParams = params::decode(params)?;
     let writer = writer(daemon, conn, Method::ConfigDelete)?;
@@ -78,7 +78,7 @@ pub(crate) async fn delete(
 pub(crate) async fn set_many(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: SetManyParams = params::decode(params)?;
     let sets = p

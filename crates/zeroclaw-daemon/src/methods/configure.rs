@@ -7,7 +7,7 @@ use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
-use crate::params;
+use crate::params::{self, Params};
 use crate::session::configure::ConfigureRequest;
 use crate::state::Daemon;
 
@@ -35,7 +35,7 @@ struct ConfigureParams {
 pub(crate) fn status(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: StatusParams = params::decode(params)?;
     let config = daemon.config.current();
@@ -49,7 +49,7 @@ pub(crate) fn status(
 pub(crate) async fn configure(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: ConfigureParams = params::decode(params)?;
     let req = ConfigureRequest {

@@ -18,7 +18,7 @@ use crate::files::commit::{self, Item};
 use crate::files::path_read;
 use crate::files::staging::CHUNK_BYTES;
 use crate::files::workspace::MAX_FILE_BYTES;
-use crate::params;
+use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
@@ -66,7 +66,7 @@ pub(crate) async fn attach(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: AttachParams = params::decode(params)?;
     let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
@@ -82,7 +82,7 @@ pub(crate) async fn upload_begin(
     daemon: &Daemon,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: BeginParams = params::decode(params)?;
     let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
@@ -102,7 +102,7 @@ pub(crate) async fn upload_begin(
 pub(crate) fn upload_chunk(
     daemon: &Daemon,
     conn: &ConnectionContext,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: UploadChunkParams = params::decode(params)?;
     // A chunk of 1 MiB is about 1.4 MiB of base64; refuse far larger text unread.
@@ -126,7 +126,7 @@ pub(crate) fn upload_chunk(
 pub(crate) async fn upload_commit(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: UploadCommitParams = params::decode(params)?;
     let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;

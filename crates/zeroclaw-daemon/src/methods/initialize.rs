@@ -8,13 +8,13 @@ use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
 use crate::caller::{ConnectionContext, Handshake};
-use crate::params;
+use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Params {
+struct InitializeParams {
     #[serde(default)]
     protocol_version: Option<Value>,
     #[serde(default)]
@@ -29,12 +29,12 @@ struct Params {
 pub(crate) async fn initialize(
     daemon: &Daemon,
     conn: &ConnectionContext,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     if conn.is_initialized() {
         return Err(ErrorObject::invalid_request("already initialized"));
     }
-    let p: Params = params::decode(params)?;
+    let p: InitializeParams = params::decode(params)?;
     let requested = p.protocol_version.unwrap_or(json!(PROTOCOL_VERSION));
     if requested.as_u64() != Some(PROTOCOL_VERSION) {
         return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));

@@ -7,19 +7,16 @@ use zeroclaw_protocol::system::{ModelEntry, ModelsListParams, ModelsListResult};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::Principal;
-use crate::params;
+use crate::params::{self, Params};
 use crate::state::Daemon;
 
 /// `models/list {agentAlias?}`.
 pub(crate) async fn list(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
-    let p: ModelsListParams = match params {
-        None | Some(Value::Null) => ModelsListParams::default(),
-        some => params::decode(some)?,
-    };
+    let p: ModelsListParams = params::decode(params)?;
     let config = daemon.config.current();
     // (provider name, the model in use with it)
     let targets: Vec<(String, String)> = match &p.agent_alias {

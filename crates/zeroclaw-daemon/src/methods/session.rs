@@ -13,7 +13,7 @@ use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::files;
 use crate::methods::file;
-use crate::params;
+use crate::params::{self, Params};
 use crate::session::lifecycle::parse_decision;
 use crate::session::link::ClientLink;
 use crate::session::mcp::{SessionServer, check_session_servers};
@@ -130,7 +130,7 @@ fn prompt_text(prompt: Value) -> Result<String, ErrorObject> {
 pub(crate) async fn new(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: NewParams = params::decode(params)?;
     if !p.mcp_servers.is_empty() {
@@ -164,7 +164,7 @@ pub(crate) async fn prompt(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let sessions = &daemon.sessions;
     let p: PromptParams = params::decode(params)?;
@@ -205,7 +205,7 @@ pub(crate) fn cancel(
     daemon: &Daemon,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: IdParams = params::decode(params)?;
     daemon
@@ -218,7 +218,7 @@ pub(crate) fn cancel(
 pub(crate) fn approve(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: ApproveParams = params::decode(params)?;
     let decision = parse_decision(&p.decision, p.replacement)?;
@@ -232,7 +232,7 @@ pub(crate) fn approve(
 pub(crate) async fn close(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: IdParams = params::decode(params)?;
     daemon
@@ -246,7 +246,7 @@ pub(crate) async fn close(
 pub(crate) async fn kill(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: IdParams = params::decode(params)?;
     daemon
@@ -260,7 +260,7 @@ pub(crate) async fn kill(
 pub(crate) async fn delete(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: IdParams = params::decode(params)?;
     daemon
@@ -275,7 +275,7 @@ pub(crate) async fn subscribe(
     daemon: &Daemon,
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: SubscribeParams = params::decode(params)?;
     let cursor = Cursor {
@@ -302,7 +302,7 @@ pub(crate) fn unsubscribe(
     daemon: &Daemon,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: IdParams = params::decode(params)?;
     daemon
@@ -315,7 +315,7 @@ pub(crate) fn unsubscribe(
 pub(crate) async fn list(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: ListParams = params::decode(params)?;
     daemon
@@ -329,7 +329,7 @@ pub(crate) async fn list(
 pub(crate) async fn messages(
     daemon: &Daemon,
     principal: &Principal,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: MessagesParams = params::decode(params)?;
     daemon

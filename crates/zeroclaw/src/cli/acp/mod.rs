@@ -68,10 +68,13 @@ pub async fn run(options: Options) -> Result<(), String> {
             }
         };
         match zeroclaw_rpc::classify(&line) {
-            Inbound::Request(req) => match req.id {
-                Some(id) => dispatch(&bridge, id.value(), &req.method, req.params).await,
-                None => notification(&bridge, &req.method, req.params).await,
-            },
+            Inbound::Request(req) => {
+                let params = req.params_value();
+                match req.id {
+                    Some(id) => dispatch(&bridge, id.value(), &req.method, params).await,
+                    None => notification(&bridge, &req.method, params).await,
+                }
+            }
             Inbound::Response(response) => {
                 if !bridge.editor.resolve(response) {
                     tracing::warn!("the editor answered a request we did not send");
