@@ -35,7 +35,9 @@ use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
 use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
-use crate::transport::{FrameSink, FrameSource, Incoming, PeerIdentity};
+use crate::transport::{
+    FrameSink, FrameSource, Incoming, PRE_INITIALIZE_FRAME_BYTES, PeerIdentity,
+};
 
 /// Requests of one connection running at once.
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
@@ -67,6 +69,8 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
     let mut order = SessionOrder::default();
     let initialize_by = accepted + INITIALIZE_WITHIN;
     let mut oversize = 0u32;
+    // Frames are capped lower until `initialize` succeeds (SPEC §17.1).
+    let mut full_frames = false;
     // Answers made right here (errors, the handshake, immediate methods), in the order of
     // their requests; queued as one write once no further input is already buffered.
     let mut replies: Vec<u8> = Vec::new();
@@ -109,8 +113,12 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
             }
             Ok(Some(Incoming::Oversize)) => {
                 oversize += 1;
-                let error =
-                    ErrorObject::invalid_request(format!("frame exceeds {MAX_FRAME_BYTES} bytes"));
+                let error = ErrorObject::invalid_request(match full_frames {
+                    true => format!("frame exceeds {MAX_FRAME_BYTES} bytes"),
+                    false => format!(
+                        "frame exceeds {PRE_INITIALIZE_FRAME_BYTES} bytes before initialize"
+                    ),
+                });
                 replies.extend(error_line(&Value::Null, &error));
                 if oversize >= MAX_OVERSIZE_FRAMES {
                     tracing::info!(conn = id, "closing after {oversize} oversize frames");
@@ -148,6 +156,10 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 if !conn.is_initialized() || method.is_some_and(Method::answers_in_place) {
                     // Straight into the batch; none of these asks the daemon to stop.
                     dispatch::answer_in_place(&daemon, &conn, method, request, &mut replies).await;
+                    if !full_frames && conn.is_initialized() {
+                        source.lift_frame_limit();
+                        full_frames = true;
+                    }
                     continue;
                 }
                 if !replies.is_empty()

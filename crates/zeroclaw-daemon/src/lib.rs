@@ -24,6 +24,7 @@ mod ordering;
 mod outbound;
 pub mod pairing;
 mod params;
+mod read_gate;
 mod registry;
 mod server;
 mod session;

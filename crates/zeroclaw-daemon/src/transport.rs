@@ -10,7 +10,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use zeroclaw_rpc::{Frame, FrameReader};
+use zeroclaw_rpc::{Frame, FrameReader, MAX_FRAME_BYTES};
 
 /// Which kind of transport a connection came in on; some methods are local-only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,15 @@ pub trait FrameSource: Send + 'static {
     fn has_buffered(&self) -> bool {
         false
     }
+
+    /// Lifts the cap of [`PRE_INITIALIZE_FRAME_BYTES`] that holds until the connection
+    /// has completed `initialize`: from now on frames may have the contract's full size.
+    fn lift_frame_limit(&mut self);
 }
+
+/// The largest frame a peer may send before `initialize` succeeds (SPEC §17.1), so an
+/// unauthenticated peer can make the daemon hold no more than this per connection.
+pub const PRE_INITIALIZE_FRAME_BYTES: usize = 64 * 1024;
 
 /// Outbound lines of one connection. Each line ends with `\n`.
 pub trait FrameSink: Send + 'static {
@@ -72,7 +80,10 @@ pub struct StreamSource<R> {
 impl<R: AsyncRead + Send + Unpin + 'static> StreamSource<R> {
     pub fn new(reader: R) -> Self {
         StreamSource {
-            frames: FrameReader::new(BufReader::with_capacity(READ_BUFFER, reader)),
+            frames: FrameReader::with_limit(
+                BufReader::with_capacity(READ_BUFFER, reader),
+                PRE_INITIALIZE_FRAME_BYTES,
+            ),
         }
     }
 }
@@ -80,6 +91,10 @@ impl<R: AsyncRead + Send + Unpin + 'static> StreamSource<R> {
 impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for StreamSource<R> {
     fn has_buffered(&self) -> bool {
         !self.frames.get_ref().buffer().is_empty()
+    }
+
+    fn lift_frame_limit(&mut self) {
+        self.frames.set_limit(MAX_FRAME_BYTES);
     }
 
     fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Incoming>>> {

@@ -32,10 +32,14 @@ use zeroclaw_config::Wss;
 use zeroclaw_rpc::MAX_FRAME_BYTES;
 
 use crate::connection::{self, INITIALIZE_WITHIN};
+use crate::read_gate::{Gated, ReadGate};
 use crate::registry::Admission;
 use crate::server::{AcceptBackoff, next_connection_id, wait_for_connections};
 use crate::state::Daemon;
-use crate::transport::{BoxFuture, FrameSink, FrameSource, Incoming, PeerIdentity, TransportKind};
+use crate::transport::{
+    BoxFuture, FrameSink, FrameSource, Incoming, PRE_INITIALIZE_FRAME_BYTES, PeerIdentity,
+    TransportKind,
+};
 
 /// A bound WebSocket listener, ready to serve.
 pub struct WsListener {
@@ -205,6 +209,8 @@ where
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_FRAME_BYTES);
     config.max_frame_size = Some(MAX_FRAME_BYTES);
+    let gate = Arc::new(ReadGate::default());
+    let stream = Gated::new(stream, Arc::clone(&gate));
     let upgraded = tokio::time::timeout_at(
         accepted_at + INITIALIZE_WITHIN,
         tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)),
@@ -224,10 +230,14 @@ where
         kind: TransportKind::WebSocket,
     };
     let close = Arc::new(Mutex::new(None));
+    // The upgrade request has its own limits; the allowance is for the first message.
+    gate.message_delivered();
     let (tx, rx) = socket.split();
     let source = WsSource {
         rx,
         close: Arc::clone(&close),
+        gate,
+        ended: false,
     };
     let sink = WsSink { tx, close };
     connection::serve(daemon, id, identity, admission, accepted_at, source, sink).await;
@@ -236,18 +246,44 @@ where
 type CloseSlot = Arc<Mutex<Option<CloseFrame>>>;
 
 struct WsSource<S> {
-    rx: SplitStream<WebSocketStream<S>>,
+    rx: SplitStream<WebSocketStream<Gated<S>>>,
     /// How the sink should close the connection when this side decides to end it.
     close: CloseSlot,
+    /// The read allowance before `initialize`.
+    gate: Arc<ReadGate>,
+    /// The stream failed for passing that allowance; nothing more is read.
+    ended: bool,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> FrameSource for WsSource<S> {
+    fn lift_frame_limit(&mut self) {
+        self.gate.open();
+    }
+
     fn next_frame(&mut self) -> BoxFuture<'_, io::Result<Option<Incoming>>> {
         Box::pin(async {
+            if self.ended {
+                return Ok(None);
+            }
             loop {
                 match self.rx.next().await {
                     Some(Ok(Message::Text(text))) => {
+                        self.gate.message_delivered();
                         return Ok(Some(Incoming::Message(text.as_bytes().to_vec())));
+                    }
+                    // Over the allowance before `initialize`: answered as an oversize
+                    // frame, then the connection ends (the library cannot resume).
+                    Some(Err(_)) if self.gate.overflowed() => {
+                        self.ended = true;
+                        let frame = CloseFrame {
+                            code: CloseCode::Size,
+                            reason: format!(
+                                "message before initialize exceeds {PRE_INITIALIZE_FRAME_BYTES} bytes"
+                            )
+                            .into(),
+                        };
+                        *self.close.lock().unwrap_or_else(|p| p.into_inner()) = Some(frame);
+                        return Ok(Some(Incoming::Oversize));
                     }
                     Some(Ok(Message::Binary(_))) => return Ok(Some(Incoming::Binary)),
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
@@ -269,7 +305,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> FrameSource for WsSourc
 }
 
 struct WsSink<S> {
-    tx: SplitSink<WebSocketStream<S>, Message>,
+    tx: SplitSink<WebSocketStream<Gated<S>>, Message>,
     close: CloseSlot,
 }
 

@@ -45,6 +45,16 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// Changes the cap for the lines read from now on (`max` counts the `\n`).
+    pub fn set_limit(&mut self, max: usize) {
+        self.max = max;
+    }
+
+    /// The cap in force.
+    pub fn limit(&self) -> usize {
+        self.max
+    }
+
     /// The reader underneath (e.g. to see whether it holds buffered input).
     pub fn get_ref(&self) -> &R {
         &self.inner
