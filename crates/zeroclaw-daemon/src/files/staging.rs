@@ -204,9 +204,14 @@ impl UploadManager {
         if staged.data.capacity() == 0 {
             staged.data.reserve_exact(staged.size);
         }
-        staged.data.extend_from_slice(&data[overlap..]);
-        staged.hasher.update(&data[overlap..]);
-        staged.touched = Instant::now();
+        let fresh = &data[overlap..];
+        staged.data.extend_from_slice(fresh);
+        staged.hasher.update(fresh);
+        // Only bytes never received before count as activity: empty or repeated chunks
+        // must not hold the budget forever (SPEC §17.1 "Uploads idle is idle").
+        if !fresh.is_empty() {
+            staged.touched = Instant::now();
+        }
         Ok(staged.data.len() as u64)
     }
 
@@ -471,6 +476,29 @@ mod tests {
             "the active one survived"
         );
         assert!(m.chunk(200, &id, 0, b"z").is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn empty_and_repeated_chunks_do_not_keep_an_upload_alive() {
+        let m = UploadManager::default();
+        let id = m.begin(1, target(), 4, None, None).unwrap();
+        m.chunk(1, &id, 0, b"ab").unwrap();
+        for _ in 0..5 {
+            tokio::time::advance(Duration::from_secs(59)).await;
+            // Answered (the upload is still known) but no new byte arrived.
+            assert_eq!(m.chunk(1, &id, 2, b"").unwrap(), 2);
+            assert_eq!(m.chunk(1, &id, 0, b"ab").unwrap(), 2);
+        }
+        tokio::time::advance(Duration::from_secs(7)).await;
+        let e = m
+            .chunk(1, &id, 2, b"cd")
+            .map_err(ErrorObject::from)
+            .unwrap_err();
+        assert_eq!(
+            (e.code, e.message),
+            (-32602, format!("unknown upload {id}"))
+        );
+        assert_eq!((m.staged_count(), m.used_bytes()), (0, 0));
     }
 
     #[tokio::test(start_paused = true)]

@@ -101,11 +101,21 @@ impl SessionManager {
         // it), then the next request may go ahead while this one waits for its turn.
         link.record_prompt(&live.instance, submitted?);
         crate::ordering::admitted();
-        answer.await.unwrap_or_else(|_| {
+        let answer = answer.await.unwrap_or_else(|_| {
             Err(SessionError::internal(
                 "the session stopped before answering",
             ))
-        })
+        });
+        // A prompt that raced the close, kill or delete of its session lost to it: that is
+        // "no such session", not an internal failure (SPEC §17.1).
+        match answer {
+            Err(SessionError::Internal(_) | SessionError::Store(_)) if live.is_closing() => {
+                Err(SessionError::session_not_found(format!(
+                    "session {session_id} was closed before the prompt was answered"
+                )))
+            }
+            other => other,
+        }
     }
 
     /// `session/cancel`: applies to this connection's last prompt to the session or a later

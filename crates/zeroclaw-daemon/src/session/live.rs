@@ -253,7 +253,10 @@ impl LiveSession {
         st.waiting += 1;
         if self.jobs.send(job).is_err() {
             st.waiting -= 1;
-            return Err(SessionError::internal("the session worker has stopped"));
+            return Err(SessionError::session_not_found(format!(
+                "session {} has stopped",
+                self.key.session_id
+            )));
         }
         st.submitted += 1;
         Ok(st.submitted)
@@ -376,6 +379,11 @@ impl LiveSession {
         if tokio::time::timeout(limit, self.stopped()).await.is_err() {
             tracing::warn!(session = %self.key.session_id, "worker still running after {limit:?}");
         }
+    }
+
+    /// Whether the session is closing (closed, killed, deleted or the daemon stopping).
+    pub fn is_closing(&self) -> bool {
+        self.closing.is_cancelled()
     }
 
     /// Resolves once the session is closing (the worker then stops taking prompts).

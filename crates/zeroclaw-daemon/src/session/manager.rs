@@ -69,22 +69,12 @@ impl SessionManager {
         self.lock().get(key).cloned()
     }
 
-    /// SPEC §13: with `mode` that mode; without it the live session with that id, and the
-    /// ACP one when both modes or none are live.
+    /// With `mode` that mode; without it the ACP session, never a chat session of the same
+    /// id (SPEC §17.1: the mode-less calls of ACP clients must not reach another session).
     pub fn resolve_key(&self, session_id: &str, mode: Option<Mode>) -> SessionKey {
-        if let Some(mode) = mode {
-            return SessionKey {
-                mode,
-                session_id: session_id.to_owned(),
-            };
-        }
-        let map = self.lock();
-        let acp = SessionKey::acp(session_id);
-        let chat = SessionKey::chat(session_id);
-        if !map.contains_key(&acp) && map.contains_key(&chat) {
-            chat
-        } else {
-            acp
+        SessionKey {
+            mode: mode.unwrap_or(Mode::Acp),
+            session_id: session_id.to_owned(),
         }
     }
 

@@ -63,7 +63,47 @@ fn check_session_id(id: &str) -> Result<(), SessionError> {
     Ok(())
 }
 
+/// Whether `requested` (relative to `workspace`, or absolute) names a path inside
+/// `workspace` by its components alone (`..` taken lexically, nothing resolved on disk).
+fn lexically_inside(workspace: &Path, requested: &str) -> bool {
+    use std::path::Component;
+    let mut path = PathBuf::new();
+    for part in workspace.join(requested).components() {
+        match part {
+            Component::ParentDir => {
+                path.pop();
+            }
+            Component::CurDir => {}
+            other => path.push(other),
+        }
+    }
+    path.starts_with(workspace)
+}
+
 impl SessionManager {
+    /// A non-admin may not take a session id that another owner's session holds, live or
+    /// persisted, in either mode (SPEC §17.1): calls that name the id would reach the
+    /// wrong session.
+    async fn check_id_unclaimed(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+    ) -> Result<(), SessionError> {
+        if principal.admin {
+            return Ok(());
+        }
+        for key in [SessionKey::acp(session_id), SessionKey::chat(session_id)] {
+            let owner = match self.get(&key) {
+                Some(live) => Some(live.owner.clone()),
+                None => self.store.get_session(&key).await?.map(|row| row.owner),
+            };
+            if let Some(owner) = owner {
+                check_owner(principal, &owner, session_id)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The agent's workspace, created if needed, as an absolute path.
     fn workspace(&self, config: &Config, alias: &str) -> Result<PathBuf, SessionError> {
         let dir = config.agent_workspace(alias, &self.config_dir);
@@ -90,15 +130,24 @@ impl SessionManager {
             let not_dir = || {
                 SessionError::invalid_params(format!("cwd {req:?} is not an existing directory"))
             };
-            let path = workspace.join(req).canonicalize().map_err(|_| not_dir())?;
-            if !path.is_dir() {
-                return Err(not_dir());
-            }
-            if confined && !path.starts_with(workspace) {
-                return Err(SessionError::forbidden_with(
+            let outside = || {
+                SessionError::forbidden_with(
                     format!("cwd {req:?} is outside the agent's workspace"),
                     json!({"prop": "cwd"}),
-                ));
+                )
+            };
+            // Containment first, on the path as given, before the disk is asked anything:
+            // the answer must not say whether a path outside exists (SPEC §17.1).
+            if confined && !lexically_inside(workspace, req) {
+                return Err(outside());
+            }
+            let path = workspace.join(req).canonicalize().map_err(|_| not_dir())?;
+            // And as resolved: a symlink inside may point out.
+            if confined && !path.starts_with(workspace) {
+                return Err(outside());
+            }
+            if !path.is_dir() {
+                return Err(not_dir());
             }
             return Ok(path);
         }
@@ -175,6 +224,7 @@ impl SessionManager {
         if let Some(live) = self.get(&key) {
             return self.attach(principal, &live, alias).await;
         }
+        self.check_id_unclaimed(principal, &key.session_id).await?;
         self.check_room(&key, quota)?;
         if let Some(row) = self.store.get_session(&key).await? {
             // Check before `open_session` so a refused resume writes nothing.

@@ -52,6 +52,8 @@ pub struct Bridge {
     pub agent: String,
     /// The editor declared the elicitation capability.
     pub elicitation: AtomicBool,
+    /// `initialize` has succeeded; every other request is refused until then.
+    pub initialized: AtomicBool,
     pub sessions: Mutex<HashMap<String, Session>>,
     /// Routes a new link's events (set by the stdin loop).
     pub router: Router,

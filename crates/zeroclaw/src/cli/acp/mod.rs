@@ -18,7 +18,7 @@ mod updates;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::AGENT_METHOD_NAMES;
@@ -45,6 +45,7 @@ pub async fn run(options: Options) -> Result<(), String> {
         daemon: Daemon::new(endpoint, options.config_dir, options.socket),
         agent: options.agent,
         elicitation: AtomicBool::new(false),
+        initialized: AtomicBool::new(false),
         sessions: Mutex::new(HashMap::new()),
         router: events::spawn_route,
     });
@@ -96,7 +97,16 @@ pub async fn run(options: Options) -> Result<(), String> {
 async fn dispatch(bridge: &Arc<Bridge>, id: Value, method: &str, params: Option<Value>) {
     let names = &AGENT_METHOD_NAMES;
     let outcome = if method == names.initialize {
-        sessions::initialize(bridge, params).await
+        let answer = sessions::initialize(bridge, params).await;
+        if answer.is_ok() {
+            bridge.initialized.store(true, Ordering::Release);
+        }
+        answer
+    } else if !bridge.initialized.load(Ordering::Acquire) {
+        // ACP requires `initialize` first (SPEC §17.1).
+        Err(ErrorObject::invalid_request(
+            "not initialized: the first request must be initialize",
+        ))
     } else if method == names.session_new {
         sessions::new_session(bridge, params).await
     } else if method == names.session_load {
@@ -115,7 +125,9 @@ async fn dispatch(bridge: &Arc<Bridge>, id: Value, method: &str, params: Option<
 
 /// A notification of the editor: only `session/cancel` means something here.
 async fn notification(bridge: &Arc<Bridge>, method: &str, params: Option<Value>) {
-    if method == AGENT_METHOD_NAMES.session_cancel {
+    if !bridge.initialized.load(Ordering::Acquire) {
+        tracing::debug!("ignoring notification {method} before initialize");
+    } else if method == AGENT_METHOD_NAMES.session_cancel {
         turns::cancel(bridge, params).await
     } else {
         tracing::debug!("ignoring notification {method}")
