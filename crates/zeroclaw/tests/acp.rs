@@ -561,19 +561,16 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
         serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
     };
     assert_eq!(ask("not json")["error"]["code"], -32700);
-    assert_eq!(
-        ask(r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":7}}"#)["error"]["code"],
-        -32602
+    // Before `initialize`, every request is refused (SPEC §17.1): ACP requires it first.
+    let early = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"session/new","params":{{"cwd":{:?},"mcpServers":[]}}}}"#,
+        dir.to_str().unwrap()
     );
+    let refused = ask(&early);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
     assert_eq!(
-        ask(
-            r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"x","prompt":[{"type":"hologram"}]}}"#
-        )["error"]["code"],
-        -32602
-    );
-    assert_eq!(
-        ask(r#"{"jsonrpc":"2.0","id":3,"method":"nope/nope","params":{}}"#)["error"]["code"],
-        -32601
+        ask(r#"{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}"#)["error"]["code"],
+        -32600
     );
     let init =
         ask(r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":1}}"#);
@@ -582,6 +579,22 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
         "{init}"
     );
     assert_eq!(init["result"]["authMethods"], json!([]));
+    assert_eq!(
+        ask(r#"{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":7}}"#)["error"]["code"],
+        -32602
+    );
+    assert_eq!(
+        ask(
+            r#"{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":"x","prompt":[{"type":"hologram"}]}}"#
+        )["error"]["code"],
+        -32602
+    );
+    assert_eq!(
+        ask(r#"{"jsonrpc":"2.0","id":7,"method":"nope/nope","params":{}}"#)["error"]["code"],
+        -32601
+    );
+    let created = ask(&early.replace("\"id\":1", "\"id\":8"));
+    assert!(created["result"]["sessionId"].is_string(), "{created}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }

@@ -465,9 +465,14 @@ fn delete_leaves_the_same_id_chat_session_alone_and_chat_is_not_rehydrated() {
         json!({"sessionId": "dup", "mode": "acp"}),
     );
     assert_eq!(code(&e), -32000);
-    // Without a mode the remaining live (chat) session is addressed.
+    // Without a mode the ACP session is meant (SPEC §17.1), never the chat one of the same
+    // id: it is deleted, so there is nothing there.
     assert_eq!(
-        roles(&c.messages("dup")),
+        code(&c.error("session/messages", json!({"sessionId": "dup"}))),
+        -32000
+    );
+    assert_eq!(
+        roles(&c.messages_in("dup", "chat")),
         [pair("user", "to chat"), pair("assistant", "to chat")]
     );
 

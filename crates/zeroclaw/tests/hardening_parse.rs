@@ -70,7 +70,10 @@ fn a_frame_over_64_kib_before_initialize_is_refused_and_the_connection_goes_on()
         .to_string();
     let long = "word ".repeat(300 * 1024);
     let answer = c.result("session/prompt", json!({"sessionId": sid, "prompt": long}));
-    assert_eq!(answer["outcome"], "completed", "a 1.5 MiB prompt after initialize");
+    assert_eq!(
+        answer["outcome"], "completed",
+        "a 1.5 MiB prompt after initialize"
+    );
 }
 
 #[test]
@@ -142,9 +145,7 @@ fn ws_daemon() -> (TestDaemon, u16) {
     }
 }
 
-async fn ws_connect(
-    url: &str,
-) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
+async fn ws_connect(url: &str) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
     let port: u16 = url
         .trim_end_matches('/')
         .rsplit(':')
@@ -200,9 +201,14 @@ async fn silent_websocket_peers_with_8_mib_messages_cost_little() {
     let mut ws = ws_connect(&url).await;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": 1}});
-    ws.send(Message::Text(init.to_string().into())).await.unwrap();
+    ws.send(Message::Text(init.to_string().into()))
+        .await
+        .unwrap();
     let reply = ws.next().await.expect("reply").expect("text");
-    assert!(reply.to_text().unwrap().contains("-32010"), "no token: {reply:?}");
+    assert!(
+        reply.to_text().unwrap().contains("-32010"),
+        "no token: {reply:?}"
+    );
 }
 
 fn prompt_line(id: u64, sid: &str, text: &str) -> String {
@@ -232,7 +238,11 @@ fn pipelined_prompts_spelled_session_id_keep_sending_order() {
             let Some(id) = msg["id"].as_u64().filter(|_| msg.get("method").is_none()) else {
                 continue;
             };
-            assert_eq!(msg["result"]["content"], format!("p{:02}", id - base), "{msg}");
+            assert_eq!(
+                msg["result"]["content"],
+                format!("p{:02}", id - base),
+                "{msg}"
+            );
             answered.push(id - base);
         }
         assert!(
@@ -271,6 +281,9 @@ fn a_cancel_spelled_session_id_never_overtakes_the_prompt_before_it() {
             "round {round}: the cancel ran before its prompt: {cancelled}"
         );
         let answer = c.recv_response(&json!(base));
-        assert_eq!(answer["result"]["outcome"], "cancelled", "round {round}: {answer}");
+        assert_eq!(
+            answer["result"]["outcome"], "cancelled",
+            "round {round}: {answer}"
+        );
     }
 }

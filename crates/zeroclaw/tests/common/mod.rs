@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod ws;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");
 
 /// A daemon process on its own temp config dir, stopped (SIGKILL) when dropped.
@@ -458,6 +460,15 @@ impl Conn {
     /// The whole transcript of a session.
     pub fn messages(&mut self, session_id: &str) -> Vec<Value> {
         let r = self.result("session/messages", json!({"sessionId": session_id}));
+        r["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The transcript of the session `session_id` of `mode` (`"acp"` or `"chat"`).
+    pub fn messages_in(&mut self, session_id: &str, mode: &str) -> Vec<Value> {
+        let r = self.result(
+            "session/messages",
+            json!({"sessionId": session_id, "mode": mode}),
+        );
         r["messages"].as_array().cloned().unwrap_or_default()
     }
 }
