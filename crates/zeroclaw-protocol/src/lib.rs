@@ -29,4 +29,4 @@ pub use method::{ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE};
 pub use types::{
     Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
 };
-pub use update::{SessionUpdate, UPDATE_TYPES, UpdateKind};
+pub use update::{SessionUpdate, UpdateKind, UpdateType};
