@@ -12,6 +12,8 @@
 //!
 //! This crate knows nothing about sessions, sockets or policy: it is words, not behaviour.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 mod decode;
 pub mod files;
