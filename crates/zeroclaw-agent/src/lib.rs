@@ -3,6 +3,9 @@
 //! Knows nothing about sockets, JSON-RPC or storage: the daemon drives a turn
 //! with [`run_turn`] and receives its events through a [`TurnHost`].
 
+// Unsafe only for libc / Win32 calls, each allowed where it is made.
+#![deny(unsafe_code)]
+
 pub mod mcp;
 pub mod message;
 pub mod provider;

@@ -4,7 +4,7 @@
 //! else (an update `type` this vocabulary does not know included) stays as it came.
 
 use serde_json::Value;
-use zeroclaw_protocol::{ELICITATION_CREATE, SESSION_UPDATE, SessionUpdate, UPDATE_TYPES};
+use zeroclaw_protocol::{ELICITATION_CREATE, SESSION_UPDATE, SessionUpdate, UpdateType};
 
 use crate::elicitation::ElicitationRequest;
 
@@ -65,7 +65,7 @@ pub fn parse_update(params: &Value) -> Result<Option<SessionUpdate>, String> {
         .get("type")
         .and_then(Value::as_str)
         .ok_or_else(|| format!("{SESSION_UPDATE} without a type"))?;
-    if !UPDATE_TYPES.contains(&kind) {
+    if UpdateType::from_wire(kind).is_none() {
         return Ok(None);
     }
     serde_json::from_value(params.clone())

@@ -10,6 +10,8 @@
 //! `event.rs` (typed events) → `elicitation.rs` (questions), with `error.rs` beside them.
 //! This file only declares and re-exports.
 
+#![forbid(unsafe_code)]
+
 mod connection;
 mod elicitation;
 mod error;

@@ -10,6 +10,8 @@
 //! - [`persist`]: atomic file replacement (also used for uploads and pairing tokens);
 //! - [`sweep`]: removing temp files an interrupted write left behind.
 
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod path;
 pub mod schema;

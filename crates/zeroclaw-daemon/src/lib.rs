@@ -11,6 +11,9 @@
 //! `session::link::ClientLink`, never the loop's types. Only [`run`], [`DaemonOptions`]
 //! and [`pairing`] are public (the `zeroclaw` binary's needs).
 
+// Unsafe only for libc / Win32 calls, each allowed where it is made.
+#![deny(unsafe_code)]
+
 mod auth;
 mod caller;
 mod client_link;
@@ -178,6 +181,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
 
 /// Raises the open-files soft limit to the hard limit (SPEC §17), so a flood of
 /// connections meets the connection limits before the descriptor limit.
+#[allow(unsafe_code)]
 fn raise_open_files_limit() {
     #[cfg(unix)]
     {

@@ -77,6 +77,7 @@ impl Daemon {
 }
 
 /// The daemon's effective uid.
+#[allow(unsafe_code)]
 pub fn current_uid() -> u32 {
     #[cfg(unix)]
     {

@@ -9,6 +9,9 @@
 //!
 //! Framing, JSON-RPC and authorization live elsewhere; this crate only moves bytes.
 
+// Unsafe only for libc / Win32 calls, each allowed where it is made.
+#![deny(unsafe_code)]
+
 mod connection;
 mod dirs;
 mod endpoint;

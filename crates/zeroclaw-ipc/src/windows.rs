@@ -166,6 +166,7 @@ impl LocalListener {
 }
 
 /// The process id of the client connected to `pipe`, when Windows reports it.
+#[allow(unsafe_code)]
 fn client_pid(pipe: &NamedPipeServer) -> Option<u32> {
     let mut pid = 0u32;
     // SAFETY: the handle is open for the lifetime of `pipe`; `pid` is a valid out pointer.

@@ -12,6 +12,9 @@
 //!
 //! It is Unix-only (Unix sockets, rlimits, CPU pinning); on other platforms the binary
 //! builds but only says so.
+
+// Unsafe only for libc / Win32 calls, each allowed where it is made.
+#![deny(unsafe_code)]
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
 mod args;

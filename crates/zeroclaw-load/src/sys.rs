@@ -21,6 +21,7 @@ pub fn vm_rss_kib(pid: u32) -> Result<u64> {
 }
 
 /// CPU time `pid` has used so far (user + system), from `/proc/PID/stat`.
+#[allow(unsafe_code)]
 pub fn cpu_time(pid: u32) -> Result<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map_err(|e| format!("cannot read /proc/{pid}/stat: {e}"))?;
@@ -39,6 +40,7 @@ pub fn cpu_time(pid: u32) -> Result<Duration> {
 
 /// Raises the soft open-files limit to at least `want` (up to the hard limit); returns the
 /// soft limit in force afterwards.
+#[allow(unsafe_code)]
 pub fn raise_nofile(want: u64) -> u64 {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -120,6 +122,7 @@ impl ChildGuard {
     }
 
     /// SIGTERM, then SIGKILL after `grace`; waits for the exit.
+    #[allow(unsafe_code)]
     pub fn stop(&mut self, grace: Duration) {
         let Some(mut child) = self.child.take() else {
             return;
@@ -174,6 +177,7 @@ pub fn pin_process(pid: u32, cpus: &[usize]) -> Result<()> {
     Ok(())
 }
 
+#[allow(unsafe_code)]
 fn pin_tid(tid: libc::pid_t, cpus: &[usize]) -> Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it and
     // sched_setaffinity only reads it.
@@ -195,6 +199,7 @@ fn pin_tid(tid: libc::pid_t, cpus: &[usize]) -> Result<()> {
 }
 
 /// The CPUs this process may run on.
+#[allow(unsafe_code)]
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: as in pin_tid; sched_getaffinity writes the set we pass.
     unsafe {

@@ -12,6 +12,8 @@
 //!
 //! This crate knows nothing about sessions, sockets or policy: it is words, not behaviour.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 mod decode;
 pub mod files;
@@ -29,4 +31,4 @@ pub use method::{ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE};
 pub use types::{
     Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
 };
-pub use update::{SessionUpdate, UPDATE_TYPES, UpdateKind};
+pub use update::{SessionUpdate, UpdateKind, UpdateType};

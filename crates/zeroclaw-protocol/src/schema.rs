@@ -16,7 +16,7 @@ use crate::method::{ELICITATION_CREATE, Method, SESSION_UPDATE};
 use crate::session::*;
 use crate::stream::*;
 use crate::system::*;
-use crate::update::{ElicitationParams, ElicitationResult, SessionUpdate, UPDATE_TYPES};
+use crate::update::{ElicitationParams, ElicitationResult, SessionUpdate, UpdateType};
 
 fn pair<P: JsonSchema, R: JsonSchema>(g: &mut SchemaGenerator) -> (Schema, Schema) {
     (g.subschema_for::<P>(), g.subschema_for::<R>())
@@ -90,7 +90,7 @@ pub fn document() -> Value {
         "requests": {
             ELICITATION_CREATE: {"direction": "daemon-to-client", "params": ask, "result": answer},
         },
-        "updateTypes": UPDATE_TYPES,
+        "updateTypes": UpdateType::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
         "$defs": defs,
     })
 }

@@ -12,26 +12,132 @@ use serde_json::Value;
 use crate::session::TurnUsage;
 use crate::types::{Decision, ElicitationAction, Outcome, ResolvedReason};
 
-/// The `type` of a piece of the agent's answer text.
-pub const AGENT_MESSAGE_CHUNK: &str = "agent_message_chunk";
-/// The `type` of a turn's last event (the stream marks the turn done when it is sent).
-pub const TURN_COMPLETE: &str = "turn_complete";
-/// The `type` of the marker a replay starts with when events before its cursor are gone.
-pub const REPLAY_GAP: &str = "replay_gap";
+/// Declares [`UpdateKind`] (each event with its fields) and [`UpdateType`] (the event
+/// types alone) from one table, so each wire `type` is written once: it is both the serde
+/// tag of its [`UpdateKind`] variant and what [`UpdateType::as_str`] returns.
+macro_rules! update_kinds {
+    ($(
+        $(#[$vm:meta])*
+        $variant:ident = $wire:literal {
+            $($(#[$fm:meta])* $field:ident : $ty:ty),* $(,)?
+        }
+    ),+ $(,)?) => {
+        /// The event an update reports, tagged by `type`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(tag = "type", rename_all_fields = "camelCase")]
+        pub enum UpdateKind {
+            $(
+                $(#[$vm])*
+                #[serde(rename = $wire)]
+                $variant { $($(#[$fm])* $field: $ty),* },
+            )+
+        }
 
-/// Every event `type`, in the order of [`UpdateKind`]'s variants.
-pub const UPDATE_TYPES: &[&str] = &[
-    AGENT_MESSAGE_CHUNK,
-    "agent_thought_chunk",
-    "tool_call",
-    "tool_result",
-    "approval_request",
-    "approval_resolved",
-    "history_trimmed",
-    "usage",
-    TURN_COMPLETE,
-    REPLAY_GAP,
-];
+        /// The `type` of a `session/update` event, without its fields.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum UpdateType {
+            $($(#[$vm])* $variant,)+
+        }
+
+        impl UpdateType {
+            /// Every event type, in declaration order.
+            pub const ALL: &'static [UpdateType] = &[$(UpdateType::$variant,)+];
+
+            /// The wire `type`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(UpdateType::$variant => $wire,)+
+                }
+            }
+
+            /// The event type spelled `name` on the wire; `None` for one this vocabulary
+            /// does not know (a newer daemon's event).
+            pub fn from_wire(name: &str) -> Option<UpdateType> {
+                match name {
+                    $($wire => Some(UpdateType::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl UpdateKind {
+            /// The event type of this update.
+            pub fn update_type(&self) -> UpdateType {
+                match self {
+                    $(UpdateKind::$variant { .. } => UpdateType::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+update_kinds! {
+    /// Streamed answer text.
+    AgentMessageChunk = "agent_message_chunk" { text: String },
+    /// Streamed reasoning text.
+    AgentThoughtChunk = "agent_thought_chunk" { text: String },
+    /// The model asked for a tool.
+    ToolCall = "tool_call" {
+        tool_call_id: String,
+        name: String,
+        raw_input: Value,
+    },
+    /// A tool finished (or was refused).
+    ToolResult = "tool_result" {
+        tool_call_id: String,
+        name: String,
+        raw_output: Value,
+    },
+    /// A tool waits for `session/approve`.
+    ApprovalRequest = "approval_request" {
+        request_id: String,
+        tool_name: String,
+        arguments_summary: String,
+        timeout_secs: u64,
+    },
+    /// An approval request was settled, here or elsewhere.
+    ApprovalResolved = "approval_resolved" {
+        request_id: String,
+        decision: Decision,
+        reason: ResolvedReason,
+    },
+    /// Old turns left the model's context (the transcript keeps them).
+    HistoryTrimmed = "history_trimmed" {
+        dropped_messages: u64,
+        kept_messages: u64,
+        checkpoint_seq: i64,
+        /// `max_context_tokens`.
+        reason: String,
+    },
+    /// Tokens of one provider call, and the session's running totals.
+    Usage = "usage" {
+        input_tokens: u64,
+        output_tokens: u64,
+        session_total_tokens: u64,
+        context_tokens: u64,
+        context_window: u64,
+        /// The daemon counted; the provider reported nothing.
+        estimated: bool,
+    },
+    /// The turn's last event, sent just before the prompt's answer.
+    TurnComplete = "turn_complete" {
+        outcome: Outcome,
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<TurnUsage>,
+    },
+    /// A replay could not start at the cursor: events before `firstEventSeq` are gone.
+    ReplayGap = "replay_gap" { first_event_seq: u64 },
+}
+
+/// The `type` of a piece of the agent's answer text.
+pub const AGENT_MESSAGE_CHUNK: &str = UpdateType::AgentMessageChunk.as_str();
+/// The `type` of a turn's last event (the stream marks the turn done when it is sent).
+pub const TURN_COMPLETE: &str = UpdateType::TurnComplete.as_str();
+/// The `type` of the marker a replay starts with when events before its cursor are gone.
+pub const REPLAY_GAP: &str = UpdateType::ReplayGap.as_str();
 
 /// `session/update` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -51,90 +157,10 @@ pub struct SessionUpdate {
     pub kind: UpdateKind,
 }
 
-/// The event an update reports, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(
-    tag = "type",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
-pub enum UpdateKind {
-    /// Streamed answer text.
-    AgentMessageChunk { text: String },
-    /// Streamed reasoning text.
-    AgentThoughtChunk { text: String },
-    /// The model asked for a tool.
-    ToolCall {
-        tool_call_id: String,
-        name: String,
-        raw_input: Value,
-    },
-    /// A tool finished (or was refused).
-    ToolResult {
-        tool_call_id: String,
-        name: String,
-        raw_output: Value,
-    },
-    /// A tool waits for `session/approve`.
-    ApprovalRequest {
-        request_id: String,
-        tool_name: String,
-        arguments_summary: String,
-        timeout_secs: u64,
-    },
-    /// An approval request was settled, here or elsewhere.
-    ApprovalResolved {
-        request_id: String,
-        decision: Decision,
-        reason: ResolvedReason,
-    },
-    /// Old turns left the model's context (the transcript keeps them).
-    HistoryTrimmed {
-        dropped_messages: u64,
-        kept_messages: u64,
-        checkpoint_seq: i64,
-        /// `max_context_tokens`.
-        reason: String,
-    },
-    /// Tokens of one provider call, and the session's running totals.
-    Usage {
-        input_tokens: u64,
-        output_tokens: u64,
-        session_total_tokens: u64,
-        context_tokens: u64,
-        context_window: u64,
-        /// The daemon counted; the provider reported nothing.
-        estimated: bool,
-    },
-    /// The turn's last event, sent just before the prompt's answer.
-    TurnComplete {
-        outcome: Outcome,
-        content: String,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        truncated: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<TurnUsage>,
-    },
-    /// A replay could not start at the cursor: events before `firstEventSeq` are gone.
-    ReplayGap { first_event_seq: u64 },
-}
-
 impl UpdateKind {
     /// The wire `type`.
     pub fn type_name(&self) -> &'static str {
-        let i = match self {
-            UpdateKind::AgentMessageChunk { .. } => 0,
-            UpdateKind::AgentThoughtChunk { .. } => 1,
-            UpdateKind::ToolCall { .. } => 2,
-            UpdateKind::ToolResult { .. } => 3,
-            UpdateKind::ApprovalRequest { .. } => 4,
-            UpdateKind::ApprovalResolved { .. } => 5,
-            UpdateKind::HistoryTrimmed { .. } => 6,
-            UpdateKind::Usage { .. } => 7,
-            UpdateKind::TurnComplete { .. } => 8,
-            UpdateKind::ReplayGap { .. } => 9,
-        };
-        UPDATE_TYPES[i]
+        self.update_type().as_str()
     }
 }
 
@@ -164,12 +190,39 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn type_names_match_serde() {
-        let kinds = [
-            UpdateKind::AgentMessageChunk { text: "a".into() },
-            UpdateKind::ReplayGap { first_event_seq: 3 },
-            UpdateKind::Usage {
+    /// One update of each type. The match is exhaustive, so a new type needs a sample here.
+    fn sample(t: UpdateType) -> UpdateKind {
+        match t {
+            UpdateType::AgentMessageChunk => UpdateKind::AgentMessageChunk { text: "a".into() },
+            UpdateType::AgentThoughtChunk => UpdateKind::AgentThoughtChunk { text: "t".into() },
+            UpdateType::ToolCall => UpdateKind::ToolCall {
+                tool_call_id: "tc_1".into(),
+                name: "bash".into(),
+                raw_input: json!({"command": "ls"}),
+            },
+            UpdateType::ToolResult => UpdateKind::ToolResult {
+                tool_call_id: "tc_1".into(),
+                name: "bash".into(),
+                raw_output: json!("out"),
+            },
+            UpdateType::ApprovalRequest => UpdateKind::ApprovalRequest {
+                request_id: "r1".into(),
+                tool_name: "bash".into(),
+                arguments_summary: "ls".into(),
+                timeout_secs: 120,
+            },
+            UpdateType::ApprovalResolved => UpdateKind::ApprovalResolved {
+                request_id: "r1".into(),
+                decision: Decision::AllowOnce,
+                reason: ResolvedReason::Answered,
+            },
+            UpdateType::HistoryTrimmed => UpdateKind::HistoryTrimmed {
+                dropped_messages: 2,
+                kept_messages: 3,
+                checkpoint_seq: 9,
+                reason: "max_context_tokens".into(),
+            },
+            UpdateType::Usage => UpdateKind::Usage {
                 input_tokens: 1,
                 output_tokens: 2,
                 session_total_tokens: 3,
@@ -177,10 +230,40 @@ mod tests {
                 context_window: 5,
                 estimated: true,
             },
-        ];
-        for k in kinds {
-            let v = serde_json::to_value(&k).unwrap();
-            assert_eq!(v["type"], json!(k.type_name()));
+            UpdateType::TurnComplete => UpdateKind::TurnComplete {
+                outcome: Outcome::Completed,
+                content: "done".into(),
+                truncated: false,
+                usage: None,
+            },
+            UpdateType::ReplayGap => UpdateKind::ReplayGap { first_event_seq: 3 },
         }
+    }
+
+    #[test]
+    fn every_kind_serializes_with_its_table_name_and_parses_back() {
+        for &t in UpdateType::ALL {
+            let kind = sample(t);
+            assert_eq!(kind.update_type(), t);
+            let v = serde_json::to_value(&kind).unwrap();
+            assert_eq!(v["type"], json!(t.as_str()), "{t:?}");
+            assert_eq!(kind.type_name(), t.as_str());
+            assert_eq!(UpdateType::from_wire(t.as_str()), Some(t));
+            let back: UpdateKind = serde_json::from_value(v).unwrap();
+            assert_eq!(back, kind);
+        }
+    }
+
+    #[test]
+    fn table_names_are_distinct_and_unknown_names_are_none() {
+        let mut names: Vec<&str> = UpdateType::ALL.iter().map(|t| t.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), UpdateType::ALL.len());
+        assert_eq!(UpdateType::from_wire("user_message_chunk"), None);
+        assert_eq!(UpdateType::from_wire("TURN_COMPLETE"), None);
+        assert_eq!(TURN_COMPLETE, "turn_complete");
+        assert_eq!(REPLAY_GAP, "replay_gap");
+        assert_eq!(AGENT_MESSAGE_CHUNK, "agent_message_chunk");
     }
 }

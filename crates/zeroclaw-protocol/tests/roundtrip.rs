@@ -281,7 +281,7 @@ fn files() {
 
 #[test]
 fn updates_of_every_kind() {
-    // SPEC §7.2, verbatim.
+    // The examples of SPEC §7.2, without the envelope's `turnId` and `eventSeq`.
     update(json!({"sessionId":"…","type":"agent_message_chunk","text":"Hello"}));
     update(
         json!({"sessionId":"…","type":"tool_call","toolCallId":"tc_1","name":"bash",

@@ -2,6 +2,8 @@
 //! envelope rules ([`message`]), capped NDJSON framing ([`codec`]), error codes
 //! ([`error`]) and bookkeeping for our own outbound requests ([`peer`]).
 
+#![forbid(unsafe_code)]
+
 pub mod codec;
 pub mod error;
 mod id;

@@ -31,6 +31,8 @@
 //! (rehydrating one session) turn open checkpoints into transcript rows plus one
 //! `[interrupted]` marker, and return the context to restore.
 
+#![forbid(unsafe_code)]
+
 mod db;
 mod error;
 mod history;

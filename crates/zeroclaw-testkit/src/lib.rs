@@ -5,6 +5,8 @@
 //! the agent's OpenAI provider (and the daemon's integration tests) can be
 //! exercised over a real socket without a network.
 
+#![forbid(unsafe_code)]
+
 mod fake_openai;
 
 pub use fake_openai::{FakeOpenAi, FakeToolCall, RecordedRequest, Scripted};

@@ -1,6 +1,8 @@
 //! The `zeroclaw` binary: parses the command line and hands over to the daemon or the
 //! client commands. No logic of its own lives here.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use std::io::IsTerminal;

@@ -207,6 +207,7 @@ impl Slot {
 }
 
 /// SIGKILL to the whole process group.
+#[allow(unsafe_code)]
 fn kill_group(pgid: u32) {
     #[cfg(unix)]
     {
@@ -390,6 +391,7 @@ async fn exited(pid: Option<u32>) {
 }
 
 /// Whether `pid` runs (a zombie — exited, not yet reaped — does not).
+#[allow(unsafe_code)]
 fn process_running(pid: u32) -> bool {
     #[cfg(target_os = "linux")]
     {

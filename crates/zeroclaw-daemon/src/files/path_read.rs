@@ -135,6 +135,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::time::Instant;
 
+    #[allow(unsafe_code)]
     fn mkfifo(path: &Path) {
         let c = CString::new(path.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.

@@ -36,6 +36,7 @@ pub(crate) enum ParentKind {
     Shared,
 }
 
+#[allow(unsafe_code)]
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }

@@ -24,6 +24,7 @@ pub struct GroupGuard {
 }
 
 impl GroupGuard {
+    #[allow(unsafe_code)]
     pub fn kill(&self) {
         if self.pgid > 0 {
             // SAFETY: plain syscall; a negative pid addresses the group we

@@ -46,9 +46,11 @@ pub struct JobGuard {
 }
 
 // SAFETY: a job handle is a kernel handle usable from any thread.
+#[allow(unsafe_code)]
 unsafe impl Send for JobGuard {}
 
 impl JobGuard {
+    #[allow(unsafe_code)]
     fn new() -> io::Result<JobGuard> {
         // SAFETY: null attributes and name create an unnamed job with the default security.
         let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
@@ -58,6 +60,7 @@ impl JobGuard {
         Ok(JobGuard { job, armed: true })
     }
 
+    #[allow(unsafe_code)]
     fn assign(&self, process: HANDLE) -> io::Result<()> {
         // SAFETY: both handles are open: the job is ours, the process handle is borrowed
         // from a live `Child`.
@@ -68,6 +71,7 @@ impl JobGuard {
     }
 
     /// Terminates every process in the job.
+    #[allow(unsafe_code)]
     pub fn kill(&self) {
         // SAFETY: the job handle stays open until drop.
         unsafe {
@@ -77,6 +81,7 @@ impl JobGuard {
 }
 
 impl Drop for JobGuard {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         if self.armed {
             self.kill();
