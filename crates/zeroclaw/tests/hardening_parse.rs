@@ -92,7 +92,13 @@ fn silent_local_peers_with_8_mib_frames_cost_little() {
         let msg = c.recv();
         assert_eq!(code(&msg["error"]), -32600, "{msg}");
     }
-    let grown_mib = (peak_rss_kib(&daemon).saturating_sub(before)) / 1024;
+    let peak = peak_rss_kib(&daemon);
+    let grown_mib = peak.saturating_sub(before) / 1024;
+    eprintln!(
+        "peak RSS {} MiB before, {} MiB after",
+        before / 1024,
+        peak / 1024
+    );
     // As a JSON tree each frame costs ~300 MB; refused unparsed, a few MiB in all.
     assert!(grown_mib < 64, "peak RSS grew by {grown_mib} MiB");
     let mut c = daemon.client();
@@ -114,7 +120,13 @@ fn dense_params_after_initialize_are_refused_without_a_tree() {
         let msg = c.recv_response(&json!(7));
         assert_eq!(code(&msg["error"]), -32602, "{method} {key}: {msg}");
     }
-    let grown_mib = (peak_rss_kib(&daemon).saturating_sub(before)) / 1024;
+    let peak = peak_rss_kib(&daemon);
+    let grown_mib = peak.saturating_sub(before) / 1024;
+    eprintln!(
+        "peak RSS {} MiB before, {} MiB after",
+        before / 1024,
+        peak / 1024
+    );
     assert!(grown_mib < 96, "peak RSS grew by {grown_mib} MiB");
 }
 
@@ -194,7 +206,13 @@ async fn silent_websocket_peers_with_8_mib_messages_cost_little() {
             "{saw:?}"
         );
     }
-    let grown_mib = (peak_rss_kib(&daemon).saturating_sub(before)) / 1024;
+    let peak = peak_rss_kib(&daemon);
+    let grown_mib = peak.saturating_sub(before) / 1024;
+    eprintln!(
+        "peak RSS {} MiB before, {} MiB after",
+        before / 1024,
+        peak / 1024
+    );
     // 64 × 8 MiB held would be 512 MiB, as trees over 1 GB; the target is < 64 MB in all.
     assert!(grown_mib < 64, "peak RSS grew by {grown_mib} MiB");
     // A peer that initializes first may then send a big message.
