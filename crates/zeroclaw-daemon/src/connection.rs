@@ -17,8 +17,11 @@
 //! accepted is closed without a reply (SPEC §17); when the loop ends, the connection stops
 //! counting in the limits at once, whatever still holds its context.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::FutureExt;
 
 use tokio::time::Instant;
 
@@ -155,7 +158,17 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 // Before the handshake, and for methods that never wait, answer in place.
                 if !conn.is_initialized() || method.is_some_and(Method::answers_in_place) {
                     // Straight into the batch; none of these asks the daemon to stop.
-                    dispatch::answer_in_place(&daemon, &conn, method, request, &mut replies).await;
+                    let request_id = request.id.clone();
+                    let in_place =
+                        dispatch::answer_in_place(&daemon, &conn, method, request, &mut replies);
+                    if let Err(panic) = AssertUnwindSafe(in_place).catch_unwind().await {
+                        let why = panic_text(panic.as_ref());
+                        tracing::error!(conn = id, "handler panicked: {why}");
+                        if let Some(request_id) = request_id {
+                            let error = ErrorObject::internal("internal error");
+                            replies.extend(error_line(&request_id, &error));
+                        }
+                    }
                     if !full_frames && conn.is_initialized() {
                         source.lift_frame_limit();
                         full_frames = true;
@@ -181,7 +194,8 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {
                     let step = async {
-                        let (line, shutting_down) = answer(&daemon, &conn, method, request).await;
+                        let (line, shutting_down) =
+                            answer_even_if_it_panics(&daemon, &conn, method, request).await;
                         // Queued before the ticket lets this session's next request go, so
                         // answers that do not wait (a refusal, an error) keep sending order.
                         // A closed connection cannot be answered; the work itself is done.
@@ -246,6 +260,39 @@ async fn send_unless_stopping(
         sent = out.send(bytes) => sent,
         () = daemon.shutdown.cancelled() => Err(outbound::Closed),
     }
+}
+
+/// [`answer`], except that a handler that panics is answered -32603 (and logged) instead
+/// of leaving its client waiting forever; the connection and the session go on.
+async fn answer_even_if_it_panics(
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    method: Option<Method>,
+    request: Request,
+) -> (Option<Vec<u8>>, bool) {
+    let id = request.id.clone();
+    let name = request.method.clone();
+    match AssertUnwindSafe(answer(daemon, conn, method, request))
+        .catch_unwind()
+        .await
+    {
+        Ok(answered) => answered,
+        Err(panic) => {
+            let why = panic_text(panic.as_ref());
+            tracing::error!(conn = conn.id, method = %name, "handler panicked: {why}");
+            let error = ErrorObject::internal(format!("internal error while running {name}"));
+            (id.map(|id| error_line(&id, &error)), false)
+        }
+    }
+}
+
+/// What a panic said, when it said it with a string.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 /// Runs one request or notification of `method` (`None`: a name the daemon does not serve):

@@ -77,6 +77,8 @@ fn admit(
     let principal = daemon.principal(&conn.presented())?;
     auth::check_transport(method, conn.peer.kind == TransportKind::Local)?;
     auth::authorize(&principal, method)?;
+    #[cfg(feature = "test-hooks")]
+    crate::test_hooks::maybe_panic(method.name());
     Ok(principal)
 }
 

@@ -10,6 +10,9 @@
 //!   injection is on, so a test waits for that file instead of sleeping.
 //!   That is how the integration tests inject storage failures into the real binary.
 //!
+//! - `ZEROCLAW_TEST_PANIC_METHOD=NAME` makes the handler of method `NAME` panic, so tests
+//!   see what a client gets from a handler that panics.
+//!
 //! The approval, ask-user and ephemeral waits have no override: `zeroclaw-daemon`'s
 //! tests/timing.rs times them in process with a jumped clock ([`crate::harness`]).
 
@@ -34,6 +37,15 @@ fn ms(name: &str) -> Option<Duration> {
 /// The stalled-reader timeout override, if any.
 pub(crate) fn stall_timeout_from_env() -> Option<Duration> {
     ms("ZEROCLAW_TEST_STALL_TIMEOUT_MS")
+}
+
+/// Panics when `method` is the one `ZEROCLAW_TEST_PANIC_METHOD` names.
+pub(crate) fn maybe_panic(method: &str) {
+    static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let name = NAME.get_or_init(|| std::env::var("ZEROCLAW_TEST_PANIC_METHOD").ok());
+    if name.as_deref() == Some(method) {
+        panic!("test hook: {method} panics");
+    }
 }
 
 /// Starts the trigger-file watcher when `ZEROCLAW_TEST_HOOKS=1`.

@@ -305,3 +305,30 @@ fn a_cancel_spelled_session_id_never_overtakes_the_prompt_before_it() {
         );
     }
 }
+
+#[test]
+fn a_handler_that_panics_answers_internal_error_and_the_connection_goes_on() {
+    for method in ["session/list", "status"] {
+        let daemon = TestDaemon::start_env(&[], &[("ZEROCLAW_TEST_PANIC_METHOD", method)], |_| {});
+        let mut c = daemon.client();
+        let r = c.call(method, json!({}));
+        assert_eq!(
+            r["error"]["code"],
+            -32603,
+            "{method}: {r}\n{}",
+            daemon.log()
+        );
+        // The connection and the daemon go on.
+        let other = if method == "status" {
+            "session/list"
+        } else {
+            "status"
+        };
+        assert!(c.call(other, json!({})).get("result").is_some());
+        assert!(
+            daemon.log().contains("handler panicked"),
+            "{}",
+            daemon.log()
+        );
+    }
+}
