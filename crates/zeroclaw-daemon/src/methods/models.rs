@@ -1,8 +1,13 @@
 //! `models/list {agentAlias?}` (SPEC §16): the models of the agent's provider (or of every
-//! configured provider), each marked `current` when it is the one in use. A provider whose
-//! list cannot be had shows its configured model alone, with the `error`.
+//! provider the caller may reach), each marked `current` when it is the one in use. A
+//! provider whose list cannot be had shows its configured model alone, with the `error`.
+//!
+//! SPEC §17.1: a non-admin sees only the providers of agents it may use
+//! (`allowed_agents`); an admin sees every provider. An `error` never carries credentials
+//! (the catalog leaves them out; the text is masked again here, URL credentials and key).
 
 use serde_json::{Value, json};
+use zeroclaw_config::secret::redact;
 use zeroclaw_protocol::system::{ModelEntry, ModelsListParams, ModelsListResult};
 use zeroclaw_rpc::ErrorObject;
 
@@ -22,36 +27,42 @@ pub(crate) async fn list(
     };
     let config = daemon.config.current();
     // (provider name, the model in use with it)
-    let targets: Vec<(String, String)> = match &p.agent_alias {
-        Some(alias) => {
-            let agent = config
-                .agents
-                .get(alias)
-                .ok_or_else(|| ErrorObject::invalid_params(format!("unknown agent {alias:?}")))?;
-            if !principal.may_use_agent(alias) {
-                return Err(ErrorObject::forbidden(format!(
-                    "principal {} may not use agent {alias}",
-                    principal.id
-                ))
-                .with_data(json!({"resource": format!("agents.{alias}")})));
+    let targets: Vec<(String, String)> =
+        match &p.agent_alias {
+            Some(alias) => {
+                let agent = config.agents.get(alias).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("unknown agent {alias:?}"))
+                })?;
+                if !principal.may_use_agent(alias) {
+                    return Err(ErrorObject::forbidden(format!(
+                        "principal {} may not use agent {alias}",
+                        principal.id
+                    ))
+                    .with_data(json!({"resource": format!("agents.{alias}")})));
+                }
+                let model = if agent.model.is_empty() {
+                    config
+                        .providers
+                        .get(&agent.provider)
+                        .map(|p| p.model.clone())
+                        .unwrap_or_default()
+                } else {
+                    agent.model.clone()
+                };
+                vec![(agent.provider.clone(), model)]
             }
-            let model = if agent.model.is_empty() {
-                config
-                    .providers
-                    .get(&agent.provider)
-                    .map(|p| p.model.clone())
-                    .unwrap_or_default()
-            } else {
-                agent.model.clone()
-            };
-            vec![(agent.provider.clone(), model)]
-        }
-        None => config
-            .providers
-            .iter()
-            .map(|(name, p)| (name.clone(), p.model.clone()))
-            .collect(),
-    };
+            None => config
+                .providers
+                .iter()
+                .filter(|(name, _)| {
+                    principal.admin
+                        || config.agents.iter().any(|(alias, a)| {
+                            &a.provider == *name && principal.may_use_agent(alias)
+                        })
+                })
+                .map(|(name, p)| (name.clone(), p.model.clone()))
+                .collect(),
+        };
     let mut models = Vec::new();
     for (provider, current) in targets {
         let kind_echo = config
@@ -74,12 +85,19 @@ pub(crate) async fn list(
                     });
                 }
             }
-            Err(error) => models.push(ModelEntry {
-                provider,
-                model: current,
-                current: true,
-                error: Some(error),
-            }),
+            Err(error) => {
+                let key = config
+                    .providers
+                    .get(&provider)
+                    .and_then(|p| p.resolve_api_key())
+                    .unwrap_or_default();
+                models.push(ModelEntry {
+                    provider,
+                    model: current,
+                    current: true,
+                    error: Some(redact(&error, &[&key])),
+                })
+            }
         }
     }
     params::encode(&ModelsListResult { models })
