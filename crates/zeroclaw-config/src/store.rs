@@ -161,39 +161,61 @@ fn blame_overlap(found: &[Offence], ops: &[Op]) -> (usize, String) {
 
 /// The first batch entry whose cumulative application brings about an offence (SPEC §4.1
 /// "the first offending entry"): `[{p.grants: …}, {p.admin: true}]` blames entry 1, not
-/// entry 0, which alone escalates nothing. Only entries touching a property of the offences
-/// `found` in the whole batch are tried (any other entry cannot change the outcome), each
-/// on the batch staged up to it; a prefix that is not a valid configuration (e.g. one uid on
-/// two users, half-way through a swap) is passed over. Falls back to [`blame_overlap`].
+/// entry 0, which alone escalates nothing.
+///
+/// Only entries touching a property of the offences `found` in the whole batch can change
+/// the outcome, so only the batch staged up to one of them is tried; a prefix that is not a
+/// valid configuration (e.g. one uid on two users, half-way through a swap) counts as not
+/// offending. The search is a bisection over those entries (at most ~9 checks for 256
+/// entries, so a refused batch cannot hold the write lock for long): it finds an entry
+/// whose prefix offends while the prefix of the entry tried before it does not, which is
+/// the first one when an offence, once made, stays (the usual case). Falls back to
+/// [`blame_overlap`].
 fn blame_first(
     found: &[Offence],
     ops: &[Op],
     doc: &DocumentMut,
     offences: impl Fn(&Config) -> Vec<Offence>,
 ) -> (usize, String) {
-    if ops.len() > 1 {
-        let props: Vec<PropPath> = found.iter().flat_map(|o| o.props.clone()).collect();
+    if ops.len() < 2 {
+        return blame_overlap(found, ops);
+    }
+    let props: Vec<PropPath> = found.iter().flat_map(|o| o.props.clone()).collect();
+    let candidates: Vec<usize> = (0..ops.len())
+        .filter(|&k| overlaps(&ops[k], &props))
+        .collect();
+    // The offence the batch staged up to entry `k` brings about, if any.
+    let offends = |k: usize| -> Option<String> {
         let mut staged = doc.clone();
-        let mut next = 0;
-        for (k, op) in ops.iter().enumerate() {
-            if !overlaps(op, &props) {
-                continue;
+        for op in &ops[..=k] {
+            // Every entry staged on the whole batch already; a failure here cannot be.
+            stage(&mut staged, op).ok()?;
+        }
+        // Typed straight from the document (no text round trip), then cross-checked: what
+        // decides validity here is what the whole batch was checked for already.
+        let prefix: Config = toml_edit::de::from_document(staged).ok()?;
+        if !prefix.validate().is_empty() {
+            return None;
+        }
+        let now = offences(&prefix);
+        now.iter()
+            .find(|o| overlaps(&ops[k], &o.props))
+            .or(now.first())
+            .map(|o| o.message.clone())
+    };
+    let (mut lo, mut hi) = (0, candidates.len());
+    let mut best = None;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match offends(candidates[mid]) {
+            Some(why) => {
+                best = Some((candidates[mid], why));
+                hi = mid;
             }
-            for op in &ops[next..=k] {
-                // Every entry staged on the whole batch already; a failure here cannot be.
-                let _ = stage(&mut staged, op);
-            }
-            next = k + 1;
-            let Ok(prefix) = check_document(&staged) else {
-                continue;
-            };
-            let now = offences(&prefix);
-            if let Some(o) = now.iter().find(|o| overlaps(op, &o.props)).or(now.first()) {
-                return (k, o.message.clone());
-            }
+            None => lo = mid + 1,
         }
     }
-    blame_overlap(found, ops)
+    best.unwrap_or_else(|| blame_overlap(found, ops))
 }
 
 /// Applies one entry to `doc`.
