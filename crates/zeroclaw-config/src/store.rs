@@ -166,8 +166,8 @@ fn blame_overlap(found: &[Offence], ops: &[Op]) -> (usize, String) {
 /// Only entries touching a property of the offences `found` in the whole batch can change
 /// the outcome, so only the batch staged up to one of them is tried; a prefix that is not a
 /// valid configuration (e.g. one uid on two users, half-way through a swap) counts as not
-/// offending. The search is a bisection over those entries (at most ~9 checks for 256
-/// entries, so a refused batch cannot hold the write lock for long): it finds an entry
+/// offending. The search is a bisection over those entries (at most 9 checks for 256
+/// entries rather than one per entry, all under the write lock): it finds an entry
 /// whose prefix offends while the prefix of the entry tried before it does not, which is
 /// the first one when an offence, once made, stays (the usual case). Falls back to
 /// [`blame_overlap`].
