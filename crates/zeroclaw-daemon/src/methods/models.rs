@@ -27,42 +27,37 @@ pub(crate) async fn list(
     };
     let config = daemon.config.current();
     // (provider name, the model in use with it)
-    let targets: Vec<(String, String)> =
-        match &p.agent_alias {
-            Some(alias) => {
-                let agent = config.agents.get(alias).ok_or_else(|| {
-                    ErrorObject::invalid_params(format!("unknown agent {alias:?}"))
-                })?;
-                if !principal.may_use_agent(alias) {
-                    return Err(ErrorObject::forbidden(format!(
-                        "principal {} may not use agent {alias}",
-                        principal.id
-                    ))
-                    .with_data(json!({"resource": format!("agents.{alias}")})));
-                }
-                let model = if agent.model.is_empty() {
-                    config
-                        .providers
-                        .get(&agent.provider)
-                        .map(|p| p.model.clone())
-                        .unwrap_or_default()
-                } else {
-                    agent.model.clone()
-                };
-                vec![(agent.provider.clone(), model)]
+    let targets: Vec<(String, String)> = match &p.agent_alias {
+        Some(alias) => {
+            let agent = config
+                .agents
+                .get(alias)
+                .ok_or_else(|| ErrorObject::invalid_params(format!("unknown agent {alias:?}")))?;
+            if !principal.may_use_agent(alias) {
+                return Err(ErrorObject::forbidden(format!(
+                    "principal {} may not use agent {alias}",
+                    principal.id
+                ))
+                .with_data(json!({"resource": format!("agents.{alias}")})));
             }
-            None => config
-                .providers
-                .iter()
-                .filter(|(name, _)| {
-                    principal.admin
-                        || config.agents.iter().any(|(alias, a)| {
-                            &a.provider == *name && principal.may_use_agent(alias)
-                        })
-                })
-                .map(|(name, p)| (name.clone(), p.model.clone()))
-                .collect(),
-        };
+            let model = if agent.model.is_empty() {
+                config
+                    .providers
+                    .get(&agent.provider)
+                    .map(|p| p.model.clone())
+                    .unwrap_or_default()
+            } else {
+                agent.model.clone()
+            };
+            vec![(agent.provider.clone(), model)]
+        }
+        None => config
+            .providers
+            .iter()
+            .filter(|(name, _)| may_reach(&config, principal, name))
+            .map(|(name, p)| (name.clone(), p.model.clone()))
+            .collect(),
+    };
     let mut models = Vec::new();
     for (provider, current) in targets {
         let kind_echo = config
@@ -101,4 +96,14 @@ pub(crate) async fn list(
         }
     }
     params::encode(&ModelsListResult { models })
+}
+
+/// Whether `principal` may see provider `name`: an admin any, others only the providers of
+/// agents they may use.
+fn may_reach(config: &zeroclaw_config::Config, principal: &Principal, name: &str) -> bool {
+    principal.admin
+        || config
+            .agents
+            .iter()
+            .any(|(alias, a)| a.provider == name && principal.may_use_agent(alias))
 }
