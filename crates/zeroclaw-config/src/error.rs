@@ -48,9 +48,11 @@ pub enum ConfigError {
         principal: String,
         admin_only: bool,
     },
-    /// The write would give some principal more than the writer holds (SPEC §4.1).
+    /// The write would bring about what its (non-admin) writer may not: give some principal
+    /// more than the writer holds (SPEC §4.1), change an admin-only setting from a table
+    /// above it, or take an identity (SPEC §17.1). See [`crate::guard`].
     #[error("{}", refused_message(*index, prop, reason))]
-    Escalation {
+    Refused {
         index: Option<usize>,
         prop: PropPath,
         reason: String,
@@ -102,7 +104,10 @@ fn not_writable_message(
     admin_only: bool,
 ) -> String {
     let why = match admin_only {
-        true => " (a provider's endpoint and key are admin-only)",
+        true => {
+            " (admin-only: it decides which programs the daemon runs, or where it connects \
+             and with which key)"
+        }
         false => "",
     };
     match index {
@@ -153,7 +158,7 @@ impl From<ConfigError> for ErrorObject {
                 ErrorObject::invalid_params(message),
                 entry_data(index, Some(prop.to_string())),
             ),
-            NotWritable { index, prop, .. } | Escalation { index, prop, .. } => (
+            NotWritable { index, prop, .. } | Refused { index, prop, .. } => (
                 ErrorObject::forbidden(message),
                 entry_data(index, Some(prop.to_string())),
             ),
@@ -191,7 +196,7 @@ mod tests {
                 "config entry 2 (wss.port): expected an integer"
             )
         );
-        let e = ErrorObject::from(ConfigError::Escalation {
+        let e = ErrorObject::from(ConfigError::Refused {
             index: None,
             prop: path("users.bob"),
             reason: "no".into(),

@@ -129,6 +129,12 @@ pub fn find(writer: &Principal, before: &Config, after: &Config) -> Vec<Escalati
             });
         }
     }
+    // uid → user name before the write (validation keeps uids unique).
+    let before_uids: std::collections::HashMap<u32, &String> = before
+        .users
+        .iter()
+        .filter_map(|(name, u)| u.uid.map(|uid| (uid, name)))
+        .collect();
     for (name, user) in &after.users {
         let new = user_powers(after, name);
         let what = gained(&new, &user_powers(before, name), writer);
@@ -139,8 +145,8 @@ pub fn find(writer: &Principal, before: &Config, after: &Config) -> Vec<Escalati
             });
         }
         let Some(uid) = user.uid else { continue };
-        let old = match before.users.iter().find(|(_, u)| u.uid == Some(uid)) {
-            Some((old_name, _)) => Principal::for_user(before, old_name),
+        let old = match before_uids.get(&uid) {
+            Some(old_name) => Principal::for_user(before, old_name),
             None => Principal::holding_nothing(format!("uid:{uid}")),
         };
         let what = gained(&new, &old, writer);

@@ -7,6 +7,9 @@
 //! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
 //! - [`policy`]: principals, grants and the method → grant table;
 //! - [`escalation`]: the "no escalation" rule for non-admin config writes;
+//! - [`guard`]: everything a non-admin write may not bring about (escalation, admin-only
+//!   settings changed from above, identities taken);
+//! - [`secret`]: masking URL credentials and known secrets in text;
 //! - [`persist`]: atomic file replacement (also used for uploads and pairing tokens);
 //! - [`sweep`]: removing temp files an interrupted write left behind.
 
@@ -24,13 +27,15 @@ pub use schema::{
     Wss,
 };
 pub mod escalation;
+pub mod guard;
 pub mod policy;
 pub mod value;
 
 pub use policy::{Credential, Principal, resolve};
 pub mod persist;
+pub mod secret;
 pub mod store;
 pub mod sweep;
 
-pub use store::{ConfigStore, Frozen, MAX_SET_MANY, OpenError};
+pub use store::{ConfigStore, Frozen, MAX_SET_MANY, OpenError, Writer};
 pub use sweep::sweep_config_temp_files;

@@ -193,16 +193,36 @@ impl Principal {
 
 /// The provider keys only an admin may write (SPEC §17 "Secrets stay with their endpoint"):
 /// where the stored key is sent and which key is sent.
-const PROVIDER_ADMIN_KEYS: &[&str] = &["base_url", "kind", "api_key", "api_key_env"];
+pub const PROVIDER_ADMIN_KEYS: &[&str] = &["base_url", "kind", "api_key", "api_key_env"];
+
+/// The agent keys only an admin may write (SPEC §17.1 "Whatever runs a program or reaches a
+/// host is admin-only"): the programs started for every session of the agent (MCP servers,
+/// hooks of SPEC §21.1) and what confines them (the sandbox of SPEC §21.2).
+pub const AGENT_ADMIN_KEYS: &[&str] = &[
+    "mcp_servers",
+    "hooks",
+    "sandbox",
+    "sandbox_writable",
+    "sandbox_network",
+];
+
+/// Top-level sections only an admin may write: `hooks` run for every agent (SPEC §21.1).
+pub const ADMIN_SECTIONS: &[&str] = &["hooks"];
 
 /// Whether writing or deleting `prop` is admin-only whatever `config_write_paths` says: the
-/// `providers` section, a whole provider table, or a provider's endpoint or key.
+/// `providers` section, a whole provider table, a provider's endpoint or key; anything at
+/// or under an agent's MCP servers, hooks or sandbox settings; the `hooks` section.
+///
+/// A write *above* these (`agents.X = {…}`, `agents = {…}`) is not admin-only by its path;
+/// the store refuses it when it would change one of them (see [`crate::guard`]).
 pub fn admin_only(prop: &PropPath) -> bool {
     match prop.segments() {
+        [first, ..] if ADMIN_SECTIONS.contains(&first.as_str()) => true,
         [first, rest @ ..] if first == "providers" => match rest {
             [] | [_] => true,
             [_, key, ..] => PROVIDER_ADMIN_KEYS.contains(&key.as_str()),
         },
+        [first, _, key, ..] if first == "agents" => AGENT_ADMIN_KEYS.contains(&key.as_str()),
         _ => false,
     }
 }
@@ -366,6 +386,26 @@ permission_profiles = ["boss"]
         ] {
             assert!(!admin_only(&path(prop)), "{prop}");
             assert!(p.may_write(&path(prop)), "{prop}");
+        }
+        // what runs a program or confines one (SPEC §17.1, §21), at any depth
+        for prop in [
+            "agents.a.mcp_servers",
+            "agents.a.mcp_servers.s",
+            "agents.a.mcp_servers.s.command",
+            "agents.a.mcp_servers.s.env.X",
+            "agents.a.hooks",
+            "agents.a.hooks.pre_tool_use",
+            "agents.a.sandbox",
+            "agents.a.sandbox_writable",
+            "agents.a.sandbox_network",
+            "hooks",
+            "hooks.stop",
+        ] {
+            assert!(admin_only(&path(prop)), "{prop}");
+            assert!(!p.may_write(&path(prop)), "{prop}");
+        }
+        for prop in ["agents", "agents.a", "agents.a.model", "agents.mcp_servers"] {
+            assert!(!admin_only(&path(prop)), "{prop}");
         }
         let e = p
             .require_write(&path("providers.local.base_url"), None)

@@ -8,8 +8,9 @@
 //!   kept); a write edits a clone (the candidate), validates it whole, persists it once
 //!   atomically, and only then replaces the document and installs the typed view. Any
 //!   failure before that leaves file, document and view untouched;
-//! - a non-admin write that would give any principal more than the writer holds is refused
-//!   whole (see [`crate::escalation`]);
+//! - a non-admin write that would give any principal more than the writer holds, change an
+//!   admin-only setting from a table above it, or take an identity is refused whole (see
+//!   [`crate::guard`]), naming the first batch entry whose cumulative application does it;
 //! - readers ([`ConfigStore::current`]) never wait for a writer.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ use tokio::sync::{Mutex, watch};
 use toml_edit::DocumentMut;
 
 use crate::error::ConfigError;
-use crate::escalation::{self, Escalation};
+use crate::guard::{self, Offence};
 use crate::path::PropPath;
 use crate::persist::{ensure_dir, write_atomic};
 use crate::policy::Principal;
@@ -52,6 +53,35 @@ pub struct ConfigStore {
     doc: Mutex<DocumentMut>,
     view: watch::Sender<Arc<Config>>,
     fail_next_persist: Arc<AtomicBool>,
+}
+
+/// Who is writing: the principal resolved under the write lock, and what the daemon knows
+/// of user names (SPEC §17.1 "Identities cannot be taken").
+pub struct Writer {
+    pub principal: Principal,
+    /// Whether a user name owns sessions or pairing tokens (a non-admin may not create a
+    /// user under such a name).
+    pub name_in_use: Box<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+impl Writer {
+    pub fn new(
+        principal: Principal,
+        name_in_use: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Writer {
+            principal,
+            name_in_use: Box::new(name_in_use),
+        }
+    }
+}
+
+/// A principal alone: a writer for which no user name owns anything (a store without
+/// sessions or tokens, as in this crate's tests).
+impl From<Principal> for Writer {
+    fn from(principal: Principal) -> Writer {
+        Writer::new(principal, |_| false)
+    }
 }
 
 enum Op {
@@ -102,26 +132,97 @@ fn parse_prop(raw: &str, index: Option<usize>) -> Result<PropPath, ConfigError> 
     })
 }
 
-/// The batch entry to blame for escalations: the first one at, above or below a property
-/// that caused one (else the last entry), with that escalation's message.
-fn blame_escalation(found: &[Escalation], ops: &[Op]) -> (usize, String) {
-    let overlaps = |op: &Op, p: &PropPath| op.path().starts_with(p) || p.starts_with(op.path());
-    let mut best: Option<(usize, &Escalation)> = None;
-    for e in found {
-        if let Some(i) = ops
-            .iter()
-            .position(|op| e.props.iter().any(|p| overlaps(op, p)))
+/// Whether `op` writes at, above or below one of `props`.
+fn overlaps(op: &Op, props: &[PropPath]) -> bool {
+    props
+        .iter()
+        .any(|p| op.path().starts_with(p) || p.starts_with(op.path()))
+}
+
+/// The batch entry to blame for offences, without replaying the batch: the first one at,
+/// above or below a property that caused one (else the last entry), with that message.
+fn blame_overlap(found: &[Offence], ops: &[Op]) -> (usize, String) {
+    let mut best: Option<(usize, &Offence)> = None;
+    for o in found {
+        if let Some(i) = ops.iter().position(|op| overlaps(op, &o.props))
             && best.is_none_or(|(b, _)| i < b)
         {
-            best = Some((i, e));
+            best = Some((i, o));
         }
     }
     match best {
-        Some((i, e)) => (i, e.message.clone()),
+        Some((i, o)) => (i, o.message.clone()),
         None => (
             ops.len().saturating_sub(1),
-            found.first().map(|e| e.message.clone()).unwrap_or_default(),
+            found.first().map(|o| o.message.clone()).unwrap_or_default(),
         ),
+    }
+}
+
+/// The first batch entry whose cumulative application brings about an offence (SPEC §4.1
+/// "the first offending entry"): `[{p.grants: …}, {p.admin: true}]` blames entry 1, not
+/// entry 0, which alone escalates nothing.
+///
+/// Only entries touching a property of the offences `found` in the whole batch can change
+/// the outcome, so only the batch staged up to one of them is tried; a prefix that is not a
+/// valid configuration (e.g. one uid on two users, half-way through a swap) counts as not
+/// offending. The search is a bisection over those entries (at most 9 checks for 256
+/// entries rather than one per entry, all under the write lock): it finds an entry
+/// whose prefix offends while the prefix of the entry tried before it does not, which is
+/// the first one when an offence, once made, stays (the usual case). Falls back to
+/// [`blame_overlap`].
+fn blame_first(
+    found: &[Offence],
+    ops: &[Op],
+    doc: &DocumentMut,
+    offences: impl Fn(&Config) -> Vec<Offence>,
+) -> (usize, String) {
+    if ops.len() < 2 {
+        return blame_overlap(found, ops);
+    }
+    let props: Vec<PropPath> = found.iter().flat_map(|o| o.props.clone()).collect();
+    let candidates: Vec<usize> = (0..ops.len())
+        .filter(|&k| overlaps(&ops[k], &props))
+        .collect();
+    // The offence the batch staged up to entry `k` brings about, if any.
+    let offends = |k: usize| -> Option<String> {
+        let mut staged = doc.clone();
+        for op in &ops[..=k] {
+            // Every entry staged on the whole batch already; a failure here cannot be.
+            stage(&mut staged, op).ok()?;
+        }
+        // Typed straight from the document (no text round trip), then cross-checked: what
+        // decides validity here is what the whole batch was checked for already.
+        let prefix: Config = toml_edit::de::from_document(staged).ok()?;
+        if !prefix.validate().is_empty() {
+            return None;
+        }
+        let now = offences(&prefix);
+        now.iter()
+            .find(|o| overlaps(&ops[k], &o.props))
+            .or(now.first())
+            .map(|o| o.message.clone())
+    };
+    let (mut lo, mut hi) = (0, candidates.len());
+    let mut best = None;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match offends(candidates[mid]) {
+            Some(why) => {
+                best = Some((candidates[mid], why));
+                hi = mid;
+            }
+            None => lo = mid + 1,
+        }
+    }
+    best.unwrap_or_else(|| blame_overlap(found, ops))
+}
+
+/// Applies one entry to `doc`.
+fn stage(doc: &mut DocumentMut, op: &Op) -> Result<(), crate::shape::Located> {
+    match op {
+        Op::Set(path, value) => set_json(doc, path, value),
+        Op::Delete(path) => remove(doc, path),
     }
 }
 
@@ -219,13 +320,14 @@ impl ConfigStore {
     /// `config/set-many`. `authorize` runs under the write lock against the config current
     /// at that moment and returns the caller's principal (or its error, e.g. -32010/-32012).
     /// Returns the canonical props in request order, duplicates once.
-    pub async fn set_many<F, E>(
+    pub async fn set_many<F, W, E>(
         &self,
         sets: Vec<(String, Value)>,
         authorize: F,
     ) -> Result<Vec<String>, E>
     where
-        F: FnOnce(&Config) -> Result<Principal, E>,
+        F: FnOnce(&Config) -> Result<W, E>,
+        W: Into<Writer>,
         E: From<ConfigError>,
     {
         if sets.is_empty() || sets.len() > MAX_SET_MANY {
@@ -252,9 +354,10 @@ impl ConfigStore {
     }
 
     /// `config/set`: one property. Returns the canonical prop.
-    pub async fn set<F, E>(&self, prop: &str, value: Value, authorize: F) -> Result<String, E>
+    pub async fn set<F, W, E>(&self, prop: &str, value: Value, authorize: F) -> Result<String, E>
     where
-        F: FnOnce(&Config) -> Result<Principal, E>,
+        F: FnOnce(&Config) -> Result<W, E>,
+        W: Into<Writer>,
         E: From<ConfigError>,
     {
         check_prop_len(prop, None)?;
@@ -267,9 +370,10 @@ impl ConfigStore {
 
     /// `config/delete`: removes a key or a map entry; -32602 if it is not set in the file
     /// or if the config without it is invalid (e.g. a provider an agent still uses).
-    pub async fn delete<F, E>(&self, prop: &str, authorize: F) -> Result<String, E>
+    pub async fn delete<F, W, E>(&self, prop: &str, authorize: F) -> Result<String, E>
     where
-        F: FnOnce(&Config) -> Result<Principal, E>,
+        F: FnOnce(&Config) -> Result<W, E>,
+        W: Into<Writer>,
         E: From<ConfigError>,
     {
         check_prop_len(prop, None)?;
@@ -297,16 +401,20 @@ impl ConfigStore {
 
     /// `authorize`'s own error is returned as it is; every other refusal is a
     /// [`ConfigError`].
-    async fn write<F, E>(&self, ops: Vec<Op>, authorize: F, batch: bool) -> Result<(), E>
+    async fn write<F, W, E>(&self, ops: Vec<Op>, authorize: F, batch: bool) -> Result<(), E>
     where
-        F: FnOnce(&Config) -> Result<Principal, E>,
+        F: FnOnce(&Config) -> Result<W, E>,
+        W: Into<Writer>,
         E: From<ConfigError>,
     {
         let idx = |i: usize| batch.then_some(i);
         // 1. The write lock, held until the new view is installed.
         let mut doc = self.doc.lock().await;
         // 2. The caller's permissions as of now (a grant revoked while waiting counts).
-        let principal = authorize(&self.current())?;
+        let Writer {
+            principal,
+            name_in_use,
+        } = authorize(&self.current())?.into();
         // 3. Every path, before anything is staged.
         for (i, op) in ops.iter().enumerate() {
             principal.require_write(op.path(), idx(i))?;
@@ -314,11 +422,7 @@ impl ConfigStore {
         // 4. Stage in order into one candidate.
         let mut candidate = doc.clone();
         for (i, op) in ops.iter().enumerate() {
-            let staged = match op {
-                Op::Set(path, value) => set_json(&mut candidate, path, value),
-                Op::Delete(path) => remove(&mut candidate, path),
-            };
-            staged.map_err(|(at, m)| entry_error(idx(i), op.path(), &at, &m))?;
+            stage(&mut candidate, op).map_err(|(at, m)| entry_error(idx(i), op.path(), &at, &m))?;
         }
         // 5. Validate the whole candidate.
         let config = match check_document(&candidate) {
@@ -334,11 +438,14 @@ impl ConfigStore {
                 );
             }
         };
-        // 6. No escalation (SPEC §4.1): a non-admin gives no one more than it holds.
-        let found = escalation::find(&principal, &self.current(), &config);
+        // 6. A non-admin brings about no escalation (SPEC §4.1), no change to an admin-only
+        //    setting and no identity taken (SPEC §17.1).
+        let before = self.current();
+        let offences = |after: &Config| guard::find(&principal, &before, after, &*name_in_use);
+        let found = offences(&config);
         if !found.is_empty() {
-            let (i, why) = blame_escalation(&found, &ops);
-            return Err(ConfigError::Escalation {
+            let (i, why) = blame_first(&found, &ops, &doc, offences);
+            return Err(ConfigError::Refused {
                 index: idx(i),
                 prop: ops[i].path().clone(),
                 reason: why,

@@ -148,19 +148,53 @@ pub fn remove(doc: &mut DocumentMut, path: &PropPath) -> Result<(), Located> {
     cur.remove(last).map(|_| ()).ok_or_else(not_set)
 }
 
-/// The whole configuration as JSON (defaults filled in), secrets replaced by `"***"`.
+/// The whole configuration as JSON (defaults filled in), secrets masked (SPEC §6, §17.1):
+/// a provider's `api_key` and every MCP server `env` value read as `"***"` (when set), and
+/// the `user:password@` part of a URL (a provider's `base_url`, an MCP server's `args`) as
+/// `***@`.
 pub fn masked_json(config: &Config) -> Json {
     let mut v = serde_json::to_value(config).unwrap_or(Json::Null);
-    if let Some(providers) = v.get_mut("providers").and_then(Json::as_object_mut) {
-        for p in providers.values_mut() {
-            if let Some(key) = p.get_mut("api_key")
-                && key.as_str().is_some_and(|s| !s.is_empty())
-            {
-                *key = Json::String("***".into());
+    for p in entries(&mut v, "providers") {
+        if let Some(key) = p.get_mut("api_key") {
+            mask(key);
+        }
+        if let Some(url) = p.get_mut("base_url") {
+            mask_url(url);
+        }
+    }
+    for agent in entries(&mut v, "agents") {
+        for server in entries(agent, "mcp_servers") {
+            if let Some(env) = server.get_mut("env").and_then(Json::as_object_mut) {
+                env.values_mut().for_each(mask);
+            }
+            if let Some(args) = server.get_mut("args").and_then(Json::as_array_mut) {
+                args.iter_mut().for_each(mask_url);
             }
         }
     }
     v
+}
+
+/// The values of the map `section` of `v` (none when it is not an object).
+fn entries<'a>(v: &'a mut Json, section: &str) -> impl Iterator<Item = &'a mut Json> {
+    v.get_mut(section)
+        .and_then(Json::as_object_mut)
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+}
+
+/// A secret string reads as `"***"`; an empty one stays empty (nothing to hide).
+fn mask(v: &mut Json) {
+    if v.as_str().is_some_and(|s| !s.is_empty()) {
+        *v = Json::String(crate::secret::MASK.into());
+    }
+}
+
+/// A string holding URLs loses their credentials.
+fn mask_url(v: &mut Json) {
+    if let Some(s) = v.as_str() {
+        *v = Json::String(crate::secret::redact_url_credentials(s));
+    }
 }
 
 /// The value at `path` in the masked JSON view; errors name unknown properties.
@@ -262,5 +296,40 @@ mod tests {
         set_json(&mut d, &p("providers.x.api_key"), &json!("")).unwrap();
         let c = check_document(&d).unwrap();
         assert_eq!(get_json(&c, &p("providers.x.api_key")).unwrap(), json!(""));
+    }
+
+    #[test]
+    fn mcp_env_and_url_credentials_are_masked() {
+        let d = doc(concat!(
+            "[providers.x]\nkind = \"openai\"\nbase_url = \"http://me:pw@h:1/v1\"\n",
+            "[agents.a]\nprovider = \"x\"\n",
+            "[agents.a.mcp_servers.gh]\ncommand = \"gh-mcp\"\n",
+            "args = [\"--url\", \"https://t0k@api.example\"]\n",
+            "env = { GITHUB_TOKEN = \"ghp_secret\", EMPTY = \"\" }\n",
+        ));
+        let c = check_document(&d).unwrap();
+        let whole = masked_json(&c);
+        let server = &whole["agents"]["a"]["mcp_servers"]["gh"];
+        assert_eq!(server["env"], json!({"GITHUB_TOKEN": "***", "EMPTY": ""}));
+        assert_eq!(server["args"], json!(["--url", "https://***@api.example"]));
+        assert_eq!(server["command"], json!("gh-mcp"));
+        assert_eq!(
+            whole["providers"]["x"]["base_url"],
+            json!("http://***@h:1/v1")
+        );
+        // one property, or any table above it, reads the same
+        for (prop, value) in [
+            ("agents.a.mcp_servers.gh.env.GITHUB_TOKEN", json!("***")),
+            ("providers.x.base_url", json!("http://***@h:1/v1")),
+        ] {
+            assert_eq!(get_json(&c, &p(prop)).unwrap(), value, "{prop}");
+        }
+        let text = get_json(&c, &p("agents")).unwrap().to_string();
+        assert!(
+            !text.contains("ghp_secret") && !text.contains("t0k"),
+            "{text}"
+        );
+        let text = get_json(&c, &p("providers")).unwrap().to_string();
+        assert!(!text.contains("pw@"), "{text}");
     }
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use zeroclaw_config::{Config, ConfigStore, Credential, Principal, resolve};
+use zeroclaw_config::{Config, ConfigStore, Credential, Principal, Writer, resolve};
 use zeroclaw_rpc::{ErrorObject, code};
 
 const CONFIG: &str = r#"# hand-written
@@ -163,7 +163,9 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         assert_eq!(e.data, Some(json!({"prop": prop})));
         assert!(e.message.contains(what), "{prop}: {}", e.message);
     }
-    // 5. a new user on a new uid with the admin profile: blamed on the entry mapping the uid
+    // 5. a new user on a new uid with the admin profile: blamed on the entry giving it the
+    //    profile (SPEC §4.1: the first entry whose cumulative application escalates; the
+    //    new user alone holds nothing)
     let e = store
         .set_many(
             sets(&[
@@ -177,7 +179,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
     assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
     assert_eq!(
         e.data,
-        Some(json!({"index": 0, "prop": "users.mallory.uid"}))
+        Some(json!({"index": 1, "prop": "users.mallory.permission_profiles"}))
     );
     assert_eq!(bytes(&path), before, "refusals write nothing");
 
@@ -225,12 +227,15 @@ async fn legitimate_writes_by_a_limited_writer_go_through() {
         .set("users.bob.permission_profiles", json!(["narrow"]), alice)
         .await
         .unwrap();
-    // changing bob's uid to a free one: the uid gains nothing alice lacks
-    store
+    // changing bob's uid, even to a free one, is not (SPEC §17.1: whoever has the uid takes
+    // bob's sessions)
+    let e = store
         .set("users.bob.uid", json!(2004), alice)
         .await
-        .unwrap();
-    assert_eq!(store.current().users["bob"].uid, Some(2004));
+        .unwrap_err();
+    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.data, Some(json!({"prop": "users.bob.uid"})));
+    assert_eq!(store.current().users["bob"].uid, Some(2003));
     // the admin is not limited
     store
         .set("users.alice.permission_profiles", json!(["boss"]), operator)
@@ -457,4 +462,176 @@ async fn validation_messages_name_each_property_once() {
         e.message,
         "providers.echo: agents.default.provider: unknown provider \"echo\""
     );
+}
+
+#[tokio::test]
+async fn a_batch_blames_the_first_entry_whose_application_escalates() {
+    let (_d, path, store) = open();
+    let before = bytes(&path);
+    // entry 0 alone gives the new profile only what alice holds; entry 1 makes it admin
+    let e = store
+        .set_many(
+            sets(&[
+                (
+                    "permission_profiles.newq.grants",
+                    json!({"sessions": ["read"]}),
+                ),
+                ("permission_profiles.newq.admin", json!(true)),
+            ]),
+            alice,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(
+        e.data,
+        Some(json!({"index": 1, "prop": "permission_profiles.newq.admin"}))
+    );
+    assert!(e.message.contains("would hold admin"), "{}", e.message);
+    // the other order blames entry 0, which escalates alone
+    let e = store
+        .set_many(
+            sets(&[
+                ("permission_profiles.newq.admin", json!(true)),
+                (
+                    "permission_profiles.newq.grants",
+                    json!({"sessions": ["read"]}),
+                ),
+            ]),
+            alice,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.data,
+        Some(json!({"index": 0, "prop": "permission_profiles.newq.admin"}))
+    );
+    assert_eq!(bytes(&path), before, "refusals write nothing");
+}
+
+#[tokio::test]
+async fn programs_an_agent_runs_are_admin_only_even_from_above() {
+    let (_d, path, store) = open();
+    let before = bytes(&path);
+    let server = json!({"command": "sh", "args": ["-c", "id > /tmp/pwned"]});
+    // by its own path (config/set, set-many, delete), and the §21 settings not built yet
+    for (i, prop) in [
+        "agents.default.mcp_servers.evil",
+        "agents.default.mcp_servers",
+        "agents.default.hooks.pre_tool_use",
+        "agents.default.sandbox",
+        "hooks.stop",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let e = store.set(prop, server.clone(), alice).await.unwrap_err();
+        assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
+        assert_eq!(e.data, Some(json!({"prop": prop})), "{prop}");
+        assert!(e.message.contains("admin-only"), "{}", e.message);
+        let e = store
+            .set_many(
+                sets(&[("agents.default.model", json!("m")), (prop, server.clone())]),
+                alice,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.data, Some(json!({"index": 1, "prop": prop})), "{i}");
+    }
+    // a whole agent, new or replaced, carrying servers
+    for prop in ["agents.default", "agents.other"] {
+        let value = json!({"provider": "echo", "mcp_servers": {"evil": server}});
+        let e = store.set(prop, value, alice).await.unwrap_err();
+        assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
+        assert_eq!(e.data, Some(json!({"prop": prop})));
+        assert!(
+            e.message.contains("mcp_servers would change"),
+            "{}",
+            e.message
+        );
+    }
+    assert_eq!(bytes(&path), before, "refusals write nothing");
+    // an agent without servers is the writer's business
+    store
+        .set("agents.plain", json!({"provider": "echo"}), alice)
+        .await
+        .unwrap();
+
+    // servers the admin configured can be neither removed nor replaced from above
+    store
+        .set(
+            "agents.default.mcp_servers.ok",
+            json!({"command": "true"}),
+            operator,
+        )
+        .await
+        .unwrap();
+    let e = store
+        .delete("agents.default.mcp_servers.ok", alice)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    let e = store
+        .set("agents.default", json!({"provider": "echo"}), alice)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    let e = store.delete("agents.default", alice).await.unwrap_err();
+    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.data, Some(json!({"prop": "agents.default"})));
+    // while the agent's other settings stay writable
+    store
+        .set("agents.default.model", json!("m2"), alice)
+        .await
+        .unwrap();
+    assert_eq!(store.current().agents["default"].mcp_servers.len(), 1);
+}
+
+#[tokio::test]
+async fn a_name_that_owns_sessions_is_not_created_by_a_non_admin() {
+    let (_d, path, store) = open();
+    let before = bytes(&path);
+    // what the daemon knows: `ghost` owns sessions or tokens
+    let alice_here = |c: &Config| -> Result<Writer, ErrorObject> {
+        Ok(Writer::new(alice(c)?, |name| name == "ghost"))
+    };
+    let e = store
+        .set(
+            "users.ghost",
+            json!({"permission_profiles": []}),
+            alice_here,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.data, Some(json!({"prop": "users.ghost"})));
+    assert!(
+        e.message.contains("owns sessions or pairing tokens"),
+        "{}",
+        e.message
+    );
+    let e = store
+        .set_many(
+            sets(&[
+                ("users.fresh.uid", json!(3001)),
+                ("users.ghost.uid", json!(3002)),
+            ]),
+            alice_here,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.data, Some(json!({"index": 1, "prop": "users.ghost.uid"})));
+    assert_eq!(bytes(&path), before, "refusals write nothing");
+    // another name is fine; the admin may create any
+    store
+        .set("users.fresh", json!({"uid": 3001}), alice_here)
+        .await
+        .unwrap();
+    let operator_here = |_: &Config| -> Result<Writer, ErrorObject> {
+        Ok(Writer::new(Principal::operator(), |_| true))
+    };
+    store
+        .set("users.ghost", json!({"uid": 3002}), operator_here)
+        .await
+        .unwrap();
 }

@@ -223,6 +223,22 @@ impl TokenStore {
     /// The user a token is paired to, under the token set in force now.
     pub fn user_for(&self, token: &str) -> Option<String> {
         let hash = digest(token);
+        self.with_tokens(|tokens| {
+            tokens
+                .iter()
+                .find(|e| e.sha256 == hash)
+                .map(|e| e.user.clone())
+        })
+    }
+
+    /// Whether `user` holds a pairing token (SPEC §17.1: such a name is not handed to a
+    /// new user by a non-admin).
+    pub fn has_user(&self, user: &str) -> bool {
+        self.with_tokens(|tokens| tokens.iter().any(|e| e.user == user))
+    }
+
+    /// Runs `look` on the token set in force now (re-read when the file changed).
+    fn with_tokens<T>(&self, look: impl FnOnce(&[Entry]) -> T) -> T {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         let now = stamp(&self.path);
         if now != cache.0 || now.is_none() {
@@ -235,11 +251,7 @@ impl TokenStore {
                 }
             }
         }
-        cache
-            .1
-            .iter()
-            .find(|e| e.sha256 == hash)
-            .map(|e| e.user.clone())
+        look(&cache.1)
     }
 }
 

@@ -219,6 +219,12 @@ impl Store {
         self.call(move |db| sessions::list_page(db, &query)).await
     }
 
+    /// Every principal owning a session row, killed ones included (SPEC §17.1: a name that
+    /// owns sessions is not handed to a new user by a non-admin).
+    pub async fn owners(&self) -> Result<Vec<String>> {
+        self.call(sessions::owners).await
+    }
+
     /// Tombstones the row: never resumed or recovered again; its transcript stays readable.
     /// [`StoreError::NotFound`] if there is no row; killing twice is a no-op.
     pub async fn kill(&self, key: &SessionKey) -> Result<()> {

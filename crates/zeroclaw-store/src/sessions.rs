@@ -61,6 +61,15 @@ pub(crate) fn list_page(db: &mut Db, q: &ListQuery) -> Result<SessionPage> {
     db.read(|conn| db::list_page(conn, q))
 }
 
+/// Every principal that owns a row, killed rows included (their transcripts stay readable).
+pub(crate) fn owners(db: &mut Db) -> Result<Vec<String>> {
+    db.read(|conn| {
+        let mut stmt = conn.prepare_cached("SELECT DISTINCT owner FROM sessions")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<Vec<String>, _>>()?)
+    })
+}
+
 /// Tombstones the row. Killing a killed row keeps the first `killed_at`.
 pub(crate) fn kill(db: &mut Db, key: &SessionKey) -> Result<()> {
     db.write(|conn| {

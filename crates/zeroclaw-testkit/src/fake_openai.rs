@@ -212,6 +212,8 @@ struct State {
     error_written: Arc<AtomicUsize>,
     usage: std::sync::atomic::AtomicBool,
     models: Mutex<Result<Vec<String>, u16>>,
+    /// How long `GET /models` waits before answering.
+    models_delay: Mutex<Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -238,6 +240,7 @@ impl FakeOpenAi {
             error_written: Arc::new(AtomicUsize::new(0)),
             usage: std::sync::atomic::AtomicBool::new(true),
             models: Mutex::new(Err(404)),
+            models_delay: Mutex::new(Duration::ZERO),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -295,6 +298,11 @@ impl FakeOpenAi {
     /// What `GET /v1/models` answers: `Ok(ids)` a model list, `Err(status)` an HTTP error.
     pub fn set_models(&self, models: Result<Vec<String>, u16>) {
         *lock(&self.state.models) = models;
+    }
+
+    /// How long `GET /v1/models` waits before it answers (default: not at all).
+    pub fn set_models_delay(&self, delay: Duration) {
+        *lock(&self.state.models_delay) = delay;
     }
 
     /// Scripted responses not consumed yet.
@@ -427,6 +435,10 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         body: body_json.clone(),
     });
     if is_models {
+        let delay = *lock(&state.models_delay);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         let models = lock(&state.models).clone();
         let _ = match models {
             Ok(ids) => write_models(&mut stream, &ids).await,

@@ -3,10 +3,16 @@
 //!
 //! [`ModelCatalog`] keeps one entry per endpoint and key. A successful list is kept for
 //! [`LIST_TTL`]; a failure for [`FAILURE_TTL`] only, so a provider that comes back is seen
-//! soon. The cache lock is never held across the request.
+//! soon. Concurrent lists of one endpoint and key share one fetch (SPEC §17.1): each entry
+//! has its own async lock, held across its fetch, so callers that arrive meanwhile wait and
+//! then read what it fetched. The map's lock is never held across a request.
+//!
+//! Error texts never carry credentials (SPEC §17.1): the URL they name has its
+//! `user:password@` removed, transport errors are shown without their URL, and the API key
+//! is masked wherever the provider's answer quotes it.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -24,35 +30,40 @@ const MAX_ENTRIES: usize = 256;
 
 type Entry = (Instant, Result<Vec<String>, String>);
 
+/// One endpoint and key: its last answer, behind the lock its fetch holds.
+type Slot = Arc<tokio::sync::Mutex<Option<Entry>>>;
+
 /// A cache of model lists, shared by the daemon.
 #[derive(Default)]
 pub struct ModelCatalog {
     /// Built on the first fetch: a daemon that never lists models (the offline `echo`
     /// agent) never sets up an HTTP client and its TLS roots.
     client: OnceLock<reqwest::Client>,
-    entries: Mutex<HashMap<(String, String), Entry>>,
+    slots: Mutex<HashMap<(String, String), Slot>>,
+}
+
+/// Whether `entry` may still be served.
+fn fresh(entry: &Entry, now: Instant) -> bool {
+    let ttl = if entry.1.is_ok() {
+        LIST_TTL
+    } else {
+        FAILURE_TTL
+    };
+    now.duration_since(entry.0) < ttl
 }
 
 impl ModelCatalog {
-    /// The model ids of the endpoint at `base_url`, from the cache while fresh.
+    /// The model ids of the endpoint at `base_url`, from the cache while fresh; one fetch
+    /// at a time per endpoint and key.
     pub async fn list(&self, base_url: &str, api_key: Option<&str>) -> Result<Vec<String>, String> {
         let key = (
             base_url.trim_end_matches('/').to_string(),
             api_key.unwrap_or_default().to_string(),
         );
-        let now = Instant::now();
-        {
-            let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((at, result)) = entries.get(&key) {
-                let ttl = if result.is_ok() {
-                    LIST_TTL
-                } else {
-                    FAILURE_TTL
-                };
-                if now.duration_since(*at) < ttl {
-                    return result.clone();
-                }
-            }
+        let slot = self.slot(&key);
+        let mut entry = slot.lock().await;
+        if let Some(e) = entry.as_ref().filter(|e| fresh(e, Instant::now())) {
+            return e.1.clone();
         }
         let client = self.client.get_or_init(|| {
             reqwest::Client::builder()
@@ -61,25 +72,57 @@ impl ModelCatalog {
                 .unwrap_or_default()
         });
         let result = fetch(client, &key.0, api_key).await;
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.len() >= MAX_ENTRIES {
-            entries.retain(|_, (at, _)| now.duration_since(*at) < LIST_TTL);
-            if entries.len() >= MAX_ENTRIES {
-                entries.clear();
-            }
-        }
-        entries.insert(key, (Instant::now(), result.clone()));
+        *entry = Some((Instant::now(), result.clone()));
         result
+    }
+
+    /// The slot of one endpoint and key, made on first use. Beyond [`MAX_ENTRIES`] slots,
+    /// those neither fresh nor in use are dropped.
+    fn slot(&self, key: &(String, String)) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = slots.get(key) {
+            return Arc::clone(slot);
+        }
+        if slots.len() >= MAX_ENTRIES {
+            let now = Instant::now();
+            slots.retain(|_, slot| match slot.try_lock() {
+                Ok(entry) => entry.as_ref().is_some_and(|e| fresh(e, now)),
+                Err(_) => true, // a fetch is under way
+            });
+        }
+        let slot = Slot::default();
+        slots.insert(key.clone(), Arc::clone(&slot));
+        slot
     }
 }
 
-/// One `GET {base_url}/models`: the `data[].id` of an OpenAI-style answer.
+/// `url` as it may be shown: without `user:password@`.
+fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            if !u.username().is_empty() || u.password().is_some() {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+            }
+            u.to_string()
+        }
+        // Not a URL reqwest would send to: show only the scheme and what follows `@`.
+        Err(_) => match (url.find("://"), url.rfind('@')) {
+            (Some(s), Some(a)) if a > s => format!("{}://{}", &url[..s], &url[a + 1..]),
+            _ => url.to_string(),
+        },
+    }
+}
+
+/// One `GET {base_url}/models`: the `data[].id` of an OpenAI-style answer. An error names
+/// the URL without credentials and never quotes the key.
 pub async fn fetch(
     client: &reqwest::Client,
     base_url: &str,
     api_key: Option<&str>,
 ) -> Result<Vec<String>, String> {
     let url = format!("{}/models", base_url.trim_end_matches('/'));
+    let shown = shown_url(&url);
     let mut req = client.get(&url);
     if let Some(k) = api_key.filter(|k| !k.is_empty()) {
         req = req.bearer_auth(k);
@@ -88,29 +131,46 @@ pub async fn fetch(
         let mut resp = req
             .send()
             .await
-            .map_err(|e| format!("cannot reach {url}: {e}"))?;
+            .map_err(|e| format!("cannot reach {shown}: {}", e.without_url()))?;
         let status = resp.status();
         let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| format!("{shown}: {}", e.without_url()))?
+        {
             if body.len() + chunk.len() > MAX_BODY {
-                return Err(format!("{url}: answer larger than {MAX_BODY} bytes"));
+                return Err(format!("{shown}: answer larger than {MAX_BODY} bytes"));
             }
             body.extend_from_slice(&chunk);
         }
         if !status.is_success() {
             let text: String = String::from_utf8_lossy(&body).chars().take(500).collect();
             return Err(format!(
-                "{url} answered HTTP {}: {}",
+                "{shown} answered HTTP {}: {}",
                 status.as_u16(),
                 text.trim()
             ));
         }
         Ok(body)
     };
-    let body = tokio::time::timeout(FETCH_TIMEOUT, read)
-        .await
-        .map_err(|_| format!("{url} did not answer within {} s", FETCH_TIMEOUT.as_secs()))??;
-    parse(&body).ok_or_else(|| format!("{url}: not an OpenAI model list"))
+    let answer = match tokio::time::timeout(FETCH_TIMEOUT, read).await {
+        Ok(answer) => answer,
+        Err(_) => Err(format!(
+            "{shown} did not answer within {} s",
+            FETCH_TIMEOUT.as_secs()
+        )),
+    };
+    let body = answer.map_err(|e| hide_key(e, api_key))?;
+    parse(&body).ok_or_else(|| format!("{shown}: not an OpenAI model list"))
+}
+
+/// `text` with the API key masked (a provider's error may quote the key it was sent).
+fn hide_key(text: String, api_key: Option<&str>) -> String {
+    match api_key.filter(|k| !k.is_empty()) {
+        Some(k) if text.contains(k) => text.replace(k, "***"),
+        _ => text,
+    }
 }
 
 /// `{"data":[{"id":…},…]}` → the ids, in order.
@@ -128,6 +188,47 @@ fn parse(body: &[u8]) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_are_shown_without_credentials() {
+        assert_eq!(
+            shown_url("http://user:pw@127.0.0.1:9/v1/models"),
+            "http://127.0.0.1:9/v1/models"
+        );
+        assert_eq!(shown_url("https://tok@h/models"), "https://h/models");
+        assert_eq!(
+            shown_url("http://127.0.0.1:9/v1/models"),
+            "http://127.0.0.1:9/v1/models"
+        );
+        assert_eq!(shown_url("weird://u:p@[bad/models"), "weird://[bad/models");
+        assert_eq!(
+            hide_key("bad key sk-1 given".into(), Some("sk-1")),
+            "bad key *** given"
+        );
+        assert_eq!(hide_key("x".into(), Some("")), "x");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_endpoint_with_credentials_is_named_without_them() {
+        let client = reqwest::Client::new();
+        // a port nothing listens on (bound, then released)
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let e = fetch(
+            &client,
+            &format!("http://user:hunter2@127.0.0.1:{port}/v1"),
+            Some("sk-topsecret"),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.starts_with("cannot reach http://127.0.0.1:"), "{e}");
+        assert!(
+            !e.contains("hunter2") && !e.contains("user") && !e.contains("sk-"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn parses_openai_lists() {

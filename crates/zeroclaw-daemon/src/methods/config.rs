@@ -4,13 +4,20 @@
 //! grant; the store runs it *after* taking the config write lock, so a grant revoked while
 //! the call waited for the lock rejects it. Every write answers `restartRequired` (a bool):
 //! true when a written property is read only at start (`wss.*`, `limits.*`).
+//!
+//! The config crate knows no sessions or tokens: the writer handed to it carries the
+//! daemon's answer to "does this user name own sessions or pairing tokens?" (SPEC §17.1
+//! "Identities cannot be taken"), from the session owners read before the lock (persisted
+//! rows, killed ones included), the live sessions and the token file at the moment of the
+//! check.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use zeroclaw_config::policy::{self, Credential, Principal};
-use zeroclaw_config::{Config, PropPath};
+use zeroclaw_config::{Config, PropPath, Writer};
 use zeroclaw_protocol::Method;
 use zeroclaw_protocol::config::{
     ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyResult,
@@ -47,7 +54,7 @@ pub(crate) async fn set(
     params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: ConfigSetParams = params::decode(params)?;
-    let writer = writer(daemon, conn, Method::ConfigSet)?;
+    let writer = writer(daemon, conn, Method::ConfigSet).await?;
     let prop = daemon.config.set(&p.prop, p.value, writer).await?;
     let restart_required = restart_required([&prop]);
     params::encode(&ConfigSetResult {
@@ -64,7 +71,7 @@ pub(crate) async fn delete(
     params: Params,
 ) -> Result<Value, ErrorObject> {
     let p: ConfigDeleteParams = params::decode(params)?;
-    let writer = writer(daemon, conn, Method::ConfigDelete)?;
+    let writer = writer(daemon, conn, Method::ConfigDelete).await?;
     let prop = daemon.config.delete(&p.prop, writer).await?;
     let restart_required = restart_required([&prop]);
     params::encode(&ConfigDeleteResult {
@@ -87,7 +94,7 @@ pub(crate) async fn set_many(
         .enumerate()
         .map(entry)
         .collect::<Result<Vec<_>, _>>()?;
-    let writer = writer(daemon, conn, Method::ConfigSetMany)?;
+    let writer = writer(daemon, conn, Method::ConfigSetMany).await?;
     let props = daemon.config.set_many(sets, writer).await?;
     let restart_required = restart_required(&props);
     params::encode(&ConfigSetManyResult {
@@ -139,17 +146,44 @@ fn entry((index, raw): (usize, Value)) -> Result<(String, Value), ErrorObject> {
 }
 
 /// The authorization step a write runs under the config lock: the caller's principal from
-/// the config current at that moment, holding the grant `method` needs.
-fn writer(
-    daemon: &Daemon,
+/// the config current at that moment, holding the grant `method` needs, with the daemon's
+/// knowledge of which user names are in use.
+async fn writer(
+    daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
     method: Method,
-) -> Result<impl FnOnce(&Config) -> Result<Principal, ErrorObject> + use<>, ErrorObject> {
+) -> Result<impl FnOnce(&Config) -> Result<Writer, ErrorObject> + use<>, ErrorObject> {
     let cred: Credential = auth::credential(&daemon.tokens, &conn.presented())?;
     let uid = daemon.uid;
+    let name_in_use = names_in_use(daemon).await?;
     Ok(move |config: &Config| {
         let principal = policy::resolve(config, &cred, uid)?;
         auth::authorize(&principal, method)?;
-        Ok(principal)
+        Ok(Writer::new(principal, name_in_use))
+    })
+}
+
+/// Whether a user name owns sessions (persisted, killed, or live) or pairing tokens. The
+/// persisted owners are read now; live sessions and tokens are looked at when asked.
+async fn names_in_use(
+    daemon: &Arc<Daemon>,
+) -> Result<impl Fn(&str) -> bool + Send + Sync + use<>, ErrorObject> {
+    let persisted: HashSet<String> = daemon
+        .sessions
+        .store
+        .owners()
+        .await
+        .map_err(|e| ErrorObject::internal(format!("cannot read session owners: {e}")))?
+        .into_iter()
+        .collect();
+    let daemon = Arc::clone(daemon);
+    Ok(move |name: &str| {
+        let owner = format!("user:{name}");
+        persisted.contains(&owner)
+            || !daemon
+                .sessions
+                .visible(&Principal::holding_nothing(owner))
+                .is_empty()
+            || daemon.tokens.has_user(name)
     })
 }

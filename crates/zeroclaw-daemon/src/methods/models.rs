@@ -1,8 +1,13 @@
 //! `models/list {agentAlias?}` (SPEC §16): the models of the agent's provider (or of every
-//! configured provider), each marked `current` when it is the one in use. A provider whose
-//! list cannot be had shows its configured model alone, with the `error`.
+//! provider the caller may reach), each marked `current` when it is the one in use. A
+//! provider whose list cannot be had shows its configured model alone, with the `error`.
+//!
+//! SPEC §17.1: a non-admin sees only the providers of agents it may use
+//! (`allowed_agents`); an admin sees every provider. An `error` never carries credentials
+//! (the catalog leaves them out; the text is masked again here, URL credentials and key).
 
 use serde_json::{Value, json};
+use zeroclaw_config::secret::redact;
 use zeroclaw_protocol::system::{ModelEntry, ModelsListParams, ModelsListResult};
 use zeroclaw_rpc::ErrorObject;
 
@@ -46,6 +51,7 @@ pub(crate) async fn list(
         None => config
             .providers
             .iter()
+            .filter(|(name, _)| may_reach(&config, principal, name))
             .map(|(name, p)| (name.clone(), p.model.clone()))
             .collect(),
     };
@@ -71,13 +77,30 @@ pub(crate) async fn list(
                     });
                 }
             }
-            Err(error) => models.push(ModelEntry {
-                provider,
-                model: current,
-                current: true,
-                error: Some(error),
-            }),
+            Err(error) => {
+                let key = config
+                    .providers
+                    .get(&provider)
+                    .and_then(|p| p.resolve_api_key())
+                    .unwrap_or_default();
+                models.push(ModelEntry {
+                    provider,
+                    model: current,
+                    current: true,
+                    error: Some(redact(&error, &[&key])),
+                })
+            }
         }
     }
     params::encode(&ModelsListResult { models })
+}
+
+/// Whether `principal` may see provider `name`: an admin any, others only the providers of
+/// agents they may use.
+fn may_reach(config: &zeroclaw_config::Config, principal: &Principal, name: &str) -> bool {
+    principal.admin
+        || config
+            .agents
+            .iter()
+            .any(|(alias, a)| a.provider == name && principal.may_use_agent(alias))
 }
