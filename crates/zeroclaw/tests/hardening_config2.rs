@@ -131,14 +131,12 @@ fn appears(path: &Path, limit: Duration) -> bool {
 
 macro_rules! needs_root {
     () => {
-        if !is_root() {
-            eprintln!("skipped: needs root to connect as another uid");
-            return;
-        }
+        assert!(is_root(), "needs root to connect as another uid");
     };
 }
 
 #[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
 fn a_user_who_may_edit_agents_cannot_make_the_daemon_run_a_command() {
     needs_root!();
     let uid = test_uid();
@@ -482,6 +480,7 @@ fn concurrent_model_lists_share_one_fetch() {
 }
 
 #[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
 fn models_list_shows_only_the_providers_of_usable_agents() {
     needs_root!();
     let uid = test_uid();
@@ -521,6 +520,7 @@ fn models_list_shows_only_the_providers_of_usable_agents() {
 }
 
 #[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
 fn a_user_who_may_write_users_cannot_take_another_identity() {
     needs_root!();
     let uid = test_uid();
@@ -625,6 +625,7 @@ fn a_user_who_may_write_users_cannot_take_another_identity() {
 }
 
 #[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
 fn a_batch_is_blamed_on_the_entry_that_escalates() {
     needs_root!();
     let uid = test_uid();
