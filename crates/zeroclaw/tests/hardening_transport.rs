@@ -59,8 +59,9 @@ async fn ws_open(port: u16) -> Result<Ws, String> {
         .map_err(|e| e.to_string())
 }
 
-/// A WebSocket peer that sends invalid requests with 7 MiB ids (each answered with a 7 MiB
-/// error) and never reads. Returns how many it has sent so far.
+/// A WebSocket peer that sends invalid requests with 60 KiB ids (each answered with a 60 KiB
+/// error; frames before `initialize` may not pass 64 KiB, SPEC §17.1) and never reads.
+/// Returns how many it has sent so far.
 async fn stalled_peer(port: u16) -> Arc<AtomicUsize> {
     let ws = ws_open(port).await.expect("upgrade");
     let (mut sink, stream) = ws.split();
@@ -68,9 +69,10 @@ async fn stalled_peer(port: u16) -> Arc<AtomicUsize> {
     let counter = Arc::clone(&sent);
     tokio::spawn(async move {
         let _never_read = stream;
-        let id = "x".repeat(7 << 20);
+        let id = "x".repeat(60 << 10);
         let line = format!(r#"{{"jsonrpc":"1.0","method":"status","id":"{id}"}}"#);
-        for _ in 0..8 {
+        // 36 MiB of answers: more than the 16 MiB queue holds.
+        for _ in 0..600 {
             if sink.send(Message::Text(line.clone().into())).await.is_err() {
                 break;
             }
@@ -130,10 +132,10 @@ async fn a_stalled_websocket_reader_is_gone_in_time_and_cannot_hold_up_sigterm()
     let (mut daemon, port) = ws_daemon(&[]);
     let sent = stalled_peer(port).await;
     tokio::task::block_in_place(|| {
-        // Three 7 MiB frames sent: the daemon has read at least one and queued its answer,
+        // 200 frames sent: the daemon has read most of them and queued their answers,
         // which the peer will never take.
         wait_until(Duration::from_secs(10), "frames sent", || {
-            sent.load(Ordering::SeqCst) >= 3
+            sent.load(Ordering::SeqCst) >= 200
         });
         let term = Instant::now();
         daemon.signal(libc::SIGTERM);
