@@ -471,8 +471,9 @@ mod tests {
     struct Probe {
         id: u64,
         lines: Mutex<Vec<Value>>,
-        /// Where each pushed line's bytes live (fan-out shares one buffer).
-        buffers: Mutex<Vec<usize>>,
+        /// Every pushed line, held like a queue holds it (so an address is never reused
+        /// while the test compares them).
+        pushed: Mutex<Vec<bytes::Bytes>>,
         closed: AtomicBool,
     }
 
@@ -485,9 +486,9 @@ mod tests {
             if self.closed.load(Ordering::SeqCst) {
                 return false;
             }
-            self.buffers.lock().unwrap().push(line.as_ptr() as usize);
             let v: Value = serde_json::from_slice(&line).expect("json line");
             self.lines.lock().unwrap().push(v["params"].clone());
+            self.pushed.lock().unwrap().push(line);
             true
         }
         fn is_open(&self) -> bool {
@@ -502,6 +503,14 @@ mod tests {
         fn record_prompt(&self, _: &crate::session::LiveId, _: u64) {}
         fn last_prompt(&self, _: &crate::session::LiveId) -> u64 {
             0
+        }
+    }
+
+    impl Probe {
+        /// Where each pushed line's bytes live (fan-out shares one buffer).
+        fn buffers(&self) -> Vec<usize> {
+            let pushed = self.pushed.lock().unwrap();
+            pushed.iter().map(|l| l.as_ptr() as usize).collect()
         }
     }
 
@@ -538,10 +547,10 @@ mod tests {
         }
         s.begin_turn("t1");
         s.emit("agent_message_chunk", json!({"text": "shared"}));
-        let first = probes[0].buffers.lock().unwrap().clone();
+        let first = probes[0].buffers();
         assert_eq!(first.len(), 1);
         for p in &probes[1..] {
-            assert_eq!(*p.buffers.lock().unwrap(), first, "same bytes, not a copy");
+            assert_eq!(p.buffers(), first, "same bytes, not a copy");
         }
     }
 
@@ -563,7 +572,7 @@ mod tests {
         s.subscribe(probes[0].clone(), "operator", true, &Cursor::default())
             .expect("again");
         s.release(probes[0].id);
-        let first = probes[0].buffers.lock().unwrap().clone();
+        let first = probes[0].buffers();
         assert_eq!(first.len(), 16, "8 events, replayed twice");
         assert_eq!(
             first[..8],
@@ -572,7 +581,7 @@ mod tests {
         );
         for p in &probes[1..] {
             assert_eq!(
-                *p.buffers.lock().unwrap(),
+                p.buffers(),
                 first[..8],
                 "subscriber {} got its own copy of the replay",
                 p.id
@@ -581,8 +590,8 @@ mod tests {
         assert!(seqs(&probes[5]).iter().all(|(_, _, replay)| *replay));
         // A live line is still the one buffer the replay copy was made beside.
         s.emit("agent_message_chunk", json!({"text": "live"}));
-        let live = probes[0].buffers.lock().unwrap().last().copied();
-        assert_eq!(probes[7].buffers.lock().unwrap().last().copied(), live);
+        let live = probes[0].buffers().last().copied();
+        assert_eq!(probes[7].buffers().last().copied(), live);
     }
 
     #[test]
