@@ -147,7 +147,7 @@ fn one_principals_connections_queue_at_most_64_mib_together() {
     let daemon = TestDaemon::start();
     let mut a = daemon.client();
     // About 7.5 MiB buffered: 8 replays stay clear under 64 MiB, 9 clear over it.
-    let (sid, turn, buffered) = big_turn(&mut a, 3_900_000);
+    let (sid, turn, buffered) = big_turn(&mut a, 6_500_000);
     let under = PRINCIPAL_LIMIT.saturating_sub(MARGIN) / buffered;
     assert!(
         (under + 1) * buffered > PRINCIPAL_LIMIT + MARGIN,
@@ -201,16 +201,21 @@ fn a_queue_above_8_mib_for_the_stall_timeout_is_closed_though_its_peer_reads() {
     let stall = Duration::from_millis(2000);
     let daemon = TestDaemon::start_env(&[], &[("ZEROCLAW_TEST_STALL_TIMEOUT_MS", "2000")], |_| {});
     let mut a = daemon.client();
-    let (s1, t1, b1) = big_turn(&mut a, 3_500_000);
-    let (s2, t2, b2) = big_turn(&mut a, 3_500_000);
+    let (s1, t1, b1) = big_turn(&mut a, 5_500_000);
+    let (s2, t2, b2) = big_turn(&mut a, 5_500_000);
     assert!(b1 + b2 > 8 * MIB + 2 * MARGIN && b1 < 8 * MIB - MIB / 4);
     // Under 8 MiB and reading nothing: left alone (its queue is not full either).
     let mut below = Raw::open(&daemon);
     below.subscribe_replaying(&s1, &t1);
-    // Two replays: ~13.6 MiB queued, under the 16 MiB queue, over the 8 MiB mark.
+    // Two replays: ~13 MiB queued, under the 16 MiB queue, over the 8 MiB mark.
     let mut slow = Raw::open(&daemon);
     slow.subscribe_replaying(&s1, &t1);
-    slow.subscribe_replaying(&s2, &t2);
+    // Its answer comes after the first replay: not waited for.
+    slow.send(
+        "sub2",
+        "session/subscribe",
+        json!({"sessionId": s2, "turnId": t2, "afterEventSeq": 0}),
+    );
     let started = Instant::now();
     let mut read = 0u64;
     let mut buf = vec![0u8; 32 * 1024];
