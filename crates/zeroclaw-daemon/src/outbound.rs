@@ -1,4 +1,5 @@
-//! The per-connection outbound queue and its writer (SPEC §3.3 "outbound queue").
+//! The per-connection outbound queue and its writer (SPEC §3.3 "outbound queue", SPEC
+//! §17.1 "Queued output is bounded per principal").
 //!
 //! Lines are queued against a byte budget of 16 MiB: producers wait while the queue is
 //! full. A producer that has waited the stall timeout (30 s by default) for room declares the peer
@@ -6,11 +7,19 @@
 //! connection; producers then get [`Closed`] and carry on without this peer (a turn goes on
 //! and is persisted). The writer coalesces queued lines into one write.
 //!
+//! Two rules bound what slow peers pin:
+//! - a queue that stays above [`HIGH_WATER_BYTES`] for longer than the stall timeout is
+//!   closed, even if its peer reads a little;
+//! - once `initialize` names the connection's principal, its queued bytes also count in
+//!   that principal's [`PrincipalQueue`], shared by all of its connections: a line that
+//!   would take the total past [`PRINCIPAL_QUEUE_BYTES`] closes the connection it was for.
+//!   Bytes leave the count when written, or all at once when the connection closes.
+//!
 //! Lines are [`Bytes`]: a session update fanned out to many subscribers is one shared
 //! buffer, queued to each by reference.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -21,8 +30,13 @@ use crate::transport::FrameSink;
 
 /// Bytes the queue may hold before producers wait.
 pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
-/// How long a full queue may go without the peer reading before it is disconnected.
+/// How long a full queue may go without the peer reading before it is disconnected, and
+/// how long a queue may stay above [`HIGH_WATER_BYTES`].
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// A queue above this for longer than the stall timeout is closed (SPEC §17.1).
+pub const HIGH_WATER_BYTES: usize = 8 * 1024 * 1024;
+/// Bytes queued to all of one principal's connections together (SPEC §17.1).
+pub const PRINCIPAL_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// Largest batch of queued lines handed to the transport in one write.
 const BATCH_BYTES: usize = 256 * 1024;
 /// A batch smaller than this waits one scheduling round for more while streaming.
@@ -37,6 +51,55 @@ pub const CLOSE_WAIT: Duration = Duration::from_millis(1500);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Closed;
 
+/// The bytes queued to all connections of one principal, against [`PRINCIPAL_QUEUE_BYTES`].
+#[derive(Debug, Default)]
+pub struct PrincipalQueue {
+    queued: AtomicUsize,
+}
+
+impl PrincipalQueue {
+    /// Counts `cost` more bytes, unless that would pass the limit.
+    fn try_add(&self, cost: usize) -> bool {
+        self.queued
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                now.checked_add(cost)
+                    .filter(|&total| total <= PRINCIPAL_QUEUE_BYTES)
+            })
+            .is_ok()
+    }
+
+    fn add(&self, cost: usize) {
+        self.queued.fetch_add(cost, Ordering::SeqCst);
+    }
+
+    fn sub(&self, cost: usize) {
+        let _ = self
+            .queued
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                Some(now.saturating_sub(cost))
+            });
+    }
+
+    /// Bytes queued to the principal's connections now.
+    #[cfg(test)]
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::SeqCst)
+    }
+}
+
+/// What one connection has queued, and where else it is counted.
+#[derive(Default)]
+struct Account {
+    /// Bytes queued and not yet written.
+    queued: usize,
+    /// The principal's count, once `initialize` named it; `queued` is included in it.
+    principal: Option<Arc<PrincipalQueue>>,
+    /// Since when `queued` has been above [`HIGH_WATER_BYTES`].
+    above_since: Option<tokio::time::Instant>,
+    /// A high-water watchdog is running.
+    watching: bool,
+}
+
 /// A cloneable handle for queueing lines to one connection.
 #[derive(Clone)]
 pub struct Outbound {
@@ -49,10 +112,8 @@ pub struct Outbound {
     /// Bytes queued by [`Outbound::push_now`] beyond the budget; repaid first as lines are
     /// written.
     debt: Arc<AtomicUsize>,
-    /// Bytes handed to the sink so far (the stall watchdog's measure of progress).
-    written: Arc<AtomicU64>,
-    /// A stall watchdog is running for the current overdraft.
-    watching: Arc<AtomicBool>,
+    /// What is queued, for the high-water and per-principal rules.
+    account: Arc<Mutex<Account>>,
 }
 
 impl Outbound {
@@ -66,10 +127,63 @@ impl Outbound {
             is_closed: Arc::default(),
             stall_timeout,
             debt: Arc::default(),
-            written: Arc::default(),
-            watching: Arc::default(),
+            account: Arc::default(),
         };
         (out, rx)
+    }
+
+    fn account(&self) -> MutexGuard<'_, Account> {
+        // A few additions under the lock; it stays consistent after a panic.
+        self.account.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts this connection's queue in its principal's from now on (at `initialize`),
+    /// what is queued already included.
+    pub fn count_in(&self, principal: Arc<PrincipalQueue>) {
+        let mut account = self.account();
+        if self.is_closed() || account.principal.is_some() {
+            return;
+        }
+        principal.add(account.queued);
+        account.principal = Some(principal);
+    }
+
+    /// Counts `cost` bytes about to be queued: closes the connection (`Closed`) when they
+    /// would take its principal past [`PRINCIPAL_QUEUE_BYTES`]; starts the high-water clock
+    /// when they take the queue above [`HIGH_WATER_BYTES`].
+    fn charge(&self, cost: usize) -> Result<(), Closed> {
+        let mut account = self.account();
+        if let Some(principal) = &account.principal
+            && !principal.try_add(cost)
+        {
+            drop(account);
+            tracing::warn!(
+                "a principal's connections have {PRINCIPAL_QUEUE_BYTES} bytes queued; disconnecting one"
+            );
+            self.close();
+            return Err(Closed);
+        }
+        account.queued += cost;
+        if account.queued > HIGH_WATER_BYTES && account.above_since.is_none() {
+            account.above_since = Some(tokio::time::Instant::now());
+            if !std::mem::replace(&mut account.watching, true) {
+                self.watch_high_water();
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `cost` written (or dropped) bytes out of the counts.
+    fn discharge(&self, cost: usize) {
+        let mut account = self.account();
+        let cost = cost.min(account.queued);
+        account.queued -= cost;
+        if let Some(principal) = &account.principal {
+            principal.sub(cost);
+        }
+        if account.queued <= HIGH_WATER_BYTES {
+            account.above_since = None;
+        }
     }
 
     /// Queues one line (with its `\n`), waiting for room in the budget.
@@ -82,12 +196,13 @@ impl Outbound {
             Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
             Err(tokio::sync::TryAcquireError::NoPermits) => self.wait_for_room(cost).await?,
         }
+        self.charge(cost as usize)?;
         self.tx.send(line).map_err(|_| Closed)
     }
 
     /// Queues one line at once, never waiting: session streams fan one event out to many
     /// subscribers and must not be slowed by any of them. A line that finds the budget
-    /// full is queued on credit; a peer whose queue stays over budget without reading for
+    /// full is queued on credit; a peer whose queue stays above [`HIGH_WATER_BYTES`] for
     /// the stall timeout, or whose credit exceeds a second budget, is disconnected.
     pub fn push_now(&self, line: Bytes) -> Result<(), Closed> {
         if self.is_closed() {
@@ -104,47 +219,50 @@ impl Outbound {
                     self.close();
                     return Err(Closed);
                 }
-                self.watch_stall();
             }
         }
+        self.charge(cost as usize)?;
         self.tx.send(line).map_err(|_| Closed)
     }
 
-    /// Starts (once per overdraft) a watchdog that disconnects the peer if nothing is
-    /// written for the stall timeout while the queue is over budget.
-    fn watch_stall(&self) {
-        if self.watching.swap(true, Ordering::SeqCst) {
-            return;
-        }
+    /// Watches the queue while it is above [`HIGH_WATER_BYTES`]: one that stays there for
+    /// the stall timeout is closed, however much its peer reads meanwhile (SPEC §17.1).
+    /// Started by the crossing that finds no watchdog running; ends once the queue is back
+    /// under.
+    fn watch_high_water(&self) {
         let out = self.clone();
         tokio::spawn(async move {
-            let mut seen = out.written.load(Ordering::SeqCst);
             loop {
-                tokio::select! {
-                    () = tokio::time::sleep(out.stall_timeout) => {}
-                    () = out.closed() => break,
-                }
-                let now = out.written.load(Ordering::SeqCst);
-                if out.debt.load(Ordering::SeqCst) == 0 {
-                    break;
-                }
-                if now == seen {
+                let deadline = {
+                    let mut account = out.account();
+                    match account.above_since {
+                        Some(since) if !out.is_closed() => since + out.stall_timeout,
+                        _ => {
+                            account.watching = false;
+                            return;
+                        }
+                    }
+                };
+                if deadline <= tokio::time::Instant::now() {
                     tracing::warn!(
-                        "peer read nothing for {:?} with a full queue; disconnecting",
+                        "peer's queue stayed above {HIGH_WATER_BYTES} bytes for {:?}; disconnecting",
                         out.stall_timeout
                     );
                     out.close();
-                    break;
+                    // Looping once more finds it closed and ends the watch.
+                    continue;
                 }
-                seen = now;
+                tokio::select! {
+                    () = tokio::time::sleep_until(deadline) => {}
+                    () = out.closed() => {}
+                }
             }
-            out.watching.store(false, Ordering::SeqCst);
         });
     }
 
     /// Gives back the budget of `cost` written bytes, repaying credit first.
     fn release(&self, cost: usize) {
-        self.written.fetch_add(cost as u64, Ordering::SeqCst);
+        self.discharge(cost);
         let mut debt = self.debt.load(Ordering::SeqCst);
         let mut rest = cost;
         while debt > 0 {
@@ -188,11 +306,18 @@ impl Outbound {
         }
     }
 
-    /// Closes the connection: the writer stops and every waiting producer is released.
+    /// Closes the connection: the writer stops, every waiting producer is released, and
+    /// what is still queued (dropped with the queue) leaves the principal's count.
     pub fn close(&self) {
         self.is_closed.store(true, Ordering::SeqCst);
         self.closed.cancel();
         self.budget.close();
+        let mut account = self.account();
+        if let Some(principal) = account.principal.take() {
+            principal.sub(account.queued);
+        }
+        account.queued = 0;
+        account.above_since = None;
     }
 
     /// Closes the connection once what is queued now (and the answer being built) had a
@@ -344,5 +469,100 @@ mod tests {
             "{} writes for {LINES} streamed lines",
             writes.len()
         );
+    }
+
+    /// A line of `n` bytes (with its newline).
+    fn line(n: usize) -> Bytes {
+        let mut text = vec![b'x'; n - 1];
+        text.push(b'\n');
+        Bytes::from(text)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_principals_connections_share_one_limit_and_the_one_passing_it_is_closed() {
+        const MIB: usize = 1024 * 1024;
+        let principal = Arc::new(PrincipalQueue::default());
+        let conns: Vec<Outbound> = (0..3)
+            .map(|_| {
+                let (out, rx) = Outbound::new(DEFAULT_STALL_TIMEOUT);
+                std::mem::forget(rx);
+                out.count_in(Arc::clone(&principal));
+                out
+            })
+            .collect();
+        // 30 MiB on each of the first two: 60 MiB in all, under the 64.
+        for out in &conns[..2] {
+            for _ in 0..30 {
+                out.push_now(line(MIB)).expect("under the limit");
+            }
+        }
+        assert_eq!(principal.queued(), 60 * MIB);
+        // The third passes the limit with its fifth MiB: it is the one closed.
+        for _ in 0..4 {
+            conns[2].push_now(line(MIB)).expect("still under");
+        }
+        assert_eq!(conns[2].push_now(line(MIB)), Err(Closed));
+        assert!(conns[2].is_closed());
+        assert_eq!(principal.queued(), 60 * MIB, "its queue left the count");
+        // The others stay usable up to the limit; a connection that waits for room in
+        // its own queue counts the same.
+        conns[0].push_now(line(MIB)).expect("room again");
+        let (late, rx) = Outbound::new(DEFAULT_STALL_TIMEOUT);
+        std::mem::forget(rx);
+        late.count_in(Arc::clone(&principal));
+        late.send(line(MIB)).await.expect("room for one more");
+        assert_eq!(principal.queued(), 62 * MIB);
+        assert_eq!(late.send(line(3 * MIB)).await, Err(Closed));
+        assert!(!conns[0].is_closed() && !conns[1].is_closed());
+        assert_eq!(principal.queued(), 61 * MIB);
+        // Written bytes leave the count.
+        conns[1].release(10 * MIB);
+        assert_eq!(principal.queued(), 51 * MIB);
+        let (fresh, rx) = Outbound::new(DEFAULT_STALL_TIMEOUT);
+        std::mem::forget(rx);
+        fresh.count_in(Arc::clone(&principal));
+        for _ in 0..13 {
+            fresh.push_now(line(MIB)).expect("written bytes made room");
+        }
+        assert_eq!(principal.queued(), 64 * MIB, "up to the limit exactly");
+        assert_eq!(fresh.push_now(line(MIB)), Err(Closed));
+        assert!(!conns[0].is_closed() && !conns[1].is_closed());
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_queue_above_high_water_for_the_stall_timeout_is_closed_though_it_reads() {
+        const MIB: usize = 1024 * 1024;
+        let stall = Duration::from_secs(30);
+        let (out, rx) = Outbound::new(stall);
+        std::mem::forget(rx);
+        for _ in 0..12 {
+            out.push_now(line(MIB)).expect("queued");
+        }
+        // The peer reads 64 KiB a second: never back under 8 MiB.
+        for _ in 0..29 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            out.release(64 * 1024);
+            assert!(!out.is_closed(), "closed before the stall timeout");
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(out.is_closed(), "above 8 MiB for the whole stall timeout");
+
+        // A queue that gets back under in time starts a new clock when it crosses again.
+        let (out, rx) = Outbound::new(stall);
+        std::mem::forget(rx);
+        for _ in 0..9 {
+            out.push_now(line(MIB)).expect("queued");
+        }
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        out.release(2 * MIB);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        out.push_now(line(2 * MIB)).expect("above again");
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        assert!(
+            !out.is_closed(),
+            "the clock restarted when the queue went under"
+        );
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert!(out.is_closed());
     }
 }

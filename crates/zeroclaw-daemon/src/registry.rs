@@ -1,6 +1,8 @@
 //! Counting open connections: the per-principal and total limits of SPEC §3.3, the
 //! `[limits] unauthenticated_ws` pool of SPEC §17, the `status.connections` figure, and the
-//! client count ephemeral mode watches.
+//! client count ephemeral mode watches. It also hands out each principal's
+//! [`PrincipalQueue`], the bytes queued to all of its connections (SPEC §17.1), shared by
+//! those connections and gone with the last of them.
 //!
 //! A WebSocket peer that has not completed `initialize` counts only in its own small pool,
 //! never in the total the local endpoint shares; it moves to the total once it names its
@@ -8,10 +10,12 @@
 //! dropping it gives the slot back and publishes the new count.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::watch;
 use zeroclaw_rpc::ErrorObject;
+
+use crate::outbound::PrincipalQueue;
 
 #[derive(Default)]
 struct Counts {
@@ -32,6 +36,8 @@ impl Counts {
 pub struct ConnectionRegistry {
     counts: Mutex<Counts>,
     open: watch::Sender<usize>,
+    /// Each principal's queued bytes, by principal id, while a connection counts in it.
+    queues: Mutex<HashMap<String, Weak<PrincipalQueue>>>,
 }
 
 /// One admitted connection; its slot is released on drop.
@@ -51,7 +57,21 @@ impl ConnectionRegistry {
         Arc::new(ConnectionRegistry {
             counts: Mutex::default(),
             open: watch::channel(0).0,
+            queues: Mutex::default(),
         })
+    }
+
+    /// The queued-bytes count of principal `id`, shared by all of its connections.
+    pub fn principal_queue(&self, id: &str) -> Arc<PrincipalQueue> {
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(queue) = queues.get(id).and_then(Weak::upgrade) {
+            return queue;
+        }
+        // Principals whose connections are all gone are forgotten as new ones come.
+        queues.retain(|_, queue| queue.strong_count() > 0);
+        let queue = Arc::new(PrincipalQueue::default());
+        queues.insert(id.to_owned(), Arc::downgrade(&queue));
+        queue
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
@@ -209,6 +229,22 @@ mod tests {
         drop(a1);
         assert_eq!(reg.open_count(), 2);
         reg.admit(Some("uid:1"), 2, 3).expect("slot given back");
+    }
+
+    #[test]
+    fn a_principals_connections_share_one_queue_count_while_any_holds_it() {
+        let reg = ConnectionRegistry::new();
+        let a = reg.principal_queue("user:bob");
+        let b = reg.principal_queue("user:bob");
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &reg.principal_queue("operator")));
+        drop((a, b));
+        let _eve = reg.principal_queue("user:eve");
+        assert_eq!(
+            reg.queues.lock().unwrap().len(),
+            1,
+            "bob's count was forgotten"
+        );
     }
 
     #[test]

@@ -134,19 +134,47 @@ impl<W: AsyncWrite + Send + Unpin + 'static> FrameSink for StreamSink<W> {
     }
 }
 
+/// Lines at least this long are written from their own (shared) buffer, never copied into
+/// the gathering one: a peer that stops reading mid-write pins no copy of a big line.
+const GATHER_LINE_BYTES: usize = 64 * 1024;
+
 impl<W: AsyncWrite + Send + Unpin + 'static> StreamSink<W> {
     async fn write_lines(&mut self, lines: &[Bytes]) -> io::Result<()> {
         if let [line] = lines {
             return self.writer.write_all(line).await;
         }
         self.scratch.clear();
+        let mut result = Ok(());
         for line in lines {
-            self.scratch.extend_from_slice(line);
+            if line.len() < GATHER_LINE_BYTES {
+                self.scratch.extend_from_slice(line);
+                continue;
+            }
+            result = self.write_gathered().await;
+            if result.is_err() {
+                break;
+            }
+            result = self.writer.write_all(line).await;
+            if result.is_err() {
+                break;
+            }
         }
-        let result = self.writer.write_all(&self.scratch).await;
-        if self.scratch.capacity() > 64 * 1024 {
+        if result.is_ok() {
+            result = self.write_gathered().await;
+        }
+        if self.scratch.capacity() > 2 * GATHER_LINE_BYTES {
             self.scratch = Vec::new();
         }
+        result
+    }
+
+    /// Writes the lines gathered so far, if any.
+    async fn write_gathered(&mut self) -> io::Result<()> {
+        if self.scratch.is_empty() {
+            return Ok(());
+        }
+        let result = self.writer.write_all(&self.scratch).await;
+        self.scratch.clear();
         result
     }
 }

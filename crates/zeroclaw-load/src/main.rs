@@ -6,7 +6,8 @@
 //! held connection), `echo-server`, and `bench` (all of them, echo vs daemon, in one run).
 //! Session and upload modes: `stream` (notifications/s of a long streamed turn), `upload`
 //! (chunked upload throughput vs an in-process baseline), and `sessions-bench` (those, plus
-//! prompt → first chunk over a fake OpenAI provider and staged-upload memory).
+//! prompt → first chunk over a fake OpenAI provider and staged-upload memory), and
+//! `subscribers` (daemon memory under silent subscribers: issue 21, finding 5).
 //! The client side runs on one thread, so on a small machine it leaves the other cores to
 //! the server under test.
 //!
@@ -29,6 +30,8 @@ mod error;
 mod fanout;
 #[cfg(unix)]
 mod raw_watch;
+#[cfg(unix)]
+mod subscribers;
 #[cfg(unix)]
 mod sys;
 #[cfg(unix)]
@@ -160,6 +163,31 @@ enum Command {
     /// Streaming, prompt → first chunk over a fake OpenAI provider, uploads and staged
     /// upload memory, each against a daemon started for it; prints Markdown tables.
     SessionsBench(SessionsBenchArgs),
+    /// Issue 21 finding 5: C connections of the calling principal subscribe K times each,
+    /// with a replay, to sessions holding a large echoed turn, and read nothing; the
+    /// daemon's RSS before, at peak, and after the connections are dropped.
+    Subscribers {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value = "default")]
+        agent: String,
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+        #[arg(long, default_value_t = 4)]
+        subscriptions: usize,
+        /// Sessions to spread the connections over (16 non-admin subscribers each at most).
+        #[arg(long, default_value_t = 2)]
+        sessions: usize,
+        /// Bytes of the echoed prompt (its turn buffers ~1.1x that, up to 8 MiB).
+        #[arg(long, default_value_t = 6_500_000)]
+        prompt_bytes: usize,
+        /// How long the silent connections are held (RSS sampled every 50 ms).
+        #[arg(long, default_value_t = 20)]
+        hold_secs: u64,
+        /// Pause after the connections are gone before the last RSS reading.
+        #[arg(long, default_value_t = 5)]
+        settle_secs: u64,
+    },
 }
 
 #[cfg(not(unix))]
@@ -275,6 +303,29 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::SessionsBench(args) => turns_bench::run(&args),
+        Command::Subscribers {
+            socket,
+            agent,
+            connections,
+            subscriptions,
+            sessions,
+            prompt_bytes,
+            hold_secs,
+            settle_secs,
+        } => {
+            let report = subscribers::run(&subscribers::Options {
+                socket: &socket,
+                agent: &agent,
+                connections,
+                subscriptions,
+                sessions: sessions.max(1),
+                prompt_bytes,
+                hold: Duration::from_secs(hold_secs),
+                settle: Duration::from_secs(settle_secs),
+            })?;
+            println!("subscribers: {report}");
+            Ok(())
+        }
     }
 }
 

@@ -368,12 +368,14 @@ fn the_replay_buffer_keeps_its_cap_and_an_evicted_cursor_starts_with_a_gap() {
     assert_eq!(again, second);
 }
 
+/// The operator is an admin: 16 non-admin subscribers at most, and 20 in all (SPEC §17.1;
+/// tests/hardening_streams.rs has the non-admin side).
 #[test]
-fn the_seventeenth_subscriber_is_refused_and_a_prompt_from_it_still_runs() {
+fn the_twenty_first_subscriber_is_refused_and_a_prompt_from_it_still_runs() {
     let daemon = TestDaemon::start();
     let mut a = daemon.client();
     let sid = new_session(&mut a, "default");
-    let mut subscribers: Vec<Conn> = (0..16)
+    let mut subscribers: Vec<Conn> = (0..20)
         .map(|_| {
             let mut c = daemon.client();
             subscribe(&mut c, json!({"sessionId": sid}));
@@ -382,7 +384,7 @@ fn the_seventeenth_subscriber_is_refused_and_a_prompt_from_it_still_runs() {
         .collect();
     let e = a.error("session/subscribe", json!({"sessionId": sid}));
     assert_eq!(code(&e), -32013, "{e}");
-    assert_eq!(e["data"], json!({"limit": 16, "value": 17}));
+    assert_eq!(e["data"], json!({"limit": 20, "value": 21}));
     let (msgs, resp) = a.prompt(&sid, "still runs");
     assert_eq!(resp["result"]["outcome"], "completed");
     assert!(
@@ -390,7 +392,7 @@ fn the_seventeenth_subscriber_is_refused_and_a_prompt_from_it_still_runs() {
         "not subscribed: {msgs:?}"
     );
     let list = a.result("session/list", json!({}));
-    assert_eq!(list["sessions"][0]["subscribers"], 16);
+    assert_eq!(list["sessions"][0]["subscribers"], 20);
     assert_eq!(list["sessions"][0]["activeTurnId"], Value::Null);
     // Leaving frees a place.
     subscribers[0].result("session/unsubscribe", json!({"sessionId": sid}));

@@ -55,6 +55,9 @@ pub(crate) async fn initialize(
             return Err(error);
         }
     }
+    // What is queued to this connection counts in its principal's total (SPEC §17.1).
+    conn.out
+        .count_in(daemon.connections.principal_queue(&principal.id));
     let elicitation = p
         .client_capabilities
         .as_ref()

@@ -86,7 +86,10 @@ impl SessionManager {
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
         let (reply, answer) = oneshot::channel();
-        if !live.stream.subscribe_prompter(&link, &principal.id) {
+        if !live
+            .stream
+            .subscribe_prompter(&link, &principal.id, principal.admin)
+        {
             tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
         }
         let submitted = live.submit(Job {

@@ -3,6 +3,12 @@
 //! kept in a replay buffer (the running turn and the last completed one, at most
 //! [`BUFFER_BYTES`] of serialized updates).
 //!
+//! Memory (SPEC §17.1 "Queued output is bounded per principal"): a line is built once and
+//! every subscriber's queue holds a reference to it. So is a replay: the first subscriber
+//! that needs an event replayed makes its `"replay": true` copy, kept next to the event,
+//! and every later replay of it queues that same copy. However many subscribe, a session
+//! holds at most twice [`BUFFER_BYTES`] (the events and their replay copies).
+//!
 //! Invariants:
 //! - one mutex guards numbering, the buffer and the subscriber list, and every line is
 //!   queued to every subscriber while it is held, so all subscribers see one order and a
@@ -13,7 +19,8 @@
 //! - a new subscription is "held" until its subscribe answer has been queued: the lines it
 //!   must get (replay first, then live) gather in its entry and are released in order
 //!   right after the answer;
-//! - at most [`MAX_SUBSCRIBERS`] connections; closed ones are pruned as they are met.
+//! - at most [`MAX_SUBSCRIBERS`] non-admin connections, and [`MAX_WITH_ADMINS`] in all
+//!   (admins can always watch, SPEC §17.1); closed ones are pruned as they are met.
 //!
 //! Layers: below the live session that owns it; it imports only [`link`](super::link) (and
 //! the error leaf). Typed updates come in through [`SessionStream::emit_update`].
@@ -29,8 +36,11 @@ use zeroclaw_protocol::{SESSION_UPDATE, UpdateKind};
 use super::error::SessionError;
 use super::link::ClientLink;
 
-/// Subscribed connections per session.
+/// Subscribed non-admin connections per session.
 pub const MAX_SUBSCRIBERS: usize = 16;
+/// Subscribed connections per session, admins' included: admins can always watch, up to
+/// this many in all (SPEC §17.1).
+pub const MAX_WITH_ADMINS: usize = MAX_SUBSCRIBERS + 4;
 /// Serialized updates kept for replay per session.
 pub const BUFFER_BYTES: usize = 8 * 1024 * 1024;
 /// The line buffer is kept between updates up to this size.
@@ -48,6 +58,9 @@ struct Event {
     /// The whole `session/update` line as sent: the buffer and the subscribers' queues
     /// share it.
     line: bytes::Bytes,
+    /// The line marked `"replay": true`, made by the first replay that needs it and shared
+    /// by every later one.
+    replay: Option<bytes::Bytes>,
 }
 
 impl Event {
@@ -57,6 +70,16 @@ impl Event {
         self.line
             .get(head..self.line.len().saturating_sub(LINE_TAIL.len()))
             .unwrap_or_default()
+    }
+
+    /// The replay-marked line, made once.
+    fn replay_line(&mut self) -> bytes::Bytes {
+        if let Some(line) = &self.replay {
+            return line.clone();
+        }
+        let line = bytes::Bytes::from(replay_line(self.params()));
+        self.replay = Some(line.clone());
+        line
     }
 }
 
@@ -73,6 +96,8 @@ struct Subscriber {
     link: Arc<dyn ClientLink>,
     /// Principal id that subscribed (ask-user goes to the owner's connections).
     principal: String,
+    /// An admin's subscription counts only against [`MAX_WITH_ADMINS`].
+    admin: bool,
     /// Subscription order: larger = more recent.
     order: u64,
     /// Lines gathered until the subscribe answer is queued.
@@ -217,6 +242,7 @@ impl SessionStream {
         turn.events.push_back(Event {
             seq,
             line: line.clone(),
+            replay: None,
         });
         inner.bytes += size;
         inner.evict();
@@ -224,29 +250,31 @@ impl SessionStream {
     }
 
     /// Subscribes `link` with a replay from `cursor` (SPEC §14): -32013 for a 17th
-    /// connection. The subscription is held until [`SessionStream::release`], to be called
-    /// once the subscribe answer is queued. Subscribing again replaces the old entry.
+    /// non-admin connection, or a 21st in all (SPEC §17.1). The subscription is held until
+    /// [`SessionStream::release`], to be called once the subscribe answer is queued.
+    /// Subscribing again replaces the old entry.
     pub fn subscribe(
         &self,
         link: Arc<dyn ClientLink>,
         principal: &str,
+        admin: bool,
         cursor: &Cursor,
     ) -> Result<(), SessionError> {
         let mut inner = self.lock();
         let id = link.id();
         inner.prune(Some(id));
-        if inner.subscribers.len() >= MAX_SUBSCRIBERS {
+        if let Some((limit, value)) = inner.full_for(admin) {
             return Err(SessionError::limit_exceeded(
                 format!(
-                    "session {} has {MAX_SUBSCRIBERS} subscribers already",
+                    "session {} has {limit} subscribers already",
                     self.session_id
                 ),
-                MAX_SUBSCRIBERS as u64,
-                MAX_SUBSCRIBERS as u64 + 1,
+                limit as u64,
+                value as u64,
             ));
         }
         let replay = inner.replay(&self.session_id, cursor);
-        inner.add(link, principal, Some(replay));
+        inner.add(link, principal, admin, Some(replay));
         Ok(())
     }
 
@@ -274,18 +302,23 @@ impl SessionStream {
     }
 
     /// Subscribes the connection that sent a prompt (no replay), if it is not already and
-    /// there is room; `false` when the session has [`MAX_SUBSCRIBERS`] others.
-    pub fn subscribe_prompter(&self, link: &Arc<dyn ClientLink>, principal: &str) -> bool {
+    /// there is room; `false` when the session has the most subscribers it may have.
+    pub fn subscribe_prompter(
+        &self,
+        link: &Arc<dyn ClientLink>,
+        principal: &str,
+        admin: bool,
+    ) -> bool {
         {
             let mut inner = self.lock();
             if inner.subscribers.iter().any(|s| s.link.id() == link.id()) {
                 return true;
             }
             inner.prune(None);
-            if inner.subscribers.len() >= MAX_SUBSCRIBERS {
+            if inner.full_for(admin).is_some() {
                 return false;
             }
-            inner.add(Arc::clone(link), principal, None);
+            inner.add(Arc::clone(link), principal, admin, None);
         }
         self.subscribed.notify_waiters();
         true
@@ -331,14 +364,32 @@ impl SessionStream {
 }
 
 impl Inner {
-    fn add(&mut self, link: Arc<dyn ClientLink>, principal: &str, held: Option<Vec<bytes::Bytes>>) {
+    fn add(
+        &mut self,
+        link: Arc<dyn ClientLink>,
+        principal: &str,
+        admin: bool,
+        held: Option<Vec<bytes::Bytes>>,
+    ) {
         self.next_order += 1;
         self.subscribers.push(Subscriber {
             link,
             principal: principal.to_owned(),
+            admin,
             order: self.next_order,
             held,
         });
+    }
+
+    /// The limit one more subscriber would pass, as `(limit, value)`: non-admins count
+    /// against [`MAX_SUBSCRIBERS`], everyone against [`MAX_WITH_ADMINS`].
+    fn full_for(&self, admin: bool) -> Option<(usize, usize)> {
+        let all = self.subscribers.len();
+        let others = self.subscribers.iter().filter(|s| !s.admin).count();
+        if !admin && others >= MAX_SUBSCRIBERS {
+            return Some((MAX_SUBSCRIBERS, others + 1));
+        }
+        (all >= MAX_WITH_ADMINS).then_some((MAX_WITH_ADMINS, all + 1))
     }
 
     /// Drops closed subscribers, and `also` (a connection about to subscribe again).
@@ -371,8 +422,9 @@ impl Inner {
         }
     }
 
-    /// The lines a subscriber with `cursor` must be sent before live ones.
-    fn replay(&self, session_id: &str, cursor: &Cursor) -> Vec<bytes::Bytes> {
+    /// The lines a subscriber with `cursor` must be sent before live ones: the buffered
+    /// events' shared replay copies (made here for those replayed the first time).
+    fn replay(&mut self, session_id: &str, cursor: &Cursor) -> Vec<bytes::Bytes> {
         let start = cursor
             .turn_id
             .as_deref()
@@ -386,7 +438,7 @@ impl Inner {
             },
         };
         let mut lines = Vec::new();
-        for (i, turn) in self.turns.iter().enumerate().skip(first) {
+        for (i, turn) in self.turns.iter_mut().enumerate().skip(first) {
             let after = if i == first { after } else { 0 };
             if turn.first_seq > after + 1 {
                 let gap = json!({
@@ -399,9 +451,9 @@ impl Inner {
             }
             lines.extend(
                 turn.events
-                    .iter()
+                    .iter_mut()
                     .filter(|e| e.seq > after)
-                    .map(|e| replay_line(e.params()).into()),
+                    .map(Event::replay_line),
             );
         }
         lines
@@ -419,8 +471,9 @@ mod tests {
     struct Probe {
         id: u64,
         lines: Mutex<Vec<Value>>,
-        /// Where each pushed line's bytes live (fan-out shares one buffer).
-        buffers: Mutex<Vec<usize>>,
+        /// Every pushed line, held like a queue holds it (so an address is never reused
+        /// while the test compares them).
+        pushed: Mutex<Vec<bytes::Bytes>>,
         closed: AtomicBool,
     }
 
@@ -433,9 +486,9 @@ mod tests {
             if self.closed.load(Ordering::SeqCst) {
                 return false;
             }
-            self.buffers.lock().unwrap().push(line.as_ptr() as usize);
             let v: Value = serde_json::from_slice(&line).expect("json line");
             self.lines.lock().unwrap().push(v["params"].clone());
+            self.pushed.lock().unwrap().push(line);
             true
         }
         fn is_open(&self) -> bool {
@@ -450,6 +503,14 @@ mod tests {
         fn record_prompt(&self, _: &crate::session::LiveId, _: u64) {}
         fn last_prompt(&self, _: &crate::session::LiveId) -> u64 {
             0
+        }
+    }
+
+    impl Probe {
+        /// Where each pushed line's bytes live (fan-out shares one buffer).
+        fn buffers(&self) -> Vec<usize> {
+            let pushed = self.pushed.lock().unwrap();
+            pushed.iter().map(|l| l.as_ptr() as usize).collect()
         }
     }
 
@@ -480,24 +541,99 @@ mod tests {
         let s = SessionStream::new("s1");
         let probes: Vec<_> = (1..=4).map(probe).collect();
         for p in &probes {
-            s.subscribe(p.clone(), "operator", &Cursor::default())
+            s.subscribe(p.clone(), "operator", false, &Cursor::default())
                 .expect("room");
             s.release(p.id);
         }
         s.begin_turn("t1");
         s.emit("agent_message_chunk", json!({"text": "shared"}));
-        let first = probes[0].buffers.lock().unwrap().clone();
+        let first = probes[0].buffers();
         assert_eq!(first.len(), 1);
         for p in &probes[1..] {
-            assert_eq!(*p.buffers.lock().unwrap(), first, "same bytes, not a copy");
+            assert_eq!(p.buffers(), first, "same bytes, not a copy");
         }
+    }
+
+    #[test]
+    fn a_replay_to_many_subscribers_is_one_shared_copy() {
+        let s = SessionStream::new("s1");
+        s.begin_turn("t1");
+        let text = "x".repeat(256 * 1024);
+        for _ in 0..8 {
+            s.emit("agent_message_chunk", json!({"text": text}));
+        }
+        let probes: Vec<_> = (1..=MAX_WITH_ADMINS as u64).map(probe).collect();
+        for p in &probes {
+            s.subscribe(p.clone(), "operator", true, &Cursor::default())
+                .expect("room");
+            s.release(p.id);
+        }
+        // The same connection subscribing again is replayed the same copies too.
+        s.subscribe(probes[0].clone(), "operator", true, &Cursor::default())
+            .expect("again");
+        s.release(probes[0].id);
+        let first = probes[0].buffers();
+        assert_eq!(first.len(), 16, "8 events, replayed twice");
+        assert_eq!(
+            first[..8],
+            first[8..],
+            "a second replay queues the same copies"
+        );
+        for p in &probes[1..] {
+            assert_eq!(
+                p.buffers(),
+                first[..8],
+                "subscriber {} got its own copy of the replay",
+                p.id
+            );
+        }
+        assert!(seqs(&probes[5]).iter().all(|(_, _, replay)| *replay));
+        // A live line is still the one buffer the replay copy was made beside.
+        s.emit("agent_message_chunk", json!({"text": "live"}));
+        let live = probes[0].buffers().last().copied();
+        assert_eq!(probes[7].buffers().last().copied(), live);
+    }
+
+    #[test]
+    fn admins_watch_beyond_sixteen_non_admins_up_to_twenty_in_all() {
+        let s = SessionStream::new("s1");
+        for id in 1..=16 {
+            s.subscribe(probe(id), "user:bob", false, &Cursor::default())
+                .expect("room");
+        }
+        let limit = |e: SessionError| zeroclaw_rpc::ErrorObject::from(e).data;
+        let refused = s.subscribe(probe(17), "user:bob", false, &Cursor::default());
+        assert_eq!(
+            refused.map_err(limit),
+            Err(Some(json!({"limit": 16, "value": 17})))
+        );
+        let bob: Arc<dyn ClientLink> = probe(18);
+        assert!(!s.subscribe_prompter(&bob, "user:bob", false));
+        for id in 21..=23 {
+            s.subscribe(probe(id), "operator", true, &Cursor::default())
+                .expect("an admin can always watch");
+        }
+        let admin: Arc<dyn ClientLink> = probe(24);
+        assert!(s.subscribe_prompter(&admin, "operator", true));
+        assert_eq!(s.subscriber_count(), MAX_WITH_ADMINS);
+        let refused = s.subscribe(probe(25), "operator", true, &Cursor::default());
+        assert_eq!(
+            refused.map_err(limit),
+            Err(Some(json!({"limit": 20, "value": 21})))
+        );
+        let admin: Arc<dyn ClientLink> = probe(26);
+        assert!(!s.subscribe_prompter(&admin, "operator", true));
+        // A non-admin leaving makes room for a non-admin.
+        assert!(s.unsubscribe(1));
+        s.subscribe(probe(27), "user:bob", false, &Cursor::default())
+            .expect("room again");
     }
 
     #[test]
     fn numbering_fan_out_and_replay_from_a_cursor() {
         let s = SessionStream::new("s1");
         let a = probe(1);
-        assert!(s.subscribe_prompter(&(a.clone() as Arc<dyn ClientLink>), "operator"));
+        assert!(s.subscribe_prompter(&(a.clone() as Arc<dyn ClientLink>), "operator", false));
         s.begin_turn("t1");
         for i in 0..3 {
             s.emit("agent_message_chunk", json!({"text": format!("w{i}")}));
@@ -507,7 +643,8 @@ mod tests {
             turn_id: Some("t1".into()),
             after_event_seq: 1,
         };
-        s.subscribe(b.clone(), "operator", &cursor).expect("room");
+        s.subscribe(b.clone(), "operator", false, &cursor)
+            .expect("room");
         s.emit("agent_message_chunk", json!({"text": "live"}));
         assert!(b.lines.lock().unwrap().is_empty(), "held until released");
         s.release(2);
@@ -600,14 +737,14 @@ mod tests {
         s.emit("agent_message_chunk", json!({"text": "a"}));
         s.emit("turn_complete", json!({}));
         let late = probe(1);
-        s.subscribe(late.clone(), "operator", &Cursor::default())
+        s.subscribe(late.clone(), "operator", false, &Cursor::default())
             .expect("room");
         s.release(1);
         assert!(late.lines.lock().unwrap().is_empty());
         s.begin_turn("t2");
         s.emit("agent_message_chunk", json!({"text": "b"}));
         let mid = probe(2);
-        s.subscribe(mid.clone(), "operator", &Cursor::default())
+        s.subscribe(mid.clone(), "operator", false, &Cursor::default())
             .expect("room");
         s.release(2);
         assert_eq!(seqs(&mid), vec![("t2".into(), 1, true)]);
@@ -617,7 +754,7 @@ mod tests {
             turn_id: Some("t1".into()),
             after_event_seq: 1,
         };
-        s.subscribe(back.clone(), "operator", &cursor)
+        s.subscribe(back.clone(), "operator", false, &cursor)
             .expect("room");
         s.release(3);
         assert_eq!(
@@ -636,7 +773,7 @@ mod tests {
         }
         assert!(s.buffered_bytes() <= BUFFER_BYTES);
         let p = probe(1);
-        s.subscribe(p.clone(), "operator", &Cursor::default())
+        s.subscribe(p.clone(), "operator", false, &Cursor::default())
             .expect("room");
         s.release(1);
         let lines = p.lines.lock().unwrap();
@@ -652,15 +789,15 @@ mod tests {
         let s = SessionStream::new("s1");
         let probes: Vec<_> = (1..=16).map(probe).collect();
         for p in &probes {
-            s.subscribe(p.clone(), "operator", &Cursor::default())
+            s.subscribe(p.clone(), "operator", false, &Cursor::default())
                 .expect("room");
         }
         let err = zeroclaw_rpc::ErrorObject::from(
-            s.subscribe(probe(17), "operator", &Cursor::default())
+            s.subscribe(probe(17), "operator", false, &Cursor::default())
                 .expect_err("17th"),
         );
         assert_eq!(err.data, Some(json!({"limit": 16, "value": 17})));
-        s.subscribe(probes[0].clone(), "operator", &Cursor::default())
+        s.subscribe(probes[0].clone(), "operator", false, &Cursor::default())
             .expect("again");
         assert_eq!(s.subscriber_count(), 16);
         probes[1].closed.store(true, Ordering::SeqCst);
@@ -674,7 +811,7 @@ mod tests {
     fn the_owners_latest_eliciting_subscriber_is_asked() {
         let s = SessionStream::new("s1");
         for (id, who) in [(1, "operator"), (2, "user:bob"), (3, "operator")] {
-            s.subscribe(probe(id), who, &Cursor::default())
+            s.subscribe(probe(id), who, false, &Cursor::default())
                 .expect("room");
             s.release(id);
         }

@@ -47,7 +47,8 @@ impl SessionManager {
             .await?;
         let last_seq = last.rows.last().map_or(0, |r| r.seq);
         let link_id = link.id();
-        live.stream.subscribe(link, &principal.id, &cursor)?;
+        live.stream
+            .subscribe(link, &principal.id, principal.admin, &cursor)?;
         let released = Arc::clone(&live);
         after_answer(move || released.stream.release(link_id));
         encode(SubscribeResult {
