@@ -5,8 +5,9 @@
 mod common;
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::ws::{self, WSS_SECTION, listening_port};
 use common::{Fake, TestDaemon, code, session_config};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -23,6 +24,17 @@ fn peak_rss_kib(daemon: &TestDaemon) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .expect("VmHWM")
+}
+
+/// How far the daemon's peak RSS has grown past `before` (KiB), in MiB; printed.
+fn peak_growth_mib(daemon: &TestDaemon, before: u64) -> u64 {
+    let peak = peak_rss_kib(daemon);
+    eprintln!(
+        "peak RSS {} MiB before, {} MiB after",
+        before / 1024,
+        peak / 1024
+    );
+    peak.saturating_sub(before) / 1024
 }
 
 /// One 8 MiB frame that would be a 4-million-element array as a JSON tree.
@@ -92,13 +104,7 @@ fn silent_local_peers_with_8_mib_frames_cost_little() {
         let msg = c.recv();
         assert_eq!(code(&msg["error"]), -32600, "{msg}");
     }
-    let peak = peak_rss_kib(&daemon);
-    let grown_mib = peak.saturating_sub(before) / 1024;
-    eprintln!(
-        "peak RSS {} MiB before, {} MiB after",
-        before / 1024,
-        peak / 1024
-    );
+    let grown_mib = peak_growth_mib(&daemon, before);
     // As a JSON tree each frame costs ~300 MB; refused unparsed, a few MiB in all.
     assert!(grown_mib < 64, "peak RSS grew by {grown_mib} MiB");
     let mut c = daemon.client();
@@ -120,70 +126,34 @@ fn dense_params_after_initialize_are_refused_without_a_tree() {
         let msg = c.recv_response(&json!(7));
         assert_eq!(code(&msg["error"]), -32602, "{method} {key}: {msg}");
     }
-    let peak = peak_rss_kib(&daemon);
-    let grown_mib = peak.saturating_sub(before) / 1024;
-    eprintln!(
-        "peak RSS {} MiB before, {} MiB after",
-        before / 1024,
-        peak / 1024
-    );
+    let grown_mib = peak_growth_mib(&daemon, before);
     assert!(grown_mib < 96, "peak RSS grew by {grown_mib} MiB");
 }
 
 /// A WebSocket daemon on an OS-chosen loopback port.
 fn ws_daemon() -> (TestDaemon, u16) {
     let daemon = TestDaemon::start_with(&[], |dir| {
-        std::fs::write(
-            dir.join("config.toml"),
-            "[providers.echo]\nkind = \"echo\"\n[agents.default]\nprovider = \"echo\"\n\
-             [wss]\nenabled = true\nbind = \"127.0.0.1\"\nport = 0\n",
-        )
-        .unwrap();
+        let config = "[providers.echo]\nkind = \"echo\"\n[agents.default]\nprovider = \"echo\"\n\
+                      [permission_profiles.remote]\n\
+                      grants = { sessions = [\"create\", \"execute\"] }\n\
+                      allowed_agents = [\"default\"]\n\
+                      [users.alice]\npermission_profiles = [\"remote\"]\n";
+        std::fs::write(dir.join("config.toml"), format!("{config}{WSS_SECTION}")).unwrap();
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let log = daemon.log();
-        if let Some(port) = log
-            .split("websocket listening on ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|addr| addr.trim_end_matches('/').rsplit(':').next())
-            .and_then(|p| p.parse().ok())
-        {
-            return (daemon, port);
-        }
-        assert!(Instant::now() < deadline, "no websocket listener:\n{log}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-async fn ws_connect(url: &str) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
-    let port: u16 = url
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    let (ws, _) = tokio_tungstenite::client_async(url, tcp)
-        .await
-        .expect("upgrade");
-    ws
+    let port = listening_port(&daemon);
+    (daemon, port)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_websocket_peers_with_8_mib_messages_cost_little() {
     let (daemon, port) = ws_daemon();
     let before = peak_rss_kib(&daemon);
-    let url = format!("ws://127.0.0.1:{port}/");
     let frame = dense_frame("initialize", "clientInfo");
     let mut tasks = Vec::new();
     for _ in 0..64 {
-        let (url, frame) = (url.clone(), frame.clone());
+        let frame = frame.clone();
         tasks.push(tokio::spawn(async move {
-            let mut ws = ws_connect(&url).await;
+            let mut ws = ws::connect(port).await;
             // Refused part-way: the write may fail.
             let _ = ws.send(Message::Text(frame.into())).await;
             // An answer (-32600) or the close, then nothing more.
@@ -206,26 +176,23 @@ async fn silent_websocket_peers_with_8_mib_messages_cost_little() {
             "{saw:?}"
         );
     }
-    let peak = peak_rss_kib(&daemon);
-    let grown_mib = peak.saturating_sub(before) / 1024;
-    eprintln!(
-        "peak RSS {} MiB before, {} MiB after",
-        before / 1024,
-        peak / 1024
-    );
+    let grown_mib = peak_growth_mib(&daemon, before);
     // 64 × 8 MiB held would be 512 MiB, as trees over 1 GB; the target is < 64 MB in all.
     assert!(grown_mib < 64, "peak RSS grew by {grown_mib} MiB");
-    // A peer that initializes first may then send a big message.
-    let mut ws = ws_connect(&url).await;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": 1}});
-    ws.send(Message::Text(init.to_string().into()))
-        .await
-        .unwrap();
-    let reply = ws.next().await.expect("reply").expect("text");
-    assert!(
-        reply.to_text().unwrap().contains("-32010"),
-        "no token: {reply:?}"
+    // A peer that initializes first may then send a message of the full size.
+    let token = ws::pair(daemon.config_dir(), "alice");
+    let mut alice = ws::WsClient::open(port, &token).await;
+    let sid = alice
+        .call("session/new", json!({"agentAlias": "default"}))
+        .await["result"]["sessionId"]
+        .clone();
+    let long = "word ".repeat(300 * 1024);
+    let answer = alice
+        .call("session/prompt", json!({"sessionId": sid, "prompt": long}))
+        .await;
+    assert_eq!(
+        answer["result"]["outcome"], "completed",
+        "a 1.5 MiB prompt after initialize"
     );
 }
 
