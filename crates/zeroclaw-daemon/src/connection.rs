@@ -158,16 +158,13 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 // Before the handshake, and for methods that never wait, answer in place.
                 if !conn.is_initialized() || method.is_some_and(Method::answers_in_place) {
                     // Straight into the batch; none of these asks the daemon to stop.
-                    let request_id = request.id.clone();
+                    let (request_id, name) = (request.id.clone(), request.method.clone());
                     let in_place =
                         dispatch::answer_in_place(&daemon, &conn, method, request, &mut replies);
                     if let Err(panic) = AssertUnwindSafe(in_place).catch_unwind().await {
-                        let why = panic_text(panic.as_ref());
-                        tracing::error!(conn = id, "handler panicked: {why}");
-                        if let Some(request_id) = request_id {
-                            let error = ErrorObject::internal("internal error");
-                            replies.extend(error_line(&request_id, &error));
-                        }
+                        replies.extend(
+                            panicked(id, &name, request_id, panic.as_ref()).unwrap_or_default(),
+                        );
                     }
                     if !full_frames && conn.is_initialized() {
                         source.lift_frame_limit();
@@ -277,22 +274,25 @@ async fn answer_even_if_it_panics(
         .await
     {
         Ok(answered) => answered,
-        Err(panic) => {
-            let why = panic_text(panic.as_ref());
-            tracing::error!(conn = conn.id, method = %name, "handler panicked: {why}");
-            let error = ErrorObject::internal(format!("internal error while running {name}"));
-            (id.map(|id| error_line(&id, &error)), false)
-        }
+        Err(panic) => (panicked(conn.id, &name, id, panic.as_ref()), false),
     }
 }
 
-/// What a panic said, when it said it with a string.
-pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
+/// Logs a handler's panic and makes its -32603 answer (none for a notification).
+fn panicked(
+    conn: u64,
+    method: &str,
+    id: Option<zeroclaw_rpc::Id>,
+    panic: &(dyn std::any::Any + Send),
+) -> Option<Vec<u8>> {
+    let why = panic
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
+        .unwrap_or("(no message)");
+    tracing::error!(conn, method, "handler panicked: {why}");
+    let error = ErrorObject::internal(format!("internal error while running {method}"));
+    id.map(|id| error_line(&id, &error))
 }
 
 /// Runs one request or notification of `method` (`None`: a name the daemon does not serve):
