@@ -1,4 +1,4 @@
-//! What the daemon sends unasked: the `session/update` notification (SPEC §7.2, §14, §16)
+//! What the daemon sends unasked: the `session/update` notification (SPEC §7.2, §14, §16, §18)
 //! with one [`UpdateKind`] per event type, and the `elicitation/create` request (§7.4).
 //!
 //! An update is one flat object: the envelope (`sessionId`, `turnId`, `eventSeq`,
@@ -72,6 +72,19 @@ macro_rules! update_kinds {
 }
 
 update_kinds! {
+    /// The turn's prompt, whoever sent it: the first event of every prompted turn (SPEC §18).
+    UserMessage = "user_message" {
+        /// The prompt as sent, without its attachments' markers; at most 1 MiB (see
+        /// `truncated`).
+        text: String,
+        /// Files sent with the prompt (their markers follow `text` in the model's prompt).
+        attachments: Vec<PromptAttachment>,
+        /// The sender's principal label: `operator`, `user:<name>`.
+        prompted_by: String,
+        /// `text` was cut at 1 MiB (the transcript keeps the whole prompt).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+    },
     /// Streamed answer text.
     AgentMessageChunk = "agent_message_chunk" { text: String },
     /// Streamed reasoning text.
@@ -132,6 +145,18 @@ update_kinds! {
     ReplayGap = "replay_gap" { first_event_seq: u64 },
 }
 
+/// A file sent with a prompt, as `user_message` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptAttachment {
+    /// The name the client gave (or the stored file's name when it gave none).
+    pub filename: String,
+    /// What the model's prompt carries for it (`[Document: …] path`, `[IMAGE:path]`).
+    pub marker: String,
+}
+
+/// The `type` of a turn's first event: its prompt.
+pub const USER_MESSAGE: &str = UpdateType::UserMessage.as_str();
 /// The `type` of a piece of the agent's answer text.
 pub const AGENT_MESSAGE_CHUNK: &str = UpdateType::AgentMessageChunk.as_str();
 /// The `type` of a turn's last event (the stream marks the turn done when it is sent).
@@ -193,6 +218,15 @@ mod tests {
     /// One update of each type. The match is exhaustive, so a new type needs a sample here.
     fn sample(t: UpdateType) -> UpdateKind {
         match t {
+            UpdateType::UserMessage => UpdateKind::UserMessage {
+                text: "hi".into(),
+                attachments: vec![PromptAttachment {
+                    filename: "a.txt".into(),
+                    marker: "[Document: a.txt] /w/uploads/x.txt".into(),
+                }],
+                prompted_by: "user:bob".into(),
+                truncated: false,
+            },
             UpdateType::AgentMessageChunk => UpdateKind::AgentMessageChunk { text: "a".into() },
             UpdateType::AgentThoughtChunk => UpdateKind::AgentThoughtChunk { text: "t".into() },
             UpdateType::ToolCall => UpdateKind::ToolCall {
@@ -265,5 +299,17 @@ mod tests {
         assert_eq!(TURN_COMPLETE, "turn_complete");
         assert_eq!(REPLAY_GAP, "replay_gap");
         assert_eq!(AGENT_MESSAGE_CHUNK, "agent_message_chunk");
+        assert_eq!(USER_MESSAGE, "user_message");
+    }
+
+    #[test]
+    fn user_message_has_the_spec_shape() {
+        let v = serde_json::to_value(sample(UpdateType::UserMessage)).unwrap();
+        assert_eq!(
+            v,
+            json!({"type": "user_message", "text": "hi",
+                   "attachments": [{"filename": "a.txt", "marker": "[Document: a.txt] /w/uploads/x.txt"}],
+                   "promptedBy": "user:bob"})
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
+use zeroclaw_protocol::update::PromptAttachment;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
 
@@ -18,6 +19,7 @@ use crate::session::lifecycle::parse_decision;
 use crate::session::link::ClientLink;
 use crate::session::mcp::{SessionServer, check_session_servers};
 use crate::session::open::NewRequest;
+use crate::session::prompted::Incoming;
 use crate::session::stream::Cursor;
 use crate::state::Daemon;
 
@@ -159,7 +161,8 @@ pub(crate) async fn new(
 }
 
 /// `session/prompt {sessionId, prompt, mode?, attachments?}`: attachments are stored first
-/// (the same commit step as `file/attach`), their markers follow the prompt text.
+/// (the same commit step as `file/attach`), their markers follow the prompt text. The
+/// turn's `user_message` shows the text and the attachments apart (SPEC §18).
 pub(crate) async fn prompt(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
@@ -169,6 +172,8 @@ pub(crate) async fn prompt(
     let sessions = &daemon.sessions;
     let p: PromptParams = params::decode(params)?;
     let mut prompt = prompt_text(p.prompt)?;
+    let text_len = prompt.len();
+    let mut shown = Vec::new();
     if let Some(attachments) = p.attachments.filter(|a| !a.is_empty()) {
         // Stored through the same commit step as file/attach; the markers follow
         // the prompt, one per line.
@@ -179,12 +184,24 @@ pub(crate) async fn prompt(
             .await?;
         let target = files::commit::target_of(&daemon.sessions, principal, &key)?;
         let items = file::decode_inputs(conn, principal, attachments).await?;
+        let names: Vec<Option<String>> = items.iter().map(|i| i.filename.clone()).collect();
         let presented = conn.presented();
-        for stored in
-            files::commit::commit(daemon.file_stores(), &presented, &target, items).await?
-        {
+        let stored =
+            files::commit::commit(daemon.file_stores(), &presented, &target, items).await?;
+        for (stored, name) in stored.into_iter().zip(names) {
             prompt.push('\n');
             prompt.push_str(&stored.marker);
+            // A file sent without a name is shown by the name it is stored under.
+            let filename = name.unwrap_or_else(|| {
+                std::path::Path::new(&stored.workspace_path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            });
+            shown.push(PromptAttachment {
+                filename,
+                marker: stored.marker,
+            });
         }
     }
     sessions
@@ -194,7 +211,11 @@ pub(crate) async fn prompt(
             daemon.config.current(),
             &p.session_id,
             p.mode,
-            prompt,
+            Incoming {
+                text: prompt,
+                text_len,
+                attachments: shown,
+            },
         )
         .await
         .map_err(Into::into)

@@ -29,6 +29,7 @@ use zeroclaw_store::{
 use super::error::{SessionError, encode};
 use super::link::ClientLink;
 use super::live::{Job, LiveSession};
+use super::prompted::{Incoming, Prompted};
 use super::wire;
 use super::{SessionManager, check_owner};
 
@@ -80,7 +81,7 @@ impl SessionManager {
         config: Arc<Config>,
         session_id: &str,
         mode: Option<Mode>,
-        prompt: String,
+        prompt: Incoming,
     ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
@@ -93,7 +94,8 @@ impl SessionManager {
             tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
         }
         let submitted = live.submit(Job {
-            prompt,
+            prompted: Prompted::new(prompt.text_len, prompt.attachments, &principal.id),
+            prompt: prompt.text,
             link: Arc::clone(&link),
             config,
             reply,

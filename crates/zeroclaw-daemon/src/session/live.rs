@@ -34,11 +34,14 @@ use super::error::SessionError;
 use super::limits::MAX_QUEUED_PROMPTS;
 use super::link::ClientLink;
 use super::live_id::LiveId;
+use super::prompted::Prompted;
 use super::stream::SessionStream;
 
 /// One prompt waiting for its turn.
 pub(crate) struct Job {
     pub prompt: String,
+    /// Who sent it and what its turn's `user_message` shows (SPEC §18).
+    pub prompted: Prompted,
     /// The connection that sent it: asked first when the turn needs `elicitation/create`
     /// (it is subscribed to the session's updates when there is room).
     pub link: Arc<dyn ClientLink>,

@@ -18,7 +18,8 @@
 //!   usage;
 //! - [`stream`]: a session's numbered updates, subscribers and replay buffer (§14);
 //! - [`link`]: what a session knows of a client connection ([`link::ClientLink`]);
-//! - leaves: [`live_id`], [`limits`], [`tuning`], [`error`], [`text`].
+//! - leaves: [`live_id`], [`limits`], [`tuning`], [`error`], [`text`], [`prompted`] (the
+//!   `user_message` a prompted turn starts with, §18).
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
@@ -45,6 +46,7 @@ pub mod manager;
 pub mod mcp;
 pub mod open;
 pub mod persist;
+pub mod prompted;
 pub mod status;
 pub mod stream;
 pub mod subscribe;

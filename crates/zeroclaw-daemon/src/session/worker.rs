@@ -54,6 +54,10 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
             let _ = job.reply.send(Err(session.closed_error()));
             continue;
         };
+        // The turn's first event is its prompt, whoever sent it (SPEC §18).
+        session
+            .stream
+            .emit_update(&job.prompted.user_message(&job.prompt));
         let outcome = runner.run(&session, &mut job, &turn_id, cancel).await;
         session.end_turn();
         // The caller may be gone (its connection closed); the turn is persisted anyway.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod screen;
 pub mod ws;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");

@@ -3,6 +3,8 @@
 //! each line is a prompt and the reply text is written as it comes. Approvals and ask-user
 //! questions are answered with the next line. Lines starting with `/` are chat commands
 //! (`/help`). Ctrl-C cancels the running turn, a second one (or one at the prompt) exits.
+//! Turns other clients prompt in the session are shown too, their prompt first (SPEC §18);
+//! lines typed meanwhile wait and are handled in order afterwards.
 //!
 //! Conversation (replies, tools, questions) goes to stdout; the header, notes and errors go
 //! to stderr.
@@ -21,6 +23,7 @@ use zeroclaw_ipc::Dirs;
 use super::error::CliError;
 use super::{rpc, sessions};
 
+mod commands;
 mod input;
 mod markdown;
 mod slash;
@@ -55,7 +58,7 @@ pub async fn run(
     // After the editor: it sets a SIGINT handler of its own when it starts; ours, set
     // later, sees every Ctrl-C and passes it on to the editor's.
     let mut interrupts = Interrupts::new()?;
-    let client = rpc::connect(config_dir, socket, true).await?;
+    let (client, me) = rpc::connect_as(config_dir, socket, true).await?;
     let (handle, mut events) = client.split();
     let mut params = SessionNewParams::agent(agent.clone());
     params.session_id = session;
@@ -73,7 +76,7 @@ pub async fn run(
         match handle.subscribe(&session_id, None).await {
             Ok(sub) if sub.active_turn_id.is_some() => {
                 ui.note("a turn is running; showing it from its start");
-                let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+                let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
                 turn.watch(&mut events, &mut interrupts, None)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -88,6 +91,10 @@ pub async fn run(
     loop {
         ui.prompt_marker();
         let prompt = ui.take_prompt();
+        if input.is_reading() {
+            // The editor still reads the line whose prompt a watched turn cleared.
+            ui.prompt_again(&prompt);
+        }
         // Input first: at the end of piped input the chat ends cleanly even when the
         // daemon hung up at the same time.
         let next = loop {
@@ -109,8 +116,8 @@ pub async fn run(
             Idle::Read(read) => read,
             Idle::Watch(first) => {
                 // A turn someone else started: shown, its questions asked, until it ends.
-                ui.end_line();
-                let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+                ui.leave_prompt();
+                let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
                 turn.watch(&mut events, &mut interrupts, Some(first))
                     .await
                     .map_err(|e| e.to_string())?;
@@ -159,6 +166,27 @@ pub async fn run(
                 Slash::Mode(mode) => {
                     configure(&handle, &session_id, &mut ui, "autonomy", mode).await
                 }
+                Slash::Title(text) => commands::title(&handle, &session_id, &mut ui, &text).await,
+                Slash::Fork => {
+                    if let Some(id) = commands::fork(&handle, &session_id, &mut ui).await {
+                        session_id = id;
+                    }
+                }
+                Slash::Compact(instructions) => {
+                    let turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
+                    if let Err(e) =
+                        commands::compact(turn, &mut events, &mut interrupts, &instructions).await
+                    {
+                        ui.end_line();
+                        return Err(e.to_string().into());
+                    }
+                }
+                Slash::Rewind(Ok(n)) => {
+                    commands::rewind(&handle, &session_id, &mut ui, &mut input, n).await
+                }
+                Slash::Rewind(Err(arg)) => ui.note(&format!(
+                    "/rewind takes a number of turns (1 or more), not {arg:?}"
+                )),
                 Slash::Quit => {
                     ui.end_line();
                     return Ok(());
@@ -169,7 +197,7 @@ pub async fn run(
             }
             continue;
         }
-        let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+        let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
         match turn
             .run(&mut events, &mut interrupts, slash::prompt_text(&line))
             .await
@@ -239,9 +267,10 @@ enum Idle {
     Watch(Event),
 }
 
-/// Something the daemon sent while this window runs no turn. An update or a question of
-/// this session means a turn started elsewhere: it is returned, to be watched. Questions
-/// of other sessions are cancelled; anything else is dropped.
+/// Something the daemon sent while this window runs no turn. A question of this session, or
+/// an update of a turn's prompt or of its work, means a turn started elsewhere: it is
+/// returned, to be watched until its `turn_complete`. Questions of other sessions are
+/// cancelled; anything else is dropped.
 async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Option<Event> {
     match event {
         Event::Elicitation(req) if req.session_id == session_id => {
@@ -258,12 +287,13 @@ async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Op
                 .await;
         }
         Event::Update(u) if u.session_id == session_id => match u.kind {
-            UpdateKind::TurnComplete { .. }
-            | UpdateKind::ApprovalResolved { .. }
-            | UpdateKind::ReplayGap { .. } => {
-                tracing::debug!("update outside a turn: {:?}", u.kind);
-            }
-            _ => return Some(Event::Update(u)),
+            UpdateKind::UserMessage { .. }
+            | UpdateKind::AgentMessageChunk { .. }
+            | UpdateKind::AgentThoughtChunk { .. }
+            | UpdateKind::ToolCall { .. }
+            | UpdateKind::ToolResult { .. }
+            | UpdateKind::ApprovalRequest { .. } => return Some(Event::Update(u)),
+            _ => tracing::debug!("update outside a turn: {:?}", u.kind),
         },
         _ => {}
     }
