@@ -11,6 +11,7 @@
 //!   [`mcp`] (saved settings restored and MCP servers started as a session goes live);
 //! - [`worker`]: starts a live session's worker task, which runs its prompts one at a time;
 //! - [`manager`]: the registry of live sessions, limits and ownership checks;
+//! - [`rewind`]: a queued `session/rewind` run by the worker (SPEC §18);
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), with
 //!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
 //!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
@@ -45,6 +46,7 @@ pub mod manager;
 pub mod mcp;
 pub mod open;
 pub mod persist;
+pub mod rewind;
 pub mod status;
 pub mod stream;
 pub mod subscribe;
