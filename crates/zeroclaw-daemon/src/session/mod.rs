@@ -11,7 +11,9 @@
 //!   [`mcp`] (saved settings restored and MCP servers started as a session goes live);
 //! - [`worker`]: starts a live session's worker task, which runs its prompts one at a time;
 //! - [`manager`]: the registry of live sessions, limits and ownership checks;
-//! - [`rewind`]: a queued `session/rewind` run by the worker (SPEC §18);
+//! - [`history`]: `session/rewind` (queued), `session/fork` and `session/set_title`
+//!   (SPEC §18); [`rewind`] is the rewind as the worker runs it, [`file_restore`] its
+//!   file side;
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), with
 //!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
 //!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
@@ -36,6 +38,8 @@
 pub mod agent;
 pub mod configure;
 pub mod error;
+pub mod file_restore;
+pub mod history;
 pub mod host;
 pub mod lifecycle;
 pub mod limits;
