@@ -111,8 +111,13 @@ impl Checkpoints {
             if !dir.join("restore.json").exists() {
                 continue;
             }
-            let Some(store) = SessionStore::load(dir.clone(), false)? else {
-                continue;
+            let store = match SessionStore::load(dir.clone(), false) {
+                Ok(Some(store)) => store,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!(dir = %dir.display(), "checkpoints unreadable: {e}");
+                    continue;
+                }
             };
             match restore::complete_journal(&store, Some(&self.base)) {
                 Ok(Some(done)) => tracing::info!(
@@ -122,10 +127,11 @@ impl Checkpoints {
                     "completed a file restore interrupted by a crash"
                 ),
                 Ok(None) => {}
-                Err(e) => {
-                    tracing::error!(dir = %dir.display(), "an interrupted file restore cannot be completed: {e}");
-                    return Err(e);
-                }
+                // The journal stays: the next open tries again.
+                Err(e) => tracing::error!(
+                    dir = %dir.display(),
+                    "an interrupted file restore cannot be completed: {e}"
+                ),
             }
         }
         Ok(())

@@ -471,8 +471,8 @@ mod tests {
         check("[agents.a]\ncheckpoint_budget_mb = 0\n").unwrap();
         check("[agents.a]\ncheckpoint_budget_mb = 1048576\n").unwrap();
         for bad in ["-1", "1048577", "\"lots\"", "1.5"] {
-            let (at, _) = check(&format!("[agents.a]\ncheckpoint_budget_mb = {bad}\n"))
-                .unwrap_err();
+            let (at, _) =
+                check(&format!("[agents.a]\ncheckpoint_budget_mb = {bad}\n")).unwrap_err();
             assert_eq!(at.to_string(), "agents.a.checkpoint_budget_mb", "{bad}");
         }
         let budget = Shape::at(&p("agents.a.checkpoint_budget_mb")).unwrap();
