@@ -432,3 +432,70 @@ fn another_owner_may_not_rewind_fork_or_retitle() {
     );
     assert_eq!(list["sessions"][0]["title"], "p1");
 }
+
+/// An agent on the fake provider that runs its tools without asking.
+const FILES_AGENT: &str = r#"[agents.files]
+provider = "fake"
+tools = ["bash", "write_file"]
+autonomy = "full"
+max_tool_iterations = 5
+"#;
+
+/// One turn in which the agent writes `content` to `path` with its write_file tool.
+fn write_turn(c: &mut Conn, fake: &Fake, sid: &str, path: &str, content: &str) -> String {
+    fake.push(Scripted::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": path, "content": content}),
+    ));
+    fake.push(Scripted::text("written"));
+    let (_, resp) = c.prompt(sid, &format!("write {path}"));
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    resp["result"]["turnId"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_rewind_puts_back_the_files_the_agents_tools_changed() {
+    let fake = Fake::start();
+    let daemon = start(&fake, FILES_AGENT);
+    let mut c = daemon.client();
+    let new = c.new_session(json!({"agentAlias": "files", "sessionId": "f"}));
+    let ws = std::path::PathBuf::from(new["workspaceDir"].as_str().unwrap());
+    std::fs::write(ws.join("keep.txt"), "v1").unwrap();
+
+    let t1 = write_turn(&mut c, &fake, "f", "keep.txt", "v2");
+    let t2 = write_turn(&mut c, &fake, "f", "made.txt", "new");
+    assert_eq!(std::fs::read_to_string(ws.join("keep.txt")).unwrap(), "v2");
+    assert!(ws.join("made.txt").exists());
+
+    // restoreFiles: false takes the turn back and leaves the files alone.
+    let r = c.result(
+        "session/rewind",
+        json!({"sessionId": "f", "turnId": t2, "restoreFiles": false}),
+    );
+    assert_eq!(r["restoredFiles"], json!([]));
+    assert!(ws.join("made.txt").exists());
+
+    let mut watcher = daemon.client();
+    watcher.result("session/subscribe", json!({"sessionId": "f"}));
+    let r = c.result("session/rewind", json!({"sessionId": "f", "turnId": t1}));
+    assert_eq!(r["rewoundTurns"], json!([t1]));
+    let mut restored: Vec<String> = r["restoredFiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    restored.sort();
+    assert_eq!(restored, ["keep.txt", "made.txt"], "{r}");
+    assert_eq!(r["unrestorable"], json!([]));
+    assert_eq!(std::fs::read_to_string(ws.join("keep.txt")).unwrap(), "v1");
+    assert!(!ws.join("made.txt").exists(), "created since: removed");
+    let event = loop {
+        let msg = watcher.recv();
+        if msg["params"]["type"] == "session_rewound" {
+            break msg["params"].clone();
+        }
+    };
+    assert_eq!(event["restoredFiles"], r["restoredFiles"]);
+}

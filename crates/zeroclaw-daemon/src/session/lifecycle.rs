@@ -264,6 +264,9 @@ impl SessionManager {
             Removal::Kill => self.store.kill(&key).await?,
             Removal::Delete => {
                 self.store.delete(&key).await?;
+                if key.mode == Mode::Acp {
+                    self.files.delete_session(&key.session_id).await;
+                }
             }
         }
         if let Some(live) = &live {

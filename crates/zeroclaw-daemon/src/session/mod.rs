@@ -17,6 +17,8 @@
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), with
 //!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
 //!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
+//! - [`file_checkpoints`]: the working directory recorded at every ACP turn start and put
+//!   back by a rewind (SPEC §18);
 //! - [`live`]: one live session's state: identity, prompt queue, approvals, overrides,
 //!   usage;
 //! - [`stream`]: a session's numbered updates, subscribers and replay buffer (§14);
@@ -38,6 +40,7 @@
 pub mod agent;
 pub mod configure;
 pub mod error;
+pub mod file_checkpoints;
 pub mod file_restore;
 pub mod history;
 pub mod host;

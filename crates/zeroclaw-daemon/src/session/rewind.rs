@@ -6,7 +6,7 @@
 //! context is reloaded from the store; then the files are put back (when asked); only then
 //! `session_rewound` is sent, as the first event of the rewind's own turn. A kill -9 at
 //! any point leaves the old history or the whole rewind (the store), and the file restore
-//! is journaled by the checkpoint store.
+//! is journaled by the checkpoint store (completed when the daemon next starts).
 
 use serde_json::Value;
 use zeroclaw_protocol::UpdateKind;
@@ -39,7 +39,17 @@ impl Runner {
             self.context = persist::context_from(&restored);
         }
         let files = if restore_files {
-            file_restore::restore_for_rewind(session, to).await
+            // The history part is committed: a failed file restore is reported, not
+            // turned into a failed rewind.
+            file_restore::restore_for_rewind(self.files.as_ref(), session, to)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(session = %session.key.session_id, to, "file restore failed: {e}");
+                    FilesRestored {
+                        restored: Vec::new(),
+                        unrestorable: vec![(session.cwd.display().to_string(), e.to_string())],
+                    }
+                })
         } else {
             FilesRestored::default()
         };
