@@ -17,6 +17,7 @@
 pub mod config;
 mod decode;
 pub mod files;
+pub mod history;
 pub mod method;
 pub mod schema;
 pub mod session;
