@@ -90,6 +90,7 @@ methods! {
     SessionUnsubscribe = "session/unsubscribe" => grant("sessions", "read"),
     SessionStatus = "session/status" => grant("sessions", "read"),
     SessionConfigure = "session/configure" => grant("sessions", "update"),
+    SessionCompact = "session/compact" => grant("sessions", "execute"),
     ModelsList = "models/list" => grant("system", "read"),
     FileAttach = "file/attach" => grant("files", "create"),
     FileUploadBegin = "file/upload/begin" => grant("files", "create"),
@@ -132,7 +133,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 25);
+        assert_eq!(Method::ALL.len(), 26);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);
@@ -148,6 +149,7 @@ mod tests {
         assert_eq!(g(Method::SessionPrompt), "sessions:execute");
         assert_eq!(g(Method::SessionStatus), "sessions:read");
         assert_eq!(g(Method::SessionConfigure), "sessions:update");
+        assert_eq!(g(Method::SessionCompact), "sessions:execute");
         assert_eq!(g(Method::ConfigDelete), "config:delete");
         assert_eq!(g(Method::FileUploadChunk), "files:create");
         let local: Vec<_> = Method::ALL.iter().filter(|m| m.local_only()).collect();
