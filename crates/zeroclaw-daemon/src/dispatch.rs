@@ -54,6 +54,7 @@ pub(crate) async fn call(
         Method::SessionMessages => session::messages(daemon, p, params).await,
         Method::SessionStatus => configure::status(daemon, p, params),
         Method::SessionConfigure => configure::configure(daemon, p, params).await,
+        Method::SessionCompact => session::compact(daemon, conn, p, params).await,
         Method::FileAttach => file::attach(daemon, conn, p, params).await,
         Method::FileUploadBegin => file::upload_begin(daemon, conn, p, params).await,
         Method::FileUploadChunk => file::upload_chunk(daemon, conn, params),

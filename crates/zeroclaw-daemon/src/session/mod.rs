@@ -11,7 +11,9 @@
 //!   [`mcp`] (saved settings restored and MCP servers started as a session goes live);
 //! - [`worker`]: starts a live session's worker task, which runs its prompts one at a time;
 //! - [`manager`]: the registry of live sessions, limits and ownership checks;
-//! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), with
+//! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), and
+//!   [`compact`] (`session/compact` and auto-compaction, SPEC §18; [`compact_call`]
+//!   queues a `session/compact`), with
 //!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
 //!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
 //! - [`live`]: one live session's state: identity, prompt queue, approvals, overrides,
@@ -33,6 +35,8 @@
 //! `test-hooks`).
 
 pub mod agent;
+pub mod compact;
+pub mod compact_call;
 pub mod configure;
 pub mod error;
 pub mod host;
