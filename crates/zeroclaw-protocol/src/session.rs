@@ -290,6 +290,10 @@ pub struct MessageRow {
     pub created_at: i64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// A rewind went back to before this row's turn (listed only with `includeRewound`,
+    /// SPEC §18).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewound: bool,
 }
 
 /// `session/messages` result: rows in ascending `seq`.

@@ -28,7 +28,7 @@ use zeroclaw_store::{
 
 use super::error::{SessionError, encode};
 use super::link::ClientLink;
-use super::live::{Job, LiveSession};
+use super::live::{Job, JobKind, LiveSession};
 use super::wire;
 use super::{SessionManager, check_owner};
 
@@ -93,7 +93,7 @@ impl SessionManager {
             tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
         }
         let submitted = live.submit(Job {
-            prompt,
+            kind: JobKind::Prompt { prompt },
             link: Arc::clone(&link),
             config,
             reply,
@@ -316,6 +316,7 @@ impl SessionManager {
                 owner: (!principal.admin).then(|| principal.id.clone()),
                 limit,
                 after,
+                search: None,
             })
             .await?;
         let count = page.rows.len();

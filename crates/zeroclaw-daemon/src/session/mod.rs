@@ -11,6 +11,7 @@
 //!   [`mcp`] (saved settings restored and MCP servers started as a session goes live);
 //! - [`worker`]: starts a live session's worker task, which runs its prompts one at a time;
 //! - [`manager`]: the registry of live sessions, limits and ownership checks;
+//! - [`rewind`]: a queued `session/rewind` run by the worker (SPEC §18);
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), and
 //!   [`compact`] (`session/compact` and auto-compaction, SPEC §18; [`compact_call`]
 //!   queues a `session/compact`), with
@@ -49,6 +50,7 @@ pub mod manager;
 pub mod mcp;
 pub mod open;
 pub mod persist;
+pub mod rewind;
 pub mod status;
 pub mod stream;
 pub mod subscribe;

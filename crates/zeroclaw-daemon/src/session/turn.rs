@@ -33,7 +33,7 @@ use super::agent::{self, ProviderCache};
 use super::compact;
 use super::error::{SessionError, encode};
 use super::host::SessionHost;
-use super::live::{Job, LiveSession};
+use super::live::{Job, JobKind, LiveSession};
 use super::persist::{self, Persister};
 use super::text;
 use super::tuning::Tuning;
@@ -104,7 +104,10 @@ impl Runner {
         let context_before = self.context.len();
         // The turn takes the prompt; only the store gets a copy (SPEC §17: a prompt is not
         // multiplied in memory).
-        let prompt = std::mem::take(&mut job.prompt);
+        let prompt = match &mut job.kind {
+            JobKind::Prompt { prompt } => std::mem::take(prompt),
+            _ => return Err(SessionError::internal("not a prompt")),
+        };
         let chat_prompt = (!acp).then(|| prompt.clone());
         // Normally `begin_turn` runs on the persister, overlapping the provider call; after
         // a failed write it runs here first, with recovery.

@@ -133,7 +133,8 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
     };
     match Role::parse(row.get("role").and_then(Value::as_str)?)? {
         Role::User => Some(SessionUpdate::UserMessageChunk(text_chunk(content))),
-        Role::Assistant | Role::Interruption => {
+        // A compaction's summary (SPEC §18) replays as agent text, like the marker.
+        Role::Assistant | Role::Interruption | Role::Compaction => {
             Some(SessionUpdate::AgentMessageChunk(text_chunk(content)))
         }
         Role::ToolCall => {
