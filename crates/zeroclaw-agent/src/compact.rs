@@ -48,9 +48,15 @@ fn turn_starts(context: &[ChatMessage]) -> Vec<usize> {
         .collect()
 }
 
+/// Whether `m` is the summary message a compaction put first.
+pub fn is_summary(m: &ChatMessage) -> bool {
+    matches!(m, ChatMessage::User { content } if content.starts_with(SUMMARY_PREFIX))
+}
+
 /// Keeps the last `keep_recent_turns` whole turns of `context` (a turn starts at a user
 /// message) and summarizes everything before them. `None` when nothing would be
-/// summarized (the context has no more turns than are kept).
+/// summarized: the context has no more turns than are kept, or all that precedes them is
+/// the summary of an earlier compaction.
 pub fn plan(context: &[ChatMessage], keep_recent_turns: usize) -> Option<Plan> {
     let starts = turn_starts(context);
     let cut = if keep_recent_turns == 0 {
@@ -60,7 +66,8 @@ pub fn plan(context: &[ChatMessage], keep_recent_turns: usize) -> Option<Plan> {
     } else {
         starts[starts.len() - keep_recent_turns]
     };
-    (cut > 0).then_some(Plan { cut })
+    let only_a_summary = cut == 1 && is_summary(&context[0]);
+    (cut > 0 && !only_a_summary).then_some(Plan { cut })
 }
 
 /// The summarization request: `summarized` followed by one user message asking for the
@@ -215,6 +222,15 @@ mod tests {
         assert_eq!(plan(&ctx, 9), None);
         assert_eq!(plan(&[], 0), None);
         assert_eq!(plan(&[], 2), None);
+    }
+
+    #[test]
+    fn an_earlier_summary_alone_is_not_summarized_again() {
+        let mut ctx = compacted_context("old", &turns(2));
+        assert!(is_summary(&ctx[0]));
+        assert_eq!(plan(&ctx, 2), None);
+        ctx.extend(turns(1));
+        assert_eq!(plan(&ctx, 2), Some(Plan { cut: 5 }), "with the next turn");
     }
 
     #[test]
