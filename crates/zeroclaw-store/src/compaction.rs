@@ -33,8 +33,15 @@ pub(crate) fn commit(
     db.write(|conn| {
         let (pk, _) = db::require_live(conn, key)?;
         let now = now_ms();
-        let row_seq =
-            db::append_row(conn, pk, Some(turn_id), Role::Compaction, summary, None, now)?;
+        let row_seq = db::append_row(
+            conn,
+            pk,
+            Some(turn_id),
+            Role::Compaction,
+            summary,
+            None,
+            now,
+        )?;
         let covers_seq = covers_seq.unwrap_or(row_seq);
         let snapshot_id = crate::turns::insert_snapshot(conn, pk, covers_seq, &json)?;
         db::touch(conn, pk, now)?;

@@ -377,10 +377,8 @@ impl Store {
         messages: Value,
     ) -> Result<CompactionCommit> {
         let (key, turn_id, summary) = (key.clone(), turn_id.to_owned(), summary.to_owned());
-        self.call(move |db| {
-            compaction::commit(db, &key, &turn_id, &summary, covers_seq, &messages)
-        })
-        .await
+        self.call(move |db| compaction::commit(db, &key, &turn_id, &summary, covers_seq, &messages))
+            .await
     }
 
     // ----- going back, branching off, naming (SPEC §18) ---------------------------------

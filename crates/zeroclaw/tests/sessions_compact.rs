@@ -8,9 +8,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use common::{
-    Conn, Fake, TestDaemon, UidConn, code, is_root, session_config, test_uid, updates,
-};
+use common::{Conn, Fake, TestDaemon, UidConn, code, is_root, session_config, test_uid, updates};
 use serde_json::{Value, json};
 use zeroclaw_testkit::Scripted;
 
@@ -120,7 +118,10 @@ fn set_trigger(trigger: &std::path::Path, on: bool) {
     let ack = trigger.with_extension("active");
     let deadline = Instant::now() + Duration::from_secs(5);
     while ack.exists() != on {
-        assert!(Instant::now() < deadline, "the daemon did not switch {trigger:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the daemon did not switch {trigger:?}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -160,8 +161,16 @@ fn compact_on_echo_summarizes_all_but_the_last_two_turns() {
     assert_eq!(e["turnId"], r["turnId"]);
     assert_eq!(e["eventSeq"], 1, "the compaction's first event");
     assert_eq!(
-        (&e["tokensBefore"], &e["tokensAfter"], &e["summarizedMessages"]),
-        (&r["tokensBefore"], &r["tokensAfter"], &r["summarizedMessages"])
+        (
+            &e["tokensBefore"],
+            &e["tokensAfter"],
+            &e["summarizedMessages"]
+        ),
+        (
+            &r["tokensBefore"],
+            &r["tokensAfter"],
+            &r["summarizedMessages"]
+        )
     );
 
     // The transcript keeps every row and gets one compaction row.
@@ -220,7 +229,11 @@ fn the_next_prompt_is_sent_the_summary_and_the_kept_turns() {
     assert_eq!(asked[..2], [pair("user", "p1"), pair("assistant", "a1")]);
     assert_eq!(asked.len(), 3);
     assert_eq!(asked[2].0, "user");
-    assert!(asked[2].1.ends_with("Additional instructions: keep the numbers"));
+    assert!(
+        asked[2]
+            .1
+            .ends_with("Additional instructions: keep the numbers")
+    );
 
     c.prompt("f", "p3");
     assert_eq!(
@@ -236,7 +249,15 @@ fn the_next_prompt_is_sent_the_summary_and_the_kept_turns() {
     let roles: Vec<String> = rows(&mut c, "f").into_iter().map(|r| r.0).collect();
     assert_eq!(
         roles,
-        ["user", "assistant", "user", "assistant", "compaction", "user", "assistant"]
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "compaction",
+            "user",
+            "assistant"
+        ]
     );
 }
 
@@ -258,7 +279,10 @@ fn a_second_subscriber_sees_context_compacted() {
     assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
     let deadline = Instant::now() + Duration::from_secs(10);
     let event = loop {
-        assert!(Instant::now() < deadline, "no context_compacted for the watcher");
+        assert!(
+            Instant::now() < deadline,
+            "no context_compacted for the watcher"
+        );
         let m = b.recv();
         if m["params"]["type"] == "context_compacted" {
             break m["params"].clone();
@@ -279,7 +303,10 @@ fn compaction_keeps_its_place_in_the_queue_between_prompts() {
     let fake = Fake::start();
     fake.push(Scripted::text("a1"));
     fake.push(Scripted::text("a2"));
-    fake.push(Scripted::slow(Duration::from_millis(500), Scripted::text("a3")));
+    fake.push(Scripted::slow(
+        Duration::from_millis(500),
+        Scripted::text("a3"),
+    ));
     fake.push(Scripted::text("S"));
     fake.push(Scripted::text("a4"));
     let daemon = start(&fake, &[]);
@@ -376,7 +403,9 @@ fn a_failed_summary_call_changes_nothing() {
     assert_eq!(r["outcome"], "failed", "{resp}");
     assert_eq!(r["summarizedMessages"], 0);
     assert!(
-        r["error"].as_str().is_some_and(|e| e.contains("no summary today")),
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no summary today")),
         "{r}"
     );
     assert!(compacted(&msgs).is_empty());
@@ -388,7 +417,10 @@ fn kill_9_during_the_summary_call_leaves_the_previous_snapshot() {
     let fake = Fake::start();
     fake.push(Scripted::text("a1"));
     fake.push(Scripted::text("a2"));
-    fake.push(Scripted::slow(Duration::from_secs(30), Scripted::text("never")));
+    fake.push(Scripted::slow(
+        Duration::from_secs(30),
+        Scripted::text("never"),
+    ));
     let mut daemon = start(&fake, &[]);
     let mut c = daemon.client();
     c.new_session(json!({"agentAlias": "fake1", "sessionId": "k"}));
@@ -405,7 +437,10 @@ fn kill_9_during_the_summary_call_leaves_the_previous_snapshot() {
             .unwrap()
     };
     c.send_call("session/compact", json!({"sessionId": "k"}));
-    assert!(fake.wait_requests(3, Duration::from_secs(10)), "no summary call");
+    assert!(
+        fake.wait_requests(3, Duration::from_secs(10)),
+        "no summary call"
+    );
     daemon.kill_hard();
     drop(c);
     daemon.spawn_env(&[], &[]);
@@ -456,7 +491,10 @@ fn a_turn_over_the_threshold_compacts_first() {
     let events = compacted(&msgs);
     assert_eq!(events.len(), 1, "{msgs:?}");
     let e = &events[0];
-    assert_eq!(e["turnId"], resp["result"]["turnId"], "the running turn's event");
+    assert_eq!(
+        e["turnId"], resp["result"]["turnId"],
+        "the running turn's event"
+    );
     let summary = format!(
         "{}\n{}",
         echo_line("user", &prompts[0]),
@@ -533,7 +571,10 @@ fn only_the_owner_or_an_admin_may_compact() {
     let e = u.call("session/compact", json!({"sessionId": "mine"}));
     assert_eq!(code(&e["error"]), -32003, "{e}");
     // The user's own session: compacting is allowed (nothing to summarize yet).
-    let r = u.call("session/new", json!({"agentAlias": "echo", "sessionId": "theirs"}));
+    let r = u.call(
+        "session/new",
+        json!({"agentAlias": "echo", "sessionId": "theirs"}),
+    );
     assert!(r.get("result").is_some(), "{r}");
     let r = u.call("session/compact", json!({"sessionId": "theirs"}));
     assert_eq!(r["result"]["outcome"], "completed", "{r}");

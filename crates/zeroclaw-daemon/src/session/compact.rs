@@ -245,8 +245,7 @@ impl Runner {
         max_context_tokens: usize,
         prompt: &str,
     ) -> bool {
-        let tokens =
-            estimate_tokens(&self.context) + estimate_tokens(&[ChatMessage::user(prompt)]);
+        let tokens = estimate_tokens(&self.context) + estimate_tokens(&[ChatMessage::user(prompt)]);
         settings.over_threshold(tokens, max_context_tokens)
             && plan::plan(&self.context, settings.keep_recent_turns).is_some()
     }

@@ -30,7 +30,10 @@ impl SessionManager {
         mode: Option<Mode>,
         instructions: Option<String>,
     ) -> Result<Value, SessionError> {
-        if instructions.as_ref().is_some_and(|i| i.len() > MAX_INSTRUCTIONS) {
+        if instructions
+            .as_ref()
+            .is_some_and(|i| i.len() > MAX_INSTRUCTIONS)
+        {
             return Err(SessionError::invalid_params(format!(
                 "instructions are longer than {MAX_INSTRUCTIONS} bytes"
             )));

@@ -114,8 +114,8 @@ impl Runner {
         let mut started_seq = 0;
         // Auto-compaction (SPEC §18) needs the prompt row's seq first: its snapshot ends
         // just before it.
-        let compact_first = acp
-            && self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt);
+        let compact_first =
+            acp && self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt);
         let (persister, began) = if !acp {
             (None, None)
         } else if self.needs_recover || compact_first {
