@@ -24,6 +24,12 @@ const AGENTS: &str = r#"
 provider = "fake"
 keep_recent_turns = 1
 
+[agents.autofake]
+provider = "fake"
+max_context_tokens = 100
+compact_threshold = 0.5
+keep_recent_turns = 1
+
 [agents.auto]
 provider = "echo"
 max_context_tokens = 400
@@ -535,6 +541,100 @@ fn a_turn_over_the_threshold_compacts_first() {
             json!({"role": "user", "content": format!("{SUMMARY_PREFIX}{summary}")}),
             json!({"role": "user", "content": prompts[1]}),
             json!({"role": "assistant", "content": prompts[1]}),
+        ]
+    );
+}
+
+/// Waits until a text checkpoint of session `id` holds `text`.
+fn wait_checkpointed(daemon: &TestDaemon, id: &str, text: &str) {
+    let conn = db(daemon);
+    let sql = "SELECT count(*) FROM checkpoint_events \
+        WHERE session IN (SELECT pk FROM sessions WHERE session_id = ?1) \
+        AND kind = 'text' AND instr(payload, ?2) > 0";
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while conn
+        .query_row(sql, [id, text], |row| row.get::<_, i64>(0))
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(Instant::now() < deadline, "{text:?} was not checkpointed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_turn_killed_after_its_auto_compaction_recovers_on_the_compacted_context() {
+    let fake = Fake::start();
+    let text = |tag: &str| format!("{tag}-{}", "x".repeat(59 - tag.len()));
+    fake.push(Scripted::text(&text("a1")));
+    fake.push(Scripted::text(&text("a2")));
+    fake.push(Scripted::text("S"));
+    let slow: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
+    fake.push(Scripted::chunks(slow, Duration::from_millis(100)));
+    let mut daemon = start(&fake, &[]);
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "autofake", "sessionId": "r"}));
+    c.prompt("r", &text("p1"));
+    c.prompt("r", &text("p2"));
+    // p3 goes over 0.5 × 100 tokens: turn 1 is summarized first, then p3 streams.
+    c.send_call(
+        "session/prompt",
+        json!({"sessionId": "r", "prompt": text("p3")}),
+    );
+    let mut seen = Vec::new();
+    while !updates(&seen)
+        .iter()
+        .any(|u| u["type"] == "agent_message_chunk")
+    {
+        seen.push(c.recv());
+    }
+    assert_eq!(compacted(&seen).len(), 1, "{seen:?}");
+    wait_checkpointed(&daemon, "r", "w2 ");
+    daemon.kill_hard();
+    drop(c);
+    daemon.spawn_env(&[], &[]);
+
+    let mut c = daemon.client();
+    // The recovered context is [S, p2, a2, p3, partial a3]: over the threshold again, so
+    // p4's turn first summarizes S and turn 2, keeping turn 3 with its recovered text.
+    fake.push(Scripted::text("S2"));
+    fake.push(Scripted::text("a4"));
+    let (msgs, resp) = c.prompt("r", "p4");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    assert_eq!(compacted(&msgs).len(), 1, "{msgs:?}");
+    let summarized = sent(&fake, 4);
+    assert_eq!(
+        summarized[..3],
+        [
+            pair("user", &format!("{SUMMARY_PREFIX}S")),
+            pair("user", &text("p2")),
+            pair("assistant", &text("a2")),
+        ],
+        "{summarized:?}"
+    );
+    assert_eq!(summarized.len(), 4, "{summarized:?}");
+    let asked = sent(&fake, 5);
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    assert_eq!(asked[0], pair("user", &format!("{SUMMARY_PREFIX}S2")));
+    assert_eq!(asked[1], pair("user", &text("p3")));
+    assert_eq!(asked[2].0, "assistant");
+    assert!(asked[2].1.starts_with("w0 w1 w2 "), "{asked:?}");
+    assert_eq!(asked[3], pair("user", "p4"));
+    let roles: Vec<String> = rows(&mut c, "r").into_iter().map(|r| r.0).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "compaction",
+            "assistant",
+            "interruption",
+            "user",
+            "compaction",
+            "assistant"
         ]
     );
 }
