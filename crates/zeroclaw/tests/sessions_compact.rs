@@ -683,3 +683,60 @@ fn only_the_owner_or_an_admin_may_compact() {
     assert_eq!(r["result"]["outcome"], "completed", "{r}");
     assert_eq!(rows(&mut op, "mine").len(), 2);
 }
+
+/// The figure of docs/BENCHMARKS.md: `session/compact` of a 100-turn echo session, round
+/// trip as a client sees it (the summary of 198 messages, the one-transaction commit, the
+/// event), three sessions. Run with `-- --nocapture compaction_of_a_100_turn` to see it.
+#[test]
+fn compaction_of_a_100_turn_echo_session_is_quick() {
+    let fake = Fake::start();
+    let daemon = start(&fake, &[]);
+    let mut c = daemon.client();
+    let mut figures = Vec::new();
+    for s in 0..3 {
+        let sid = format!("b{s}");
+        c.new_session(json!({"agentAlias": "echo", "sessionId": sid}));
+        for i in 0..100 {
+            c.prompt(&sid, &long(&format!("turn{i}"), 200));
+        }
+        let t = Instant::now();
+        let (msgs, resp) = compact(&mut c, &sid, json!({}));
+        let took = t.elapsed();
+        assert_eq!(resp["result"]["summarizedMessages"], 196, "{resp}");
+        assert_eq!(compacted(&msgs).len(), 1);
+        // The next turn is not slowed by it.
+        let t = Instant::now();
+        c.prompt(&sid, "after");
+        figures.push((took, t.elapsed()));
+    }
+    println!("compaction of a 100-turn echo session (compact, next prompt): {figures:?}");
+    assert!(
+        figures.iter().all(|(took, _)| *took < Duration::from_secs(2)),
+        "{figures:?}"
+    );
+}
+
+#[test]
+fn a_slow_summary_blocks_no_other_session() {
+    let fake = Fake::start();
+    fake.push(Scripted::text("a1"));
+    fake.push(Scripted::text("a2"));
+    fake.push(Scripted::slow(Duration::from_secs(3), Scripted::text("S")));
+    let daemon = start(&fake, &[]);
+    let mut a = daemon.client();
+    a.new_session(json!({"agentAlias": "fake1", "sessionId": "slow"}));
+    a.prompt("slow", "p1");
+    a.prompt("slow", "p2");
+    let id = a.send_call("session/compact", json!({"sessionId": "slow"}));
+    assert!(fake.wait_requests(3, Duration::from_secs(10)), "no summary call");
+    let mut b = daemon.client();
+    b.new_session(json!({"agentAlias": "echo", "sessionId": "other"}));
+    let t = Instant::now();
+    let (_, resp) = b.prompt("other", "still here");
+    let took = t.elapsed();
+    assert_eq!(resp["result"]["content"], "still here");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let (_, done) = a.collect_until(&id);
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    println!("another session's echo turn during a 3 s summary call: {took:?}");
+}
