@@ -711,7 +711,9 @@ fn compaction_of_a_100_turn_echo_session_is_quick() {
     }
     println!("compaction of a 100-turn echo session (compact, next prompt): {figures:?}");
     assert!(
-        figures.iter().all(|(took, _)| *took < Duration::from_secs(2)),
+        figures
+            .iter()
+            .all(|(took, _)| *took < Duration::from_secs(2)),
         "{figures:?}"
     );
 }
@@ -728,7 +730,10 @@ fn a_slow_summary_blocks_no_other_session() {
     a.prompt("slow", "p1");
     a.prompt("slow", "p2");
     let id = a.send_call("session/compact", json!({"sessionId": "slow"}));
-    assert!(fake.wait_requests(3, Duration::from_secs(10)), "no summary call");
+    assert!(
+        fake.wait_requests(3, Duration::from_secs(10)),
+        "no summary call"
+    );
     let mut b = daemon.client();
     b.new_session(json!({"agentAlias": "echo", "sessionId": "other"}));
     let t = Instant::now();
@@ -739,4 +744,43 @@ fn a_slow_summary_blocks_no_other_session() {
     let (_, done) = a.collect_until(&id);
     assert_eq!(done["result"]["outcome"], "completed", "{done}");
     println!("another session's echo turn during a 3 s summary call: {took:?}");
+}
+
+#[test]
+fn a_cancelled_compaction_changes_nothing_and_chat_sessions_are_refused() {
+    let fake = Fake::start();
+    fake.push(Scripted::text("a1"));
+    fake.push(Scripted::text("a2"));
+    fake.push(Scripted::slow(Duration::from_secs(30), Scripted::text("S")));
+    let daemon = start(&fake, &[]);
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "fake1", "sessionId": "cx"}));
+    c.prompt("cx", "p1");
+    c.prompt("cx", "p2");
+    let id = c.send_call("session/compact", json!({"sessionId": "cx"}));
+    assert!(
+        fake.wait_requests(3, Duration::from_secs(10)),
+        "no summary call"
+    );
+    let cancel = c.send_call("session/cancel", json!({"sessionId": "cx"}));
+    let (mut seen, first) = c.collect_until(&cancel);
+    assert_eq!(first["result"]["cancelled"], true, "{first}");
+    let (more, done) = c.collect_until(&id);
+    seen.extend(more);
+    assert_eq!(done["result"]["outcome"], "cancelled", "{done}");
+    assert_eq!(done["result"]["summarizedMessages"], 0);
+    assert!(compacted(&seen).is_empty());
+    assert_eq!(rows(&mut c, "cx").len(), 4);
+
+    c.new_session(json!({"agentAlias": "echo", "sessionId": "ch", "mode": "chat"}));
+    let e = c.error(
+        "session/compact",
+        json!({"sessionId": "ch", "mode": "chat"}),
+    );
+    assert_eq!(code(&e), -32602, "{e}");
+    let e = c.error(
+        "session/compact",
+        json!({"sessionId": "cx", "instructions": "x".repeat(20_000)}),
+    );
+    assert_eq!(code(&e), -32602, "{e}");
 }
