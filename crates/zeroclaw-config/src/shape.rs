@@ -22,6 +22,8 @@ pub enum Shape {
         max: i64,
     },
     Str,
+    /// A number in `(0, 1]` (an integer is accepted and stored as a float).
+    Fraction,
     /// A string from a fixed list.
     Enum(&'static [&'static str]),
     StrList,
@@ -78,6 +80,16 @@ static AGENT: Shape = Shape::Struct(&[
         },
     ),
     ("mcp_servers", Shape::Map(&MCP_SERVER)),
+    // Compaction (SPEC §18).
+    (
+        "keep_recent_turns",
+        Shape::Int {
+            min: 0,
+            max: 10_000,
+        },
+    ),
+    ("auto_compact", Shape::Bool),
+    ("compact_threshold", Shape::Fraction),
 ]);
 
 static MCP_SERVER: Shape = Shape::Struct(&[
@@ -197,6 +209,7 @@ impl Shape {
         match self {
             Shape::Bool => "boolean".into(),
             Shape::Int { .. } => "integer".into(),
+            Shape::Fraction => "number in (0, 1]".into(),
             Shape::Str => "string".into(),
             Shape::Enum(v) => format!(
                 "one of {}",
@@ -216,6 +229,13 @@ impl Shape {
                 Err(format!("{n} is out of range ({min}..={max})"))
             }
             _ => Ok(()),
+        }
+    }
+
+    fn check_fraction(x: f64) -> Result<(), String> {
+        match x > 0.0 && x <= 1.0 {
+            true => Ok(()),
+            false => Err(format!("{x} is out of range (0, 1]")),
         }
     }
 
@@ -269,6 +289,8 @@ impl Shape {
         match (self, v) {
             (Shape::Bool, Value::Boolean(_)) => Ok(()),
             (Shape::Int { .. }, Value::Integer(n)) => self.check_int(*n.value()),
+            (Shape::Fraction, Value::Float(x)) => Shape::check_fraction(*x.value()),
+            (Shape::Fraction, Value::Integer(n)) => Shape::check_fraction(*n.value() as f64),
             (Shape::Str, Value::String(s)) => check_len("a string", s.value()),
             (Shape::Enum(_), Value::String(s)) => self.check_enum(s.value()),
             (Shape::StrList, Value::Array(a)) => {
@@ -326,6 +348,16 @@ impl Shape {
                 };
                 self.check_int(n).map_err(err)?;
                 toml_edit::value(n)
+            }
+            Shape::Fraction => {
+                let x = match v {
+                    Json::Number(n) => n.as_f64(),
+                    Json::String(s) => s.trim().parse::<f64>().ok(),
+                    _ => return Err(mismatch()),
+                };
+                let x = x.ok_or_else(|| err(format!("expected {}", self.describe())))?;
+                Shape::check_fraction(x).map_err(err)?;
+                toml_edit::value(x)
             }
             Shape::Str | Shape::Enum(_) => match v {
                 Json::String(s) => {

@@ -57,6 +57,7 @@ pub(crate) async fn call(
         Method::SessionRewind => history::rewind(daemon, conn, p, params).await,
         Method::SessionFork => history::fork(daemon, p, params).await,
         Method::SessionSetTitle => history::set_title(daemon, p, params).await,
+        Method::SessionCompact => session::compact(daemon, conn, p, params).await,
         Method::FileAttach => file::attach(daemon, conn, p, params).await,
         Method::FileUploadBegin => file::upload_begin(daemon, conn, p, params).await,
         Method::FileUploadChunk => file::upload_chunk(daemon, conn, params),

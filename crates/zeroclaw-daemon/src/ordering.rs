@@ -93,7 +93,7 @@ fn addresses_session(method: Method) -> bool {
         SessionNew | SessionPrompt | SessionCancel | SessionApprove | SessionClose
         | SessionKill | SessionDelete | SessionList | SessionMessages | SessionSubscribe
         | SessionUnsubscribe | SessionStatus | SessionConfigure | SessionRewind | SessionFork
-        | SessionSetTitle => true,
+        | SessionSetTitle | SessionCompact => true,
         Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete | ModelsList
         | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown => {
             false

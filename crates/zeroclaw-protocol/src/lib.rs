@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compact;
 pub mod config;
 mod decode;
 pub mod files;

@@ -10,6 +10,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
+use crate::compact::*;
 use crate::config::*;
 use crate::files::*;
 use crate::history::*;
@@ -50,6 +51,7 @@ fn method_schemas(g: &mut SchemaGenerator, method: Method) -> (Schema, Schema) {
         SessionRewind => pair::<RewindParams, RewindResult>(g),
         SessionFork => pair::<ForkParams, ForkResult>(g),
         SessionSetTitle => pair::<SetTitleParams, SetTitleResult>(g),
+        SessionCompact => pair::<CompactParams, CompactResult>(g),
         ModelsList => pair::<ModelsListParams, ModelsListResult>(g),
         FileAttach => pair::<AttachParams, AttachResult>(g),
         FileUploadBegin => pair::<UploadBeginParams, UploadBeginResult>(g),

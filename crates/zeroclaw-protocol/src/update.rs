@@ -122,6 +122,14 @@ update_kinds! {
         /// `max_context_tokens`.
         reason: String,
     },
+    /// The retained context was compacted (SPEC §18): sent only after the new snapshot
+    /// was committed.
+    ContextCompacted = "context_compacted" {
+        tokens_before: u64,
+        tokens_after: u64,
+        summarized_messages: u64,
+        summary: String,
+    },
     /// Tokens of one provider call, and the session's running totals.
     Usage = "usage" {
         input_tokens: u64,
@@ -262,6 +270,12 @@ mod tests {
                 kept_messages: 3,
                 checkpoint_seq: 9,
                 reason: "max_context_tokens".into(),
+            },
+            UpdateType::ContextCompacted => UpdateKind::ContextCompacted {
+                tokens_before: 900,
+                tokens_after: 100,
+                summarized_messages: 8,
+                summary: "user: hi".into(),
             },
             UpdateType::Usage => UpdateKind::Usage {
                 input_tokens: 1,

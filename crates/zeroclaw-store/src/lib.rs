@@ -33,6 +33,7 @@
 
 #![forbid(unsafe_code)]
 
+mod compaction;
 mod db;
 mod error;
 mod history;
@@ -53,6 +54,7 @@ use std::thread::JoinHandle;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+pub use compaction::CompactionCommit;
 pub use error::{Result, StoreError};
 pub use history::{char_floor, json_size as message_json_size};
 pub use recovery::provider_safe;
@@ -359,6 +361,23 @@ impl Store {
     ) -> Result<i64> {
         let key = key.clone();
         self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages))
+            .await
+    }
+
+    /// A compaction (SPEC §18), in ONE transaction: the visible `compaction` row of
+    /// `turn_id` holding `summary`, and the snapshot `messages` covering rows `..=
+    /// covers_seq` (`None` = up to and including that new row). Send `context_compacted`
+    /// only after this returned `Ok`.
+    pub async fn commit_compaction(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        summary: &str,
+        covers_seq: Option<i64>,
+        messages: Value,
+    ) -> Result<CompactionCommit> {
+        let (key, turn_id, summary) = (key.clone(), turn_id.to_owned(), summary.to_owned());
+        self.call(move |db| compaction::commit(db, &key, &turn_id, &summary, covers_seq, &messages))
             .await
     }
 

@@ -59,6 +59,16 @@ struct IdParams {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct CompactParams {
+    session_id: String,
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    instructions: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ApproveParams {
     session_id: String,
     request_id: String,
@@ -220,6 +230,28 @@ pub(crate) async fn prompt(
                 text_len,
                 attachments: shown,
             },
+        )
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/compact {sessionId, mode?, instructions?}` (SPEC §18): queued like a prompt.
+pub(crate) async fn compact(
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    principal: &Principal,
+    params: Params,
+) -> Result<Value, ErrorObject> {
+    let p: CompactParams = params::decode(params)?;
+    daemon
+        .sessions
+        .compact(
+            principal,
+            Arc::clone(conn) as Arc<dyn ClientLink>,
+            daemon.config.current(),
+            &p.session_id,
+            p.mode,
+            p.instructions,
         )
         .await
         .map_err(Into::into)

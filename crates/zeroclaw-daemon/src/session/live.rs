@@ -50,7 +50,7 @@ pub(crate) struct Job {
 }
 
 /// What a queued [`Job`] does.
-// `Compact` is queued by `session/compact` (SPEC §18), which compaction adds.
+// `Rewind` is queued by `session/rewind` (SPEC §18), which history adds.
 #[allow(dead_code)]
 pub(crate) enum JobKind {
     /// `session/prompt`: one turn; `prompted` is what its `user_message` shows (SPEC §18).

@@ -14,7 +14,9 @@
 //! - [`history`]: `session/rewind` (queued), `session/fork` and `session/set_title`
 //!   (SPEC §18); [`rewind`] is the rewind as the worker runs it, [`file_restore`] its
 //!   file side;
-//! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), with
+//! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), and
+//!   [`compact`] (`session/compact` and auto-compaction, SPEC §18; [`compact_call`]
+//!   queues a `session/compact`), with
 //!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
 //!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
 //! - [`file_checkpoints`]: the working directory recorded at every ACP turn start and put
@@ -39,6 +41,8 @@
 //! `test-hooks`).
 
 pub mod agent;
+pub mod compact;
+pub mod compact_call;
 pub mod configure;
 pub mod error;
 pub mod file_checkpoints;

@@ -2,6 +2,8 @@
 //!
 //! 1. build the agent from the configuration (nothing is written if that fails);
 //! 2. ACP: `begin_turn` (prompt row + open checkpoint) before the provider is called;
+//!    when the context would go over `compact_threshold` × `max_context_tokens`, the
+//!    earlier turns are compacted first ([`compact`], SPEC §18);
 //! 3. run the turn loop with a [`SessionHost`]; a [`Persister`] records its progress;
 //! 4. ACP: `finish_turn` (the turn's rows + closed checkpoint) in one transaction; chat:
 //!    the prompt and the turn's rows appended as plain history;
@@ -28,6 +30,7 @@ use zeroclaw_protocol::{Outcome, UpdateKind};
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
+use super::compact;
 use super::error::{SessionError, encode};
 use super::file_checkpoints::FileCheckpoints;
 use super::host::SessionHost;
@@ -39,12 +42,12 @@ use super::tuning::Tuning;
 /// The worker's per-session state between turns.
 pub(crate) struct Runner {
     pub(super) store: Store,
-    tuning: Tuning,
+    pub(super) tuning: Tuning,
     /// The retained provider context (never the system prompt).
     pub(super) context: Vec<ChatMessage>,
     /// The last turn could not be closed in the store: recover before the next one.
     pub(super) needs_recover: bool,
-    providers: ProviderCache,
+    pub(super) providers: ProviderCache,
     /// The working directory's checkpoints (SPEC §18), recorded at every ACP turn start.
     pub(super) files: Option<FileCheckpoints>,
 }
@@ -119,10 +122,26 @@ impl Runner {
         // Normally `begin_turn` runs on the persister, overlapping the provider call; after
         // a failed write it runs here first, with recovery.
         let mut started_seq = 0;
+        // Auto-compaction (SPEC §18) needs the prompt row's seq first: its snapshot ends
+        // just before it.
+        let compact_first =
+            acp && self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt);
         let (persister, began) = if !acp {
             (None, None)
-        } else if self.needs_recover {
+        } else if self.needs_recover || compact_first {
             started_seq = self.begin(session, turn_id, &prompt).await?;
+            if self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt) {
+                let req = compact::Request {
+                    provider: Arc::clone(&agent.spec.provider),
+                    model: compact::model_of(&agent.spec),
+                    settings: agent.compaction,
+                    instructions: None,
+                    turn_id,
+                    boundary: compact::Boundary::Before(started_seq - 1),
+                    cancel: &cancel,
+                };
+                self.auto_compact(session, req).await;
+            }
             let (p, _) =
                 Persister::spawn(self.store.clone(), key.clone(), turn_id.to_owned(), None);
             (Some(p), None)

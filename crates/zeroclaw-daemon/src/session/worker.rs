@@ -13,7 +13,6 @@ use tokio::sync::mpsc;
 use zeroclaw_agent::ChatMessage;
 use zeroclaw_store::SessionKey;
 
-use super::error::SessionError;
 use super::live::{Job, JobKind, LiveSession};
 use super::manager::SessionManager;
 use super::turn::Runner;
@@ -69,9 +68,18 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
                 let (to, restore_files) = (to.clone(), *restore_files);
                 runner.rewind(&session, &to, restore_files).await
             }
-            JobKind::Compact { .. } => Err(SessionError::internal(
-                "session/compact is not implemented yet",
-            )),
+            JobKind::Compact { instructions } => {
+                let instructions = instructions.clone();
+                runner
+                    .compact_job(
+                        &session,
+                        &job.config,
+                        instructions.as_deref(),
+                        &turn_id,
+                        cancel,
+                    )
+                    .await
+            }
         };
         session.end_turn();
         // The caller may be gone (its connection closed); the turn is persisted anyway.

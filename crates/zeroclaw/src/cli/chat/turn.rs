@@ -309,6 +309,15 @@ impl<'a> Turn<'a> {
             } => self.ui.note(&format!(
                 "context trimmed: {dropped_messages} older messages dropped"
             )),
+            UpdateKind::ContextCompacted {
+                summarized_messages,
+                tokens_before,
+                tokens_after,
+                ..
+            } => self.ui.note(&format!(
+                "context compacted: {summarized_messages} older messages summarized \
+                 ({tokens_before} → {tokens_after} tokens)"
+            )),
             // The answer to session/prompt carries the same; it ends the turn.
             UpdateKind::TurnComplete {
                 outcome, content, ..
