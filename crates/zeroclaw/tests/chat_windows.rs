@@ -247,3 +247,89 @@ fn lines_typed_while_a_turn_streams_wait_for_it() {
     w.exits();
     assert_eq!(prompts(&daemon, "streaming"), ["one", "two"]);
 }
+
+#[test]
+fn title_rewind_compact_and_fork_from_the_chat() {
+    let daemon = TestDaemon::start();
+    let mut w = Window::open(daemon.config_dir(), &["--session", "cmds"]);
+    w.prompt();
+    w.send(&format!("first prompt{ENTER}"));
+    w.turn_end();
+    w.prompt();
+    w.send(&format!("second prompt{ENTER}"));
+    w.turn_end();
+    w.prompt();
+
+    w.send(&format!("/title My work{ENTER}"));
+    w.expect("[title: My work]");
+    w.prompt();
+
+    // The rewound prompt comes back in the line: Enter sends it again.
+    w.send(&format!("/rewind{ENTER}"));
+    w.expect("[rewound 1 turn(s)]");
+    w.expect("> second prompt");
+    w.send(ENTER);
+    w.turn_end();
+    w.prompt();
+    assert_eq!(prompts(&daemon, "cmds"), ["first prompt", "second prompt"]);
+    let mut c = daemon.client();
+    let all = c.result(
+        "session/messages",
+        json!({"sessionId": "cmds", "includeRewound": true}),
+    );
+    let rewound = all["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["rewound"] == true)
+        .count();
+    assert_eq!(rewound, 2, "the first second prompt and its answer: {all}");
+
+    w.send(&format!("/rewind 5{ENTER}"));
+    w.expect("[the session has only 2 turns to rewind]");
+    w.prompt();
+    w.send(&format!("/rewind two{ENTER}"));
+    w.expect("/rewind takes a number of turns");
+    w.prompt();
+
+    // With three turns the oldest is summarized (the last two are kept whole).
+    w.send(&format!("third prompt{ENTER}"));
+    w.turn_end();
+    w.prompt();
+    w.send(&format!("/compact keep the prompts{ENTER}"));
+    w.expect("[context compacted: ");
+    w.prompt();
+
+    w.send(&format!("/fork{ENTER}"));
+    w.expect("[forked cmds into ");
+    w.expect("this window goes on in ");
+    w.prompt();
+    w.send(&format!("in the fork{ENTER}"));
+    w.turn_end();
+    w.prompt();
+    w.leave();
+
+    let list = c.result("session/list", json!({}));
+    let sessions = list["sessions"].as_array().unwrap();
+    let original = sessions.iter().find(|s| s["sessionId"] == "cmds").unwrap();
+    assert_eq!(original["title"], "My work", "{list}");
+    let fork = sessions
+        .iter()
+        .find(|s| s["forkedFrom"]["sessionId"] == "cmds")
+        .unwrap_or_else(|| panic!("no fork in {list}"));
+    let fork_id = fork["sessionId"].as_str().unwrap();
+    assert_eq!(
+        prompts(&daemon, fork_id),
+        [
+            "first prompt",
+            "second prompt",
+            "third prompt",
+            "in the fork"
+        ]
+    );
+    // The original did not get the fork's prompt.
+    assert_eq!(
+        prompts(&daemon, "cmds"),
+        ["first prompt", "second prompt", "third prompt"]
+    );
+}

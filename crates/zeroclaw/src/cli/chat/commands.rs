@@ -87,11 +87,9 @@ pub async fn compact(
         let r = handle.call_name(COMPACT, params).await?;
         let outcome =
             serde_json::from_value::<Outcome>(r["outcome"].clone()).unwrap_or(Outcome::Completed);
+        let content = r["error"].as_str().unwrap_or_default().to_string();
         *answer.borrow_mut() = r;
-        Ok(Ending {
-            outcome,
-            content: String::new(),
-        })
+        Ok(Ending { outcome, content })
     };
     match turn.command(events, interrupts, call).await {
         Ok(()) => {}
@@ -101,13 +99,13 @@ pub async fn compact(
         }
         Err(e) => return Err(e),
     }
+    // What it did was shown by its `context_compacted` event; a compaction with nothing
+    // old enough to summarize has none.
     let r = answer.into_inner();
-    turn.ui.note(&format!(
-        "context compacted: {} messages summarized, {} → {} tokens",
-        r["summarizedMessages"].as_u64().unwrap_or(0),
-        r["tokensBefore"].as_u64().unwrap_or(0),
-        r["tokensAfter"].as_u64().unwrap_or(0),
-    ));
+    if r["outcome"] == "completed" && r["summarizedMessages"] == 0 {
+        turn.ui
+            .note("nothing to compact yet: the context holds only the most recent turns");
+    }
     Ok(())
 }
 
@@ -154,19 +152,20 @@ async fn turn_back(handle: &ClientHandle, session_id: &str, n: u32) -> Result<St
 }
 
 /// `/rewind [N]`: `session/rewind` to the turn N prompts back; its prompt goes back in the
-/// input line (on a terminal) to be edited and sent again.
+/// input line (on a terminal) to be edited and sent again. Returns the turn rewound to
+/// (its `session_rewound` event is then this window's own, not news).
 pub async fn rewind(
     handle: &ClientHandle,
     session_id: &str,
     ui: &mut Ui,
     input: &mut Input,
     n: u32,
-) {
+) -> Option<String> {
     let turn_id = match turn_back(handle, session_id, n).await {
         Ok(turn_id) => turn_id,
         Err(why) => {
             ui.note(&why);
-            return;
+            return None;
         }
     };
     let params = json!({"sessionId": session_id, "turnId": turn_id});
@@ -174,15 +173,15 @@ pub async fn rewind(
         Ok(r) => r,
         Err(ClientError::Rpc(e)) if e.code == -32002 => {
             ui.note("a turn is running or waiting in this session: rewind once it is over");
-            return;
+            return None;
         }
         Err(e) => {
             ui.error(&failure(REWIND, &e));
-            return;
+            return None;
         }
     };
     let list = |key: &str| r[key].as_array().cloned().unwrap_or_default();
-    let mut note = format!("rewound {} turns", r["rewoundTurns"].as_u64().unwrap_or(0));
+    let mut note = format!("rewound {} turn(s)", list("rewoundTurns").len());
     let restored = list("restoredFiles");
     if !restored.is_empty() {
         note.push_str(&format!("; {} files restored", restored.len()));
@@ -196,12 +195,10 @@ pub async fn rewind(
         ));
     }
     let prompt = r["prompt"].as_str().unwrap_or("");
-    if prompt.is_empty() {
-        return;
-    }
     if input.is_editor() {
         input.prefill(prompt);
-    } else {
+    } else if !prompt.is_empty() {
         ui.note(&format!("the rewound prompt was: {prompt}"));
     }
+    Some(turn_id)
 }

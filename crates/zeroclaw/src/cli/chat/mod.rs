@@ -70,6 +70,7 @@ pub async fn run(
     ui.header(&info);
     show_earlier(&handle, &info, &mut ui).await;
     let mut session_id = info.session_id.clone();
+    let mut own_rewind: Option<String> = None;
     if info.resumed {
         // Attach (SPEC §14): every later turn of the session is shown here, whoever
         // prompts it; a running one is replayed from its start, pending approvals included.
@@ -104,7 +105,8 @@ pub async fn run(
                 read = input.next(&prompt, true) => break Idle::Read(read),
                 event = events.next() => match event {
                     Some(event) => {
-                        if let Some(first) = idle_event(&handle, &session_id, event).await {
+                        let seen = Seen { ui: &mut ui, prompt: &prompt, own_rewind: &mut own_rewind };
+                        if let Some(first) = idle_event(&handle, &session_id, seen, event).await {
                             break Idle::Watch(first);
                         }
                     }
@@ -182,7 +184,8 @@ pub async fn run(
                     }
                 }
                 Slash::Rewind(Ok(n)) => {
-                    commands::rewind(&handle, &session_id, &mut ui, &mut input, n).await
+                    own_rewind =
+                        commands::rewind(&handle, &session_id, &mut ui, &mut input, n).await;
                 }
                 Slash::Rewind(Err(arg)) => ui.note(&format!(
                     "/rewind takes a number of turns (1 or more), not {arg:?}"
@@ -272,7 +275,26 @@ enum Idle {
 /// an update of a turn's prompt or of its work, means a turn started elsewhere: it is
 /// returned, to be watched until its `turn_complete`. Questions of other sessions are
 /// cancelled; anything else is dropped.
-async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Option<Event> {
+/// What the idle prompt shows events on.
+struct Seen<'a> {
+    ui: &'a mut Ui,
+    /// The line editor's prompt (drawn again after a note).
+    prompt: &'a str,
+    /// The turn this window last rewound to: its `session_rewound` is not news.
+    own_rewind: &'a mut Option<String>,
+}
+
+async fn idle_event(
+    handle: &ClientHandle,
+    session_id: &str,
+    seen: Seen<'_>,
+    event: Event,
+) -> Option<Event> {
+    let Seen {
+        ui,
+        prompt,
+        own_rewind,
+    } = seen;
     match event {
         Event::Elicitation(req) if req.session_id == session_id => {
             return Some(Event::Elicitation(req));
@@ -294,6 +316,30 @@ async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Op
             | UpdateKind::ToolCall { .. }
             | UpdateKind::ToolResult { .. }
             | UpdateKind::ApprovalRequest { .. } => return Some(Event::Update(u)),
+            // Another client rewound or compacted the session (SPEC §18): said, not watched.
+            UpdateKind::SessionRewound { to_turn_id, .. }
+                if own_rewind.as_deref() == Some(to_turn_id.as_str()) =>
+            {
+                *own_rewind = None;
+            }
+            UpdateKind::SessionRewound { rewound_turns, .. } => {
+                ui.leave_prompt();
+                ui.note(&format!(
+                    "another client rewound this session: {} turn(s) taken back",
+                    rewound_turns.len()
+                ));
+                ui.prompt_again(prompt);
+            }
+            UpdateKind::ContextCompacted {
+                summarized_messages,
+                ..
+            } => {
+                ui.leave_prompt();
+                ui.note(&format!(
+                    "another client compacted this session's context: {summarized_messages} older messages summarized"
+                ));
+                ui.prompt_again(prompt);
+            }
             _ => tracing::debug!("update outside a turn: {:?}", u.kind),
         },
         _ => {}
