@@ -131,7 +131,7 @@ fn every_subscriber_gets_the_prompt_first_and_again_on_replay() {
 }
 
 #[test]
-fn a_prompt_too_long_for_one_event_is_cut_there_and_kept_whole_in_the_transcript() {
+fn a_prompt_too_long_for_one_event_is_cut_there_and_the_model_gets_it_whole() {
     let fake = Fake::start();
     fake.push(Scripted::text("ok"));
     let daemon = start(&fake, "");
