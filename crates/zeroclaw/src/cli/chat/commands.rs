@@ -202,3 +202,24 @@ pub async fn rewind(
     }
     Some(turn_id)
 }
+
+#[cfg(test)]
+mod tests {
+    use zeroclaw_client::ErrorObject;
+
+    use super::*;
+
+    #[test]
+    fn an_older_daemon_gets_a_clear_note() {
+        let missing = ClientError::Rpc(ErrorObject::method_not_found(COMPACT));
+        assert_eq!(
+            failure(COMPACT, &missing),
+            "this daemon does not support session/compact yet (it is older than this client)"
+        );
+        let busy = ClientError::Rpc(ErrorObject::new(-32002, "busy"));
+        assert_eq!(
+            failure(FORK, &busy),
+            "session/fork failed: busy (code -32002)"
+        );
+    }
+}
