@@ -6,6 +6,7 @@
 // Unsafe only for libc / Win32 calls, each allowed where it is made.
 #![deny(unsafe_code)]
 
+pub mod compact;
 pub mod mcp;
 pub mod message;
 pub mod provider;

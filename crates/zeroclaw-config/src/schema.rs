@@ -51,7 +51,11 @@ tools = ["bash", "read_file", "write_file", "ask_user"]
 autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only
 max_context_tokens = 32000
 max_tool_iterations = 20
+keep_recent_turns = 2              # compaction keeps the last N whole turns verbatim
+auto_compact = true                # compact before a call over compact_threshold of the window
+compact_threshold = 0.8
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
+checkpoint_budget_mb = 512         # file checkpoints kept per session (rewind); 0 = off
 
 # stdio MCP tool servers started for each session of the agent (tools named SERVER__TOOL):
 # [agents.default.mcp_servers.files]
@@ -181,6 +185,11 @@ pub enum Autonomy {
     ReadOnly,
 }
 
+/// `checkpoint_budget_mb` when not set (SPEC §18).
+pub const DEFAULT_CHECKPOINT_BUDGET_MB: u32 = 512;
+/// The largest `checkpoint_budget_mb` accepted (1 TiB).
+pub const MAX_CHECKPOINT_BUDGET_MB: u32 = 1_048_576;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Agent {
@@ -195,8 +204,18 @@ pub struct Agent {
     pub max_tool_iterations: u32,
     /// Empty = `<config dir>/agents/<alias>/workspace`; relative = under the config dir.
     pub workspace: String,
+    /// Storage for the file checkpoints of each session, in MiB (SPEC §18); 0 = none are
+    /// recorded.
+    pub checkpoint_budget_mb: u32,
     /// stdio MCP tool servers started for each session of this agent (SPEC §16).
     pub mcp_servers: BTreeMap<String, McpServer>,
+    /// Compaction keeps this many whole turns verbatim (SPEC §18).
+    pub keep_recent_turns: u32,
+    /// Compact before a provider call whose context would exceed `compact_threshold` ×
+    /// `max_context_tokens` (SPEC §18).
+    pub auto_compact: bool,
+    /// In (0, 1].
+    pub compact_threshold: f64,
 }
 
 /// One stdio MCP server: `[agents.NAME.mcp_servers.SERVER]`.
@@ -221,7 +240,11 @@ impl Default for Agent {
             max_context_tokens: 32000,
             max_tool_iterations: 20,
             workspace: String::new(),
+            checkpoint_budget_mb: DEFAULT_CHECKPOINT_BUDGET_MB,
             mcp_servers: BTreeMap::new(),
+            keep_recent_turns: 2,
+            auto_compact: true,
+            compact_threshold: 0.8,
         }
     }
 }
@@ -395,6 +418,12 @@ impl Config {
                         message: "command is required".into(),
                     });
                 }
+            }
+            if !(a.compact_threshold > 0.0 && a.compact_threshold <= 1.0) {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "compact_threshold"]),
+                    message: "must be in (0, 1]".into(),
+                });
             }
             if a.max_context_tokens == 0 {
                 out.push(Violation {

@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 use toml_edit::{Array, InlineTable, Item, Table, Value};
 
 use crate::path::PropPath;
-use crate::schema::{AUTONOMY, PROVIDER_KINDS};
+use crate::schema::{AUTONOMY, MAX_CHECKPOINT_BUDGET_MB, PROVIDER_KINDS};
 
 /// The type of one property.
 #[derive(Debug)]
@@ -22,6 +22,8 @@ pub enum Shape {
         max: i64,
     },
     Str,
+    /// A number in `(0, 1]` (an integer is accepted and stored as a float).
+    Fraction,
     /// A string from a fixed list.
     Enum(&'static [&'static str]),
     StrList,
@@ -70,7 +72,24 @@ static AGENT: Shape = Shape::Struct(&[
         },
     ),
     ("workspace", Shape::Str),
+    (
+        "checkpoint_budget_mb",
+        Shape::Int {
+            min: 0,
+            max: MAX_CHECKPOINT_BUDGET_MB as i64,
+        },
+    ),
     ("mcp_servers", Shape::Map(&MCP_SERVER)),
+    // Compaction (SPEC §18).
+    (
+        "keep_recent_turns",
+        Shape::Int {
+            min: 0,
+            max: 10_000,
+        },
+    ),
+    ("auto_compact", Shape::Bool),
+    ("compact_threshold", Shape::Fraction),
 ]);
 
 static MCP_SERVER: Shape = Shape::Struct(&[
@@ -190,6 +209,7 @@ impl Shape {
         match self {
             Shape::Bool => "boolean".into(),
             Shape::Int { .. } => "integer".into(),
+            Shape::Fraction => "number in (0, 1]".into(),
             Shape::Str => "string".into(),
             Shape::Enum(v) => format!(
                 "one of {}",
@@ -209,6 +229,13 @@ impl Shape {
                 Err(format!("{n} is out of range ({min}..={max})"))
             }
             _ => Ok(()),
+        }
+    }
+
+    fn check_fraction(x: f64) -> Result<(), String> {
+        match x > 0.0 && x <= 1.0 {
+            true => Ok(()),
+            false => Err(format!("{x} is out of range (0, 1]")),
         }
     }
 
@@ -262,6 +289,8 @@ impl Shape {
         match (self, v) {
             (Shape::Bool, Value::Boolean(_)) => Ok(()),
             (Shape::Int { .. }, Value::Integer(n)) => self.check_int(*n.value()),
+            (Shape::Fraction, Value::Float(x)) => Shape::check_fraction(*x.value()),
+            (Shape::Fraction, Value::Integer(n)) => Shape::check_fraction(*n.value() as f64),
             (Shape::Str, Value::String(s)) => check_len("a string", s.value()),
             (Shape::Enum(_), Value::String(s)) => self.check_enum(s.value()),
             (Shape::StrList, Value::Array(a)) => {
@@ -319,6 +348,16 @@ impl Shape {
                 };
                 self.check_int(n).map_err(err)?;
                 toml_edit::value(n)
+            }
+            Shape::Fraction => {
+                let x = match v {
+                    Json::Number(n) => n.as_f64(),
+                    Json::String(s) => s.trim().parse::<f64>().ok(),
+                    _ => return Err(mismatch()),
+                };
+                let x = x.ok_or_else(|| err(format!("expected {}", self.describe())))?;
+                Shape::check_fraction(x).map_err(err)?;
+                toml_edit::value(x)
             }
             Shape::Str | Shape::Enum(_) => match v {
                 Json::String(s) => {
@@ -457,6 +496,27 @@ mod tests {
         assert_eq!(at.to_string(), "users.x.uid");
         let (at, _) = check("nope = 1\n").unwrap_err();
         assert_eq!(at.to_string(), "nope");
+    }
+
+    #[test]
+    fn checkpoint_budget_is_a_bounded_count_of_mib() {
+        check("[agents.a]\ncheckpoint_budget_mb = 0\n").unwrap();
+        check("[agents.a]\ncheckpoint_budget_mb = 1048576\n").unwrap();
+        for bad in ["-1", "1048577", "\"lots\"", "1.5"] {
+            let (at, _) =
+                check(&format!("[agents.a]\ncheckpoint_budget_mb = {bad}\n")).unwrap_err();
+            assert_eq!(at.to_string(), "agents.a.checkpoint_budget_mb", "{bad}");
+        }
+        let budget = Shape::at(&p("agents.a.checkpoint_budget_mb")).unwrap();
+        let path = p("agents.a.checkpoint_budget_mb");
+        assert_eq!(
+            budget.to_item(&json!("64"), &path).unwrap().as_integer(),
+            Some(64)
+        );
+        assert!(budget.to_item(&json!(2_000_000), &path).is_err());
+        let defaults = crate::schema::Config::default_file();
+        assert_eq!(defaults.agents["default"].checkpoint_budget_mb, 512);
+        assert_eq!(crate::schema::Agent::default().checkpoint_budget_mb, 512);
     }
 
     #[test]

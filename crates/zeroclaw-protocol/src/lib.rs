@@ -14,9 +14,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compact;
 pub mod config;
 mod decode;
 pub mod files;
+pub mod history;
 pub mod method;
 pub mod schema;
 pub mod session;

@@ -10,8 +10,10 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
+use crate::compact::*;
 use crate::config::*;
 use crate::files::*;
+use crate::history::*;
 use crate::method::{ELICITATION_CREATE, Method, SESSION_UPDATE};
 use crate::session::*;
 use crate::stream::*;
@@ -46,6 +48,10 @@ fn method_schemas(g: &mut SchemaGenerator, method: Method) -> (Schema, Schema) {
         SessionUnsubscribe => pair::<SessionRef, UnsubscribeResult>(g),
         SessionStatus => pair::<SessionRef, SessionStatusResult>(g),
         SessionConfigure => pair::<ConfigureParams, ConfigureResult>(g),
+        SessionRewind => pair::<RewindParams, RewindResult>(g),
+        SessionFork => pair::<ForkParams, ForkResult>(g),
+        SessionSetTitle => pair::<SetTitleParams, SetTitleResult>(g),
+        SessionCompact => pair::<CompactParams, CompactResult>(g),
         ModelsList => pair::<ModelsListParams, ModelsListResult>(g),
         FileAttach => pair::<AttachParams, AttachResult>(g),
         FileUploadBegin => pair::<UploadBeginParams, UploadBeginResult>(g),

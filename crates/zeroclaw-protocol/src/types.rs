@@ -82,6 +82,8 @@ wire_enum!(
         ToolResult = "tool_result",
         /// Marks an unfinished turn; its content is exactly `[interrupted]`.
         Interruption = "interruption",
+        /// A compaction's summary (SPEC §18); never sent to the provider from here.
+        Compaction = "compaction",
     }
 );
 

@@ -1,4 +1,4 @@
-//! What the daemon sends unasked: the `session/update` notification (SPEC §7.2, §14, §16)
+//! What the daemon sends unasked: the `session/update` notification (SPEC §7.2, §14, §16, §18)
 //! with one [`UpdateKind`] per event type, and the `elicitation/create` request (§7.4).
 //!
 //! An update is one flat object: the envelope (`sessionId`, `turnId`, `eventSeq`,
@@ -72,6 +72,19 @@ macro_rules! update_kinds {
 }
 
 update_kinds! {
+    /// The turn's prompt, whoever sent it: the first event of every prompted turn (SPEC §18).
+    UserMessage = "user_message" {
+        /// The prompt as sent, without its attachments' markers; at most 1 MiB (see
+        /// `truncated`).
+        text: String,
+        /// Files sent with the prompt (their markers follow `text` in the model's prompt).
+        attachments: Vec<PromptAttachment>,
+        /// The sender's principal label: `operator`, `user:<name>`.
+        prompted_by: String,
+        /// `text` was cut at 1 MiB (the transcript keeps the whole prompt).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+    },
     /// Streamed answer text.
     AgentMessageChunk = "agent_message_chunk" { text: String },
     /// Streamed reasoning text.
@@ -109,6 +122,14 @@ update_kinds! {
         /// `max_context_tokens`.
         reason: String,
     },
+    /// The retained context was compacted (SPEC §18): sent only after the new snapshot
+    /// was committed.
+    ContextCompacted = "context_compacted" {
+        tokens_before: u64,
+        tokens_after: u64,
+        summarized_messages: u64,
+        summary: String,
+    },
     /// Tokens of one provider call, and the session's running totals.
     Usage = "usage" {
         input_tokens: u64,
@@ -130,8 +151,27 @@ update_kinds! {
     },
     /// A replay could not start at the cursor: events before `firstEventSeq` are gone.
     ReplayGap = "replay_gap" { first_event_seq: u64 },
+    /// `session/rewind` went back to just before turn `toTurnId` (SPEC §18); the first
+    /// event of the rewind's own turn, sent after the rewind committed.
+    SessionRewound = "session_rewound" {
+        to_turn_id: String,
+        rewound_turns: Vec<String>,
+        restored_files: Vec<String>,
+    },
 }
 
+/// A file sent with a prompt, as `user_message` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptAttachment {
+    /// The name the client gave (or the stored file's name when it gave none).
+    pub filename: String,
+    /// What the model's prompt carries for it (`[Document: …] path`, `[IMAGE:path]`).
+    pub marker: String,
+}
+
+/// The `type` of a turn's first event: its prompt.
+pub const USER_MESSAGE: &str = UpdateType::UserMessage.as_str();
 /// The `type` of a piece of the agent's answer text.
 pub const AGENT_MESSAGE_CHUNK: &str = UpdateType::AgentMessageChunk.as_str();
 /// The `type` of a turn's last event (the stream marks the turn done when it is sent).
@@ -193,6 +233,15 @@ mod tests {
     /// One update of each type. The match is exhaustive, so a new type needs a sample here.
     fn sample(t: UpdateType) -> UpdateKind {
         match t {
+            UpdateType::UserMessage => UpdateKind::UserMessage {
+                text: "hi".into(),
+                attachments: vec![PromptAttachment {
+                    filename: "a.txt".into(),
+                    marker: "[Document: a.txt] /w/uploads/x.txt".into(),
+                }],
+                prompted_by: "user:bob".into(),
+                truncated: false,
+            },
             UpdateType::AgentMessageChunk => UpdateKind::AgentMessageChunk { text: "a".into() },
             UpdateType::AgentThoughtChunk => UpdateKind::AgentThoughtChunk { text: "t".into() },
             UpdateType::ToolCall => UpdateKind::ToolCall {
@@ -222,6 +271,12 @@ mod tests {
                 checkpoint_seq: 9,
                 reason: "max_context_tokens".into(),
             },
+            UpdateType::ContextCompacted => UpdateKind::ContextCompacted {
+                tokens_before: 900,
+                tokens_after: 100,
+                summarized_messages: 8,
+                summary: "user: hi".into(),
+            },
             UpdateType::Usage => UpdateKind::Usage {
                 input_tokens: 1,
                 output_tokens: 2,
@@ -237,6 +292,11 @@ mod tests {
                 usage: None,
             },
             UpdateType::ReplayGap => UpdateKind::ReplayGap { first_event_seq: 3 },
+            UpdateType::SessionRewound => UpdateKind::SessionRewound {
+                to_turn_id: "turn_1".into(),
+                rewound_turns: vec!["turn_1".into(), "turn_2".into()],
+                restored_files: vec!["a.txt".into()],
+            },
         }
     }
 
@@ -265,5 +325,17 @@ mod tests {
         assert_eq!(TURN_COMPLETE, "turn_complete");
         assert_eq!(REPLAY_GAP, "replay_gap");
         assert_eq!(AGENT_MESSAGE_CHUNK, "agent_message_chunk");
+        assert_eq!(USER_MESSAGE, "user_message");
+    }
+
+    #[test]
+    fn user_message_has_the_spec_shape() {
+        let v = serde_json::to_value(sample(UpdateType::UserMessage)).unwrap();
+        assert_eq!(
+            v,
+            json!({"type": "user_message", "text": "hi",
+                   "attachments": [{"filename": "a.txt", "marker": "[Document: a.txt] /w/uploads/x.txt"}],
+                   "promptedBy": "user:bob"})
+        );
     }
 }

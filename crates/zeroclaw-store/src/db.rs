@@ -15,7 +15,8 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::error::{Result, StoreError};
 use crate::types::{
-    ListCursor, ListQuery, MAX_LIST_LIMIT, Mode, Role, SessionKey, SessionPage, SessionRow,
+    DERIVED_TITLE_CHARS, ForkedFrom, ListCursor, ListQuery, MAX_LIST_LIMIT, Mode, Role, SessionKey,
+    SessionPage, SessionRow,
 };
 
 pub(crate) struct Db {
@@ -56,11 +57,29 @@ pub(crate) fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The first prompt is read cut to 320 characters (4 × [`DERIVED_TITLE_CHARS`]): a title
+/// only needs its first line's first 80, and a prompt may be megabytes long.
 const SESSION_COLUMNS: &str = "s.pk, s.mode, s.session_id, s.agent_alias, s.owner, s.cwd, \
      s.interaction_surface, s.created_at, s.last_activity, s.killed_at, \
-     (SELECT COUNT(*) FROM transcript t WHERE t.session = s.pk)";
+     (SELECT COUNT(*) FROM transcript t WHERE t.session = s.pk AND t.rewound = 0), \
+     s.title, \
+     (SELECT substr(t.content, 1, 320) FROM transcript t \
+      WHERE t.session = s.pk AND t.role = 'user' AND t.rewound = 0 ORDER BY t.seq LIMIT 1), \
+     s.forked_from_session, s.forked_from_turn";
+
+/// The title shown for a session without one set: the first line of its first prompt, cut
+/// to [`DERIVED_TITLE_CHARS`] characters (SPEC §18).
+pub(crate) fn derived_title(first_prompt: &str) -> Option<String> {
+    let line = first_prompt.lines().next().unwrap_or("").trim();
+    let title: String = line.chars().take(DERIVED_TITLE_CHARS).collect();
+    (!title.is_empty()).then_some(title)
+}
 
 fn session_from_row(r: &Row<'_>) -> rusqlite::Result<(i64, SessionRow, String)> {
+    let title: Option<String> = r.get(11)?;
+    let first_prompt: Option<String> = r.get(12)?;
+    let forked_session: Option<String> = r.get(13)?;
+    let forked_turn: Option<String> = r.get(14)?;
     Ok((
         r.get(0)?,
         SessionRow {
@@ -74,6 +93,11 @@ fn session_from_row(r: &Row<'_>) -> rusqlite::Result<(i64, SessionRow, String)> 
             last_activity: r.get(8)?,
             killed_at: r.get(9)?,
             message_count: r.get(10)?,
+            title: title.or_else(|| first_prompt.as_deref().and_then(derived_title)),
+            forked_from: forked_session.map(|session_id| ForkedFrom {
+                session_id,
+                turn_id: forked_turn,
+            }),
         },
         r.get(1)?,
     ))
@@ -174,17 +198,34 @@ pub(crate) fn list_page(conn: &Connection, q: &ListQuery) -> Result<SessionPage>
             args.len()
         );
     }
-    args.push(i64::from(limit + 1).into());
-    sql += &format!(
-        " ORDER BY s.last_activity DESC, s.pk DESC LIMIT ?{}",
-        args.len()
-    );
+    // A search filters on the title as shown, which is partly derived here (Unicode case
+    // folding included), so it walks the same order without a row limit and stops at the
+    // first row past the page.
+    let search = q.search.as_deref().map(str::to_lowercase);
+    if search.is_none() {
+        args.push(i64::from(limit + 1).into());
+        sql += &format!(
+            " ORDER BY s.last_activity DESC, s.pk DESC LIMIT ?{}",
+            args.len()
+        );
+    } else {
+        sql += " ORDER BY s.last_activity DESC, s.pk DESC";
+    }
     let mut stmt = conn.prepare_cached(&sql)?;
     let found = stmt.query_map(rusqlite::params_from_iter(args), session_from_row)?;
     let mut rows = Vec::with_capacity(limit as usize);
     let mut has_more = false;
     for r in found {
         let (pk, row) = finish_session(r?)?;
+        if let Some(needle) = &search {
+            let hit = row
+                .title
+                .as_deref()
+                .is_some_and(|t| t.to_lowercase().contains(needle.as_str()));
+            if !hit {
+                continue;
+            }
+        }
         if rows.len() == limit as usize {
             has_more = true;
             break;

@@ -64,6 +64,14 @@ pub enum StoreError {
     #[error("turn {turn_id:?} of session {session_id:?} is still open; recover it first")]
     TurnStillOpen { session_id: String, turn_id: String },
 
+    /// `session/fork` into an id some row already has.
+    #[error("a {mode} session {session_id:?} already exists")]
+    SessionExists { mode: Mode, session_id: String },
+
+    /// The turn was rewound: it is no longer part of the session's history.
+    #[error("turn {turn_id:?} of session {session_id:?} was rewound")]
+    TurnRewound { session_id: String, turn_id: String },
+
     /// No checkpoint for that turn.
     #[error("no turn {turn_id:?} in session {session_id:?}")]
     TurnNotFound { session_id: String, turn_id: String },

@@ -72,11 +72,13 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
         let before = q.before_seq.unwrap_or(i64::MAX);
         // SQLite treats a negative LIMIT as "no limit".
         let limit = q.limit.map_or(-1, i64::from);
+        // Rewound rows are listed only when asked for (`?4` = 1 lists them).
+        let with_rewound = i64::from(q.include_rewound);
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, role, content, turn_id, created_at FROM transcript \
-             WHERE session = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3",
+            "SELECT seq, role, content, turn_id, created_at, rewound FROM transcript \
+             WHERE session = ?1 AND seq < ?2 AND rewound <= ?4 ORDER BY seq DESC LIMIT ?3",
         )?;
-        let mut cursor = stmt.query(params![pk, before, limit])?;
+        let mut cursor = stmt.query(params![pk, before, limit, with_rewound])?;
         let mut rows: Vec<MessageRow> = Vec::new();
         // The rows travel as one JSON array: `[` + rows joined by `,` + `]`. Counting the
         // brackets here and one separator per row keeps the array within `max_bytes`.
@@ -89,6 +91,7 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
                 content: r.get(2)?,
                 turn_id: r.get(3)?,
                 created_at: r.get(4)?,
+                rewound: r.get::<_, i64>(5)? != 0,
                 truncated: false,
             };
             if m.content.len() > q.max_content {
@@ -110,15 +113,25 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
         rows.reverse();
         let has_more = match rows.first() {
             Some(first) => conn.query_row(
-                "SELECT EXISTS (SELECT 1 FROM transcript WHERE session = ?1 AND seq < ?2)",
-                params![pk, first.seq],
+                "SELECT EXISTS (SELECT 1 FROM transcript \
+                 WHERE session = ?1 AND seq < ?2 AND rewound <= ?3)",
+                params![pk, first.seq, with_rewound],
                 |r| r.get(0),
             )?,
             None => false,
         };
+        let total = if q.include_rewound {
+            conn.query_row(
+                "SELECT COUNT(*) FROM transcript WHERE session = ?1",
+                [pk],
+                |r| r.get(0),
+            )?
+        } else {
+            row.message_count
+        };
         Ok(MessagesPage {
             rows,
-            total: row.message_count,
+            total,
             has_more,
         })
     })
@@ -149,6 +162,7 @@ mod tests {
                 content: "é\n😀\"x".repeat(40),
                 turn_id: Some("t".into()),
                 created_at: 1,
+                rewound: false,
                 truncated: false,
             };
             let original = row.content.clone();

@@ -33,10 +33,12 @@
 
 #![forbid(unsafe_code)]
 
+mod compaction;
 mod db;
 mod error;
 mod history;
 mod recovery;
+mod rewind;
 mod schema;
 mod sessions;
 mod settings;
@@ -52,9 +54,11 @@ use std::thread::JoinHandle;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+pub use compaction::CompactionCommit;
 pub use error::{Result, StoreError};
 pub use history::{char_floor, json_size as message_json_size};
 pub use recovery::provider_safe;
+pub use rewind::ToMessages;
 pub use schema::SCHEMA_VERSION;
 pub use types::*;
 
@@ -188,6 +192,13 @@ impl Store {
     #[doc(hidden)]
     pub fn set_fail_writes(&self, fail: bool) {
         self.inner.fail_writes.store(fail, Ordering::SeqCst);
+    }
+
+    /// Creates the database file at `path` with the schema of `version` only, as an older
+    /// build left it (for migration tests).
+    #[doc(hidden)]
+    pub fn create_at_version(path: impl AsRef<Path>, version: i64) -> Result<()> {
+        schema::create_at_version(path.as_ref(), version)
     }
 
     /// Schema version of the open database (equals [`SCHEMA_VERSION`] after open).
@@ -350,6 +361,58 @@ impl Store {
     ) -> Result<i64> {
         let key = key.clone();
         self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages))
+            .await
+    }
+
+    /// A compaction (SPEC §18), in ONE transaction: the visible `compaction` row of
+    /// `turn_id` holding `summary`, and the snapshot `messages` covering rows `..=
+    /// covers_seq` (`None` = up to and including that new row). Send `context_compacted`
+    /// only after this returned `Ok`.
+    pub async fn commit_compaction(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        summary: &str,
+        covers_seq: Option<i64>,
+        messages: Value,
+    ) -> Result<CompactionCommit> {
+        let (key, turn_id, summary) = (key.clone(), turn_id.to_owned(), summary.to_owned());
+        self.call(move |db| compaction::commit(db, &key, &turn_id, &summary, covers_seq, &messages))
+            .await
+    }
+
+    // ----- going back, branching off, naming (SPEC §18) ---------------------------------
+
+    /// One transaction going back to just before turn `turn_id`: that turn's rows and every
+    /// later row are flagged rewound (kept, never renumbered) and a new snapshot covering
+    /// the last seq holds the context as it was before the turn's prompt (`to_messages`
+    /// converts the rebuilt context). Refuses an open turn ([`StoreError::TurnStillOpen`]),
+    /// an unknown turn ([`StoreError::TurnNotFound`]) and killed rows. When every turn from
+    /// `turn_id` on is already rewound nothing is written (`rewound_turns` is empty).
+    pub async fn rewind(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        to_messages: ToMessages,
+    ) -> Result<Rewound> {
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
+        self.call(move |db| rewind::rewind(db, &key, &turn_id, to_messages))
+            .await
+    }
+
+    /// One transaction creating ACP session `new_session_id` (same agent, owner, cwd,
+    /// surface and saved settings as the source) whose transcript is a copy of the source's
+    /// visible rows up to the end of the chosen turn (default: the last finished one) and
+    /// whose snapshot is the source's context after that turn. The source is unchanged.
+    pub async fn fork(&self, req: ForkRequest, to_messages: ToMessages) -> Result<Forked> {
+        self.call(move |db| rewind::fork(db, &req, to_messages))
+            .await
+    }
+
+    /// Sets the session's title (killed rows included: their transcript stays readable).
+    pub async fn set_title(&self, key: &SessionKey, title: &str) -> Result<()> {
+        let (key, title) = (key.clone(), title.to_owned());
+        self.call(move |db| rewind::set_title(db, &key, &title))
             .await
     }
 

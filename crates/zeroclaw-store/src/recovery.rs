@@ -76,7 +76,8 @@ pub(crate) fn build_context(conn: &Connection, pk: i64) -> Result<RestoredContex
     let after = snapshot.as_ref().map_or(0, |s| s.covers_seq);
     let mut stmt = conn.prepare_cached(
         "SELECT seq, turn_id, role, content FROM transcript \
-         WHERE session = ?1 AND seq > ?2 AND role <> 'interruption' ORDER BY seq",
+         WHERE session = ?1 AND seq > ?2 AND rewound = 0 \
+         AND role NOT IN ('interruption', 'compaction') ORDER BY seq",
     )?;
     let rows = stmt.query_map(params![pk, after], |r| {
         Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?))
@@ -124,7 +125,7 @@ pub fn provider_safe(rows: Vec<ContextRow>) -> Vec<ContextRow> {
     rows.into_iter()
         .enumerate()
         .filter(|(i, r)| match r.role {
-            Role::Interruption => false,
+            Role::Interruption | Role::Compaction => false,
             Role::ToolCall => call_id(r)
                 .and_then(|id| last_result.get(&id))
                 .is_some_and(|j| j > i),

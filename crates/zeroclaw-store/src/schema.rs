@@ -101,6 +101,42 @@ CREATE TABLE session_settings (
     context_tokens INTEGER NOT NULL DEFAULT 0
 );
 "#,
+    // 4: sessions that last (SPEC §18): `compaction` rows and the `rewound` flag on the
+    // transcript, the retained-context boundary of every turn start, titles and forks.
+    r#"
+-- SQLite cannot change a CHECK constraint in place: rebuild the transcript table. Nothing
+-- references it, so the copy, drop and rename keep every foreign key as it was.
+CREATE TABLE transcript_v4 (
+    session    INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    turn_id    TEXT,
+    role       TEXT    NOT NULL
+               CHECK (role IN ('user', 'assistant', 'tool_call', 'tool_result', 'interruption',
+                               'compaction')),
+    content    TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    event_n    INTEGER,
+    -- 1 once a rewind went back to before this row's turn (SPEC §18): the row stays, with
+    -- its seq, but leaves the visible transcript and the provider context.
+    rewound    INTEGER NOT NULL DEFAULT 0 CHECK (rewound IN (0, 1)),
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+
+INSERT INTO transcript_v4 (session, seq, turn_id, role, content, created_at, event_n)
+    SELECT session, seq, turn_id, role, content, created_at, event_n FROM transcript;
+DROP TABLE transcript;
+ALTER TABLE transcript_v4 RENAME TO transcript;
+CREATE UNIQUE INDEX transcript_recovered_event
+    ON transcript (session, turn_id, event_n) WHERE event_n IS NOT NULL;
+
+-- The latest snapshot when the turn started (NULL: none). With `started_seq` it is the
+-- retained context just before the turn's prompt; a snapshot named here is kept.
+ALTER TABLE checkpoints ADD COLUMN snapshot_id INTEGER;
+
+ALTER TABLE sessions ADD COLUMN title TEXT;
+ALTER TABLE sessions ADD COLUMN forked_from_session TEXT;
+ALTER TABLE sessions ADD COLUMN forked_from_turn TEXT;
+"#,
 ];
 
 /// Schema version this build writes.
@@ -152,6 +188,19 @@ fn create_private_file(path: &Path) -> Result<()> {
 }
 
 fn migrate(conn: &mut Connection) -> Result<()> {
+    migrate_to(conn, SCHEMA_VERSION)
+}
+
+/// Creates (or migrates) the file at `path` up to schema `version` only: tests build the
+/// files older builds wrote, then open them with [`crate::Store`] to check the migration.
+pub(crate) fn create_at_version(path: &Path, version: i64) -> Result<()> {
+    create_private_file(path)?;
+    let mut conn = Connection::open(path)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate_to(&mut conn, version.clamp(0, SCHEMA_VERSION))
+}
+
+fn migrate_to(conn: &mut Connection, target: i64) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if found > SCHEMA_VERSION {
@@ -160,7 +209,12 @@ fn migrate(conn: &mut Connection) -> Result<()> {
             supported: SCHEMA_VERSION,
         });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+    for (i, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target as usize)
+        .skip(found as usize)
+    {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tracing::info!(version = i + 1, "applied store migration");

@@ -75,10 +75,14 @@ pub(crate) fn begin_turn(
         }
         let now = now_ms();
         let seq = db::append_row(conn, pk, Some(turn_id), Role::User, prompt, None, now)?;
+        // The retained context just before this prompt is the latest snapshot plus the
+        // rows between its boundary and `seq` (SPEC §18: a rewind rebuilds it from these).
+        let snapshot_id = latest_snapshot_id(conn, pk)?;
         conn.execute(
-            "INSERT INTO checkpoints (session, turn_id, status, started_seq, created_at, updated_at) \
-             VALUES (?1, ?2, 'open', ?3, ?4, ?4)",
-            params![pk, turn_id, seq, now],
+            "INSERT INTO checkpoints \
+             (session, turn_id, status, started_seq, created_at, updated_at, snapshot_id) \
+             VALUES (?1, ?2, 'open', ?3, ?4, ?4, ?5)",
+            params![pk, turn_id, seq, now, snapshot_id],
         )?;
         db::touch(conn, pk, now)?;
         Ok(seq)
@@ -203,19 +207,20 @@ pub(crate) fn checkpoint(
         let (pk, _) = db::require_session(conn, key)?;
         let head = conn
             .query_row(
-                "SELECT status, started_seq, updated_at FROM checkpoints \
+                "SELECT status, started_seq, updated_at, snapshot_id FROM checkpoints \
                  WHERE session = ?1 AND turn_id = ?2",
                 params![pk, turn_id],
-                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
-        let Some((status, started_seq, updated_at)) = head else {
+        let Some((status, started_seq, updated_at, snapshot_id)) = head else {
             return Ok(None);
         };
         Ok(Some(Checkpoint {
             turn_id: turn_id.to_owned(),
             status: status.parse()?,
             started_seq,
+            snapshot_id,
             updated_at,
             events: load_events(conn, pk, turn_id)?,
         }))
@@ -232,30 +237,72 @@ pub(crate) fn save_snapshot(
     let json = serde_json::to_string(messages)?;
     db.write(|conn| {
         let (pk, _) = db::require_live(conn, key)?;
-        let last = db::last_seq(conn, pk)?;
-        if !(0..=last).contains(&covers_seq) {
-            return Err(StoreError::InvalidBoundary {
-                covers_seq,
-                last_seq: last,
-            });
-        }
-        let id: i64 = conn.query_row(
-            "SELECT COALESCE(MAX(id), 0) + 1 FROM snapshots WHERE session = ?1",
-            [pk],
-            |r| r.get(0),
-        )?;
-        conn.execute(
-            "INSERT INTO snapshots (session, id, covers_seq, messages, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![pk, id, covers_seq, json, now_ms()],
-        )?;
-        // Only the latest snapshot is ever read; keep the file from growing with each trim.
-        conn.execute(
-            "DELETE FROM snapshots WHERE session = ?1 AND id < ?2",
-            params![pk, id],
-        )?;
-        Ok(id)
+        insert_snapshot(conn, pk, covers_seq, &json)
     })
+}
+
+/// Inserts a snapshot of session `pk` covering rows `..= covers_seq` (within the current
+/// transaction) and drops the older ones no turn start names; returns its id.
+pub(crate) fn insert_snapshot(
+    conn: &Connection,
+    pk: i64,
+    covers_seq: i64,
+    messages_json: &str,
+) -> Result<i64> {
+    let last = db::last_seq(conn, pk)?;
+    if !(0..=last).contains(&covers_seq) {
+        return Err(StoreError::InvalidBoundary {
+            covers_seq,
+            last_seq: last,
+        });
+    }
+    let id: i64 = conn.query_row(
+        "SELECT COALESCE(MAX(id), 0) + 1 FROM snapshots WHERE session = ?1",
+        [pk],
+        |r| r.get(0),
+    )?;
+    conn.execute(
+        "INSERT INTO snapshots (session, id, covers_seq, messages, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![pk, id, covers_seq, messages_json, now_ms()],
+    )?;
+    // Only the latest snapshot is read for the current context, and the ones a turn start
+    // names for a rewind (SPEC §18); the rest would only grow the file with each trim.
+    conn.execute(
+        "DELETE FROM snapshots WHERE session = ?1 AND id < ?2 AND id NOT IN \
+         (SELECT snapshot_id FROM checkpoints WHERE session = ?1 AND snapshot_id IS NOT NULL)",
+        params![pk, id],
+    )?;
+    Ok(id)
+}
+
+/// Id of the session's latest snapshot.
+pub(crate) fn latest_snapshot_id(conn: &Connection, pk: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT MAX(id) FROM snapshots WHERE session = ?1")?
+        .query_row([pk], |r| r.get(0))?)
+}
+
+/// Snapshot `id` of session `pk`.
+pub(crate) fn snapshot_by_id(conn: &Connection, pk: i64, id: i64) -> Result<Option<Snapshot>> {
+    let row = conn
+        .prepare_cached(
+            "SELECT covers_seq, messages, created_at FROM snapshots \
+             WHERE session = ?1 AND id = ?2",
+        )?
+        .query_row(params![pk, id], |r| {
+            Ok((r.get(0)?, r.get::<_, String>(1)?, r.get(2)?))
+        })
+        .optional()?;
+    row.map(|(covers_seq, messages, created_at)| {
+        Ok(Snapshot {
+            id,
+            covers_seq,
+            messages: serde_json::from_str(&messages)?,
+            created_at,
+        })
+    })
+    .transpose()
 }
 
 pub(crate) fn latest_snapshot(conn: &Connection, pk: i64) -> Result<Option<Snapshot>> {

@@ -79,6 +79,9 @@ str_enum!(
         /// Marker for an unfinished turn; content is exactly [`INTERRUPTED`]. Never part of
         /// the model context.
         Interruption = "interruption",
+        /// The summary a compaction made (SPEC §18): visible to clients, never sent to the
+        /// provider from the transcript (the compaction's snapshot carries it).
+        Compaction = "compaction",
     }
 );
 
@@ -141,9 +144,29 @@ pub struct SessionRow {
     pub last_activity: i64,
     /// Set when the session was killed (tombstone).
     pub killed_at: Option<i64>,
-    /// Number of transcript rows.
+    /// Number of visible transcript rows (rewound rows are not counted).
     pub message_count: i64,
+    /// The title set with `session/set_title`, else the first line of the first prompt cut
+    /// to [`DERIVED_TITLE_CHARS`] characters (SPEC §18); `None` when there is neither.
+    pub title: Option<String>,
+    /// The session and turn this one was forked from (SPEC §18 `session/fork`).
+    pub forked_from: Option<ForkedFrom>,
 }
+
+/// Where a forked session came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    pub session_id: String,
+    /// The source's last turn copied (`None`: the source had no finished turn).
+    pub turn_id: Option<String>,
+}
+
+/// Characters of the first prompt's first line that make a session's default title.
+pub const DERIVED_TITLE_CHARS: usize = 80;
+
+/// Longest title `session/set_title` takes, in characters (SPEC §18).
+pub const MAX_TITLE_CHARS: usize = 200;
 
 impl SessionRow {
     pub fn key(&self) -> SessionKey {
@@ -207,6 +230,9 @@ pub struct MessageRow {
     pub content: String,
     pub turn_id: Option<String>,
     pub created_at: i64,
+    /// A rewind went back to before this row's turn (only listed with `include_rewound`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rewound: bool,
     /// The content was cut: to [`MessagesQuery::max_content`], or to fit the page's byte
     /// budget (only for a single row larger than the whole budget).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -314,6 +340,9 @@ pub struct Checkpoint {
     pub status: CheckpointStatus,
     /// Seq of the turn's user prompt row.
     pub started_seq: i64,
+    /// The latest snapshot when the turn started (`None`: there was none). With
+    /// `started_seq` it fixes the retained context just before the prompt (SPEC §18).
+    pub snapshot_id: Option<i64>,
     pub updated_at: i64,
     pub events: Vec<CheckpointEvent>,
 }
@@ -332,6 +361,8 @@ pub struct MessagesQuery {
     /// Longest `content` of one row, in bytes: longer content is cut at a character
     /// boundary, with `truncated: true` (SPEC §17).
     pub max_content: usize,
+    /// Also list rows a rewind left behind (each carries `rewound: true`).
+    pub include_rewound: bool,
 }
 
 impl Default for MessagesQuery {
@@ -341,6 +372,7 @@ impl Default for MessagesQuery {
             before_seq: None,
             max_bytes: DEFAULT_PAGE_BYTES,
             max_content: MAX_MESSAGE_CONTENT,
+            include_rewound: false,
         }
     }
 }
@@ -356,7 +388,8 @@ pub const DEFAULT_PAGE_BYTES: usize = 4 * 1024 * 1024;
 pub struct MessagesPage {
     /// Ascending by `seq`.
     pub rows: Vec<MessageRow>,
-    /// Every row of the session.
+    /// Every row of the session the query could list (rewound rows only with
+    /// `include_rewound`).
     pub total: i64,
     /// Rows before `rows[0]` within the request's range were left out (by `limit` or by the
     /// byte budget); ask again with `before_seq = rows[0].seq`.
@@ -456,6 +489,8 @@ pub struct ListQuery {
     pub limit: u32,
     /// Rows strictly after this position.
     pub after: Option<ListCursor>,
+    /// Only sessions whose title contains this text, ignoring case (SPEC §18).
+    pub search: Option<String>,
 }
 
 /// One page of non-killed sessions, newest activity first.
@@ -476,4 +511,33 @@ pub struct SessionSettings {
     pub model: Option<String>,
     pub total_tokens: u64,
     pub context_tokens: u64,
+}
+
+/// Result of [`crate::Store::rewind`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewound {
+    /// Turns this rewind flagged, oldest first; empty when they already were (a second
+    /// rewind to the same turn changes nothing).
+    pub rewound_turns: Vec<String>,
+    /// The prompt text of the turn rewound to.
+    pub prompt: String,
+    /// The snapshot committed with the rewind (`None` when nothing changed).
+    pub snapshot_id: Option<i64>,
+}
+
+/// Input of [`crate::Store::fork`].
+#[derive(Debug, Clone)]
+pub struct ForkRequest {
+    pub source: SessionKey,
+    /// The last turn to copy; `None` = the source's last finished turn.
+    pub turn_id: Option<String>,
+    /// The new ACP session's id (must be free).
+    pub new_session_id: String,
+}
+
+/// Result of [`crate::Store::fork`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forked {
+    pub row: SessionRow,
+    pub forked_from: ForkedFrom,
 }

@@ -14,6 +14,7 @@ fn query(limit: u32, after: Option<ListCursor>) -> ListQuery {
         owner: None,
         limit,
         after,
+        search: None,
     }
 }
 

@@ -15,6 +15,7 @@ fn q(limit: Option<u32>, before_seq: Option<i64>, max_bytes: usize) -> MessagesQ
         before_seq,
         max_bytes,
         max_content: usize::MAX,
+        include_rewound: false,
     }
 }
 

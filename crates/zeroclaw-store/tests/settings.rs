@@ -49,21 +49,22 @@ async fn settings_survive_reopen_and_go_with_their_session() {
 
 #[tokio::test]
 async fn version_one_files_are_migrated_in_place() {
-    let t = open().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("zeroclaw.db");
     let key = SessionKey::acp("old");
-    create(&t.store, &key).await;
-    t.store.begin_turn(&key, "t1", "hello").await.unwrap();
-    drop(t.store);
-    // Make the file look like one written before settings (and list paging) existed.
-    let conn = rusqlite::Connection::open(&t.path).unwrap();
+    // A file as a build before settings (and list paging) wrote it.
+    Store::create_at_version(&path, 1).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE session_settings; DROP INDEX sessions_by_activity; \
-         DROP INDEX sessions_by_owner_activity; PRAGMA user_version = 1;",
+        "INSERT INTO sessions (pk, mode, session_id, agent_alias, owner, interaction_surface, \
+         created_at, last_activity) VALUES (1, 'acp', 'old', 'default', 'operator', 'rpc', 1, 1); \
+         INSERT INTO transcript (session, seq, turn_id, role, content, created_at) \
+         VALUES (1, 1, 't1', 'user', 'hello', 1);",
     )
     .unwrap();
     drop(conn);
 
-    let store = Store::open(&t.path).await.unwrap();
+    let store = Store::open(&path).await.unwrap();
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     assert_eq!(
         store

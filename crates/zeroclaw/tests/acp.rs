@@ -649,6 +649,69 @@ fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
 
 /// With nothing serving the endpoint, `zeroclaw acp` starts an ephemeral daemon for its
 /// config dir, which exits once `zeroclaw acp` is gone.
+/// SPEC §18: a prompt another client sends in a session the editor opened reaches the
+/// editor as a `user_message_chunk` before that turn's answer; the editor's own prompts
+/// never come back to it.
+#[test]
+fn another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back() {
+    let daemon = TestDaemon::start();
+    let dir = daemon.config_dir().to_path_buf();
+    let socket = daemon.socket.clone();
+    let seen = Arc::new(Seen::default());
+    runtime()
+        .block_on(async {
+            with_acp!(agent(&dir, &[]), seen, |cx| {
+                let new = cx
+                    .send_request(NewSessionRequest::new(dir.clone()))
+                    .block_task()
+                    .await?;
+                let sid = new.session_id.clone();
+                let done = cx
+                    .send_request(PromptRequest::new(sid.clone(), text("mine first")))
+                    .block_task()
+                    .await?;
+                assert_eq!(done.stop_reason, StopReason::EndTurn);
+
+                // Another client prompts the same session (the echo agent repeats it).
+                let other_sid = sid.0.to_string();
+                let answer = tokio::task::spawn_blocking(move || {
+                    let mut other = common::Conn::open(&socket);
+                    other.call("initialize", json!({"protocolVersion": 1}));
+                    other.prompt(&other_sid, "from elsewhere").1
+                })
+                .await
+                .unwrap();
+                assert_eq!(answer["result"]["outcome"], "completed", "{answer}");
+                let shown = eventually(Duration::from_secs(20), || {
+                    seen.summary(&sid.0)
+                        .contains(&("agent_message_chunk".into(), "from elsewhere".into()))
+                })
+                .await;
+                assert!(shown, "{:?}", seen.summary(&sid.0));
+
+                let done = cx
+                    .send_request(PromptRequest::new(sid.clone(), text("mine again")))
+                    .block_task()
+                    .await?;
+                assert_eq!(done.stop_reason, StopReason::EndTurn);
+                // (Neighbouring chunks are merged: the last two answers read as one.)
+                assert_eq!(
+                    seen.summary(&sid.0),
+                    vec![
+                        ("agent_message_chunk".into(), "mine first".into()),
+                        ("user_message_chunk".into(), "from elsewhere".into()),
+                        (
+                            "agent_message_chunk".into(),
+                            "from elsewheremine again".into()
+                        ),
+                    ]
+                );
+                Ok(())
+            })
+        })
+        .unwrap_or_else(|e| panic!("acp session failed: {e:?}\n{}", daemon.log()));
+}
+
 #[test]
 fn starts_an_ephemeral_daemon_when_none_runs() {
     let dir = tempfile::tempdir().unwrap();

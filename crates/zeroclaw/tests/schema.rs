@@ -131,7 +131,7 @@ fn the_printed_schema_validates_every_frame_of_a_real_session() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("schema is JSON");
-    assert_eq!(doc["methods"].as_object().map(|m| m.len()), Some(25));
+    assert_eq!(doc["methods"].as_object().map(|m| m.len()), Some(29));
 
     let fake = Fake::start();
     // Turn 1 on the fake provider: a bash call that needs approval, then an ask_user
@@ -185,6 +185,18 @@ fn the_printed_schema_validates_every_frame_of_a_real_session() {
         json!({"sessionId": echo_id, "prompt": "hello there"}),
     );
     assert_eq!(turn["outcome"], "completed");
+    // Two more turns, then a compaction of the first (SPEC §18).
+    for prompt in ["second", "third"] {
+        c.call(
+            "session/prompt",
+            json!({"sessionId": echo_id, "prompt": prompt}),
+        );
+    }
+    let compacted = c.call(
+        "session/compact",
+        json!({"sessionId": echo_id, "instructions": "short"}),
+    );
+    assert_eq!(compacted["summarizedMessages"], 2);
 
     // A turn with an approval and a question.
     let sid = c.call("session/new", json!({"agentAlias": "default"}))["sessionId"]
@@ -245,6 +257,19 @@ fn the_printed_schema_validates_every_frame_of_a_real_session() {
             json!({"sessionId": sid, "autonomy": "full"}),
         ),
         ("models/list", json!({})),
+        (
+            "session/set_title",
+            json!({"sessionId": sid, "title": "schema test"}),
+        ),
+        ("session/fork", json!({"sessionId": sid})),
+        (
+            "session/messages",
+            json!({"sessionId": sid, "includeRewound": true}),
+        ),
+        (
+            "session/rewind",
+            json!({"sessionId": sid, "turnId": turn_id, "restoreFiles": false}),
+        ),
     ] {
         if served.iter().any(|m| m == method) {
             c.call(method, params);
@@ -263,6 +288,8 @@ fn the_printed_schema_validates_every_frame_of_a_real_session() {
         "update:approval_resolved",
         "update:tool_result",
         "update:turn_complete",
+        "update:context_compacted",
+        "result:session/compact",
         "request:elicitation/create",
         "result:session/subscribe",
         "result:file/upload/commit",

@@ -162,6 +162,7 @@ fn tool_call_approved_once_runs_and_reports_in_order() {
     assert_eq!(
         kinds,
         [
+            "user_message",
             "usage",
             "tool_call",
             "approval_request",

@@ -327,9 +327,11 @@ fn the_replay_buffer_keeps_its_cap_and_an_evicted_cursor_starts_with_a_gap() {
     let daemon = TestDaemon::start();
     let mut a = daemon.client();
     let sid = new_session(&mut a, "default");
-    // Two turns of about 5.6 MB of updates each: together they do not fit the buffer.
+    // Two turns of about 6.5 MB of updates each (4.5 MB of chunks, the prompt's
+    // `user_message` and the `turn_complete`, 1 MiB each): together they do not fit the
+    // buffer.
     let word = "x".repeat(1000);
-    let prompt = vec![word.as_str(); 5500].join(" ");
+    let prompt = vec![word.as_str(); 4000].join(" ");
     let (first, r1) = a.prompt(&sid, &prompt);
     let first = common::updates(&first);
     let held_one = a.result("session/status", json!({"sessionId": sid}))["replayBytes"]

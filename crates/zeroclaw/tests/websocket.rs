@@ -468,6 +468,7 @@ async fn a_streamed_turn_with_approval_and_ask_user_over_websocket() {
     assert_eq!(
         kinds,
         [
+            "user_message",
             "usage",
             "tool_call",
             "approval_request",

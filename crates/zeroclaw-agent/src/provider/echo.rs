@@ -1,4 +1,5 @@
-//! The offline `echo` provider: streams the last user prompt back. Deterministic, no
+//! The offline `echo` provider: streams the last user prompt back (a summarization request
+//! gets the deterministic summary of `crate::compact::echo_summary` instead). Deterministic, no
 //! network, never calls tools. The chunks keep their whitespace, so their concatenation is
 //! exactly the prompt.
 //!
@@ -96,6 +97,11 @@ pub fn chunks_of(text: &str) -> Vec<String> {
 #[async_trait]
 impl Provider for EchoProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
+        // A summarization call (SPEC §18) is answered with the deterministic summary of
+        // the messages before the request, streamed like a prompt.
+        let summary = crate::compact::is_summary_request(&req).then(|| {
+            crate::compact::echo_summary(&req.messages[..req.messages.len().saturating_sub(1)])
+        });
         let mut messages = req.messages;
         let prompt = messages
             .iter_mut()
@@ -106,6 +112,7 @@ impl Provider for EchoProvider {
             })
             .unwrap_or_default();
         drop(messages);
+        let prompt = summary.unwrap_or(prompt);
         let delay = self.chunk_delay;
         let chunks = Chunks {
             text: prompt,

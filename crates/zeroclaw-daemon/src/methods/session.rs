@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
+use zeroclaw_protocol::update::PromptAttachment;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
 
@@ -18,6 +19,7 @@ use crate::session::lifecycle::parse_decision;
 use crate::session::link::ClientLink;
 use crate::session::mcp::{SessionServer, check_session_servers};
 use crate::session::open::NewRequest;
+use crate::session::prompted::Incoming;
 use crate::session::stream::Cursor;
 use crate::state::Daemon;
 
@@ -57,6 +59,16 @@ struct IdParams {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct CompactParams {
+    session_id: String,
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    instructions: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ApproveParams {
     session_id: String,
     request_id: String,
@@ -88,6 +100,8 @@ struct ListParams {
     limit: Option<u32>,
     #[serde(default)]
     cursor: Option<String>,
+    #[serde(default)]
+    search: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +114,8 @@ struct MessagesParams {
     limit: Option<u32>,
     #[serde(default)]
     before_seq: Option<i64>,
+    #[serde(default)]
+    include_rewound: Option<bool>,
 }
 
 /// The prompt text: a string, or ACP-style content blocks whose `text` parts are joined.
@@ -159,7 +175,8 @@ pub(crate) async fn new(
 }
 
 /// `session/prompt {sessionId, prompt, mode?, attachments?}`: attachments are stored first
-/// (the same commit step as `file/attach`), their markers follow the prompt text.
+/// (the same commit step as `file/attach`), their markers follow the prompt text. The
+/// turn's `user_message` shows the text and the attachments apart (SPEC §18).
 pub(crate) async fn prompt(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
@@ -169,6 +186,8 @@ pub(crate) async fn prompt(
     let sessions = &daemon.sessions;
     let p: PromptParams = params::decode(params)?;
     let mut prompt = prompt_text(p.prompt)?;
+    let text_len = prompt.len();
+    let mut shown = Vec::new();
     if let Some(attachments) = p.attachments.filter(|a| !a.is_empty()) {
         // Stored through the same commit step as file/attach; the markers follow
         // the prompt, one per line.
@@ -179,12 +198,24 @@ pub(crate) async fn prompt(
             .await?;
         let target = files::commit::target_of(&daemon.sessions, principal, &key)?;
         let items = file::decode_inputs(conn, principal, attachments).await?;
+        let names: Vec<Option<String>> = items.iter().map(|i| i.filename.clone()).collect();
         let presented = conn.presented();
-        for stored in
-            files::commit::commit(daemon.file_stores(), &presented, &target, items).await?
-        {
+        let stored =
+            files::commit::commit(daemon.file_stores(), &presented, &target, items).await?;
+        for (stored, name) in stored.into_iter().zip(names) {
             prompt.push('\n');
             prompt.push_str(&stored.marker);
+            // A file sent without a name is shown by the name it is stored under.
+            let filename = name.unwrap_or_else(|| {
+                std::path::Path::new(&stored.workspace_path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            });
+            shown.push(PromptAttachment {
+                filename,
+                marker: stored.marker,
+            });
         }
     }
     sessions
@@ -194,7 +225,33 @@ pub(crate) async fn prompt(
             daemon.config.current(),
             &p.session_id,
             p.mode,
-            prompt,
+            Incoming {
+                text: prompt,
+                text_len,
+                attachments: shown,
+            },
+        )
+        .await
+        .map_err(Into::into)
+}
+
+/// `session/compact {sessionId, mode?, instructions?}` (SPEC §18): queued like a prompt.
+pub(crate) async fn compact(
+    daemon: &Arc<Daemon>,
+    conn: &Arc<ConnectionContext>,
+    principal: &Principal,
+    params: Params,
+) -> Result<Value, ErrorObject> {
+    let p: CompactParams = params::decode(params)?;
+    daemon
+        .sessions
+        .compact(
+            principal,
+            Arc::clone(conn) as Arc<dyn ClientLink>,
+            daemon.config.current(),
+            &p.session_id,
+            p.mode,
+            p.instructions,
         )
         .await
         .map_err(Into::into)
@@ -311,7 +368,7 @@ pub(crate) fn unsubscribe(
         .map_err(Into::into)
 }
 
-/// `session/list {mode?, limit?, cursor?}`.
+/// `session/list {mode?, limit?, cursor?, search?}`.
 pub(crate) async fn list(
     daemon: &Daemon,
     principal: &Principal,
@@ -320,12 +377,12 @@ pub(crate) async fn list(
     let p: ListParams = params::decode(params)?;
     daemon
         .sessions
-        .list(principal, p.mode, p.limit, p.cursor.as_deref())
+        .list(principal, p.mode, p.limit, p.cursor.as_deref(), p.search)
         .await
         .map_err(Into::into)
 }
 
-/// `session/messages {sessionId, mode?, limit?, beforeSeq?}`.
+/// `session/messages {sessionId, mode?, limit?, beforeSeq?, includeRewound?}`.
 pub(crate) async fn messages(
     daemon: &Daemon,
     principal: &Principal,
@@ -334,7 +391,14 @@ pub(crate) async fn messages(
     let p: MessagesParams = params::decode(params)?;
     daemon
         .sessions
-        .messages(principal, &p.session_id, p.mode, p.limit, p.before_seq)
+        .messages(
+            principal,
+            &p.session_id,
+            p.mode,
+            p.limit,
+            p.before_seq,
+            p.include_rewound.unwrap_or(false),
+        )
         .await
         .map_err(Into::into)
 }

@@ -18,6 +18,8 @@ use super::live::LiveSession;
 pub(crate) struct TurnAgent {
     pub spec: AgentSpec,
     pub max_context_tokens: usize,
+    /// Compaction settings (SPEC §18).
+    pub compaction: super::compact::Settings,
 }
 
 /// The last provider built, with the configuration it was built from.
@@ -91,6 +93,7 @@ pub(crate) fn build(
     Ok(TurnAgent {
         spec,
         max_context_tokens: agent.max_context_tokens as usize,
+        compaction: super::compact::Settings::of(agent),
     })
 }
 

@@ -144,6 +144,12 @@ fn store_error(e: StoreError) -> ErrorObject {
         } => ErrorObject::session_not_found(format!(
             "session {session_id} belongs to interaction surface {surface:?} and is not served here"
         )),
+        // SPEC §18: a rewind or fork naming a turn the session does not have (or no longer
+        // has) is a bad request; one racing an unfinished turn is "busy".
+        e @ (StoreError::TurnNotFound { .. } | StoreError::TurnRewound { .. }) => {
+            ErrorObject::invalid_params(e.to_string())
+        }
+        e @ StoreError::TurnStillOpen { .. } => ErrorObject::session_busy(e.to_string()),
         other => {
             tracing::error!("storage failure: {other}");
             ErrorObject::internal(format!("storage failure: {other}"))

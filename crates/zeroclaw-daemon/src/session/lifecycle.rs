@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::history::ForkedFrom;
 use zeroclaw_protocol::session::{
     ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListResult, MessagesResult,
     SessionSummary,
@@ -28,7 +29,8 @@ use zeroclaw_store::{
 
 use super::error::{SessionError, encode};
 use super::link::ClientLink;
-use super::live::{Job, LiveSession};
+use super::live::{Job, JobKind, LiveSession};
+use super::prompted::{Incoming, Prompted};
 use super::wire;
 use super::{SessionManager, check_owner};
 
@@ -80,7 +82,7 @@ impl SessionManager {
         config: Arc<Config>,
         session_id: &str,
         mode: Option<Mode>,
-        prompt: String,
+        prompt: Incoming,
     ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
@@ -93,7 +95,10 @@ impl SessionManager {
             tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
         }
         let submitted = live.submit(Job {
-            prompt,
+            kind: JobKind::Prompt {
+                prompted: Prompted::new(prompt.text_len, prompt.attachments, &principal.id),
+                prompt: prompt.text,
+            },
             link: Arc::clone(&link),
             config,
             reply,
@@ -263,6 +268,9 @@ impl SessionManager {
             Removal::Kill => self.store.kill(&key).await?,
             Removal::Delete => {
                 self.store.delete(&key).await?;
+                if key.mode == Mode::Acp {
+                    self.files.delete_session(&key.session_id).await;
+                }
             }
         }
         if let Some(live) = &live {
@@ -297,6 +305,7 @@ impl SessionManager {
         mode: Option<Mode>,
         limit: Option<u32>,
         cursor: Option<&str>,
+        search: Option<String>,
     ) -> Result<Value, SessionError> {
         let limit = match limit {
             Some(0) => return Err(SessionError::invalid_params("limit: expected 1 or more")),
@@ -316,6 +325,7 @@ impl SessionManager {
                 owner: (!principal.admin).then(|| principal.id.clone()),
                 limit,
                 after,
+                search: search.filter(|s| !s.is_empty()),
             })
             .await?;
         let count = page.rows.len();
@@ -335,6 +345,11 @@ impl SessionManager {
                 interaction_surface: r.interaction_surface,
                 active_turn_id: live.as_ref().and_then(|l| l.running_turn()),
                 subscribers: live.as_ref().map_or(0, |l| l.stream.subscriber_count()) as u32,
+                title: r.title,
+                forked_from: r.forked_from.map(|f| ForkedFrom {
+                    session_id: f.session_id,
+                    turn_id: f.turn_id,
+                }),
             };
             let size = serde_json::to_vec(&entry).map_or(0, |v| v.len()) + 1;
             if used + size > DEFAULT_PAGE_BYTES && !sessions.is_empty() {
@@ -363,6 +378,7 @@ impl SessionManager {
         mode: Option<Mode>,
         limit: Option<u32>,
         before_seq: Option<i64>,
+        include_rewound: bool,
     ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         self.owned_row(principal, &key, session_id).await?;
@@ -373,6 +389,7 @@ impl SessionManager {
                 MessagesQuery {
                     limit,
                     before_seq,
+                    include_rewound,
                     ..MessagesQuery::default()
                 },
             )

@@ -34,17 +34,34 @@ use super::error::SessionError;
 use super::limits::MAX_QUEUED_PROMPTS;
 use super::link::ClientLink;
 use super::live_id::LiveId;
+use super::prompted::Prompted;
 use super::stream::SessionStream;
 
-/// One prompt waiting for its turn.
+/// One piece of work waiting for the session's worker: a prompt, a rewind or a compaction.
+/// They share one queue, so each runs alone and in submit order (SPEC §18).
 pub(crate) struct Job {
-    pub prompt: String,
+    pub kind: JobKind,
     /// The connection that sent it: asked first when the turn needs `elicitation/create`
     /// (it is subscribed to the session's updates when there is room).
     pub link: Arc<dyn ClientLink>,
     /// The configuration in force when the prompt was accepted.
     pub config: Arc<Config>,
     pub reply: oneshot::Sender<Result<Value, SessionError>>,
+}
+
+/// What a queued [`Job`] does.
+// `Rewind` is queued by `session/rewind` (SPEC §18), which history adds.
+#[allow(dead_code)]
+pub(crate) enum JobKind {
+    /// `session/prompt`: one turn; `prompted` is what its `user_message` shows (SPEC §18).
+    Prompt { prompt: String, prompted: Prompted },
+    /// `session/rewind` (SPEC §18): back to just before turn `turn_id`.
+    Rewind {
+        turn_id: String,
+        restore_files: bool,
+    },
+    /// `session/compact` (SPEC §18).
+    Compact { instructions: Option<String> },
 }
 
 struct Running {
@@ -233,14 +250,21 @@ impl LiveSession {
         &self.key.session_id
     }
 
-    /// Queues a prompt: -32000 once the session is closing, -32002 when
-    /// [`MAX_QUEUED_PROMPTS`] are already waiting.
-    /// Returns the prompt's number in submit order.
+    /// Queues a job: -32000 once the session is closing, -32002 when
+    /// [`MAX_QUEUED_PROMPTS`] are already waiting, and for a rewind while a turn runs or
+    /// anything waits (SPEC §18: a rewind goes back from a settled session).
+    /// Returns the job's number in submit order.
     pub(crate) fn submit(&self, job: Job) -> Result<u64, SessionError> {
         let mut st = lock(&self.state);
         if self.closing.is_cancelled() {
             return Err(SessionError::session_not_found(format!(
                 "session {} is closed",
+                self.key.session_id
+            )));
+        }
+        if matches!(job.kind, JobKind::Rewind { .. }) && (st.running.is_some() || st.waiting > 0) {
+            return Err(SessionError::session_busy(format!(
+                "session {} is busy: a turn is running or waiting; rewind once it has ended",
                 self.key.session_id
             )));
         }

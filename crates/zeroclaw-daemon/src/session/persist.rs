@@ -295,7 +295,7 @@ pub(crate) fn context_from(restored: &RestoredContext) -> Vec<ChatMessage> {
                     },
                 ));
             }
-            Role::Interruption => {}
+            Role::Interruption | Role::Compaction => {}
         }
     }
     provider_safe(&out)

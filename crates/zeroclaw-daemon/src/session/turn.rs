@@ -2,6 +2,8 @@
 //!
 //! 1. build the agent from the configuration (nothing is written if that fails);
 //! 2. ACP: `begin_turn` (prompt row + open checkpoint) before the provider is called;
+//!    when the context would go over `compact_threshold` × `max_context_tokens`, the
+//!    earlier turns are compacted first ([`compact`], SPEC §18);
 //! 3. run the turn loop with a [`SessionHost`]; a [`Persister`] records its progress;
 //! 4. ACP: `finish_turn` (the turn's rows + closed checkpoint) in one transaction; chat:
 //!    the prompt and the turn's rows appended as plain history;
@@ -28,22 +30,26 @@ use zeroclaw_protocol::{Outcome, UpdateKind};
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
+use super::compact;
 use super::error::{SessionError, encode};
+use super::file_checkpoints::FileCheckpoints;
 use super::host::SessionHost;
-use super::live::{Job, LiveSession};
+use super::live::{Job, JobKind, LiveSession};
 use super::persist::{self, Persister};
 use super::text;
 use super::tuning::Tuning;
 
 /// The worker's per-session state between turns.
 pub(crate) struct Runner {
-    store: Store,
-    tuning: Tuning,
+    pub(super) store: Store,
+    pub(super) tuning: Tuning,
     /// The retained provider context (never the system prompt).
-    context: Vec<ChatMessage>,
+    pub(super) context: Vec<ChatMessage>,
     /// The last turn could not be closed in the store: recover before the next one.
-    needs_recover: bool,
-    providers: ProviderCache,
+    pub(super) needs_recover: bool,
+    pub(super) providers: ProviderCache,
+    /// The working directory's checkpoints (SPEC §18), recorded at every ACP turn start.
+    pub(super) files: Option<FileCheckpoints>,
 }
 
 impl Runner {
@@ -54,11 +60,18 @@ impl Runner {
             context,
             needs_recover: false,
             providers: ProviderCache::default(),
+            files: None,
         }
     }
 
+    /// Records file checkpoints in `files` at every ACP turn start.
+    pub fn with_files(mut self, files: FileCheckpoints) -> Runner {
+        self.files = Some(files);
+        self
+    }
+
     /// Replaces the in-memory context with the store's, after recovering open turns.
-    async fn reload(&mut self, session: &LiveSession) -> Result<(), SessionError> {
+    pub(super) async fn reload(&mut self, session: &LiveSession) -> Result<(), SessionError> {
         let recovered = self.store.recover(&session.key, RPC_SURFACE).await?;
         self.context = persist::context_from(&recovered.context);
         self.needs_recover = false;
@@ -101,15 +114,34 @@ impl Runner {
         let context_before = self.context.len();
         // The turn takes the prompt; only the store gets a copy (SPEC §17: a prompt is not
         // multiplied in memory).
-        let prompt = std::mem::take(&mut job.prompt);
+        let prompt = match &mut job.kind {
+            JobKind::Prompt { prompt, .. } => std::mem::take(prompt),
+            _ => return Err(SessionError::internal("not a prompt")),
+        };
         let chat_prompt = (!acp).then(|| prompt.clone());
         // Normally `begin_turn` runs on the persister, overlapping the provider call; after
         // a failed write it runs here first, with recovery.
         let mut started_seq = 0;
+        // Auto-compaction (SPEC §18) needs the prompt row's seq first: its snapshot ends
+        // just before it.
+        let compact_first =
+            acp && self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt);
         let (persister, began) = if !acp {
             (None, None)
-        } else if self.needs_recover {
+        } else if self.needs_recover || compact_first {
             started_seq = self.begin(session, turn_id, &prompt).await?;
+            if self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt) {
+                let req = compact::Request {
+                    provider: Arc::clone(&agent.spec.provider),
+                    model: compact::model_of(&agent.spec),
+                    settings: agent.compaction,
+                    instructions: None,
+                    turn_id,
+                    boundary: compact::Boundary::Before(started_seq - 1),
+                    cancel: &cancel,
+                };
+                self.auto_compact(session, req).await;
+            }
             let (p, _) =
                 Persister::spawn(self.store.clone(), key.clone(), turn_id.to_owned(), None);
             (Some(p), None)
@@ -122,6 +154,18 @@ impl Runner {
             );
             (Some(p), began)
         };
+        if acp && let Some(files) = &self.files {
+            let budget = job
+                .config
+                .agents
+                .get(&session.agent_alias)
+                .map_or(zeroclaw_config::schema::DEFAULT_CHECKPOINT_BUDGET_MB, |a| {
+                    a.checkpoint_budget_mb
+                });
+            files
+                .record_turn_start(&key.session_id, turn_id, session.cwd.clone(), budget)
+                .await;
+        }
         let host = SessionHost {
             session,
             progress: persister.as_ref().map(Persister::sender),

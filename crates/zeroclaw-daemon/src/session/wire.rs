@@ -21,6 +21,7 @@ pub fn role(role: zeroclaw_store::Role) -> zeroclaw_protocol::Role {
         zeroclaw_store::Role::ToolCall => zeroclaw_protocol::Role::ToolCall,
         zeroclaw_store::Role::ToolResult => zeroclaw_protocol::Role::ToolResult,
         zeroclaw_store::Role::Interruption => zeroclaw_protocol::Role::Interruption,
+        zeroclaw_store::Role::Compaction => zeroclaw_protocol::Role::Compaction,
     }
 }
 
@@ -33,6 +34,7 @@ pub fn message(row: zeroclaw_store::MessageRow) -> MessageRow {
         turn_id: row.turn_id,
         created_at: row.created_at,
         truncated: row.truncated,
+        rewound: row.rewound,
     }
 }
 
@@ -69,7 +71,14 @@ mod tests {
             assert_eq!(mode(m).as_str(), m.as_str());
         }
         use zeroclaw_store::Role::*;
-        for r in [User, Assistant, ToolCall, ToolResult, Interruption] {
+        for r in [
+            User,
+            Assistant,
+            ToolCall,
+            ToolResult,
+            Interruption,
+            Compaction,
+        ] {
             assert_eq!(role(r).as_str(), r.as_str());
         }
         for a in zeroclaw_protocol::Autonomy::ALL {

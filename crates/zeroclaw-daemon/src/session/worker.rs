@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use zeroclaw_agent::ChatMessage;
 use zeroclaw_store::SessionKey;
 
-use super::live::{Job, LiveSession};
+use super::live::{Job, JobKind, LiveSession};
 use super::manager::SessionManager;
 use super::turn::Runner;
 
@@ -35,7 +35,8 @@ pub(crate) fn start(
         workspace,
         cwd,
     );
-    let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context);
+    let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context)
+        .with_files(manager.files.clone());
     tokio::spawn(run(Arc::clone(&session), rx, runner));
     session
 }
@@ -54,7 +55,32 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
             let _ = job.reply.send(Err(session.closed_error()));
             continue;
         };
-        let outcome = runner.run(&session, &mut job, &turn_id, cancel).await;
+        let outcome = match &job.kind {
+            JobKind::Prompt { prompt, prompted } => {
+                // The turn's first event is its prompt, whoever sent it (SPEC §18).
+                session.stream.emit_update(&prompted.user_message(prompt));
+                runner.run(&session, &mut job, &turn_id, cancel).await
+            }
+            JobKind::Rewind {
+                turn_id: to,
+                restore_files,
+            } => {
+                let (to, restore_files) = (to.clone(), *restore_files);
+                runner.rewind(&session, &to, restore_files).await
+            }
+            JobKind::Compact { instructions } => {
+                let instructions = instructions.clone();
+                runner
+                    .compact_job(
+                        &session,
+                        &job.config,
+                        instructions.as_deref(),
+                        &turn_id,
+                        cancel,
+                    )
+                    .await
+            }
+        };
         session.end_turn();
         // The caller may be gone (its connection closed); the turn is persisted anyway.
         let _ = job.reply.send(outcome);

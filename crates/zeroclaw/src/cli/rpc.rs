@@ -32,6 +32,18 @@ pub async fn connect(
     socket: Option<PathBuf>,
     elicitation: bool,
 ) -> Result<Client, CliError> {
+    connect_as(config_dir, socket, elicitation)
+        .await
+        .map(|(client, _)| client)
+}
+
+/// Connects and initializes a client; also returns the principal label the daemon gave it
+/// (`operator`, `user:<name>`; empty if the answer had none).
+pub async fn connect_as(
+    config_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+    elicitation: bool,
+) -> Result<(Client, String), CliError> {
     let path = endpoint(config_dir.clone(), socket)?;
     let client = Client::connect(&path).await.map_err(|e| {
         if nobody_listens(&e) {
@@ -40,11 +52,12 @@ pub async fn connect(
             CliError::failed(format!("cannot connect to {}: {e}", path.display()))
         }
     })?;
-    client
+    let init = client
         .initialize("zeroclaw-cli", elicitation)
         .await
         .map_err(CliError::from_client)?;
-    Ok(client)
+    let principal = init["principal"]["id"].as_str().unwrap_or("").to_string();
+    Ok((client, principal))
 }
 
 /// A connection for one-shot calls: events the calls cause are discarded.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod screen;
 pub mod ws;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");
@@ -550,14 +551,20 @@ impl UidConn {
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
         )
         .unwrap();
-        let mut line = String::new();
-        assert!(
-            self.stdout.read_line(&mut line).unwrap() > 0,
-            "connection closed"
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["id"], id);
-        v
+        // Notifications (a prompt's updates) before the answer are skipped.
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "connection closed"
+            );
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v.get("method").is_some() && v.get("id").is_none() {
+                continue;
+            }
+            assert_eq!(v["id"], id);
+            return v;
+        }
     }
 }
 

@@ -37,9 +37,14 @@ pub struct Session {
 /// The running prompt of a session.
 pub struct Turn {
     pub serial: u64,
+    /// The text this prompt sent, until its `user_message` is recognised (SPEC §18: the
+    /// editor's own prompt is never sent back to it).
+    pub prompt: Option<String>,
+    /// The daemon turn that runs this prompt, once its `user_message` was seen.
+    pub turn_id: Option<String>,
     /// The editor cancelled it: the answer is `cancelled` whatever the daemon says.
     pub cancelled: bool,
-    /// Fired by the event router when the turn's `turn_complete` has been forwarded.
+    /// Fired by the event router when this turn's `turn_complete` has been forwarded.
     pub done: Option<oneshot::Sender<()>>,
     /// Open permission requests, by daemon `requestId`.
     pub approvals: HashMap<String, AbortHandle>,

@@ -75,7 +75,20 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
             return;
         }
         UpdateKind::TurnComplete { .. } => {
-            turns::turn_completed(bridge, &session_id);
+            turns::turn_completed(bridge, &session_id, update.turn_id.as_deref());
+            return;
+        }
+        // Another client's prompt goes to the editor; its own is never sent back (SPEC §18).
+        UpdateKind::UserMessage {
+            text, truncated, ..
+        } if turns::is_own_prompt(
+            bridge,
+            &session_id,
+            update.turn_id.as_deref(),
+            text,
+            *truncated,
+        ) =>
+        {
             return;
         }
         UpdateKind::ToolCall {

@@ -1,6 +1,8 @@
 //! The ACP session methods that map onto single daemon calls (SPEC §15, first table):
 //! `initialize`, `session/new`, `session/load` (with the transcript replayed as
-//! updates), `session/list` and `session/set_mode`.
+//! updates), `session/list` and `session/set_mode`. A session the editor opened is
+//! followed (daemon `session/subscribe`), so turns other clients prompt in it reach the
+//! editor too, their prompt first (SPEC §18).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -137,6 +139,7 @@ pub async fn new_session(
         .ok_or_else(|| ErrorObject::internal("the daemon's session/new answer has no sessionId"))?
         .to_string();
     remember(bridge, &session_id, req.cwd);
+    follow(bridge, &session_id).await;
     let modes = modes(bridge, &bridge.agent).await;
     encode(&NewSessionResponse::new(session_id).modes(modes))
 }
@@ -164,6 +167,7 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
             mode: Some(Mode::Acp),
             limit: None,
             before_seq: before,
+            include_rewound: None,
         };
         let page = bridge.send(Method::SessionMessages, &params).await?;
         let rows = page
@@ -215,7 +219,22 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
                 .await;
         }
     }
+    // After the transcript: a turn running now is replayed from its start, then followed.
+    follow(bridge, &session_id).await;
     Ok(Value::Null)
+}
+
+/// Subscribes to the session's updates (SPEC §14), so the editor sees every turn of it,
+/// whoever prompts it. A refusal (the session has the most watchers it may have) only
+/// means other clients' turns are not shown: the editor's own prompts still are.
+async fn follow(bridge: &Arc<Bridge>, session_id: &str) {
+    let params = json!({"sessionId": session_id});
+    if let Err(e) = bridge.call(Method::SessionSubscribe, params).await {
+        tracing::warn!(
+            "not following other clients' turns in {session_id}: {}",
+            e.message
+        );
+    }
 }
 
 /// Milliseconds since the epoch as an RFC 3339 UTC time.
@@ -247,6 +266,7 @@ async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
         mode: Some(Mode::Acp),
         limit: Some(1),
         before_seq: Some(2),
+        include_rewound: None,
     };
     let page = bridge.send(Method::SessionMessages, &params).await.ok()?;
     let first = page.get("messages")?.as_array()?.first()?;

@@ -71,6 +71,8 @@ fn start(bridge: &Bridge, params: Option<Value>) -> Result<Started, ErrorObject>
     let (tx, rx) = oneshot::channel();
     session.turn = Some(Turn {
         serial,
+        prompt: Some(translated.text.clone()),
+        turn_id: None,
         cancelled: false,
         done: Some(tx),
         approvals: HashMap::new(),
@@ -120,17 +122,43 @@ fn finish(bridge: &Bridge, session_id: &str, serial: u64) -> Option<Turn> {
     Some(turn)
 }
 
-/// Called by the event router when a session's turn ended (its `turn_complete` has been
-/// forwarded).
-pub fn turn_completed(bridge: &Bridge, session_id: &str) {
+/// Called by the event router when a session's daemon turn `turn_id` ended (its
+/// `turn_complete` has been forwarded); only the end of the editor's own turn matters.
+pub fn turn_completed(bridge: &Bridge, session_id: &str, turn_id: Option<&str>) {
     if let Some(turn) = bridge
         .sessions()
         .get_mut(session_id)
         .and_then(|s| s.turn.as_mut())
+        .filter(|t| t.turn_id.is_some() && t.turn_id.as_deref() == turn_id)
         && let Some(done) = turn.done.take()
     {
         let _ = done.send(());
     }
+}
+
+/// Whether a `user_message` (turn `turn_id`, `text`, maybe `truncated`) is the editor's
+/// own running prompt: its text, while that prompt waits for its turn. The first match is
+/// taken, and its turn remembered as the editor's.
+pub fn is_own_prompt(
+    bridge: &Bridge,
+    session_id: &str,
+    turn_id: Option<&str>,
+    text: &str,
+    truncated: bool,
+) -> bool {
+    let mut sessions = bridge.sessions();
+    let Some(turn) = sessions.get_mut(session_id).and_then(|s| s.turn.as_mut()) else {
+        return false;
+    };
+    let mine = turn
+        .prompt
+        .as_deref()
+        .is_some_and(|own| own == text || (truncated && own.starts_with(text)));
+    if mine {
+        turn.prompt = None;
+        turn.turn_id = turn_id.map(str::to_string);
+    }
+    mine
 }
 
 /// The `session/cancel` notification: the daemon cancels the turn, open permission

@@ -92,6 +92,18 @@ pub fn tool_result(id: &str, raw_output: &Value) -> SessionUpdate {
 /// (approvals and questions travel as requests; `turn_complete` answers the prompt).
 pub fn from_event(kind: &UpdateKind) -> Option<SessionUpdate> {
     match kind {
+        // Another client's prompt (the editor's own is never forwarded): the text with its
+        // attachments' markers, as the transcript holds it and `session/load` replays it.
+        UpdateKind::UserMessage {
+            text, attachments, ..
+        } => {
+            let mut shown = text.clone();
+            for file in attachments {
+                shown.push('\n');
+                shown.push_str(&file.marker);
+            }
+            Some(SessionUpdate::UserMessageChunk(text_chunk(&shown)))
+        }
         UpdateKind::AgentMessageChunk { text } => {
             Some(SessionUpdate::AgentMessageChunk(text_chunk(text)))
         }
@@ -133,7 +145,8 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
     };
     match Role::parse(row.get("role").and_then(Value::as_str)?)? {
         Role::User => Some(SessionUpdate::UserMessageChunk(text_chunk(content))),
-        Role::Assistant | Role::Interruption => {
+        // A compaction's summary (SPEC §18) replays as agent text, like the marker.
+        Role::Assistant | Role::Interruption | Role::Compaction => {
             Some(SessionUpdate::AgentMessageChunk(text_chunk(content)))
         }
         Role::ToolCall => {
@@ -202,6 +215,24 @@ mod tests {
         assert_eq!(
             wire(tool_result("t", &json!("Error: no such file")))["status"],
             "failed"
+        );
+    }
+
+    #[test]
+    fn another_clients_prompt_is_a_user_message_chunk() {
+        let prompt = UpdateKind::UserMessage {
+            text: "look at this".into(),
+            attachments: vec![zeroclaw_client::protocol::update::PromptAttachment {
+                filename: "a.txt".into(),
+                marker: "[Document: a.txt] /w/uploads/1.txt".into(),
+            }],
+            prompted_by: "user:bob".into(),
+            truncated: false,
+        };
+        assert_eq!(
+            wire(from_event(&prompt).unwrap()),
+            json!({"sessionUpdate": "user_message_chunk",
+                   "content": {"type": "text", "text": "look at this\n[Document: a.txt] /w/uploads/1.txt"}})
         );
     }
 

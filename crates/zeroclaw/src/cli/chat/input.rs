@@ -2,6 +2,11 @@
 //! history kept in the data dir) asked for one line at a time; otherwise stdin lines read
 //! ahead on a thread of their own. And Ctrl-C, with the exit status it leaves
 //! ([`INTERRUPTED`]).
+//!
+//! Type-ahead is kept, as a shell keeps it: lines typed while a turn streams wait in the
+//! terminal, and keys the editor read past the end of a line (a fast `zebra crossing⏎/quit⏎`
+//! arrives in one read) stay in its buffer for the next line (rustyline's `buffer-redux`
+//! feature); each is handled in order once the chat asks for a line again.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -32,6 +37,8 @@ pub enum Read {
 pub struct Input {
     source: Source,
     closed: bool,
+    /// Text the next line starts with (the editor only).
+    prefill: String,
 }
 
 enum Source {
@@ -50,6 +57,8 @@ struct Request {
     prompt: String,
     /// Whether the line goes into the history (prompts do, answers to questions do not).
     remember: bool,
+    /// Text already in the line, to edit (a rewound prompt).
+    initial: String,
 }
 
 impl Input {
@@ -77,6 +86,7 @@ impl Input {
         Input {
             source: Source::Lines(rx),
             closed: false,
+            prefill: String::new(),
         }
     }
 
@@ -100,7 +110,9 @@ impl Input {
         let (reply_tx, reply_rx) = mpsc::channel(1);
         std::thread::spawn(move || {
             while let Ok(request) = req_rx.recv() {
-                let read = match editor.readline(&request.prompt) {
+                let read = match editor
+                    .readline_with_initial(&request.prompt, (request.initial.as_str(), ""))
+                {
                     Ok(line) => {
                         if request.remember && !line.trim().is_empty() {
                             let _ = editor.add_history_entry(line.as_str());
@@ -128,12 +140,28 @@ impl Input {
                 waiting: false,
             },
             closed: false,
+            prefill: String::new(),
         })
     }
 
     /// Whether input has ended.
     pub fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// Whether the line editor is reading a line already (its prompt is on the screen).
+    pub fn is_reading(&self) -> bool {
+        matches!(self.source, Source::Editor { waiting: true, .. })
+    }
+
+    /// Whether lines come from the line editor (text can be put in the line to edit).
+    pub fn is_editor(&self) -> bool {
+        matches!(self.source, Source::Editor { .. })
+    }
+
+    /// Puts `text` in the next line the editor asks for, to be edited and sent.
+    pub fn prefill(&mut self, text: &str) {
+        self.prefill = text.to_string();
     }
 
     /// The next line. `prompt` is shown by the editor (piped input shows none); a
@@ -154,6 +182,7 @@ impl Input {
                     let request = Request {
                         prompt: prompt.to_string(),
                         remember,
+                        initial: std::mem::take(&mut self.prefill),
                     };
                     if requests.send(request).is_err() {
                         self.closed = true;

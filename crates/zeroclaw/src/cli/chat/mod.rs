@@ -3,6 +3,8 @@
 //! each line is a prompt and the reply text is written as it comes. Approvals and ask-user
 //! questions are answered with the next line. Lines starting with `/` are chat commands
 //! (`/help`). Ctrl-C cancels the running turn, a second one (or one at the prompt) exits.
+//! Turns other clients prompt in the session are shown too, their prompt first (SPEC §18);
+//! lines typed meanwhile wait and are handled in order afterwards.
 //!
 //! Conversation (replies, tools, questions) goes to stdout; the header, notes and errors go
 //! to stderr.
@@ -21,6 +23,7 @@ use zeroclaw_ipc::Dirs;
 use super::error::CliError;
 use super::{rpc, sessions};
 
+mod commands;
 mod input;
 mod markdown;
 mod slash;
@@ -55,7 +58,7 @@ pub async fn run(
     // After the editor: it sets a SIGINT handler of its own when it starts; ours, set
     // later, sees every Ctrl-C and passes it on to the editor's.
     let mut interrupts = Interrupts::new()?;
-    let client = rpc::connect(config_dir, socket, true).await?;
+    let (client, me) = rpc::connect_as(config_dir, socket, true).await?;
     let (handle, mut events) = client.split();
     let mut params = SessionNewParams::agent(agent.clone());
     params.session_id = session;
@@ -67,13 +70,14 @@ pub async fn run(
     ui.header(&info);
     show_earlier(&handle, &info, &mut ui).await;
     let mut session_id = info.session_id.clone();
+    let mut own_rewind: Option<String> = None;
     if info.resumed {
         // Attach (SPEC §14): every later turn of the session is shown here, whoever
         // prompts it; a running one is replayed from its start, pending approvals included.
         match handle.subscribe(&session_id, None).await {
             Ok(sub) if sub.active_turn_id.is_some() => {
                 ui.note("a turn is running; showing it from its start");
-                let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+                let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
                 turn.watch(&mut events, &mut interrupts, None)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -88,6 +92,10 @@ pub async fn run(
     loop {
         ui.prompt_marker();
         let prompt = ui.take_prompt();
+        if input.is_reading() {
+            // The editor still reads the line whose prompt a watched turn cleared.
+            ui.prompt_again(&prompt);
+        }
         // Input first: at the end of piped input the chat ends cleanly even when the
         // daemon hung up at the same time.
         let next = loop {
@@ -97,7 +105,8 @@ pub async fn run(
                 read = input.next(&prompt, true) => break Idle::Read(read),
                 event = events.next() => match event {
                     Some(event) => {
-                        if let Some(first) = idle_event(&handle, &session_id, event).await {
+                        let seen = Seen { ui: &mut ui, prompt: &prompt, own_rewind: &mut own_rewind };
+                        if let Some(first) = idle_event(&handle, &session_id, seen, event).await {
                             break Idle::Watch(first);
                         }
                     }
@@ -109,8 +118,8 @@ pub async fn run(
             Idle::Read(read) => read,
             Idle::Watch(first) => {
                 // A turn someone else started: shown, its questions asked, until it ends.
-                ui.end_line();
-                let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+                ui.leave_prompt();
+                let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
                 turn.watch(&mut events, &mut interrupts, Some(first))
                     .await
                     .map_err(|e| e.to_string())?;
@@ -159,6 +168,28 @@ pub async fn run(
                 Slash::Mode(mode) => {
                     configure(&handle, &session_id, &mut ui, "autonomy", mode).await
                 }
+                Slash::Title(text) => commands::title(&handle, &session_id, &mut ui, &text).await,
+                Slash::Fork => {
+                    if let Some(id) = commands::fork(&handle, &session_id, &mut ui).await {
+                        session_id = id;
+                    }
+                }
+                Slash::Compact(instructions) => {
+                    let turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
+                    if let Err(e) =
+                        commands::compact(turn, &mut events, &mut interrupts, &instructions).await
+                    {
+                        ui.end_line();
+                        return Err(e.to_string().into());
+                    }
+                }
+                Slash::Rewind(Ok(n)) => {
+                    own_rewind =
+                        commands::rewind(&handle, &session_id, &mut ui, &mut input, n).await;
+                }
+                Slash::Rewind(Err(arg)) => ui.note(&format!(
+                    "/rewind takes a number of turns (1 or more), not {arg:?}"
+                )),
                 Slash::Quit => {
                     ui.end_line();
                     return Ok(());
@@ -169,7 +200,7 @@ pub async fn run(
             }
             continue;
         }
-        let mut turn = Turn::new(&handle, &session_id, &mut ui, &mut input);
+        let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
         match turn
             .run(&mut events, &mut interrupts, slash::prompt_text(&line))
             .await
@@ -194,6 +225,7 @@ async fn show_earlier(handle: &ClientHandle, info: &SessionNewResult, ui: &mut U
         mode: Some(info.mode),
         limit: Some(RESUME_MESSAGES),
         before_seq: None,
+        include_rewound: None,
     };
     match handle
         .send(Method::SessionMessages, &params, handle.timeout())
@@ -239,10 +271,30 @@ enum Idle {
     Watch(Event),
 }
 
-/// Something the daemon sent while this window runs no turn. An update or a question of
-/// this session means a turn started elsewhere: it is returned, to be watched. Questions
-/// of other sessions are cancelled; anything else is dropped.
-async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Option<Event> {
+/// Something the daemon sent while this window runs no turn. A question of this session, or
+/// an update of a turn's prompt or of its work, means a turn started elsewhere: it is
+/// returned, to be watched until its `turn_complete`. Questions of other sessions are
+/// cancelled; anything else is dropped.
+/// What the idle prompt shows events on.
+struct Seen<'a> {
+    ui: &'a mut Ui,
+    /// The line editor's prompt (drawn again after a note).
+    prompt: &'a str,
+    /// The turn this window last rewound to: its `session_rewound` is not news.
+    own_rewind: &'a mut Option<String>,
+}
+
+async fn idle_event(
+    handle: &ClientHandle,
+    session_id: &str,
+    seen: Seen<'_>,
+    event: Event,
+) -> Option<Event> {
+    let Seen {
+        ui,
+        prompt,
+        own_rewind,
+    } = seen;
     match event {
         Event::Elicitation(req) if req.session_id == session_id => {
             return Some(Event::Elicitation(req));
@@ -258,12 +310,37 @@ async fn idle_event(handle: &ClientHandle, session_id: &str, event: Event) -> Op
                 .await;
         }
         Event::Update(u) if u.session_id == session_id => match u.kind {
-            UpdateKind::TurnComplete { .. }
-            | UpdateKind::ApprovalResolved { .. }
-            | UpdateKind::ReplayGap { .. } => {
-                tracing::debug!("update outside a turn: {:?}", u.kind);
+            UpdateKind::UserMessage { .. }
+            | UpdateKind::AgentMessageChunk { .. }
+            | UpdateKind::AgentThoughtChunk { .. }
+            | UpdateKind::ToolCall { .. }
+            | UpdateKind::ToolResult { .. }
+            | UpdateKind::ApprovalRequest { .. } => return Some(Event::Update(u)),
+            // Another client rewound or compacted the session (SPEC §18): said, not watched.
+            UpdateKind::SessionRewound { to_turn_id, .. }
+                if own_rewind.as_deref() == Some(to_turn_id.as_str()) =>
+            {
+                *own_rewind = None;
             }
-            _ => return Some(Event::Update(u)),
+            UpdateKind::SessionRewound { rewound_turns, .. } => {
+                ui.leave_prompt();
+                ui.note(&format!(
+                    "another client rewound this session: {} turn(s) taken back",
+                    rewound_turns.len()
+                ));
+                ui.prompt_again(prompt);
+            }
+            UpdateKind::ContextCompacted {
+                summarized_messages,
+                ..
+            } => {
+                ui.leave_prompt();
+                ui.note(&format!(
+                    "another client compacted this session's context: {summarized_messages} older messages summarized"
+                ));
+                ui.prompt_again(prompt);
+            }
+            _ => tracing::debug!("update outside a turn: {:?}", u.kind),
         },
         _ => {}
     }

@@ -13,6 +13,14 @@ pub enum Slash {
     Model(String),
     /// `/mode supervised|full|read_only`: this session's autonomy.
     Mode(String),
+    /// `/compact [instructions]`: summarize the session's context now (SPEC §18).
+    Compact(String),
+    /// `/rewind [N]`: go back N turns (default 1); `Err` holds what was typed instead of N.
+    Rewind(Result<u32, String>),
+    /// `/fork`: continue in a copy of the session.
+    Fork,
+    /// `/title TEXT`: name the session (empty: say how).
+    Title(String),
     Unknown(String),
 }
 
@@ -24,6 +32,11 @@ commands (not sent to the model):
   /cancel     cancel the turn running in this session
   /model NAME use model NAME in this session (from its next provider call)
   /mode M     autonomy of this session: supervised, full or read_only
+  /compact [INSTRUCTIONS]
+              summarize this session's context now (the transcript stays whole)
+  /rewind [N] go back N turns (default 1); the last rewound prompt returns to the line
+  /fork       continue in a copy of this session (the original stays as it is)
+  /title TEXT name this session
   /quit       leave the chat (also Ctrl-D)
 keys: ←/→ and Home/End move · ↑/↓ recall earlier prompts · Ctrl-R searches them
       Ctrl-C cancels a running turn (at the prompt it exits)";
@@ -41,6 +54,13 @@ impl Slash {
         let arg = words.collect::<Vec<_>>().join(" ");
         Some(match name {
             "model" => Slash::Model(arg),
+            "compact" => Slash::Compact(arg),
+            "rewind" => Slash::Rewind(match arg.as_str() {
+                "" => Ok(1),
+                n => n.parse::<u32>().ok().filter(|n| *n > 0).ok_or(arg),
+            }),
+            "fork" => Slash::Fork,
+            "title" => Slash::Title(arg),
             "mode" => Slash::Mode(arg),
             "help" | "h" | "?" => Slash::Help,
             "sessions" => Slash::Sessions,
@@ -72,6 +92,29 @@ mod tests {
         assert_eq!(Slash::parse("  /quit "), Some(Slash::Quit));
         assert_eq!(Slash::parse("/model x"), Some(Slash::Model("x".into())));
         assert_eq!(Slash::parse("/mode full"), Some(Slash::Mode("full".into())));
+        assert_eq!(
+            Slash::parse("/compact keep the plan"),
+            Some(Slash::Compact("keep the plan".into()))
+        );
+        assert_eq!(
+            Slash::parse("/compact"),
+            Some(Slash::Compact(String::new()))
+        );
+        assert_eq!(Slash::parse("/rewind"), Some(Slash::Rewind(Ok(1))));
+        assert_eq!(Slash::parse("/rewind 3"), Some(Slash::Rewind(Ok(3))));
+        assert_eq!(
+            Slash::parse("/rewind 0"),
+            Some(Slash::Rewind(Err("0".into())))
+        );
+        assert_eq!(
+            Slash::parse("/rewind two"),
+            Some(Slash::Rewind(Err("two".into())))
+        );
+        assert_eq!(Slash::parse("/fork"), Some(Slash::Fork));
+        assert_eq!(
+            Slash::parse("/title  Big   refactor "),
+            Some(Slash::Title("Big refactor".into()))
+        );
         assert_eq!(Slash::parse("/frob"), Some(Slash::Unknown("frob".into())));
         assert_eq!(Slash::parse("hello /help"), None);
         assert_eq!(Slash::parse("//etc/passwd"), None);

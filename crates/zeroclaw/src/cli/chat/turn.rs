@@ -3,6 +3,11 @@
 //! them from input, and Ctrl-C cancels (a second one exits). A turn someone else started
 //! (another window, an editor) is watched the same way until its `turn_complete`
 //! ([`Turn::watch`]); an approval answered elsewhere is withdrawn here.
+//!
+//! Every turn starts with its prompt (`user_message`, SPEC §18): one sent by another client
+//! is shown (`> text · sender`); this window's own prompt, already on the screen as typed,
+//! is recognised (same sender, same text, while it waits for its answer) and not shown
+//! again.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -31,6 +36,10 @@ pub enum Question {
 pub struct Turn<'a> {
     pub handle: &'a ClientHandle,
     pub session_id: &'a str,
+    /// This connection's principal label (`operator`, `user:<name>`).
+    pub me: &'a str,
+    /// The prompt this window sent, until its `user_message` is seen.
+    pub own: Option<String>,
     pub ui: &'a mut Ui,
     pub input: &'a mut Input,
     /// Questions not yet shown, in arrival order.
@@ -94,12 +103,15 @@ impl<'a> Turn<'a> {
     pub fn new(
         handle: &'a ClientHandle,
         session_id: &'a str,
+        me: &'a str,
         ui: &'a mut Ui,
         input: &'a mut Input,
     ) -> Turn<'a> {
         Turn {
             handle,
             session_id,
+            me,
+            own: None,
             ui,
             input,
             questions: VecDeque::new(),
@@ -119,6 +131,7 @@ impl<'a> Turn<'a> {
         prompt: &str,
     ) -> Result<(), ClientError> {
         let (handle, session_id) = (self.handle, self.session_id);
+        self.own = Some(prompt.to_string());
         let prompt_call = async move {
             let result = handle.prompt(session_id, prompt).await?;
             Ok(Ending {
@@ -126,7 +139,18 @@ impl<'a> Turn<'a> {
                 content: result.content,
             })
         };
-        self.drive(events, interrupts, prompt_call).await
+        self.drive(events, interrupts, None, prompt_call).await
+    }
+
+    /// Runs a session command that the daemon queues as a turn of its own
+    /// (`session/compact`): its events are shown as they come, until `call` answers.
+    pub async fn command(
+        &mut self,
+        events: &mut Events,
+        interrupts: &mut Interrupts,
+        call: impl std::future::Future<Output = Result<Ending, ClientError>>,
+    ) -> Result<(), ClientError> {
+        self.drive(events, interrupts, None, call).await
     }
 
     /// Watches a turn started elsewhere until its `turn_complete`; `first` is the event
@@ -138,22 +162,27 @@ impl<'a> Turn<'a> {
         first: Option<Event>,
     ) -> Result<(), ClientError> {
         self.watching = true;
-        if let Some(event) = first {
-            self.event(event).await;
-        }
-        self.drive(events, interrupts, std::future::pending()).await
+        self.drive(events, interrupts, first, std::future::pending())
+            .await
     }
 
+    /// Shows the turn's events until `prompt_call` answers (or, watching, until the turn's
+    /// `turn_complete`). `first` was received before: it is shown once the spinner runs,
+    /// so the spinner never draws over it.
     async fn drive(
         &mut self,
         events: &mut Events,
         interrupts: &mut Interrupts,
+        first: Option<Event>,
         prompt_call: impl std::future::Future<Output = Result<Ending, ClientError>>,
     ) -> Result<(), ClientError> {
         tokio::pin!(prompt_call);
         let mut events_open = true;
         let mut spin = tokio::time::interval(SPIN_EVERY);
         self.ui.start_spinner();
+        if let Some(event) = first {
+            self.event(event).await;
+        }
         let result = loop {
             if let Some(done) = self.completed.take() {
                 break Ok(done);
@@ -242,6 +271,18 @@ impl<'a> Turn<'a> {
             return;
         }
         match update.kind {
+            UpdateKind::UserMessage {
+                text,
+                attachments,
+                prompted_by,
+                truncated,
+            } => {
+                if !self.is_own(&text, truncated, &prompted_by) {
+                    self.ui
+                        .user_message(&text, &attachments, &prompted_by, truncated);
+                    self.ui.start_spinner();
+                }
+            }
             UpdateKind::AgentMessageChunk { text } => {
                 self.streamed |= !text.is_empty();
                 self.ui.message(&text);
@@ -268,6 +309,15 @@ impl<'a> Turn<'a> {
             } => self.ui.note(&format!(
                 "context trimmed: {dropped_messages} older messages dropped"
             )),
+            UpdateKind::ContextCompacted {
+                summarized_messages,
+                tokens_before,
+                tokens_after,
+                ..
+            } => self.ui.note(&format!(
+                "context compacted: {summarized_messages} older messages summarized \
+                 ({tokens_before} → {tokens_after} tokens)"
+            )),
             // The answer to session/prompt carries the same; it ends the turn.
             UpdateKind::TurnComplete {
                 outcome, content, ..
@@ -275,9 +325,20 @@ impl<'a> Turn<'a> {
                 // A prompted turn ends with its answer, which carries the same.
                 if self.watching {
                     self.completed = Some(Ending { outcome, content });
+                } else {
+                    // Another client's turn that ran before this window's own.
+                    self.ui.end_line();
                 }
             }
             UpdateKind::ApprovalResolved { request_id, .. } => self.withdraw(&request_id),
+            UpdateKind::SessionRewound {
+                to_turn_id,
+                rewound_turns,
+                ..
+            } => self.ui.note(&format!(
+                "session rewound to before {to_turn_id}: {} turn(s) taken back",
+                rewound_turns.len()
+            )),
             UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),
@@ -296,6 +357,20 @@ impl<'a> Turn<'a> {
                 estimated,
             ),
         }
+    }
+
+    /// Whether a `user_message` is this window's own prompt (then it is already on the
+    /// screen): sent by this principal, with the text this window sent and is waiting on.
+    fn is_own(&mut self, text: &str, truncated: bool, by: &str) -> bool {
+        let mine = by == self.me
+            && self
+                .own
+                .as_deref()
+                .is_some_and(|own| own == text || (truncated && own.starts_with(text)));
+        if mine {
+            self.own = None;
+        }
+        mine
     }
 
     /// An approval settled elsewhere (another window, a timeout, a cancel) is no longer

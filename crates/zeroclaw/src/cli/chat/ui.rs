@@ -1,11 +1,12 @@
 //! Output of `zeroclaw chat`: streamed text (markdown rendered on a terminal), a spinner
-//! until the reply starts, tool calls and results, notes and questions. Colours only on a
-//! terminal and without `NO_COLOR`; piped output is the raw text. Also how a client error
-//! reads to people ([`message`]).
+//! until the reply starts, tool calls and results, prompts sent by other clients (SPEC §18),
+//! notes and questions. Colours only on a terminal and without `NO_COLOR`; piped output is
+//! the raw text. Also how a client error reads to people ([`message`]).
 
 use std::io::{IsTerminal, Write};
 
 use serde_json::Value;
+use zeroclaw_client::protocol::update::PromptAttachment;
 use zeroclaw_client::{ClientError, ElicitationRequest, SessionNewResult};
 
 use super::markdown::Markdown;
@@ -195,6 +196,57 @@ impl Ui {
         }
         let rule = self.paint(DIM, "──");
         self.out(&format!("{rule}\n"));
+    }
+
+    /// A turn from elsewhere starts while the line editor shows its prompt: the prompt's
+    /// line is cleared (on a terminal) so the turn is shown from the start of a line.
+    pub fn leave_prompt(&mut self) {
+        if self.interactive && self.rich {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(b"\r\x1b[K");
+            let _ = stdout.flush();
+        }
+        self.open_line = false;
+    }
+
+    /// Shows `prompt` again for the line the editor is still reading (a watched turn
+    /// cleared it); the editor redraws the line as it is typed on.
+    pub fn prompt_again(&mut self, prompt: &str) {
+        if self.interactive && self.rich {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(prompt.as_bytes());
+            let _ = stdout.flush();
+        }
+    }
+
+    /// A prompt another client sent (SPEC §18 `user_message`): `> text`, dimmed, with its
+    /// sender after it and the files it carried below.
+    pub fn user_message(
+        &mut self,
+        text: &str,
+        attachments: &[PromptAttachment],
+        by: &str,
+        truncated: bool,
+    ) {
+        self.end_line();
+        let mut shown = String::new();
+        let text = text.trim_end();
+        for (i, line) in text.split('\n').enumerate() {
+            shown.push_str(if i == 0 { "> " } else { "  " });
+            shown.push_str(line);
+            shown.push('\n');
+        }
+        if truncated {
+            shown.push_str("  …\n");
+        }
+        // The sender goes on the last line of the text.
+        shown.pop();
+        shown.push_str(&format!(" · {by}\n"));
+        for file in attachments {
+            shown.push_str(&format!("  + {}\n", clip(&file.filename, LINE_CHARS)));
+        }
+        let shown = self.paint(DIM, shown.trim_end_matches('\n'));
+        self.out(&format!("{shown}\n"));
     }
 
     /// The prompt for the next line (shown by the line editor).

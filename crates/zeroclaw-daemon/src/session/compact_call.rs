@@ -1,0 +1,71 @@
+//! `session/compact` (SPEC §18) as the sessions service takes it: the same checks as a
+//! prompt (a persisted session is brought back, owner or admin), then the compaction is
+//! queued behind the prompts already waiting and the call answers when the worker has run
+//! it ([`compact`](super::compact)).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+use zeroclaw_config::Config;
+use zeroclaw_config::policy::Principal;
+use zeroclaw_store::Mode;
+
+use super::error::SessionError;
+use super::link::ClientLink;
+use super::live::{Job, JobKind};
+use super::{SessionManager, check_owner};
+
+/// Longest `instructions`, in bytes.
+pub const MAX_INSTRUCTIONS: usize = 16 * 1024;
+
+impl SessionManager {
+    /// `session/compact {sessionId, mode?, instructions?}`.
+    pub async fn compact(
+        self: &Arc<Self>,
+        principal: &Principal,
+        link: Arc<dyn ClientLink>,
+        config: Arc<Config>,
+        session_id: &str,
+        mode: Option<Mode>,
+        instructions: Option<String>,
+    ) -> Result<Value, SessionError> {
+        if instructions
+            .as_ref()
+            .is_some_and(|i| i.len() > MAX_INSTRUCTIONS)
+        {
+            return Err(SessionError::invalid_params(format!(
+                "instructions are longer than {MAX_INSTRUCTIONS} bytes"
+            )));
+        }
+        let key = self.resolve_key(session_id, mode);
+        let live = self.live_or_rehydrate(principal, &config, &key).await?;
+        check_owner(principal, &live.owner, session_id)?;
+        // The caller sees `context_compacted` like a prompter sees its turn's events.
+        let _ = live
+            .stream
+            .subscribe_prompter(&link, &principal.id, principal.admin);
+        let (reply, answer) = oneshot::channel();
+        let submitted = live.submit(Job {
+            kind: JobKind::Compact { instructions },
+            link: Arc::clone(&link),
+            config,
+            reply,
+        });
+        link.record_prompt(&live.instance, submitted?);
+        crate::ordering::admitted();
+        let answer = answer.await.unwrap_or_else(|_| {
+            Err(SessionError::internal(
+                "the session stopped before answering",
+            ))
+        });
+        match answer {
+            Err(SessionError::Internal(_) | SessionError::Store(_)) if live.is_closing() => {
+                Err(SessionError::session_not_found(format!(
+                    "session {session_id} was closed before the compaction was answered"
+                )))
+            }
+            other => other,
+        }
+    }
+}
