@@ -30,6 +30,14 @@ max_context_tokens = 100
 compact_threshold = 0.5
 keep_recent_turns = 1
 
+[agents.toolfake]
+provider = "fake"
+tools = ["bash"]
+autonomy = "full"
+max_context_tokens = 150
+compact_threshold = 0.5
+keep_recent_turns = 1
+
 [agents.auto]
 provider = "echo"
 max_context_tokens = 400
@@ -543,6 +551,65 @@ fn a_turn_over_the_threshold_compacts_first() {
             json!({"role": "assistant", "content": prompts[1]}),
         ]
     );
+}
+
+#[test]
+fn a_tool_round_over_the_threshold_compacts_before_the_next_call() {
+    let fake = Fake::start();
+    let text = |tag: &str| format!("{tag}-{}", "x".repeat(19 - tag.len()));
+    fake.push(Scripted::text(&text("a1")));
+    fake.push(Scripted::text(&text("a2")));
+    fake.push(Scripted::tool_call(
+        "c1",
+        "bash",
+        json!({"command": "head -c 200 /dev/zero | tr '\\0' y"}),
+    ));
+    fake.push(Scripted::text("S"));
+    fake.push(Scripted::text("a3"));
+    let daemon = start(&fake, &[]);
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "toolfake", "sessionId": "m"}));
+    c.prompt("m", &text("p1"));
+    c.prompt("m", &text("p2"));
+    // The turn starts under 0.5 × 150 tokens; its tool result takes it over.
+    let (msgs, resp) = c.prompt("m", "p3");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    assert_eq!(resp["result"]["content"], "a3");
+    let ups = updates(&msgs);
+    let types: Vec<&str> = ups.iter().filter_map(|u| u["type"].as_str()).collect();
+    let at = types.iter().position(|t| *t == "context_compacted");
+    let result_at = types.iter().position(|t| *t == "tool_result");
+    assert!(at.is_some() && result_at < at, "{types:?}");
+    let e = &ups[at.unwrap_or(0)];
+    assert_eq!(e["turnId"], resp["result"]["turnId"]);
+    assert_eq!(e["summary"], "S");
+    assert_eq!(e["summarizedMessages"], 2);
+    // The summary call saw turn 1 only; the next call the summary, turn 2 and this turn.
+    let summarized = sent(&fake, 3);
+    assert_eq!(
+        summarized[..2],
+        [pair("user", &text("p1")), pair("assistant", &text("a1"))]
+    );
+    assert_eq!(summarized.len(), 3);
+    let asked = sent(&fake, 4);
+    let roles: Vec<&str> = asked.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "user", "assistant", "user", "assistant", "tool"],
+        "{asked:?}"
+    );
+    assert_eq!(asked[0], pair("user", &format!("{SUMMARY_PREFIX}S")));
+    assert_eq!(asked[1], pair("user", &text("p2")));
+    assert_eq!(asked[3], pair("user", "p3"));
+    assert_eq!(asked[5].1, "y".repeat(200));
+    let covers: i64 = db(&daemon)
+        .query_row(
+            "SELECT covers_seq FROM snapshots ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(covers, 4, "just before the turn's prompt row");
 }
 
 /// Waits until a text checkpoint of session `id` holds `text`.
