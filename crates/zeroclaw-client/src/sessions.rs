@@ -153,6 +153,7 @@ impl ClientHandle {
             mode: None,
             limit,
             cursor: cursor.map(str::to_owned),
+            search: None,
         };
         let page: ListResult = self.request(Method::SessionList, &params).await?;
         Ok((page.sessions, page.next_cursor))

@@ -55,6 +55,7 @@ keep_recent_turns = 2              # compaction keeps the last N whole turns ver
 auto_compact = true                # compact before a call over compact_threshold of the window
 compact_threshold = 0.8
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
+checkpoint_budget_mb = 512         # file checkpoints kept per session (rewind); 0 = off
 
 # stdio MCP tool servers started for each session of the agent (tools named SERVER__TOOL):
 # [agents.default.mcp_servers.files]
@@ -184,6 +185,11 @@ pub enum Autonomy {
     ReadOnly,
 }
 
+/// `checkpoint_budget_mb` when not set (SPEC §18).
+pub const DEFAULT_CHECKPOINT_BUDGET_MB: u32 = 512;
+/// The largest `checkpoint_budget_mb` accepted (1 TiB).
+pub const MAX_CHECKPOINT_BUDGET_MB: u32 = 1_048_576;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Agent {
@@ -198,6 +204,9 @@ pub struct Agent {
     pub max_tool_iterations: u32,
     /// Empty = `<config dir>/agents/<alias>/workspace`; relative = under the config dir.
     pub workspace: String,
+    /// Storage for the file checkpoints of each session, in MiB (SPEC §18); 0 = none are
+    /// recorded.
+    pub checkpoint_budget_mb: u32,
     /// stdio MCP tool servers started for each session of this agent (SPEC §16).
     pub mcp_servers: BTreeMap<String, McpServer>,
     /// Compaction keeps this many whole turns verbatim (SPEC §18).
@@ -231,6 +240,7 @@ impl Default for Agent {
             max_context_tokens: 32000,
             max_tool_iterations: 20,
             workspace: String::new(),
+            checkpoint_budget_mb: DEFAULT_CHECKPOINT_BUDGET_MB,
             mcp_servers: BTreeMap::new(),
             keep_recent_turns: 2,
             auto_compact: true,

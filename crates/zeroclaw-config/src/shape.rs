@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 use toml_edit::{Array, InlineTable, Item, Table, Value};
 
 use crate::path::PropPath;
-use crate::schema::{AUTONOMY, PROVIDER_KINDS};
+use crate::schema::{AUTONOMY, MAX_CHECKPOINT_BUDGET_MB, PROVIDER_KINDS};
 
 /// The type of one property.
 #[derive(Debug)]
@@ -72,6 +72,13 @@ static AGENT: Shape = Shape::Struct(&[
         },
     ),
     ("workspace", Shape::Str),
+    (
+        "checkpoint_budget_mb",
+        Shape::Int {
+            min: 0,
+            max: MAX_CHECKPOINT_BUDGET_MB as i64,
+        },
+    ),
     ("mcp_servers", Shape::Map(&MCP_SERVER)),
     // Compaction (SPEC §18).
     (
@@ -489,6 +496,27 @@ mod tests {
         assert_eq!(at.to_string(), "users.x.uid");
         let (at, _) = check("nope = 1\n").unwrap_err();
         assert_eq!(at.to_string(), "nope");
+    }
+
+    #[test]
+    fn checkpoint_budget_is_a_bounded_count_of_mib() {
+        check("[agents.a]\ncheckpoint_budget_mb = 0\n").unwrap();
+        check("[agents.a]\ncheckpoint_budget_mb = 1048576\n").unwrap();
+        for bad in ["-1", "1048577", "\"lots\"", "1.5"] {
+            let (at, _) =
+                check(&format!("[agents.a]\ncheckpoint_budget_mb = {bad}\n")).unwrap_err();
+            assert_eq!(at.to_string(), "agents.a.checkpoint_budget_mb", "{bad}");
+        }
+        let budget = Shape::at(&p("agents.a.checkpoint_budget_mb")).unwrap();
+        let path = p("agents.a.checkpoint_budget_mb");
+        assert_eq!(
+            budget.to_item(&json!("64"), &path).unwrap().as_integer(),
+            Some(64)
+        );
+        assert!(budget.to_item(&json!(2_000_000), &path).is_err());
+        let defaults = crate::schema::Config::default_file();
+        assert_eq!(defaults.agents["default"].checkpoint_budget_mb, 512);
+        assert_eq!(crate::schema::Agent::default().checkpoint_budget_mb, 512);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use zeroclaw_rpc::{ErrorObject, Request};
 
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
-use crate::methods::{config, configure, file, initialize, models, session, status};
+use crate::methods::{config, configure, file, history, initialize, models, session, status};
 use crate::params::Params;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
@@ -55,6 +55,9 @@ pub(crate) async fn call(
         Method::SessionStatus => configure::status(daemon, p, params),
         Method::SessionConfigure => configure::configure(daemon, p, params).await,
         Method::SessionCompact => session::compact(daemon, conn, p, params).await,
+        Method::SessionRewind => history::rewind(daemon, conn, p, params).await,
+        Method::SessionFork => history::fork(daemon, p, params).await,
+        Method::SessionSetTitle => history::set_title(daemon, p, params).await,
         Method::FileAttach => file::attach(daemon, conn, p, params).await,
         Method::FileUploadBegin => file::upload_begin(daemon, conn, p, params).await,
         Method::FileUploadChunk => file::upload_chunk(daemon, conn, params),

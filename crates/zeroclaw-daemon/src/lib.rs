@@ -48,6 +48,7 @@ use zeroclaw_ipc::{BindOptions, Dirs, LocalListener};
 use zeroclaw_store::{RPC_SURFACE, Store};
 
 use crate::registry::ConnectionRegistry;
+use crate::session::file_checkpoints::FileCheckpoints;
 use crate::session::{SessionManager, Tuning};
 use crate::state::Daemon;
 
@@ -83,8 +84,14 @@ async fn open_sessions(dirs: &Dirs) -> Result<Arc<SessionManager>, StartupError>
     if !recovered.is_empty() {
         tracing::info!(sessions = recovered.len(), "recovered interrupted turns");
     }
+    // Completes any file restore a crash interrupted (SPEC §18) before a client is served.
+    let checkpoints = dirs.data_dir.join("checkpoints");
+    let files = tokio::task::spawn_blocking(move || FileCheckpoints::open(&checkpoints))
+        .await
+        .map_err(|e| StartupError(format!("cannot open the file checkpoints: {e}")))?;
     Ok(SessionManager::new(
         store,
+        files,
         dirs.config_dir.clone(),
         Tuning::default(),
     ))

@@ -92,7 +92,8 @@ fn addresses_session(method: Method) -> bool {
     match method {
         SessionNew | SessionPrompt | SessionCancel | SessionApprove | SessionClose
         | SessionKill | SessionDelete | SessionList | SessionMessages | SessionSubscribe
-        | SessionUnsubscribe | SessionStatus | SessionConfigure | SessionCompact => true,
+        | SessionUnsubscribe | SessionStatus | SessionConfigure | SessionRewind | SessionFork
+        | SessionSetTitle | SessionCompact => true,
         Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete | ModelsList
         | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown => {
             false

@@ -18,6 +18,7 @@ pub mod compact;
 pub mod config;
 mod decode;
 pub mod files;
+pub mod history;
 pub mod method;
 pub mod schema;
 pub mod session;

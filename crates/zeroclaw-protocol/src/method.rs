@@ -91,6 +91,11 @@ methods! {
     SessionStatus = "session/status" => grant("sessions", "read"),
     SessionConfigure = "session/configure" => grant("sessions", "update"),
     SessionCompact = "session/compact" => grant("sessions", "execute"),
+    /// SPEC §18: back to just before a turn.
+    SessionRewind = "session/rewind" => grant("sessions", "update"),
+    /// SPEC §18: a new session from another's history.
+    SessionFork = "session/fork" => grant("sessions", "create"),
+    SessionSetTitle = "session/set_title" => grant("sessions", "update"),
     ModelsList = "models/list" => grant("system", "read"),
     FileAttach = "file/attach" => grant("files", "create"),
     FileUploadBegin = "file/upload/begin" => grant("files", "create"),
@@ -133,7 +138,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 26);
+        assert_eq!(Method::ALL.len(), 29);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);
@@ -150,6 +155,9 @@ mod tests {
         assert_eq!(g(Method::SessionStatus), "sessions:read");
         assert_eq!(g(Method::SessionConfigure), "sessions:update");
         assert_eq!(g(Method::SessionCompact), "sessions:execute");
+        assert_eq!(g(Method::SessionRewind), "sessions:update");
+        assert_eq!(g(Method::SessionSetTitle), "sessions:update");
+        assert_eq!(g(Method::SessionFork), "sessions:create");
         assert_eq!(g(Method::ConfigDelete), "config:delete");
         assert_eq!(g(Method::FileUploadChunk), "files:create");
         let local: Vec<_> = Method::ALL.iter().filter(|m| m.local_only()).collect();

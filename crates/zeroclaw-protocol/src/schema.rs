@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::compact::*;
 use crate::config::*;
 use crate::files::*;
+use crate::history::*;
 use crate::method::{ELICITATION_CREATE, Method, SESSION_UPDATE};
 use crate::session::*;
 use crate::stream::*;
@@ -48,6 +49,9 @@ fn method_schemas(g: &mut SchemaGenerator, method: Method) -> (Schema, Schema) {
         SessionStatus => pair::<SessionRef, SessionStatusResult>(g),
         SessionConfigure => pair::<ConfigureParams, ConfigureResult>(g),
         SessionCompact => pair::<CompactParams, CompactResult>(g),
+        SessionRewind => pair::<RewindParams, RewindResult>(g),
+        SessionFork => pair::<ForkParams, ForkResult>(g),
+        SessionSetTitle => pair::<SetTitleParams, SetTitleResult>(g),
         ModelsList => pair::<ModelsListParams, ModelsListResult>(g),
         FileAttach => pair::<AttachParams, AttachResult>(g),
         FileUploadBegin => pair::<UploadBeginParams, UploadBeginResult>(g),

@@ -230,6 +230,9 @@ pub struct ListParams {
     /// The previous page's `nextCursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Only sessions whose `title` contains this, ignoring case (SPEC §18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<String>,
 }
 
 /// One `session/list` entry. Times are milliseconds since the Unix epoch.
@@ -251,6 +254,13 @@ pub struct SessionSummary {
     /// Subscribed connections (SPEC §14).
     #[serde(default)]
     pub subscribers: u32,
+    /// The title set with `session/set_title`, else the first line of the first prompt cut
+    /// to 80 characters; null when there is neither (SPEC §18).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The session this one was forked from (SPEC §18).
+    #[serde(default)]
+    pub forked_from: Option<crate::history::ForkedFrom>,
 }
 
 /// `session/list` result. `nextCursor` is null on the last page.
@@ -276,6 +286,13 @@ pub struct MessagesParams {
     /// Exclusive upper bound on `seq`.
     #[serde(default, alias = "before_seq", skip_serializing_if = "Option::is_none")]
     pub before_seq: Option<i64>,
+    /// Also list the rows a rewind left behind, each with `rewound: true` (SPEC §18).
+    #[serde(
+        default,
+        alias = "include_rewound",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub include_rewound: Option<bool>,
 }
 
 /// One transcript row.

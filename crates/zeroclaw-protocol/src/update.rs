@@ -138,6 +138,13 @@ update_kinds! {
     },
     /// A replay could not start at the cursor: events before `firstEventSeq` are gone.
     ReplayGap = "replay_gap" { first_event_seq: u64 },
+    /// `session/rewind` went back to just before turn `toTurnId` (SPEC §18); the first
+    /// event of the rewind's own turn, sent after the rewind committed.
+    SessionRewound = "session_rewound" {
+        to_turn_id: String,
+        rewound_turns: Vec<String>,
+        restored_files: Vec<String>,
+    },
 }
 
 /// The `type` of a piece of the agent's answer text.
@@ -251,6 +258,11 @@ mod tests {
                 usage: None,
             },
             UpdateType::ReplayGap => UpdateKind::ReplayGap { first_event_seq: 3 },
+            UpdateType::SessionRewound => UpdateKind::SessionRewound {
+                to_turn_id: "turn_1".into(),
+                rewound_turns: vec!["turn_1".into(), "turn_2".into()],
+                restored_files: vec!["a.txt".into()],
+            },
         }
     }
 

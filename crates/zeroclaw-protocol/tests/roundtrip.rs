@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use zeroclaw_protocol::config::*;
 use zeroclaw_protocol::files::*;
+use zeroclaw_protocol::history::*;
 use zeroclaw_protocol::schema::document;
 use zeroclaw_protocol::session::*;
 use zeroclaw_protocol::stream::*;
@@ -129,6 +130,49 @@ fn configuration() {
 }
 
 #[test]
+fn rewind_fork_and_titles() {
+    let _: RewindParams = params(
+        "session/rewind",
+        json!({"sessionId": "s1", "mode": "acp", "turnId": "t2", "restoreFiles": false}),
+    );
+    let _: RewindResult = result(
+        "session/rewind",
+        json!({"sessionId": "s1", "rewoundTurns": ["t2", "t3"], "prompt": "p2",
+               "restoredFiles": ["a.txt"],
+               "unrestorable": [{"path": "big.bin", "reason": "over 10 MiB"}]}),
+    );
+    let _: ForkParams = params("session/fork", json!({"sessionId": "s1", "turnId": "t1"}));
+    let _: ForkResult = result(
+        "session/fork",
+        json!({"sessionId": "s2", "forkedFrom": {"sessionId": "s1", "turnId": "t1"},
+               "messageCount": 2}),
+    );
+    let _: SetTitleParams = params(
+        "session/set_title",
+        json!({"sessionId": "s1", "title": "Fix the build"}),
+    );
+    let _: SetTitleResult = result(
+        "session/set_title",
+        json!({"sessionId": "s1", "title": "Fix the build"}),
+    );
+    let _: MessagesParams = params(
+        "session/messages",
+        json!({"sessionId": "s1", "includeRewound": true}),
+    );
+    let _: MessagesResult = result(
+        "session/messages",
+        json!({"sessionId": "s1", "messages": [{"seq": 3, "role": "user", "content": "p2",
+               "turnId": "t2", "createdAt": 1, "rewound": true}], "total": 6}),
+    );
+    let u = update(
+        json!({"sessionId": "s1", "type": "session_rewound", "turnId": "t9",
+                          "eventSeq": 1, "toTurnId": "t2", "rewoundTurns": ["t2"],
+                          "restoredFiles": []}),
+    );
+    assert!(matches!(u.kind, UpdateKind::SessionRewound { .. }));
+}
+
+#[test]
 fn session_lifecycle() {
     let p: SessionNewParams = params(
         "session/new",
@@ -191,9 +235,12 @@ fn session_lifecycle() {
         json!({"sessions": [{"sessionId": "s1", "mode": "acp", "agentAlias": "default",
                              "createdAt": 1700000000000i64, "lastActivity": 1700000000001i64,
                              "messageCount": 2, "live": true, "interactionSurface": "rpc",
-                             "activeTurnId": "t2", "subscribers": 1}],
+                             "activeTurnId": "t2", "subscribers": 1,
+                             "title": "Fix the build",
+                             "forkedFrom": {"sessionId": "s0", "turnId": "t9"}}],
                "nextCursor": null}),
     );
+    let _: ListParams = params("session/list", json!({"search": "build"}));
     let _: MessagesParams = params(
         "session/messages",
         json!({"sessionId": "s1", "limit": 10, "beforeSeq": 5}),

@@ -27,6 +27,13 @@
 //! finish_turn(key, turn, status, rows)   -> final rows + checkpoint closed
 //! save_snapshot(key, covers_seq, msgs)   -> after a trim; send `history_trimmed` after Ok
 //! ```
+//! `begin_turn` also records the turn's retained-context boundary (the latest snapshot's
+//! id with the prompt's seq), so the context before any turn can be rebuilt:
+//! [`Store::rewind`] flags that turn's rows and later ones `rewound` and commits that
+//! context as a new snapshot, in one transaction; [`Store::fork`] copies a session's
+//! history up to a turn into a new session (SPEC §18). Rewound and `compaction` rows never
+//! reach the provider context.
+//!
 //! After a crash, [`Store::recover_all_interrupted`] (daemon start) or [`Store::recover`]
 //! (rehydrating one session) turn open checkpoints into transcript rows plus one
 //! `[interrupted]` marker, and return the context to restore.

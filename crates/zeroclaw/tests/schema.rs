@@ -131,7 +131,7 @@ fn the_printed_schema_validates_every_frame_of_a_real_session() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("schema is JSON");
-    assert_eq!(doc["methods"].as_object().map(|m| m.len()), Some(26));
+    assert_eq!(doc["methods"].as_object().map(|m| m.len()), Some(29));
 
     let fake = Fake::start();
     // Turn 1 on the fake provider: a bash call that needs approval, then an ask_user
@@ -257,6 +257,19 @@ fn the_printed_schema_validates_every_frame_of_a_real_session() {
             json!({"sessionId": sid, "autonomy": "full"}),
         ),
         ("models/list", json!({})),
+        (
+            "session/set_title",
+            json!({"sessionId": sid, "title": "schema test"}),
+        ),
+        ("session/fork", json!({"sessionId": sid})),
+        (
+            "session/messages",
+            json!({"sessionId": sid, "includeRewound": true}),
+        ),
+        (
+            "session/rewind",
+            json!({"sessionId": sid, "turnId": turn_id, "restoreFiles": false}),
+        ),
     ] {
         if served.iter().any(|m| m == method) {
             c.call(method, params);

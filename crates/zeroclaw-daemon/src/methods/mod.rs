@@ -8,6 +8,7 @@
 pub(crate) mod config;
 pub(crate) mod configure;
 pub(crate) mod file;
+pub(crate) mod history;
 pub(crate) mod initialize;
 pub(crate) mod models;
 pub(crate) mod session;

@@ -98,6 +98,8 @@ struct ListParams {
     limit: Option<u32>,
     #[serde(default)]
     cursor: Option<String>,
+    #[serde(default)]
+    search: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +112,8 @@ struct MessagesParams {
     limit: Option<u32>,
     #[serde(default)]
     before_seq: Option<i64>,
+    #[serde(default)]
+    include_rewound: Option<bool>,
 }
 
 /// The prompt text: a string, or ACP-style content blocks whose `text` parts are joined.
@@ -343,7 +347,7 @@ pub(crate) fn unsubscribe(
         .map_err(Into::into)
 }
 
-/// `session/list {mode?, limit?, cursor?}`.
+/// `session/list {mode?, limit?, cursor?, search?}`.
 pub(crate) async fn list(
     daemon: &Daemon,
     principal: &Principal,
@@ -352,12 +356,12 @@ pub(crate) async fn list(
     let p: ListParams = params::decode(params)?;
     daemon
         .sessions
-        .list(principal, p.mode, p.limit, p.cursor.as_deref())
+        .list(principal, p.mode, p.limit, p.cursor.as_deref(), p.search)
         .await
         .map_err(Into::into)
 }
 
-/// `session/messages {sessionId, mode?, limit?, beforeSeq?}`.
+/// `session/messages {sessionId, mode?, limit?, beforeSeq?, includeRewound?}`.
 pub(crate) async fn messages(
     daemon: &Daemon,
     principal: &Principal,
@@ -366,7 +370,14 @@ pub(crate) async fn messages(
     let p: MessagesParams = params::decode(params)?;
     daemon
         .sessions
-        .messages(principal, &p.session_id, p.mode, p.limit, p.before_seq)
+        .messages(
+            principal,
+            &p.session_id,
+            p.mode,
+            p.limit,
+            p.before_seq,
+            p.include_rewound.unwrap_or(false),
+        )
         .await
         .map_err(Into::into)
 }

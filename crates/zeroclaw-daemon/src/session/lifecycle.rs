@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::history::ForkedFrom;
 use zeroclaw_protocol::session::{
     ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListResult, MessagesResult,
     SessionSummary,
@@ -263,6 +264,9 @@ impl SessionManager {
             Removal::Kill => self.store.kill(&key).await?,
             Removal::Delete => {
                 self.store.delete(&key).await?;
+                if key.mode == Mode::Acp {
+                    self.files.delete_session(&key.session_id).await;
+                }
             }
         }
         if let Some(live) = &live {
@@ -297,6 +301,7 @@ impl SessionManager {
         mode: Option<Mode>,
         limit: Option<u32>,
         cursor: Option<&str>,
+        search: Option<String>,
     ) -> Result<Value, SessionError> {
         let limit = match limit {
             Some(0) => return Err(SessionError::invalid_params("limit: expected 1 or more")),
@@ -316,7 +321,7 @@ impl SessionManager {
                 owner: (!principal.admin).then(|| principal.id.clone()),
                 limit,
                 after,
-                search: None,
+                search: search.filter(|s| !s.is_empty()),
             })
             .await?;
         let count = page.rows.len();
@@ -336,6 +341,11 @@ impl SessionManager {
                 interaction_surface: r.interaction_surface,
                 active_turn_id: live.as_ref().and_then(|l| l.running_turn()),
                 subscribers: live.as_ref().map_or(0, |l| l.stream.subscriber_count()) as u32,
+                title: r.title,
+                forked_from: r.forked_from.map(|f| ForkedFrom {
+                    session_id: f.session_id,
+                    turn_id: f.turn_id,
+                }),
             };
             let size = serde_json::to_vec(&entry).map_or(0, |v| v.len()) + 1;
             if used + size > DEFAULT_PAGE_BYTES && !sessions.is_empty() {
@@ -364,6 +374,7 @@ impl SessionManager {
         mode: Option<Mode>,
         limit: Option<u32>,
         before_seq: Option<i64>,
+        include_rewound: bool,
     ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
         self.owned_row(principal, &key, session_id).await?;
@@ -374,6 +385,7 @@ impl SessionManager {
                 MessagesQuery {
                     limit,
                     before_seq,
+                    include_rewound,
                     ..MessagesQuery::default()
                 },
             )

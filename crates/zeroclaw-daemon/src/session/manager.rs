@@ -22,6 +22,7 @@ use zeroclaw_config::policy::Principal;
 use zeroclaw_store::{Mode, SessionKey, Store};
 
 use super::error::SessionError;
+use super::file_checkpoints::FileCheckpoints;
 use super::limits::MAX_LIVE_SESSIONS;
 use super::live::LiveSession;
 use super::tuning::Tuning;
@@ -30,6 +31,8 @@ use super::tuning::Tuning;
 pub struct SessionManager {
     pub(crate) store: Store,
     pub(crate) tuning: Tuning,
+    /// The working directories' checkpoints (SPEC §18).
+    pub(crate) files: FileCheckpoints,
     /// Where relative agent workspaces are resolved.
     pub(crate) config_dir: PathBuf,
     live: Mutex<HashMap<SessionKey, Arc<LiveSession>>>,
@@ -42,10 +45,16 @@ pub struct SessionManager {
 }
 
 impl SessionManager {
-    pub fn new(store: Store, config_dir: PathBuf, tuning: Tuning) -> Arc<SessionManager> {
+    pub fn new(
+        store: Store,
+        files: FileCheckpoints,
+        config_dir: PathBuf,
+        tuning: Tuning,
+    ) -> Arc<SessionManager> {
         Arc::new(SessionManager {
             store,
             tuning,
+            files,
             config_dir,
             live: Mutex::new(HashMap::new()),
             loading: tokio::sync::Mutex::new(()),

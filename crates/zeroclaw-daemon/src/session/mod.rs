@@ -11,12 +11,16 @@
 //!   [`mcp`] (saved settings restored and MCP servers started as a session goes live);
 //! - [`worker`]: starts a live session's worker task, which runs its prompts one at a time;
 //! - [`manager`]: the registry of live sessions, limits and ownership checks;
-//! - [`rewind`]: a queued `session/rewind` run by the worker (SPEC §18);
+//! - [`history`]: `session/rewind` (queued), `session/fork` and `session/set_title`
+//!   (SPEC §18); [`rewind`] is the rewind as the worker runs it, [`file_restore`] its
+//!   file side;
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), and
 //!   [`compact`] (`session/compact` and auto-compaction, SPEC §18; [`compact_call`]
 //!   queues a `session/compact`), with
 //!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
 //!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
+//! - [`file_checkpoints`]: the working directory recorded at every ACP turn start and put
+//!   back by a rewind (SPEC §18);
 //! - [`live`]: one live session's state: identity, prompt queue, approvals, overrides,
 //!   usage;
 //! - [`stream`]: a session's numbered updates, subscribers and replay buffer (§14);
@@ -40,6 +44,9 @@ pub mod compact;
 pub mod compact_call;
 pub mod configure;
 pub mod error;
+pub mod file_checkpoints;
+pub mod file_restore;
+pub mod history;
 pub mod host;
 pub mod lifecycle;
 pub mod limits;

@@ -39,7 +39,11 @@ pub struct NewRequest {
     pub mcp_servers: Vec<super::mcp::SessionServer>,
 }
 
-fn check_agent(config: &Config, principal: &Principal, alias: &str) -> Result<(), SessionError> {
+pub(super) fn check_agent(
+    config: &Config,
+    principal: &Principal,
+    alias: &str,
+) -> Result<(), SessionError> {
     if !config.agents.contains_key(alias) {
         return Err(SessionError::invalid_params(format!(
             "unknown agent {alias:?}"

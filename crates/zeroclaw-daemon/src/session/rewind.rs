@@ -1,22 +1,77 @@
-//! `session/rewind` as the worker runs it (SPEC §18): queued like a prompt, so nothing
-//! races it.
+//! `session/rewind` as the session's worker runs it (SPEC §18). It is queued like a prompt
+//! and refused (-32002) while a turn runs or anything waits, so nothing races it.
+//!
+//! Order: the store's one transaction first (rows from the turn on flagged rewound, a new
+//! snapshot holding the context as it was before the turn's prompt); then the in-memory
+//! context is reloaded from the store; then the files are put back (when asked); only then
+//! `session_rewound` is sent, as the first event of the rewind's own turn. A kill -9 at
+//! any point leaves the old history or the whole rewind (the store), and the file restore
+//! is journaled by the checkpoint store (completed when the daemon next starts).
 
 use serde_json::Value;
+use zeroclaw_protocol::UpdateKind;
+use zeroclaw_protocol::history::{RewindResult, Unrestorable};
 
-use super::error::SessionError;
+use super::error::{SessionError, encode};
+use super::file_restore::{self, FilesRestored};
 use super::live::LiveSession;
+use super::persist;
 use super::turn::Runner;
 
 impl Runner {
-    /// Goes back to just before turn `to`.
+    /// Goes back to just before turn `to` of this session.
     pub(crate) async fn rewind(
         &mut self,
-        _session: &LiveSession,
-        _to: &str,
-        _restore_files: bool,
+        session: &LiveSession,
+        to: &str,
+        restore_files: bool,
     ) -> Result<Value, SessionError> {
-        Err(SessionError::internal(
-            "session/rewind is not implemented yet",
-        ))
+        if self.needs_recover {
+            self.reload(session).await?;
+        }
+        let to_messages: zeroclaw_store::ToMessages =
+            Box::new(|ctx| Ok(serde_json::to_value(persist::context_from(ctx))?));
+        let rewound = self.store.rewind(&session.key, to, to_messages).await?;
+        if rewound.snapshot_id.is_some() {
+            // What the store now holds is the context: read it back rather than rebuild
+            // it twice.
+            let restored = self.store.context(&session.key).await?;
+            self.context = persist::context_from(&restored);
+        }
+        let files = if restore_files {
+            // The history part is committed: a failed file restore is reported, not
+            // turned into a failed rewind.
+            file_restore::restore_for_rewind(self.files.as_ref(), session, to)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(session = %session.key.session_id, to, "file restore failed: {e}");
+                    FilesRestored {
+                        restored: Vec::new(),
+                        unrestorable: vec![(session.cwd.display().to_string(), e.to_string())],
+                    }
+                })
+        } else {
+            FilesRestored::default()
+        };
+        if !rewound.rewound_turns.is_empty() || !files.restored.is_empty() {
+            session.stream.emit_update(&UpdateKind::SessionRewound {
+                to_turn_id: to.to_owned(),
+                rewound_turns: rewound.rewound_turns.clone(),
+                restored_files: files.restored.clone(),
+            });
+        }
+        session.stream.end_turn();
+        tracing::info!(session = %session.key.session_id, to, rewound = ?rewound.rewound_turns, "session rewound");
+        encode(RewindResult {
+            session_id: session.key.session_id.clone(),
+            rewound_turns: rewound.rewound_turns,
+            prompt: rewound.prompt,
+            restored_files: files.restored,
+            unrestorable: files
+                .unrestorable
+                .into_iter()
+                .map(|(path, reason)| Unrestorable { path, reason })
+                .collect(),
+        })
     }
 }

@@ -194,6 +194,14 @@ impl SessionStream {
         });
     }
 
+    /// Ends the running turn without a `turn_complete` (a rewind's turn, SPEC §18): a
+    /// subscriber arriving later is not replayed it as a turn still running.
+    pub fn end_turn(&self) {
+        if let Some(last) = self.lock().turns.back_mut() {
+            last.done = true;
+        }
+    }
+
     /// [`emit`](Self::emit) of a typed update: the vocabulary's `type` and fields, so the
     /// wire names are written once, in `zeroclaw-protocol`.
     pub fn emit_update(&self, update: &UpdateKind) {

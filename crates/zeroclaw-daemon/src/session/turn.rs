@@ -32,6 +32,7 @@ use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreEr
 use super::agent::{self, ProviderCache};
 use super::compact;
 use super::error::{SessionError, encode};
+use super::file_checkpoints::FileCheckpoints;
 use super::host::SessionHost;
 use super::live::{Job, JobKind, LiveSession};
 use super::persist::{self, Persister};
@@ -47,6 +48,8 @@ pub(crate) struct Runner {
     /// The last turn could not be closed in the store: recover before the next one.
     pub(super) needs_recover: bool,
     pub(super) providers: ProviderCache,
+    /// The working directory's checkpoints (SPEC §18), recorded at every ACP turn start.
+    pub(super) files: Option<FileCheckpoints>,
 }
 
 impl Runner {
@@ -57,7 +60,14 @@ impl Runner {
             context,
             needs_recover: false,
             providers: ProviderCache::default(),
+            files: None,
         }
+    }
+
+    /// Records file checkpoints in `files` at every ACP turn start.
+    pub fn with_files(mut self, files: FileCheckpoints) -> Runner {
+        self.files = Some(files);
+        self
     }
 
     /// Replaces the in-memory context with the store's, after recovering open turns.
@@ -144,6 +154,18 @@ impl Runner {
             );
             (Some(p), began)
         };
+        if acp && let Some(files) = &self.files {
+            let budget = job
+                .config
+                .agents
+                .get(&session.agent_alias)
+                .map_or(zeroclaw_config::schema::DEFAULT_CHECKPOINT_BUDGET_MB, |a| {
+                    a.checkpoint_budget_mb
+                });
+            files
+                .record_turn_start(&key.session_id, turn_id, session.cwd.clone(), budget)
+                .await;
+        }
         let prompt_seq = Arc::new(OnceLock::new());
         if started_seq > 0 {
             let _ = prompt_seq.set(started_seq);

@@ -35,7 +35,8 @@ pub(crate) fn start(
         workspace,
         cwd,
     );
-    let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context);
+    let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context)
+        .with_files(manager.files.clone());
     tokio::spawn(run(Arc::clone(&session), rx, runner));
     session
 }

@@ -164,6 +164,7 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
             mode: Some(Mode::Acp),
             limit: None,
             before_seq: before,
+            include_rewound: None,
         };
         let page = bridge.send(Method::SessionMessages, &params).await?;
         let rows = page
@@ -247,6 +248,7 @@ async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
         mode: Some(Mode::Acp),
         limit: Some(1),
         before_seq: Some(2),
+        include_rewound: None,
     };
     let page = bridge.send(Method::SessionMessages, &params).await.ok()?;
     let first = page.get("messages")?.as_array()?.first()?;

@@ -194,6 +194,7 @@ async fn show_earlier(handle: &ClientHandle, info: &SessionNewResult, ui: &mut U
         mode: Some(info.mode),
         limit: Some(RESUME_MESSAGES),
         before_seq: None,
+        include_rewound: None,
     };
     match handle
         .send(Method::SessionMessages, &params, handle.timeout())

@@ -287,6 +287,14 @@ impl<'a> Turn<'a> {
                 }
             }
             UpdateKind::ApprovalResolved { request_id, .. } => self.withdraw(&request_id),
+            UpdateKind::SessionRewound {
+                to_turn_id,
+                rewound_turns,
+                ..
+            } => self.ui.note(&format!(
+                "session rewound to before {to_turn_id}: {} turn(s) taken back",
+                rewound_turns.len()
+            )),
             UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),

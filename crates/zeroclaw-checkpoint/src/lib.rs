@@ -1,0 +1,254 @@
+//! File checkpoints of a session's working directory (SPEC §18 "File checkpoints"):
+//! [`Checkpoints`] records the tree at every turn start and puts it back for a rewind.
+//!
+//! - at a turn start, [`Checkpoints::record`] writes a manifest of `(path, size, mtime,
+//!   hash)` for the regular files (plus directories and symlinks, never followed), hashing
+//!   only the files whose metadata changed since the session's previous manifest, and
+//!   stores each changed content once by hash under `<data dir>/checkpoints/`;
+//!   `.gitignore` rules and `.git/` are honoured; files over 10 MiB, or a tree over 20,000
+//!   files or 256 MiB, are recorded as unrestorable and the turn still runs;
+//! - [`Checkpoints::restore`] puts the tree back as it was at a turn's start (modified and
+//!   deleted files back, files created since removed), never writing through a symlink,
+//!   journaled so that a crash midway is completed by the next [`Checkpoints::open`];
+//! - each session's storage stays within its budget (`checkpoint_budget_mb`): the oldest
+//!   checkpoints go first and their turns become unrestorable;
+//!   [`Checkpoints::delete_session`] removes a session's checkpoints.
+//!
+//! Blocking file I/O throughout (callers in async code use `spawn_blocking`). Operations
+//! on one session are serialized by its lock; different sessions never wait for each
+//! other.
+//!
+//! Modules, leaves first: [`error`], [`limits`], [`digest`], [`escape`], [`durable`]
+//! (atomic writes and fsyncs), [`manifest`] (the text form), [`walk`] (the tree as
+//! `.gitignore` leaves it), [`tree`] (no-follow file operations), [`objects`] (content by
+//! hash), [`turns`] (one record per turn start), [`journal`], [`session`] (one session's
+//! directory), [`budget`], [`record`], [`restore`]; this file ties them together.
+
+pub mod budget;
+pub mod digest;
+pub mod durable;
+pub mod error;
+pub mod escape;
+pub mod journal;
+pub mod limits;
+pub mod manifest;
+pub mod objects;
+pub mod record;
+pub mod restore;
+pub mod session;
+pub mod tree;
+pub mod turns;
+pub mod walk;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+pub use error::{Error, Result};
+pub use limits::{Limits, RecordOptions};
+pub use record::Recorded;
+pub use restore::Restored;
+
+use digest::Digest;
+use manifest::Manifest;
+use session::SessionStore;
+
+/// Latest manifests kept in memory (one per session, the most recently used sessions).
+const CACHED_MANIFESTS: usize = 16;
+
+/// One session's slot: its store once loaded, and whether it was deleted.
+#[derive(Default)]
+struct Slot {
+    store: Option<SessionStore>,
+    deleted: bool,
+}
+
+/// The checkpoint store of a daemon: `<data dir>/checkpoints/`.
+pub struct Checkpoints {
+    base: PathBuf,
+    sessions: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
+    cache: Mutex<VecDeque<(String, Digest, Arc<Manifest>)>>,
+}
+
+/// One turn's checkpoint as [`Checkpoints::turns`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnInfo {
+    pub turn_id: String,
+    /// `None` when the turn can be restored, else why not.
+    pub unrestorable: Option<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Checkpoints {
+    /// Opens (creating) the store in `base`, and completes every restore a crash
+    /// interrupted.
+    pub fn open(base: &Path) -> Result<Checkpoints> {
+        session::make_private_dir(base)?;
+        let base = base
+            .canonicalize()
+            .map_err(|e| error::io_error(format!("resolve {}", base.display()), e))?;
+        let store = Checkpoints {
+            base,
+            sessions: Mutex::new(HashMap::new()),
+            cache: Mutex::new(VecDeque::new()),
+        };
+        store.complete_interrupted()?;
+        Ok(store)
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    fn complete_interrupted(&self) -> Result<()> {
+        let read = std::fs::read_dir(&self.base)
+            .map_err(|e| error::io_error(format!("list {}", self.base.display()), e))?;
+        for entry in read.flatten() {
+            let dir = entry.path();
+            if !dir.join("restore.json").exists() {
+                continue;
+            }
+            let store = match SessionStore::load(dir.clone(), false) {
+                Ok(Some(store)) => store,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!(dir = %dir.display(), "checkpoints unreadable: {e}");
+                    continue;
+                }
+            };
+            match restore::complete_journal(&store, Some(&self.base)) {
+                Ok(Some(done)) => tracing::info!(
+                    dir = %dir.display(),
+                    restored = done.restored.len(),
+                    unrestorable = done.unrestorable.len(),
+                    "completed a file restore interrupted by a crash"
+                ),
+                Ok(None) => {}
+                // The journal stays: the next open tries again.
+                Err(e) => tracing::error!(
+                    dir = %dir.display(),
+                    "an interrupted file restore cannot be completed: {e}"
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    fn slot(&self, session_id: &str) -> Arc<Mutex<Slot>> {
+        Arc::clone(
+            lock(&self.sessions)
+                .entry(session_id.to_owned())
+                .or_default(),
+        )
+    }
+
+    /// The loaded store of `session_id` (created with `create`), under its slot's lock.
+    fn with_store<T>(
+        &self,
+        session_id: &str,
+        create: bool,
+        f: impl FnOnce(Option<&mut SessionStore>) -> Result<T>,
+    ) -> Result<T> {
+        let slot = self.slot(session_id);
+        let mut slot = lock(&slot);
+        if slot.deleted {
+            return Err(Error::Deleted);
+        }
+        if slot.store.is_none() {
+            slot.store = SessionStore::load(self.base.join(session::dir_name(session_id)), create)?;
+        }
+        f(slot.store.as_mut())
+    }
+
+    /// Records the tree at `root` as it is at turn `turn_id`'s start.
+    pub fn record(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        root: &Path,
+        opts: &RecordOptions,
+    ) -> Result<Recorded> {
+        self.with_store(session_id, true, |store| {
+            let Some(store) = store else {
+                return Err(Error::Deleted);
+            };
+            let cached = self.cached(session_id);
+            let (done, latest) =
+                record::record(store, Some(&self.base), turn_id, root, opts, cached)?;
+            if let Some((d, m)) = latest {
+                self.remember(session_id, d, m);
+            }
+            Ok(done)
+        })
+    }
+
+    /// Restores `root` to its state at turn `turn_id`'s start
+    /// ([`Error::UnknownTurn`] when no checkpoint of that turn exists).
+    pub fn restore(&self, session_id: &str, turn_id: &str, root: &Path) -> Result<Restored> {
+        self.with_store(session_id, false, |store| match store {
+            None => Err(Error::UnknownTurn(turn_id.to_owned())),
+            Some(store) => restore::restore(store, Some(&self.base), turn_id, root),
+        })
+    }
+
+    /// Removes every checkpoint of `session_id`.
+    pub fn delete_session(&self, session_id: &str) -> Result<()> {
+        let slot = self.slot(session_id);
+        let mut slot = lock(&slot);
+        slot.store = None;
+        slot.deleted = true;
+        lock(&self.cache).retain(|(s, ..)| s != session_id);
+        let dir = self.base.join(session::dir_name(session_id));
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(error::io_error(format!("remove {}", dir.display()), e))
+            }
+            _ => durable::sync_dir(&self.base),
+        }
+    }
+
+    /// The session's turn checkpoints, oldest first.
+    pub fn turns(&self, session_id: &str) -> Result<Vec<TurnInfo>> {
+        self.with_store(session_id, false, |store| {
+            Ok(store.map_or_else(Vec::new, |s| {
+                s.records
+                    .iter()
+                    .map(|r| TurnInfo {
+                        turn_id: r.turn_id.clone(),
+                        unrestorable: r
+                            .manifest
+                            .is_none()
+                            .then(|| r.unrestorable.clone().unwrap_or_default()),
+                    })
+                    .collect()
+            }))
+        })
+    }
+
+    /// Bytes the session's checkpoints take.
+    pub fn usage(&self, session_id: &str) -> Result<u64> {
+        self.with_store(session_id, false, |store| {
+            Ok(store.map_or(0, |s| s.total_bytes()))
+        })
+    }
+
+    fn cached(&self, session_id: &str) -> record::Cached {
+        lock(&self.cache)
+            .iter()
+            .find(|(s, ..)| s == session_id)
+            .map(|(_, d, m)| (*d, Arc::clone(m)))
+    }
+
+    fn remember(&self, session_id: &str, d: Digest, m: Arc<Manifest>) {
+        let mut cache = lock(&self.cache);
+        cache.retain(|(s, ..)| s != session_id);
+        cache.push_front((session_id.to_owned(), d, m));
+        cache.truncate(CACHED_MANIFESTS);
+    }
+}
+
+#[cfg(test)]
+mod tests;

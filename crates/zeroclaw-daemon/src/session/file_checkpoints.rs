@@ -1,0 +1,138 @@
+//! File checkpoints of ACP sessions (SPEC §18 "File checkpoints"), the daemon's side of
+//! `zeroclaw-checkpoint`: [`FileCheckpoints`] owns `<data dir>/checkpoints/` and
+//!
+//! - [`FileCheckpoints::record_turn_start`]: at every ACP turn start, before the provider
+//!   is called, records the session's working directory — on a blocking thread, so no
+//!   other session's turn ever waits for it, and within [`RECORD_TIME_LIMIT`]: past it the
+//!   turn goes on and that turn is recorded as unrestorable;
+//! - [`FileCheckpoints::restore`]: puts the working directory back as it was at a turn's
+//!   start (for `session/rewind` with `restoreFiles`);
+//! - [`FileCheckpoints::delete_session`]: `session/delete` removes the session's
+//!   checkpoints with it.
+//!
+//! Opening the store at startup completes any restore a crash interrupted, before a client
+//! is served. A store that cannot be opened leaves the daemon running without checkpoints
+//! (every rewind then reports its files as unrestorable, with the reason).
+//!
+//! A leaf of the sessions service: it imports only [`error`](super::error).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zeroclaw_checkpoint::{Checkpoints, Error, RecordOptions, Restored};
+
+use super::error::SessionError;
+
+/// How long a turn start may spend recording its checkpoint.
+pub const RECORD_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Past the limit the crate stops by itself; this is how much longer the turn waits for
+/// it to say so before going on regardless (a file system that hangs).
+const RECORD_GRACE: Duration = Duration::from_secs(2);
+
+/// The daemon's checkpoint store (cheap to clone).
+#[derive(Clone)]
+pub struct FileCheckpoints {
+    store: Result<Arc<Checkpoints>, Arc<String>>,
+}
+
+impl FileCheckpoints {
+    /// Opens `dir` (blocking: it may complete an interrupted restore).
+    pub fn open(dir: &Path) -> FileCheckpoints {
+        let store = match Checkpoints::open(dir) {
+            Ok(store) => Ok(Arc::new(store)),
+            Err(e) => {
+                tracing::error!(dir = %dir.display(), "file checkpoints unavailable: {e}");
+                Err(Arc::new(e.to_string()))
+            }
+        };
+        FileCheckpoints { store }
+    }
+
+    /// Records `root` as turn `turn_id`'s start, with the agent's budget in MiB. Never
+    /// fails the turn: a problem is logged and leaves the turn unrestorable.
+    pub async fn record_turn_start(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        root: PathBuf,
+        budget_mb: u32,
+    ) {
+        let Ok(store) = &self.store else {
+            return;
+        };
+        let store = Arc::clone(store);
+        let started = Instant::now();
+        let opts = RecordOptions {
+            deadline: Some(started + RECORD_TIME_LIMIT),
+            ..RecordOptions::with_budget(u64::from(budget_mb) * 1024 * 1024)
+        };
+        let (sid, tid) = (session_id.to_owned(), turn_id.to_owned());
+        let job = tokio::task::spawn_blocking(move || store.record(&sid, &tid, &root, &opts));
+        match tokio::time::timeout(RECORD_TIME_LIMIT + RECORD_GRACE, job).await {
+            Ok(Ok(Ok(done))) => {
+                tracing::debug!(
+                    session = %session_id, turn = %turn_id,
+                    entries = done.entries, hashed = done.hashed,
+                    stored_bytes = done.stored_bytes, evicted = done.evicted.len(),
+                    unrestorable = ?done.unrestorable,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "file checkpoint recorded"
+                );
+            }
+            Ok(Ok(Err(e))) => {
+                tracing::warn!(session = %session_id, turn = %turn_id, "file checkpoint failed: {e}");
+            }
+            Ok(Err(e)) => {
+                tracing::error!(session = %session_id, turn = %turn_id, "file checkpoint panicked: {e}");
+            }
+            Err(_) => {
+                tracing::warn!(session = %session_id, turn = %turn_id, "file checkpoint still running: the turn goes on");
+            }
+        }
+    }
+
+    /// Restores `root` to its state at turn `turn_id`'s start. A turn without a usable
+    /// checkpoint gives an empty `restored` and the reason in `unrestorable`; only a failure
+    /// of the restore itself is an error.
+    pub async fn restore(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        root: PathBuf,
+    ) -> Result<Restored, SessionError> {
+        let whole = |reason: String| Restored {
+            restored: Vec::new(),
+            unrestorable: vec![(root.display().to_string(), reason)],
+        };
+        let store = match &self.store {
+            Ok(store) => Arc::clone(store),
+            Err(e) => return Ok(whole(format!("file checkpoints are unavailable: {e}"))),
+        };
+        let (sid, tid, dir) = (session_id.to_owned(), turn_id.to_owned(), root.clone());
+        let done = tokio::task::spawn_blocking(move || store.restore(&sid, &tid, &dir))
+            .await
+            .map_err(|e| SessionError::internal(format!("file restore panicked: {e}")))?;
+        match done {
+            Ok(done) => Ok(done),
+            Err(Error::UnknownTurn(_)) => Ok(whole(
+                "no file checkpoint was recorded at the start of this turn".to_owned(),
+            )),
+            Err(Error::Deleted) => Ok(whole("the session's checkpoints were deleted".to_owned())),
+            Err(e) => Err(SessionError::internal(format!("file restore failed: {e}"))),
+        }
+    }
+
+    /// Removes the session's checkpoints (a failure is logged: the session is gone anyway).
+    pub async fn delete_session(&self, session_id: &str) {
+        let Ok(store) = &self.store else {
+            return;
+        };
+        let store = Arc::clone(store);
+        let sid = session_id.to_owned();
+        let done = tokio::task::spawn_blocking(move || store.delete_session(&sid)).await;
+        if !matches!(done, Ok(Ok(()))) {
+            tracing::warn!(session = %session_id, "file checkpoints not deleted: {done:?}");
+        }
+    }
+}
