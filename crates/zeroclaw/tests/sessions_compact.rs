@@ -851,3 +851,49 @@ fn a_cancelled_compaction_changes_nothing_and_chat_sessions_are_refused() {
     );
     assert_eq!(code(&e), -32602, "{e}");
 }
+
+#[test]
+fn a_rewind_goes_back_across_a_compaction() {
+    let fake = Fake::start();
+    for r in ["a1", "a2", "S", "a3", "a3b", "a2b"] {
+        fake.push(Scripted::text(r));
+    }
+    let daemon = start(&fake, &[]);
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "fake1", "sessionId": "rw"}));
+    c.prompt("rw", "p1");
+    let (_, t2) = c.prompt("rw", "p2");
+    let (_, done) = compact(&mut c, "rw", json!({}));
+    assert_eq!(done["result"]["summarizedMessages"], 2, "{done}");
+    let (_, t3) = c.prompt("rw", "p3");
+    let summary = pair("user", &format!("{SUMMARY_PREFIX}S"));
+    let after_compaction = [summary, pair("user", "p2"), pair("assistant", "a2")];
+    assert_eq!(sent(&fake, 3)[..3], after_compaction);
+
+    // Back to just before p3: the compacted context.
+    let r = c.result(
+        "session/rewind",
+        json!({"sessionId": "rw", "turnId": t3["result"]["turnId"], "restoreFiles": false}),
+    );
+    assert_eq!(r["prompt"], "p3", "{r}");
+    c.prompt("rw", "p3b");
+    assert_eq!(sent(&fake, 4)[..3], after_compaction);
+    assert_eq!(sent(&fake, 4).len(), 4);
+
+    // Back to just before p2: before the compaction, whose row is rewound with the rest.
+    c.result(
+        "session/rewind",
+        json!({"sessionId": "rw", "turnId": t2["result"]["turnId"], "restoreFiles": false}),
+    );
+    c.prompt("rw", "p2b");
+    assert_eq!(
+        sent(&fake, 5),
+        [
+            pair("user", "p1"),
+            pair("assistant", "a1"),
+            pair("user", "p2b")
+        ]
+    );
+    let roles: Vec<String> = rows(&mut c, "rw").into_iter().map(|r| r.0).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+}
