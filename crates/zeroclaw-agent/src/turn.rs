@@ -183,6 +183,15 @@ pub trait TurnHost: Send + Sync {
     async fn ask_user(&self, ask: AskUser) -> Option<String>;
     /// Whether `ask_user` may be offered to the model.
     fn can_ask_user(&self) -> bool;
+
+    /// Called before every provider call of the turn after its first, with the context
+    /// and where this turn's messages start in it. The host may replace
+    /// `context[..turn_start]` (what came before this turn) by a compacted version (SPEC
+    /// §18 auto-compaction); it returns where this turn's messages start afterwards.
+    async fn before_call(&self, context: &mut Vec<ChatMessage>, turn_start: usize) -> usize {
+        let _ = context;
+        turn_start
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -243,6 +252,9 @@ struct Turn<'a> {
     /// Bytes of visible text streamed so far in this turn (all steps).
     visible: usize,
     usage: TurnUsage,
+    /// Where this turn's messages start in `context` (moves when the host compacts what
+    /// came before).
+    start: usize,
 }
 
 #[derive(Default)]
@@ -286,12 +298,13 @@ pub async fn run_turn(
         seen_ids: HashSet::new(),
         visible: 0,
         usage: TurnUsage::default(),
+        start,
     };
     let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
     TurnResult {
         outcome,
         content,
-        appended: turn.context.len() - start,
+        appended: turn.context.len() - turn.start,
         provider_calls,
         tool_rounds,
         usage: turn.usage,
@@ -327,6 +340,9 @@ impl Turn<'_> {
         let mut rounds = 0u32;
         let mut calls_made = 0u32;
         loop {
+            if calls_made > 0 {
+                self.start = self.host.before_call(self.context, self.start).await;
+            }
             let mut tools = builtin.clone();
             if let Some(mcp) = &self.spec.mcp {
                 tools.extend(mcp.tools().into_iter().map(|t| t.schema));

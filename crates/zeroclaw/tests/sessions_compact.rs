@@ -30,6 +30,14 @@ max_context_tokens = 100
 compact_threshold = 0.5
 keep_recent_turns = 1
 
+[agents.toolfake]
+provider = "fake"
+tools = ["bash"]
+autonomy = "full"
+max_context_tokens = 150
+compact_threshold = 0.5
+keep_recent_turns = 1
+
 [agents.auto]
 provider = "echo"
 max_context_tokens = 400
@@ -545,6 +553,65 @@ fn a_turn_over_the_threshold_compacts_first() {
     );
 }
 
+#[test]
+fn a_tool_round_over_the_threshold_compacts_before_the_next_call() {
+    let fake = Fake::start();
+    let text = |tag: &str| format!("{tag}-{}", "x".repeat(19 - tag.len()));
+    fake.push(Scripted::text(&text("a1")));
+    fake.push(Scripted::text(&text("a2")));
+    fake.push(Scripted::tool_call(
+        "c1",
+        "bash",
+        json!({"command": "head -c 200 /dev/zero | tr '\\0' y"}),
+    ));
+    fake.push(Scripted::text("S"));
+    fake.push(Scripted::text("a3"));
+    let daemon = start(&fake, &[]);
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "toolfake", "sessionId": "m"}));
+    c.prompt("m", &text("p1"));
+    c.prompt("m", &text("p2"));
+    // The turn starts under 0.5 × 150 tokens; its tool result takes it over.
+    let (msgs, resp) = c.prompt("m", "p3");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    assert_eq!(resp["result"]["content"], "a3");
+    let ups = updates(&msgs);
+    let types: Vec<&str> = ups.iter().filter_map(|u| u["type"].as_str()).collect();
+    let at = types.iter().position(|t| *t == "context_compacted");
+    let result_at = types.iter().position(|t| *t == "tool_result");
+    assert!(at.is_some() && result_at < at, "{types:?}");
+    let e = &ups[at.unwrap_or(0)];
+    assert_eq!(e["turnId"], resp["result"]["turnId"]);
+    assert_eq!(e["summary"], "S");
+    assert_eq!(e["summarizedMessages"], 2);
+    // The summary call saw turn 1 only; the next call the summary, turn 2 and this turn.
+    let summarized = sent(&fake, 3);
+    assert_eq!(
+        summarized[..2],
+        [pair("user", &text("p1")), pair("assistant", &text("a1"))]
+    );
+    assert_eq!(summarized.len(), 3);
+    let asked = sent(&fake, 4);
+    let roles: Vec<&str> = asked.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "user", "assistant", "user", "assistant", "tool"],
+        "{asked:?}"
+    );
+    assert_eq!(asked[0], pair("user", &format!("{SUMMARY_PREFIX}S")));
+    assert_eq!(asked[1], pair("user", &text("p2")));
+    assert_eq!(asked[3], pair("user", "p3"));
+    assert_eq!(asked[5].1, "y".repeat(200));
+    let covers: i64 = db(&daemon)
+        .query_row(
+            "SELECT covers_seq FROM snapshots ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(covers, 4, "just before the turn's prompt row");
+}
+
 /// Waits until a text checkpoint of session `id` holds `text`.
 fn wait_checkpointed(daemon: &TestDaemon, id: &str, text: &str) {
     let conn = db(daemon);
@@ -783,4 +850,50 @@ fn a_cancelled_compaction_changes_nothing_and_chat_sessions_are_refused() {
         json!({"sessionId": "cx", "instructions": "x".repeat(20_000)}),
     );
     assert_eq!(code(&e), -32602, "{e}");
+}
+
+#[test]
+fn a_rewind_goes_back_across_a_compaction() {
+    let fake = Fake::start();
+    for r in ["a1", "a2", "S", "a3", "a3b", "a2b"] {
+        fake.push(Scripted::text(r));
+    }
+    let daemon = start(&fake, &[]);
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "fake1", "sessionId": "rw"}));
+    c.prompt("rw", "p1");
+    let (_, t2) = c.prompt("rw", "p2");
+    let (_, done) = compact(&mut c, "rw", json!({}));
+    assert_eq!(done["result"]["summarizedMessages"], 2, "{done}");
+    let (_, t3) = c.prompt("rw", "p3");
+    let summary = pair("user", &format!("{SUMMARY_PREFIX}S"));
+    let after_compaction = [summary, pair("user", "p2"), pair("assistant", "a2")];
+    assert_eq!(sent(&fake, 3)[..3], after_compaction);
+
+    // Back to just before p3: the compacted context.
+    let r = c.result(
+        "session/rewind",
+        json!({"sessionId": "rw", "turnId": t3["result"]["turnId"], "restoreFiles": false}),
+    );
+    assert_eq!(r["prompt"], "p3", "{r}");
+    c.prompt("rw", "p3b");
+    assert_eq!(sent(&fake, 4)[..3], after_compaction);
+    assert_eq!(sent(&fake, 4).len(), 4);
+
+    // Back to just before p2: before the compaction, whose row is rewound with the rest.
+    c.result(
+        "session/rewind",
+        json!({"sessionId": "rw", "turnId": t2["result"]["turnId"], "restoreFiles": false}),
+    );
+    c.prompt("rw", "p2b");
+    assert_eq!(
+        sent(&fake, 5),
+        [
+            pair("user", "p1"),
+            pair("assistant", "a1"),
+            pair("user", "p2b")
+        ]
+    );
+    let roles: Vec<String> = rows(&mut c, "rw").into_iter().map(|r| r.0).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
 }

@@ -1,6 +1,7 @@
 //! Compaction of a session's retained provider context (SPEC §18), run by the session's
 //! worker: [`Runner::compact_job`] for a `session/compact` taken from the queue (its own
-//! turn), and [`Runner::auto_compact`] for the running turn before its provider call.
+//! turn), [`Runner::auto_compact`] for the running turn before its first provider call,
+//! and [`MidTurn`] (through the turn's host) before its later ones.
 //!
 //! One compaction: plan (the last `keep_recent_turns` whole turns are kept) → the
 //! summarization call on the session's provider (same model, no tools) → ONE store
@@ -13,8 +14,8 @@
 //! Layers: an `impl` of the turn's [`Runner`]; reads the agent settings from the
 //! configuration, writes through the store.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -23,11 +24,12 @@ use zeroclaw_agent::{AgentSpec, ChatMessage, Provider, estimate_tokens};
 use zeroclaw_config::Config;
 use zeroclaw_protocol::compact::CompactResult;
 use zeroclaw_protocol::{Outcome, UpdateKind};
-use zeroclaw_store::{Mode, StoreError};
+use zeroclaw_store::{Mode, Store, StoreError};
 
 use super::agent;
 use super::error::{SessionError, encode};
 use super::live::LiveSession;
+use super::tuning::Tuning;
 use super::turn::Runner;
 
 /// The agent's compaction settings (SPEC §18).
@@ -100,61 +102,146 @@ pub(crate) fn model_of(spec: &AgentSpec) -> String {
         .unwrap_or_else(|| spec.model.clone())
 }
 
+/// Compacts what precedes `turn_start` in `context` (SPEC §18): see the module doc.
+/// `context[turn_start..]` (the running turn's messages, when there is one) stays as it
+/// is after the compacted part, and is not in the snapshot. `Err` only when the commit
+/// failed (the context is then unchanged and nothing was sent).
+pub(crate) async fn compact(
+    store: &Store,
+    tuning: &Tuning,
+    session: &LiveSession,
+    context: &mut Vec<ChatMessage>,
+    turn_start: usize,
+    req: Request<'_>,
+) -> Result<Compacted, SessionError> {
+    let tokens_before = estimate_tokens(context);
+    let before_turn = &context[..turn_start];
+    let Some(cut) = plan::plan(before_turn, req.settings.keep_recent_turns) else {
+        return Ok(Compacted::Nothing {
+            tokens: tokens_before,
+        });
+    };
+    let ask = plan::summary_request(&req.model, &before_turn[..cut.cut], req.instructions);
+    let summary = match plan::summarize(req.provider.as_ref(), ask, req.cancel).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(session = %session.key.session_id, turn = %req.turn_id, "no summary, the context is not compacted: {e}");
+            return Ok(Compacted::NoSummary(e));
+        }
+    };
+    let retained = plan::compacted_context(&summary, &before_turn[cut.cut..]);
+    let messages = serde_json::to_value(&retained)
+        .map_err(|e| SessionError::internal(format!("cannot encode a snapshot: {e}")))?;
+    let covers = match req.boundary {
+        Boundary::OwnRow => None,
+        Boundary::Before(seq) => Some(seq),
+    };
+    let committed = if tuning.fail_snapshots.load(Ordering::SeqCst) {
+        Err(StoreError::InjectedFailure)
+    } else {
+        store
+            .commit_compaction(&session.key, req.turn_id, &summary, covers, messages)
+            .await
+    };
+    if let Err(e) = committed {
+        tracing::warn!(session = %session.key.session_id, "compaction not saved, the context stays: {e}");
+        return Err(SessionError::internal(format!(
+            "the compaction could not be saved: {e}"
+        )));
+    }
+    context.splice(..turn_start, retained);
+    let tokens_after = estimate_tokens(context);
+    session.stream.emit_update(&UpdateKind::ContextCompacted {
+        tokens_before: tokens_before as u64,
+        tokens_after: tokens_after as u64,
+        summarized_messages: cut.cut as u64,
+        summary,
+    });
+    Ok(Compacted::Done {
+        tokens_before,
+        tokens_after,
+        summarized: cut.cut,
+    })
+}
+
+/// Whether a provider call with `context` should compact what precedes `turn_start` first.
+pub(crate) fn wants(
+    settings: &Settings,
+    max_context_tokens: usize,
+    context: &[ChatMessage],
+    turn_start: usize,
+) -> bool {
+    settings.over_threshold(estimate_tokens(context), max_context_tokens)
+        && plan::plan(&context[..turn_start], settings.keep_recent_turns).is_some()
+}
+
+/// What the running turn's host needs to compact before a later provider call of the
+/// turn (after tool rounds), with the same boundary as at the turn's start.
+pub(crate) struct MidTurn {
+    pub store: Store,
+    pub tuning: Tuning,
+    pub provider: Arc<dyn Provider>,
+    pub model: String,
+    pub settings: Settings,
+    pub max_context_tokens: usize,
+    pub turn_id: String,
+    pub cancel: CancellationToken,
+    /// The turn's prompt row, once `begin_turn` committed it.
+    pub prompt_seq: Arc<OnceLock<i64>>,
+}
+
+impl MidTurn {
+    /// Compacts before the call when it would go over the threshold; returns where the
+    /// turn's messages start afterwards. Nothing happens before the prompt row is on disk.
+    pub async fn before_call(
+        &self,
+        session: &LiveSession,
+        context: &mut Vec<ChatMessage>,
+        turn_start: usize,
+    ) -> usize {
+        let Some(&prompt_seq) = self.prompt_seq.get() else {
+            return turn_start;
+        };
+        if !wants(&self.settings, self.max_context_tokens, context, turn_start) {
+            return turn_start;
+        }
+        let req = Request {
+            provider: Arc::clone(&self.provider),
+            model: self.model.clone(),
+            settings: self.settings,
+            instructions: None,
+            turn_id: &self.turn_id,
+            boundary: Boundary::Before(prompt_seq - 1),
+            cancel: &self.cancel,
+        };
+        let len = context.len();
+        match compact(&self.store, &self.tuning, session, context, turn_start, req).await {
+            Ok(_) => turn_start - (len - context.len()),
+            Err(e) => {
+                tracing::warn!(session = %session.key.session_id, "auto-compaction failed: {e}");
+                turn_start
+            }
+        }
+    }
+}
+
 impl Runner {
-    /// Compacts `self.context` (SPEC §18): see the module doc. `Err` only when the commit
-    /// failed (the context is then unchanged and nothing was sent).
+    /// Compacts the whole retained context (no turn running).
     pub(crate) async fn compact(
         &mut self,
         session: &LiveSession,
         req: Request<'_>,
     ) -> Result<Compacted, SessionError> {
-        let tokens_before = estimate_tokens(&self.context);
-        let Some(cut) = plan::plan(&self.context, req.settings.keep_recent_turns) else {
-            return Ok(Compacted::Nothing {
-                tokens: tokens_before,
-            });
-        };
-        let ask = plan::summary_request(&req.model, &self.context[..cut.cut], req.instructions);
-        let summary = match plan::summarize(req.provider.as_ref(), ask, req.cancel).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(session = %session.key.session_id, turn = %req.turn_id, "no summary, the context is not compacted: {e}");
-                return Ok(Compacted::NoSummary(e));
-            }
-        };
-        let compacted = plan::compacted_context(&summary, &self.context[cut.cut..]);
-        let messages = serde_json::to_value(&compacted)
-            .map_err(|e| SessionError::internal(format!("cannot encode a snapshot: {e}")))?;
-        let covers = match req.boundary {
-            Boundary::OwnRow => None,
-            Boundary::Before(seq) => Some(seq),
-        };
-        let committed = if self.tuning.fail_snapshots.load(Ordering::SeqCst) {
-            Err(StoreError::InjectedFailure)
-        } else {
-            self.store
-                .commit_compaction(&session.key, req.turn_id, &summary, covers, messages)
-                .await
-        };
-        if let Err(e) = committed {
-            tracing::warn!(session = %session.key.session_id, "compaction not saved, the context stays: {e}");
-            return Err(SessionError::internal(format!(
-                "the compaction could not be saved: {e}"
-            )));
-        }
-        let tokens_after = estimate_tokens(&compacted);
-        self.context = compacted;
-        session.stream.emit_update(&UpdateKind::ContextCompacted {
-            tokens_before: tokens_before as u64,
-            tokens_after: tokens_after as u64,
-            summarized_messages: cut.cut as u64,
-            summary,
-        });
-        Ok(Compacted::Done {
-            tokens_before,
-            tokens_after,
-            summarized: cut.cut,
-        })
+        let end = self.context.len();
+        compact(
+            &self.store,
+            &self.tuning,
+            session,
+            &mut self.context,
+            end,
+            req,
+        )
+        .await
     }
 
     /// A queued `session/compact`, run as its own turn `turn_id`.
@@ -238,7 +325,8 @@ impl Runner {
         }
     }
 
-    /// Whether the running turn should compact before its first provider call.
+    /// Whether the running turn should compact before its first provider call: the
+    /// context plus `prompt` would go over the threshold.
     pub(crate) fn wants_auto_compact(
         &self,
         settings: &Settings,

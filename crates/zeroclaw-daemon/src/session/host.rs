@@ -3,7 +3,8 @@
 //! fan-out) and checkpoint progress for the [`Persister`](super::persist::Persister);
 //! approvals wait on the session's approval registry and end with `approval_resolved`;
 //! `ask_user` becomes an outbound `elicitation/create` request to whoever can answer
-//! (SPEC §7.4, §13, §14).
+//! (SPEC §7.4, §13, §14). Before the turn's later provider calls it may compact the
+//! context ([`MidTurn`], SPEC §18).
 //!
 //! No lock is held while waiting for a client: updates are queued without waiting, and a
 //! question waits on its own request.
@@ -16,10 +17,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, TurnEvent, TurnHost};
+use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, ChatMessage, TurnEvent, TurnHost};
 use zeroclaw_protocol::update::ElicitationParams;
 use zeroclaw_protocol::{Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind};
 
+use super::compact::MidTurn;
 use super::link::{AskError, ClientLink};
 use super::live::LiveSession;
 use super::persist::{Op, ProgressTx};
@@ -33,6 +35,8 @@ pub(crate) struct SessionHost<'a> {
     pub tuning: &'a Tuning,
     /// The agent's `max_context_tokens` (`contextWindow` of `usage` updates).
     pub context_window: u64,
+    /// Auto-compaction before the turn's later provider calls (ACP, `auto_compact` on).
+    pub mid_turn: Option<MidTurn>,
 }
 
 /// An approval decision as the vocabulary names it.
@@ -214,6 +218,13 @@ impl TurnHost for SessionHost<'_> {
                     return None;
                 }
             }
+        }
+    }
+
+    async fn before_call(&self, context: &mut Vec<ChatMessage>, turn_start: usize) -> usize {
+        match &self.mid_turn {
+            Some(m) => m.before_call(self.session, context, turn_start).await,
+            None => turn_start,
         }
     }
 

@@ -19,8 +19,8 @@
 //! [`host`](super::host), [`agent`](super::agent) and [`persist`](super::persist); the
 //! worker above it calls [`Runner::run`]. It never imports the worker or the registry.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -166,12 +166,28 @@ impl Runner {
                 .record_turn_start(&key.session_id, turn_id, session.cwd.clone(), budget)
                 .await;
         }
+        let prompt_seq = Arc::new(OnceLock::new());
+        if started_seq > 0 {
+            let _ = prompt_seq.set(started_seq);
+        }
+        let mid_turn = (acp && agent.compaction.auto_compact).then(|| compact::MidTurn {
+            store: self.store.clone(),
+            tuning: self.tuning.clone(),
+            provider: Arc::clone(&agent.spec.provider),
+            model: compact::model_of(&agent.spec),
+            settings: agent.compaction,
+            max_context_tokens: agent.max_context_tokens,
+            turn_id: turn_id.to_owned(),
+            cancel: cancel.clone(),
+            prompt_seq: Arc::clone(&prompt_seq),
+        });
         let host = SessionHost {
             session,
             progress: persister.as_ref().map(Persister::sender),
             prompter: &job.link,
             tuning: &self.tuning,
             context_window: agent.max_context_tokens as u64,
+            mid_turn,
         };
         let abandon = cancel.clone();
         let watch_begin = async move {
@@ -179,6 +195,9 @@ impl Runner {
                 return Ok(None);
             };
             let outcome = began.await.unwrap_or(Err(StoreError::Closed));
+            if let Ok(seq) = outcome {
+                let _ = prompt_seq.set(seq);
+            }
             if outcome.is_err() {
                 // Never run a turn whose prompt is not on disk.
                 abandon.cancel();
