@@ -72,6 +72,15 @@ pub enum Scripted {
     },
     /// A non-2xx answer with an OpenAI error JSON body.
     HttpError { status: u16, message: String },
+    /// A non-2xx answer with an OpenAI error JSON body and a `retry-after` header.
+    Throttled {
+        status: u16,
+        message: String,
+        retry_after: String,
+    },
+    /// The connection is closed without any answer (a connection failure before the
+    /// first byte).
+    Hangup,
     /// Headers and these content chunks, then the connection is closed
     /// without `[DONE]`, without a finish reason and without the final
     /// chunk of the chunked encoding.
@@ -135,6 +144,15 @@ impl Scripted {
         Scripted::HttpError {
             status,
             message: message.to_string(),
+        }
+    }
+
+    /// A non-2xx answer carrying `retry-after: {retry_after}`.
+    pub fn throttled(status: u16, message: &str, retry_after: &str) -> Self {
+        Scripted::Throttled {
+            status,
+            message: message.to_string(),
+            retry_after: retry_after.to_string(),
         }
     }
 
@@ -474,10 +492,20 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
 }
 
 async fn write_error(stream: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
+    write_error_with(stream, status, message, "").await
+}
+
+/// An OpenAI error answer; `extra` holds more header lines, each ending in CRLF.
+async fn write_error_with(
+    stream: &mut TcpStream,
+    status: u16,
+    message: &str,
+    extra: &str,
+) -> std::io::Result<()> {
     let body =
         json!({"error": {"message": message, "type": "server_error", "code": null}}).to_string();
     let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         reason(status),
         body.len()
     );
@@ -515,6 +543,7 @@ fn reason(status: u16) -> &'static str {
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
+        529 => "Overloaded",
         _ => "Error",
     }
 }
@@ -540,6 +569,18 @@ impl Writer {
             Scripted::Slow { .. } => unreachable!("unrolled above"),
             Scripted::HttpError { status, message } => {
                 write_error(&mut self.stream, status, &message).await
+            }
+            Scripted::Throttled {
+                status,
+                message,
+                retry_after,
+            } => {
+                let extra = format!("Retry-After: {retry_after}\r\n");
+                write_error_with(&mut self.stream, status, &message, &extra).await
+            }
+            Scripted::Hangup => {
+                let _ = self.stream.shutdown().await;
+                Ok(())
             }
             Scripted::Text { chunks, delay } => {
                 for (i, c) in chunks.iter().enumerate() {

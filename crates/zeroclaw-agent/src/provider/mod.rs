@@ -8,6 +8,7 @@
 //! Dropping the stream aborts the underlying request.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::Stream;
@@ -16,14 +17,21 @@ use serde_json::Value;
 
 use crate::message::{ChatMessage, ToolCallRequest};
 
+pub mod anthropic;
+pub mod body;
 pub mod echo;
+mod http;
 pub mod models;
 pub mod openai;
+pub mod retry;
+pub mod settings;
 pub mod sse;
 
+pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
 pub use models::ModelCatalog;
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use settings::NativeConfig;
 
 /// A function the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +59,12 @@ pub struct Usage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub total_tokens: Option<u64>,
+    /// Input tokens read from the provider's prompt cache (SPEC §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +80,12 @@ pub enum ProviderEvent {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProviderError {
     #[error("provider returned HTTP {status}: {message}")]
-    Http { status: u16, message: String },
+    Http {
+        status: u16,
+        message: String,
+        /// The server's `retry-after`, when it sent one (SPEC §19).
+        retry_after: Option<Duration>,
+    },
     #[error("provider request failed: {0}")]
     Request(String),
     #[error("provider timed out: {0}")]
