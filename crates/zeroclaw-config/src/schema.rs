@@ -20,7 +20,9 @@ pub const RESOURCES: &[&str] = &["system", "sessions", "files", "config"];
 /// The tools an agent may list.
 pub const TOOLS: &[&str] = &["bash", "read_file", "write_file", "ask_user"];
 /// Provider kinds.
-pub const PROVIDER_KINDS: &[&str] = &["echo", "openai"];
+pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic"];
+/// The smallest thinking budget the providers accept (Anthropic's minimum).
+pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// Agent autonomy levels.
 pub const AUTONOMY: &[&str] = &["supervised", "full", "read_only"];
 
@@ -43,6 +45,13 @@ kind = "echo"                      # offline: streams the prompt back, word by w
 # api_key_env = "OPENAI_API_KEY"   # or api_key = "…" (secret: masked on read)
 # model = "llama3.2"
 
+# Anthropic's Messages API (prompt caching, thinking):
+# [providers.claude]
+# kind = "anthropic"
+# base_url = ""                    # empty = https://api.anthropic.com
+# api_key_env = ""                 # empty = ANTHROPIC_API_KEY; or api_key = "…"
+# model = "claude-sonnet-4-5"
+
 [agents.default]
 provider = "echo"
 model = ""                         # empty = the provider's model
@@ -50,6 +59,8 @@ system_prompt = "You are a helpful assistant."
 tools = ["bash", "read_file", "write_file", "ask_user"]
 autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only
 max_context_tokens = 32000
+max_output_tokens = 8192           # longest answer (anthropic; ignored by echo and openai)
+thinking_budget = 0                # tokens of thinking; 0 = off, else at least 1024
 max_tool_iterations = 20
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
 
@@ -117,6 +128,8 @@ pub enum ProviderKind {
     #[default]
     Echo,
     Openai,
+    /// Anthropic's Messages API (SPEC §19).
+    Anthropic,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,27 +161,41 @@ impl Default for Provider {
 
 impl Provider {
     pub const DEFAULT_OPENAI_BASE_URL: &'static str = "https://api.openai.com/v1";
+    pub const DEFAULT_ANTHROPIC_BASE_URL: &'static str = "https://api.anthropic.com";
 
-    /// `base_url`, or the OpenAI default when empty.
+    /// `base_url`, or the kind's default when empty (SPEC §19).
     pub fn effective_base_url(&self) -> &str {
-        if self.base_url.is_empty() {
-            Self::DEFAULT_OPENAI_BASE_URL
-        } else {
-            &self.base_url
+        if !self.base_url.is_empty() {
+            return &self.base_url;
+        }
+        match self.kind {
+            ProviderKind::Anthropic => Self::DEFAULT_ANTHROPIC_BASE_URL,
+            ProviderKind::Echo | ProviderKind::Openai => Self::DEFAULT_OPENAI_BASE_URL,
         }
     }
 
-    /// The API key: `api_key` if set, else the variable named by `api_key_env` if set.
+    /// `api_key_env`, or the kind's usual variable when empty (`ANTHROPIC_API_KEY`).
+    pub fn effective_api_key_env(&self) -> &str {
+        if !self.api_key_env.is_empty() {
+            return &self.api_key_env;
+        }
+        match self.kind {
+            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+            ProviderKind::Echo | ProviderKind::Openai => "",
+        }
+    }
+
+    /// The API key: `api_key` if set, else the variable named by
+    /// [`Provider::effective_api_key_env`] if any.
     pub fn resolve_api_key(&self) -> Option<String> {
         if !self.api_key.is_empty() {
             return Some(self.api_key.clone());
         }
-        if self.api_key_env.is_empty() {
+        let var = self.effective_api_key_env();
+        if var.is_empty() {
             return None;
         }
-        std::env::var(&self.api_key_env)
-            .ok()
-            .filter(|k| !k.is_empty())
+        std::env::var(var).ok().filter(|k| !k.is_empty())
     }
 }
 
@@ -192,6 +219,11 @@ pub struct Agent {
     pub tools: Vec<String>,
     pub autonomy: Autonomy,
     pub max_context_tokens: u32,
+    /// Longest answer of one provider call, in tokens (SPEC §19; native providers).
+    pub max_output_tokens: u32,
+    /// Tokens the model may think before answering; 0 = off, else at least
+    /// [`MIN_THINKING_BUDGET`] and under `max_output_tokens`.
+    pub thinking_budget: u32,
     pub max_tool_iterations: u32,
     /// Empty = `<config dir>/agents/<alias>/workspace`; relative = under the config dir.
     pub workspace: String,
@@ -219,6 +251,8 @@ impl Default for Agent {
             tools: Vec::new(),
             autonomy: Autonomy::Supervised,
             max_context_tokens: 32000,
+            max_output_tokens: 8192,
+            thinking_budget: 0,
             max_tool_iterations: 20,
             workspace: String::new(),
             mcp_servers: BTreeMap::new(),
@@ -400,6 +434,24 @@ impl Config {
                 out.push(Violation {
                     prop: at(&["agents", alias, "max_context_tokens"]),
                     message: "must be at least 1".into(),
+                });
+            }
+            if a.max_output_tokens == 0 {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "max_output_tokens"]),
+                    message: "must be at least 1".into(),
+                });
+            }
+            if a.thinking_budget != 0
+                && (a.thinking_budget < MIN_THINKING_BUDGET
+                    || a.thinking_budget >= a.max_output_tokens)
+            {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "thinking_budget"]),
+                    message: format!(
+                        "must be 0 (off) or from {MIN_THINKING_BUDGET} to below max_output_tokens ({})",
+                        a.max_output_tokens
+                    ),
                 });
             }
         }

@@ -378,13 +378,15 @@ impl Drop for FakeOpenAi {
     }
 }
 
-struct Head {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
+pub(crate) struct Head {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(Head, Vec<u8>)>> {
+pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<(Head, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(4096);
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -533,7 +535,7 @@ async fn write_models(stream: &mut TcpStream, ids: &[String]) -> std::io::Result
     Ok(())
 }
 
-fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
         401 => "Unauthorized",

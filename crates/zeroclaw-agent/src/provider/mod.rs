@@ -29,7 +29,7 @@ pub mod sse;
 
 pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
-pub use models::ModelCatalog;
+pub use models::{ModelApi, ModelCatalog};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use settings::NativeConfig;
 

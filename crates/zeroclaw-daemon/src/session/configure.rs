@@ -45,10 +45,14 @@ impl SessionManager {
         };
         match p.kind {
             ProviderKind::Echo => Ok(vec!["echo".to_owned()]),
-            ProviderKind::Openai => {
+            ProviderKind::Openai | ProviderKind::Anthropic => {
+                let api = match p.kind {
+                    ProviderKind::Anthropic => zeroclaw_agent::ModelApi::Anthropic,
+                    _ => zeroclaw_agent::ModelApi::OpenAi,
+                };
                 let key = p.resolve_api_key();
                 self.models
-                    .list(p.effective_base_url(), key.as_deref())
+                    .list_api(api, p.effective_base_url(), key.as_deref())
                     .await
             }
         }
