@@ -20,7 +20,7 @@ pub const RESOURCES: &[&str] = &["system", "sessions", "files", "config"];
 /// The tools an agent may list.
 pub const TOOLS: &[&str] = &["bash", "read_file", "write_file", "ask_user"];
 /// Provider kinds.
-pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic"];
+pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic", "ollama"];
 /// The smallest thinking budget the providers accept (Anthropic's minimum).
 pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// Agent autonomy levels.
@@ -52,6 +52,12 @@ kind = "echo"                      # offline: streams the prompt back, word by w
 # api_key_env = ""                 # empty = ANTHROPIC_API_KEY; or api_key = "…"
 # model = "claude-sonnet-4-5"
 
+# Ollama's own API (honours the agent's max_context_tokens as num_ctx):
+# [providers.ollama]
+# kind = "ollama"
+# base_url = ""                    # empty = http://127.0.0.1:11434
+# model = "llama3.2"
+
 [agents.default]
 provider = "echo"
 model = ""                         # empty = the provider's model
@@ -59,7 +65,7 @@ system_prompt = "You are a helpful assistant."
 tools = ["bash", "read_file", "write_file", "ask_user"]
 autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only
 max_context_tokens = 32000
-max_output_tokens = 8192           # longest answer (anthropic; ignored by echo and openai)
+max_output_tokens = 8192           # longest answer (anthropic, ollama; not sent to openai)
 thinking_budget = 0                # tokens of thinking; 0 = off, else at least 1024
 max_tool_iterations = 20
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
@@ -130,6 +136,8 @@ pub enum ProviderKind {
     Openai,
     /// Anthropic's Messages API (SPEC §19).
     Anthropic,
+    /// Ollama's `/api/chat` (SPEC §19).
+    Ollama,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,6 +170,7 @@ impl Default for Provider {
 impl Provider {
     pub const DEFAULT_OPENAI_BASE_URL: &'static str = "https://api.openai.com/v1";
     pub const DEFAULT_ANTHROPIC_BASE_URL: &'static str = "https://api.anthropic.com";
+    pub const DEFAULT_OLLAMA_BASE_URL: &'static str = "http://127.0.0.1:11434";
 
     /// `base_url`, or the kind's default when empty (SPEC §19).
     pub fn effective_base_url(&self) -> &str {
@@ -170,6 +179,7 @@ impl Provider {
         }
         match self.kind {
             ProviderKind::Anthropic => Self::DEFAULT_ANTHROPIC_BASE_URL,
+            ProviderKind::Ollama => Self::DEFAULT_OLLAMA_BASE_URL,
             ProviderKind::Echo | ProviderKind::Openai => Self::DEFAULT_OPENAI_BASE_URL,
         }
     }
@@ -181,7 +191,7 @@ impl Provider {
         }
         match self.kind {
             ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
-            ProviderKind::Echo | ProviderKind::Openai => "",
+            ProviderKind::Echo | ProviderKind::Openai | ProviderKind::Ollama => "",
         }
     }
 

@@ -22,6 +22,7 @@ pub mod body;
 pub mod echo;
 mod http;
 pub mod models;
+pub mod ollama;
 pub mod openai;
 pub mod retry;
 pub mod settings;
@@ -30,6 +31,7 @@ pub mod sse;
 pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
 pub use models::{ModelApi, ModelCatalog};
+pub use ollama::OllamaProvider;
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use settings::NativeConfig;
 

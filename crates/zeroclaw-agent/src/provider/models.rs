@@ -38,6 +38,8 @@ pub enum ModelApi {
     OpenAi,
     /// `GET {base_url}/v1/models`, `x-api-key` and `anthropic-version` (SPEC §19).
     Anthropic,
+    /// `GET {base_url}/api/tags`: `models[].name`.
+    Ollama,
 }
 
 /// One endpoint and key: its last answer, behind the lock its fetch holds.
@@ -156,6 +158,7 @@ pub async fn fetch_api(
     let url = match api {
         ModelApi::OpenAi => format!("{base}/models"),
         ModelApi::Anthropic => format!("{base}/v1/models"),
+        ModelApi::Ollama => format!("{base}/api/tags"),
     };
     let shown = shown_url(&url);
     let mut req = client.get(&url);
@@ -164,7 +167,7 @@ pub async fn fetch_api(
     }
     if let Some(k) = api_key.filter(|k| !k.is_empty()) {
         req = match api {
-            ModelApi::OpenAi => req.bearer_auth(k),
+            ModelApi::OpenAi | ModelApi::Ollama => req.bearer_auth(k),
             ModelApi::Anthropic => req.header("x-api-key", k),
         };
     }
@@ -214,9 +217,18 @@ fn hide_key(text: String, api_key: Option<&str>) -> String {
     }
 }
 
-/// `{"data":[{"id":…},…]}` → the ids, in order.
+/// `{"data":[{"id":…},…]}` (or Ollama's `{"models":[{"name":…},…]}`) → the ids, in order.
 fn parse(body: &[u8]) -> Option<Vec<String>> {
     let v: Value = serde_json::from_slice(body).ok()?;
+    if let Some(models) = v.get("models").and_then(Value::as_array) {
+        return Some(
+            models
+                .iter()
+                .filter_map(|m| m.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect(),
+        );
+    }
     let data = v.get("data")?.as_array()?;
     Some(
         data.iter()

@@ -45,9 +45,10 @@ impl SessionManager {
         };
         match p.kind {
             ProviderKind::Echo => Ok(vec!["echo".to_owned()]),
-            ProviderKind::Openai | ProviderKind::Anthropic => {
+            ProviderKind::Openai | ProviderKind::Anthropic | ProviderKind::Ollama => {
                 let api = match p.kind {
                     ProviderKind::Anthropic => zeroclaw_agent::ModelApi::Anthropic,
+                    ProviderKind::Ollama => zeroclaw_agent::ModelApi::Ollama,
                     _ => zeroclaw_agent::ModelApi::OpenAi,
                 };
                 let key = p.resolve_api_key();
