@@ -20,7 +20,7 @@ pub const RESOURCES: &[&str] = &["system", "sessions", "files", "config"];
 /// The tools an agent may list.
 pub const TOOLS: &[&str] = &["bash", "read_file", "write_file", "ask_user"];
 /// Provider kinds.
-pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic", "ollama"];
+pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic", "ollama", "gemini"];
 /// The smallest thinking budget the providers accept (Anthropic's minimum).
 pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// Agent autonomy levels.
@@ -45,6 +45,13 @@ kind = "echo"                      # offline: streams the prompt back, word by w
 # api_key_env = "OPENAI_API_KEY"   # or api_key = "…" (secret: masked on read)
 # model = "llama3.2"
 
+# Google's Gemini API (thought signatures kept across tool calls):
+# [providers.gemini]
+# kind = "gemini"
+# base_url = ""                    # empty = https://generativelanguage.googleapis.com
+# api_key_env = ""                 # empty = GEMINI_API_KEY; or api_key = "…"
+# model = "gemini-2.5-flash"
+
 # Anthropic's Messages API (prompt caching, thinking):
 # [providers.claude]
 # kind = "anthropic"
@@ -58,6 +65,13 @@ kind = "echo"                      # offline: streams the prompt back, word by w
 # base_url = ""                    # empty = http://127.0.0.1:11434
 # model = "llama3.2"
 
+# Google's Gemini API (thought signatures kept across tool calls):
+# [providers.gemini]
+# kind = "gemini"
+# base_url = ""                    # empty = https://generativelanguage.googleapis.com
+# api_key_env = ""                 # empty = GEMINI_API_KEY; or api_key = "…"
+# model = "gemini-2.5-flash"
+
 [agents.default]
 provider = "echo"
 model = ""                         # empty = the provider's model
@@ -65,7 +79,7 @@ system_prompt = "You are a helpful assistant."
 tools = ["bash", "read_file", "write_file", "ask_user"]
 autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only
 max_context_tokens = 32000
-max_output_tokens = 8192           # longest answer (anthropic, ollama; not sent to openai)
+max_output_tokens = 8192           # longest answer (anthropic, ollama, gemini; not openai)
 thinking_budget = 0                # tokens of thinking; 0 = off, else at least 1024
 max_tool_iterations = 20
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
@@ -138,6 +152,8 @@ pub enum ProviderKind {
     Anthropic,
     /// Ollama's `/api/chat` (SPEC §19).
     Ollama,
+    /// Google's Gemini `streamGenerateContent` (SPEC §19).
+    Gemini,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,6 +187,7 @@ impl Provider {
     pub const DEFAULT_OPENAI_BASE_URL: &'static str = "https://api.openai.com/v1";
     pub const DEFAULT_ANTHROPIC_BASE_URL: &'static str = "https://api.anthropic.com";
     pub const DEFAULT_OLLAMA_BASE_URL: &'static str = "http://127.0.0.1:11434";
+    pub const DEFAULT_GEMINI_BASE_URL: &'static str = "https://generativelanguage.googleapis.com";
 
     /// `base_url`, or the kind's default when empty (SPEC §19).
     pub fn effective_base_url(&self) -> &str {
@@ -180,6 +197,7 @@ impl Provider {
         match self.kind {
             ProviderKind::Anthropic => Self::DEFAULT_ANTHROPIC_BASE_URL,
             ProviderKind::Ollama => Self::DEFAULT_OLLAMA_BASE_URL,
+            ProviderKind::Gemini => Self::DEFAULT_GEMINI_BASE_URL,
             ProviderKind::Echo | ProviderKind::Openai => Self::DEFAULT_OPENAI_BASE_URL,
         }
     }
@@ -191,6 +209,7 @@ impl Provider {
         }
         match self.kind {
             ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+            ProviderKind::Gemini => "GEMINI_API_KEY",
             ProviderKind::Echo | ProviderKind::Openai | ProviderKind::Ollama => "",
         }
     }

@@ -27,6 +27,13 @@ pub trait Payloads: Send + 'static {
     /// One payload (an event's `data`, or one JSON line). Returns true when the response
     /// is complete (the parser has pushed [`ProviderEvent::Done`] or an error).
     fn payload(&mut self, data: &str, out: &mut Out) -> bool;
+
+    /// The body ended before [`Payloads::payload`] said the response was complete. Returns
+    /// true when that is a complete response all the same (the parser pushed what ends
+    /// it); false fails the stream as cut short.
+    fn end_of_body(&mut self, _out: &mut Out) -> bool {
+        false
+    }
 }
 
 /// How the body is cut into payloads.
@@ -128,7 +135,11 @@ pub fn events<P: Payloads>(
                 continue;
             }
             if st.eof {
-                st.fail(ProviderError::Stream("stream ended unexpectedly".into()));
+                if st.parser.end_of_body(&mut st.pending) {
+                    st.finished = true;
+                } else {
+                    st.fail(ProviderError::Stream("stream ended unexpectedly".into()));
+                }
                 continue;
             }
             match tokio::time::timeout(st.idle, st.body.next()).await {

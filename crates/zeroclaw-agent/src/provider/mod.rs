@@ -20,6 +20,7 @@ use crate::message::{ChatMessage, ToolCallRequest};
 pub mod anthropic;
 pub mod body;
 pub mod echo;
+pub mod gemini;
 mod http;
 pub mod models;
 pub mod ollama;
@@ -30,6 +31,7 @@ pub mod sse;
 
 pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
+pub use gemini::GeminiProvider;
 pub use models::{ModelApi, ModelCatalog};
 pub use ollama::OllamaProvider;
 pub use openai::{OpenAiConfig, OpenAiProvider};

@@ -40,6 +40,8 @@ pub enum ModelApi {
     Anthropic,
     /// `GET {base_url}/api/tags`: `models[].name`.
     Ollama,
+    /// `GET {base_url}/v1beta/models`, `x-goog-api-key`: `models[].name` without `models/`.
+    Gemini,
 }
 
 /// One endpoint and key: its last answer, behind the lock its fetch holds.
@@ -159,6 +161,7 @@ pub async fn fetch_api(
         ModelApi::OpenAi => format!("{base}/models"),
         ModelApi::Anthropic => format!("{base}/v1/models"),
         ModelApi::Ollama => format!("{base}/api/tags"),
+        ModelApi::Gemini => format!("{base}/v1beta/models"),
     };
     let shown = shown_url(&url);
     let mut req = client.get(&url);
@@ -169,6 +172,7 @@ pub async fn fetch_api(
         req = match api {
             ModelApi::OpenAi | ModelApi::Ollama => req.bearer_auth(k),
             ModelApi::Anthropic => req.header("x-api-key", k),
+            ModelApi::Gemini => req.header("x-goog-api-key", k),
         };
     }
     let read = async {
@@ -225,7 +229,7 @@ fn parse(body: &[u8]) -> Option<Vec<String>> {
             models
                 .iter()
                 .filter_map(|m| m.get("name").and_then(Value::as_str))
-                .map(str::to_string)
+                .map(|n| n.strip_prefix("models/").unwrap_or(n).to_string())
                 .collect(),
         );
     }

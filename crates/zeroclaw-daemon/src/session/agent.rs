@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zeroclaw_agent::{
-    AgentSpec, AnthropicProvider, Autonomy, EchoProvider, NativeConfig, OllamaProvider,
-    OpenAiConfig, OpenAiProvider, Provider,
+    AgentSpec, AnthropicProvider, Autonomy, EchoProvider, GeminiProvider, NativeConfig,
+    OllamaProvider, OpenAiConfig, OpenAiProvider, Provider,
 };
 use zeroclaw_config::{Config, ProviderKind};
 
@@ -72,6 +72,10 @@ impl ProviderCache {
             ProviderKind::Ollama => {
                 let nc = native_config(conf, budgets, timeout);
                 Arc::new(OllamaProvider::new(nc).map_err(failed)?)
+            }
+            ProviderKind::Gemini => {
+                let nc = native_config(conf, budgets, timeout);
+                Arc::new(GeminiProvider::new(nc).map_err(failed)?)
             }
         };
         self.built = Some((conf.clone(), budgets, Arc::clone(&provider)));

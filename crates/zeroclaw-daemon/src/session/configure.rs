@@ -45,10 +45,14 @@ impl SessionManager {
         };
         match p.kind {
             ProviderKind::Echo => Ok(vec!["echo".to_owned()]),
-            ProviderKind::Openai | ProviderKind::Anthropic | ProviderKind::Ollama => {
+            ProviderKind::Openai
+            | ProviderKind::Anthropic
+            | ProviderKind::Ollama
+            | ProviderKind::Gemini => {
                 let api = match p.kind {
                     ProviderKind::Anthropic => zeroclaw_agent::ModelApi::Anthropic,
                     ProviderKind::Ollama => zeroclaw_agent::ModelApi::Ollama,
+                    ProviderKind::Gemini => zeroclaw_agent::ModelApi::Gemini,
                     _ => zeroclaw_agent::ModelApi::OpenAi,
                 };
                 let key = p.resolve_api_key();
