@@ -116,6 +116,7 @@ struct State {
     requests: Mutex<Vec<RecordedRequest>>,
     usage: Mutex<FakeUsage>,
     models: Mutex<Vec<String>>,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -144,6 +145,7 @@ impl FakeAnthropic {
                 cache_read_input_tokens: 50,
             }),
             models: Mutex::new(vec!["claude-fake-1".into(), "claude-fake-2".into()]),
+            marks: Arc::default(),
         });
         let st = Arc::clone(&state);
         let task = tokio::spawn(async move {
@@ -176,6 +178,12 @@ impl FakeAnthropic {
 
     pub fn set_usage(&self, usage: FakeUsage) {
         *lock(&self.state.usage) = usage;
+    }
+
+    /// When the first text of each response was written and flushed (for measuring the
+    /// daemon's added latency up to its first `agent_message_chunk`).
+    pub fn first_text_marks(&self) -> Vec<std::time::Instant> {
+        lock(&self.state.marks).clone()
     }
 
     pub fn set_models(&self, ids: Vec<String>) {
@@ -223,6 +231,8 @@ async fn handle(mut stream: TcpStream, state: Arc<State>) {
     let mut w = Writer {
         stream,
         started: false,
+        marks: Arc::clone(&state.marks),
+        marked: false,
     };
     let _ = match (method.as_str(), path.as_str()) {
         ("GET", p) if p.starts_with("/v1/models") => {
@@ -264,6 +274,9 @@ fn error_body(kind: &str, message: &str) -> Value {
 struct Writer {
     stream: TcpStream,
     started: bool,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
+    /// This response's first text was marked.
+    marked: bool,
 }
 
 impl Writer {
@@ -354,6 +367,10 @@ impl Writer {
                         "delta": {"type": "text_delta", "text": t}}),
             )
             .await?;
+            if !self.marked {
+                self.marked = true;
+                lock(&self.marks).push(std::time::Instant::now());
+            }
         }
         self.event(
             "content_block_stop",

@@ -77,6 +77,7 @@ impl GeminiReply {
 struct State {
     queue: Mutex<VecDeque<GeminiReply>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -97,6 +98,7 @@ impl FakeGemini {
         let state = Arc::new(State {
             queue: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
+            marks: Arc::default(),
         });
         let st = Arc::clone(&state);
         let task = tokio::spawn(async move {
@@ -125,6 +127,12 @@ impl FakeGemini {
     pub fn push(&self, reply: GeminiReply) -> &Self {
         lock(&self.state.queue).push_back(reply);
         self
+    }
+
+    /// When the first text of each response was written and flushed (for measuring the
+    /// daemon's added latency up to its first `agent_message_chunk`).
+    pub fn first_text_marks(&self) -> Vec<std::time::Instant> {
+        lock(&self.state.marks).clone()
     }
 
     pub fn pending(&self) -> usize {
@@ -166,6 +174,7 @@ async fn handle(mut stream: TcpStream, state: Arc<State>) {
     let mut w = Events {
         stream,
         started: false,
+        marks: Arc::clone(&state.marks),
     };
     let _ = match method.as_str() {
         "GET" if path.starts_with("/v1beta/models") => {
@@ -197,6 +206,7 @@ fn usage() -> Value {
 struct Events {
     stream: TcpStream,
     started: bool,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 impl Events {
@@ -300,8 +310,11 @@ impl Events {
                     self.parts(vec![json!({"text": t, "thought": true})], None)
                         .await?;
                 }
-                for t in text {
+                for (i, t) in text.into_iter().enumerate() {
                     self.parts(vec![json!({"text": t})], None).await?;
+                    if i == 0 {
+                        lock(&self.marks).push(std::time::Instant::now());
+                    }
                 }
                 let parts: Vec<Value> = calls
                     .into_iter()

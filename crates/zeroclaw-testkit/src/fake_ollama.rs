@@ -75,6 +75,7 @@ struct State {
     queue: Mutex<VecDeque<OllamaReply>>,
     requests: Mutex<Vec<RecordedRequest>>,
     models: Mutex<Vec<String>>,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -96,6 +97,7 @@ impl FakeOllama {
             queue: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
             models: Mutex::new(vec!["llama3.2:latest".into(), "qwen3:8b".into()]),
+            marks: Arc::default(),
         });
         let st = Arc::clone(&state);
         let task = tokio::spawn(async move {
@@ -124,6 +126,12 @@ impl FakeOllama {
     pub fn push(&self, reply: OllamaReply) -> &Self {
         lock(&self.state.queue).push_back(reply);
         self
+    }
+
+    /// When the first text of each response was written and flushed (for measuring the
+    /// daemon's added latency up to its first `agent_message_chunk`).
+    pub fn first_text_marks(&self) -> Vec<std::time::Instant> {
+        lock(&self.state.marks).clone()
     }
 
     pub fn pending(&self) -> usize {
@@ -167,6 +175,7 @@ async fn handle(mut stream: TcpStream, state: Arc<State>) {
         stream,
         started: false,
         model,
+        marks: Arc::clone(&state.marks),
     };
     let _ = match (method.as_str(), path.as_str()) {
         ("GET", "/api/tags") => {
@@ -196,6 +205,7 @@ struct Lines {
     stream: TcpStream,
     started: bool,
     model: String,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 impl Lines {
@@ -294,9 +304,12 @@ impl Lines {
                     self.message(json!({"role": "assistant", "content": "", "thinking": t}))
                         .await?;
                 }
-                for t in text {
+                for (i, t) in text.into_iter().enumerate() {
                     self.message(json!({"role": "assistant", "content": t}))
                         .await?;
+                    if i == 0 {
+                        lock(&self.marks).push(std::time::Instant::now());
+                    }
                 }
                 if !tools.is_empty() {
                     let calls: Vec<Value> = tools

@@ -232,6 +232,7 @@ struct State {
     models: Mutex<Result<Vec<String>, u16>>,
     /// How long `GET /models` waits before answering.
     models_delay: Mutex<Duration>,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -259,6 +260,7 @@ impl FakeOpenAi {
             usage: std::sync::atomic::AtomicBool::new(true),
             models: Mutex::new(Err(404)),
             models_delay: Mutex::new(Duration::ZERO),
+            marks: Arc::default(),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -321,6 +323,12 @@ impl FakeOpenAi {
     /// How long `GET /v1/models` waits before it answers (default: not at all).
     pub fn set_models_delay(&self, delay: Duration) {
         *lock(&self.state.models_delay) = delay;
+    }
+
+    /// When the first text of each response was written and flushed (for measuring the
+    /// daemon's added latency up to its first `agent_message_chunk`).
+    pub fn first_text_marks(&self) -> Vec<std::time::Instant> {
+        lock(&self.state.marks).clone()
     }
 
     /// Scripted responses not consumed yet.
@@ -487,6 +495,7 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         started: false,
         error_written: Arc::clone(&state.error_written),
         usage,
+        marks: Arc::clone(&state.marks),
     };
     if w.play(script).await.is_err() {
         state.aborted.fetch_add(1, Ordering::SeqCst);
@@ -557,6 +566,7 @@ struct Writer {
     error_written: Arc<AtomicUsize>,
     /// End finished responses with a usage chunk.
     usage: bool,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 impl Writer {
@@ -590,6 +600,9 @@ impl Writer {
                         tokio::time::sleep(delay).await;
                     }
                     self.delta(json!({"content": c}), None).await?;
+                    if i == 0 {
+                        lock(&self.marks).push(std::time::Instant::now());
+                    }
                 }
                 self.finish("stop").await
             }
