@@ -487,3 +487,34 @@ fn config_set_validates_the_output_and_thinking_budgets() {
     assert_eq!(body["max_tokens"], 16000);
     assert!(body.get("thinking").is_none(), "{body}");
 }
+
+#[test]
+fn cancel_during_a_back_off_wait_ends_the_turn_at_once() {
+    let claude = Claude::start();
+    claude.server.push(Reply::http_error(
+        529,
+        "overloaded_error",
+        "Overloaded",
+        Some("30"),
+    ));
+    let daemon = start(&claude, 10);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let id = c.send_call("session/prompt", json!({"sessionId": sid, "prompt": "hi"}));
+    let mut seen = Vec::new();
+    while of_type(&seen, "provider_retry").is_empty() {
+        let m = c.recv();
+        assert_ne!(m.get("id"), Some(&id), "answered before a retry: {m}");
+        seen.push(m);
+    }
+    let sent = Instant::now();
+    c.send_call("session/cancel", json!({"sessionId": sid}));
+    let (_, resp) = c.collect_until(&id);
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(resp["result"]["outcome"], "cancelled", "{resp}");
+    assert_eq!(claude.server.messages_requests().len(), 1);
+}

@@ -247,3 +247,24 @@ fn a_stalled_stream_fails_after_the_timeout() {
         "{resp}"
     );
 }
+
+#[test]
+fn an_oversize_event_fails_the_turn() {
+    let gemini = Gemini::start();
+    let huge = json!({"candidates": [{"content": {"role": "model",
+        "parts": [{"text": "x".repeat(8 * 1024 * 1024 + 10)}]}}]})
+    .to_string();
+    gemini.server.push(GeminiReply::Raw(vec![huge]));
+    let daemon = start(&gemini, 10);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let (msgs, resp) = c.prompt(&sid, "big");
+    assert_eq!(resp["result"]["outcome"], "failed", "{resp}");
+    assert!(
+        resp["result"]["content"]
+            .as_str()
+            .is_some_and(|s| s.contains("exceeds 8388608 bytes")),
+        "{resp}"
+    );
+    assert!(streamed_text(&msgs).is_empty());
+}

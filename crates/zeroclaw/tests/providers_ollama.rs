@@ -235,3 +235,25 @@ fn a_stalled_stream_fails_after_the_timeout() {
     );
     assert!(elapsed < Duration::from_secs(6), "{elapsed:?}");
 }
+
+#[test]
+fn an_oversize_line_fails_the_turn() {
+    let llama = Llama::start();
+    let huge =
+        json!({"message": {"role": "assistant", "content": "x".repeat(8 * 1024 * 1024 + 10)},
+                      "done": false})
+        .to_string();
+    llama.server.push(OllamaReply::Raw(vec![huge]));
+    let daemon = start(&llama, 10);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let (msgs, resp) = c.prompt(&sid, "big");
+    assert_eq!(resp["result"]["outcome"], "failed", "{resp}");
+    assert!(
+        resp["result"]["content"]
+            .as_str()
+            .is_some_and(|s| s.contains("exceeds 8388608 bytes")),
+        "{resp}"
+    );
+    assert!(streamed_text(&msgs).is_empty());
+}

@@ -64,7 +64,7 @@ pub struct GeminiProvider {
     config: NativeConfig,
     client: reqwest::Client,
     kept: Arc<Mutex<Signatures>>,
-    /// Numbers the ids made for calls that came without one.
+    /// Numbers the ids made for calls that came without one (unique in the session).
     calls: Arc<AtomicU64>,
 }
 
@@ -74,7 +74,13 @@ impl GeminiProvider {
             client: config.client()?,
             config,
             kept: Arc::default(),
-            calls: Arc::default(),
+            // Started at the clock's microseconds, so ids made after a rebuild of the
+            // provider do not repeat those of earlier turns of the session.
+            calls: Arc::new(AtomicU64::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64),
+            )),
         })
     }
 }
