@@ -33,6 +33,8 @@ pub async fn send(
                 "cannot reach {base_url}: {e}"
             )));
         }
+        // A request that cannot be built (a malformed base_url) is not retried.
+        Ok(Err(e)) if e.is_builder() => return Err(ProviderError::Config(e.to_string())),
         Ok(Err(e)) => return Err(ProviderError::Request(e.to_string())),
         Ok(Ok(r)) => r,
     };

@@ -6,6 +6,14 @@
 //! failure (HTTP status, timeout, malformed data, truncated stream) is a
 //! [`ProviderError`] item, after which the stream yields nothing more.
 //! Dropping the stream aborts the underlying request.
+//!
+//! The providers (`openai`, and the native `anthropic`, `ollama`, `gemini` of SPEC §19) are
+//! written here rather than with a provider SDK crate: each is a request body and a small
+//! event parser over one shared, linear SSE decoder ([`sse`]) and body reader ([`body`])
+//! whose §17 bounds (event size, idle time, error body size) are tested; a crate per API
+//! would bring three more dependency trees with their own HTTP and SSE handling, whose
+//! bounds would have to be checked again (the SSE library used before was quadratic). The
+//! retry policy every provider shares is [`retry`]; the turn loop runs it.
 
 use std::pin::Pin;
 use std::time::Duration;
