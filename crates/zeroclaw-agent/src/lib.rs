@@ -16,8 +16,9 @@ pub mod usage;
 
 pub use message::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
 pub use provider::{
-    EchoProvider, ModelCatalog, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
-    ProviderEvent, ProviderRequest, ProviderStream, ToolSchema, Usage,
+    AnthropicProvider, EchoProvider, GeminiProvider, ModelApi, ModelCatalog, NativeConfig,
+    OllamaProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderEvent,
+    ProviderRequest, ProviderStream, ToolSchema, Usage,
 };
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{

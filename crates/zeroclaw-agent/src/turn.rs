@@ -9,6 +9,9 @@
 //! * `MessageChunk` / `ThoughtChunk` as the provider streams;
 //! * per tool call: `ToolCall`, then (supervised autonomy, `bash` /
 //!   `write_file`) `TurnHost::approve`, then `ToolResult`;
+//! * `ProviderRetry` before each wait of a provider call that failed before streaming
+//!   and is tried again ([`crate::provider::retry`], SPEC §19); the wait ends at once on
+//!   cancel;
 //! * `Usage` after every provider call that started streaming: the provider's numbers
 //!   when it reported them, else an estimate ([`crate::usage`]);
 //! * MCP tools (`SERVER__TOOL`, [`crate::mcp`]) are offered while their server is ready
@@ -42,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::mcp::McpSet;
 use crate::message::{ChatMessage, ToolCallRequest};
+use crate::provider::retry::{self, RetryDecision};
 use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, Usage};
 use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
 use crate::usage::{self, CallUsage, TurnUsage};
@@ -148,6 +152,13 @@ pub enum TurnEvent {
     /// After every provider call that started streaming.
     Usage {
         usage: CallUsage,
+    },
+    /// A provider call failed before streaming and will be tried again after `delay`
+    /// (SPEC §19); `attempt` is the retry's number, from 1.
+    ProviderRetry {
+        attempt: u32,
+        delay: std::time::Duration,
+        reason: String,
     },
 }
 
@@ -467,19 +478,41 @@ impl Turn<'_> {
 
     async fn stream_step(&mut self, req: &ProviderRequest) -> Step {
         let mut step = Step::default();
-        let started = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => {
-                step.cancelled = true;
+        let mut retries = 0u32;
+        let mut stream = loop {
+            let started = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {
+                    step.cancelled = true;
+                    return step;
+                }
+                r = self.spec.provider.stream(req.clone()) => r,
+            };
+            let error = match started {
+                Ok(s) => break s,
+                Err(e) => e,
+            };
+            // SPEC §19: failures before the first streamed byte may be retried.
+            let RetryDecision::Retry { delay, reason } = retry::decide(&error, retries) else {
+                step.error = Some(error);
                 return step;
-            }
-            r = self.spec.provider.stream(req.clone()) => r,
-        };
-        let mut stream = match started {
-            Ok(s) => s,
-            Err(e) => {
-                step.error = Some(e);
-                return step;
+            };
+            retries += 1;
+            tracing::info!(attempt = retries, ?delay, %reason, "provider call retried");
+            self.host
+                .emit(TurnEvent::ProviderRetry {
+                    attempt: retries,
+                    delay,
+                    reason,
+                })
+                .await;
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {
+                    step.cancelled = true;
+                    return step;
+                }
+                _ = tokio::time::sleep(delay) => {}
             }
         };
         step.started = true;

@@ -18,6 +18,13 @@ pub struct CallUsage {
     pub output_tokens: u64,
     /// True when the numbers are the daemon's estimate, not the provider's.
     pub estimated: bool,
+    /// Input tokens read from the provider's prompt cache, when it reported them
+    /// (SPEC §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the provider's prompt cache, when it reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 /// The tokens of a whole turn (every provider call of it).
@@ -62,16 +69,22 @@ pub fn of_call(
         Some(Usage {
             prompt_tokens: Some(input),
             completion_tokens: Some(output),
+            cache_read_tokens,
+            cache_write_tokens,
             ..
         }) => CallUsage {
             input_tokens: input,
             output_tokens: output,
             estimated: false,
+            cache_read_tokens,
+            cache_write_tokens,
         },
         _ => CallUsage {
             input_tokens: estimate_input(req),
             output_tokens: estimate_output(text, calls),
             estimated: true,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
         },
     }
 }
@@ -97,6 +110,7 @@ mod tests {
                 prompt_tokens: Some(7),
                 completion_tokens: Some(3),
                 total_tokens: Some(10),
+                ..Usage::default()
             }),
             &req(),
             "x",
@@ -107,7 +121,8 @@ mod tests {
             CallUsage {
                 input_tokens: 7,
                 output_tokens: 3,
-                estimated: false
+                estimated: false,
+                ..CallUsage::default()
             }
         );
     }
@@ -122,6 +137,7 @@ mod tests {
             prompt_tokens: Some(1),
             completion_tokens: None,
             total_tokens: None,
+            ..Usage::default()
         };
         assert!(of_call(Some(partial), &req(), "", &[]).estimated);
         let mut t = TurnUsage::default();

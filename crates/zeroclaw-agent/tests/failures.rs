@@ -16,7 +16,7 @@ use zeroclaw_testkit::{FakeOpenAi, FakeToolCall, Scripted};
 #[tokio::test]
 async fn http_error_fails_with_the_provider_message() {
     let fake = FakeOpenAi::start().await.unwrap();
-    fake.push(Scripted::http_error(500, "the model is on fire"));
+    fake.push(Scripted::http_error(400, "the model is on fire"));
     let ws = tempfile::tempdir().unwrap();
     let s = spec(openai(&fake), ws.path(), Autonomy::Full);
     let host = TestHost::new();
@@ -24,7 +24,7 @@ async fn http_error_fails_with_the_provider_message() {
     let r = run_turn(&s, &mut ctx, "x".into(), &host, CancellationToken::new()).await;
     assert_eq!(r.outcome, TurnOutcome::Failed);
     assert!(r.content.contains("the model is on fire"), "{}", r.content);
-    assert!(r.content.contains("500"), "{}", r.content);
+    assert!(r.content.contains("400"), "{}", r.content);
     assert_eq!(ctx, vec![ChatMessage::user("x")]);
 }
 

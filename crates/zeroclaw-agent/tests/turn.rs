@@ -109,7 +109,8 @@ async fn openai_text_chunks_concatenate_and_request_is_well_formed() {
         vec![zeroclaw_agent::CallUsage {
             input_tokens: 10,
             output_tokens: 5,
-            estimated: false
+            estimated: false,
+            ..Default::default()
         }]
     );
 }

@@ -20,7 +20,9 @@ pub const RESOURCES: &[&str] = &["system", "sessions", "files", "config"];
 /// The tools an agent may list.
 pub const TOOLS: &[&str] = &["bash", "read_file", "write_file", "ask_user"];
 /// Provider kinds.
-pub const PROVIDER_KINDS: &[&str] = &["echo", "openai"];
+pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic", "ollama", "gemini"];
+/// The smallest thinking budget the providers accept (Anthropic's minimum).
+pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// Agent autonomy levels.
 pub const AUTONOMY: &[&str] = &["supervised", "full", "read_only"];
 
@@ -43,6 +45,33 @@ kind = "echo"                      # offline: streams the prompt back, word by w
 # api_key_env = "OPENAI_API_KEY"   # or api_key = "…" (secret: masked on read)
 # model = "llama3.2"
 
+# Google's Gemini API (thought signatures kept across tool calls):
+# [providers.gemini]
+# kind = "gemini"
+# base_url = ""                    # empty = https://generativelanguage.googleapis.com
+# api_key_env = ""                 # empty = GEMINI_API_KEY; or api_key = "…"
+# model = "gemini-2.5-flash"
+
+# Anthropic's Messages API (prompt caching, thinking):
+# [providers.claude]
+# kind = "anthropic"
+# base_url = ""                    # empty = https://api.anthropic.com
+# api_key_env = ""                 # empty = ANTHROPIC_API_KEY; or api_key = "…"
+# model = "claude-sonnet-4-5"
+
+# Ollama's own API (honours the agent's max_context_tokens as num_ctx):
+# [providers.ollama]
+# kind = "ollama"
+# base_url = ""                    # empty = http://127.0.0.1:11434
+# model = "llama3.2"
+
+# Google's Gemini API (thought signatures kept across tool calls):
+# [providers.gemini]
+# kind = "gemini"
+# base_url = ""                    # empty = https://generativelanguage.googleapis.com
+# api_key_env = ""                 # empty = GEMINI_API_KEY; or api_key = "…"
+# model = "gemini-2.5-flash"
+
 [agents.default]
 provider = "echo"
 model = ""                         # empty = the provider's model
@@ -50,6 +79,8 @@ system_prompt = "You are a helpful assistant."
 tools = ["bash", "read_file", "write_file", "ask_user"]
 autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only
 max_context_tokens = 32000
+max_output_tokens = 8192           # longest answer (anthropic, ollama, gemini; not openai)
+thinking_budget = 0                # tokens of thinking; 0 = off, else at least 1024
 max_tool_iterations = 20
 keep_recent_turns = 2              # compaction keeps the last N whole turns verbatim
 auto_compact = true                # compact before a call over compact_threshold of the window
@@ -121,6 +152,12 @@ pub enum ProviderKind {
     #[default]
     Echo,
     Openai,
+    /// Anthropic's Messages API (SPEC §19).
+    Anthropic,
+    /// Ollama's `/api/chat` (SPEC §19).
+    Ollama,
+    /// Google's Gemini `streamGenerateContent` (SPEC §19).
+    Gemini,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,27 +189,46 @@ impl Default for Provider {
 
 impl Provider {
     pub const DEFAULT_OPENAI_BASE_URL: &'static str = "https://api.openai.com/v1";
+    pub const DEFAULT_ANTHROPIC_BASE_URL: &'static str = "https://api.anthropic.com";
+    pub const DEFAULT_OLLAMA_BASE_URL: &'static str = "http://127.0.0.1:11434";
+    pub const DEFAULT_GEMINI_BASE_URL: &'static str = "https://generativelanguage.googleapis.com";
 
-    /// `base_url`, or the OpenAI default when empty.
+    /// `base_url`, or the kind's default when empty (SPEC §19).
     pub fn effective_base_url(&self) -> &str {
-        if self.base_url.is_empty() {
-            Self::DEFAULT_OPENAI_BASE_URL
-        } else {
-            &self.base_url
+        if !self.base_url.is_empty() {
+            return &self.base_url;
+        }
+        match self.kind {
+            ProviderKind::Anthropic => Self::DEFAULT_ANTHROPIC_BASE_URL,
+            ProviderKind::Ollama => Self::DEFAULT_OLLAMA_BASE_URL,
+            ProviderKind::Gemini => Self::DEFAULT_GEMINI_BASE_URL,
+            ProviderKind::Echo | ProviderKind::Openai => Self::DEFAULT_OPENAI_BASE_URL,
         }
     }
 
-    /// The API key: `api_key` if set, else the variable named by `api_key_env` if set.
+    /// `api_key_env`, or the kind's usual variable when empty (`ANTHROPIC_API_KEY`).
+    pub fn effective_api_key_env(&self) -> &str {
+        if !self.api_key_env.is_empty() {
+            return &self.api_key_env;
+        }
+        match self.kind {
+            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+            ProviderKind::Gemini => "GEMINI_API_KEY",
+            ProviderKind::Echo | ProviderKind::Openai | ProviderKind::Ollama => "",
+        }
+    }
+
+    /// The API key: `api_key` if set, else the variable named by
+    /// [`Provider::effective_api_key_env`] if any.
     pub fn resolve_api_key(&self) -> Option<String> {
         if !self.api_key.is_empty() {
             return Some(self.api_key.clone());
         }
-        if self.api_key_env.is_empty() {
+        let var = self.effective_api_key_env();
+        if var.is_empty() {
             return None;
         }
-        std::env::var(&self.api_key_env)
-            .ok()
-            .filter(|k| !k.is_empty())
+        std::env::var(var).ok().filter(|k| !k.is_empty())
     }
 }
 
@@ -201,6 +257,11 @@ pub struct Agent {
     pub tools: Vec<String>,
     pub autonomy: Autonomy,
     pub max_context_tokens: u32,
+    /// Longest answer of one provider call, in tokens (SPEC §19; native providers).
+    pub max_output_tokens: u32,
+    /// Tokens the model may think before answering; 0 = off, else at least
+    /// [`MIN_THINKING_BUDGET`] and under `max_output_tokens`.
+    pub thinking_budget: u32,
     pub max_tool_iterations: u32,
     /// Empty = `<config dir>/agents/<alias>/workspace`; relative = under the config dir.
     pub workspace: String,
@@ -238,6 +299,8 @@ impl Default for Agent {
             tools: Vec::new(),
             autonomy: Autonomy::Supervised,
             max_context_tokens: 32000,
+            max_output_tokens: 8192,
+            thinking_budget: 0,
             max_tool_iterations: 20,
             workspace: String::new(),
             checkpoint_budget_mb: DEFAULT_CHECKPOINT_BUDGET_MB,
@@ -429,6 +492,24 @@ impl Config {
                 out.push(Violation {
                     prop: at(&["agents", alias, "max_context_tokens"]),
                     message: "must be at least 1".into(),
+                });
+            }
+            if a.max_output_tokens == 0 {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "max_output_tokens"]),
+                    message: "must be at least 1".into(),
+                });
+            }
+            if a.thinking_budget != 0
+                && (a.thinking_budget < MIN_THINKING_BUDGET
+                    || a.thinking_budget >= a.max_output_tokens)
+            {
+                out.push(Violation {
+                    prop: at(&["agents", alias, "thinking_budget"]),
+                    message: format!(
+                        "must be 0 (off) or from {MIN_THINKING_BUDGET} to below max_output_tokens ({})",
+                        a.max_output_tokens
+                    ),
                 });
             }
         }

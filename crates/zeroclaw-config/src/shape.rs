@@ -64,6 +64,8 @@ static AGENT: Shape = Shape::Struct(&[
     ("tools", Shape::StrList),
     ("autonomy", Shape::Enum(AUTONOMY)),
     ("max_context_tokens", POSITIVE_U32),
+    ("max_output_tokens", POSITIVE_U32),
+    ("thinking_budget", U32),
     (
         "max_tool_iterations",
         Shape::Int {

@@ -139,6 +139,21 @@ update_kinds! {
         context_window: u64,
         /// The daemon counted; the provider reported nothing.
         estimated: bool,
+        /// Input tokens read from the provider's prompt cache, when it reports them
+        /// (SPEC §19).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_read_tokens: Option<u64>,
+        /// Input tokens written to the provider's prompt cache, when it reports them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_write_tokens: Option<u64>,
+    },
+    /// A provider call failed before streaming and is tried again after `delaySecs`
+    /// (SPEC §19).
+    ProviderRetry = "provider_retry" {
+        /// The retry's number, from 1.
+        attempt: u32,
+        delay_secs: f64,
+        reason: String,
     },
     /// The turn's last event, sent just before the prompt's answer.
     TurnComplete = "turn_complete" {
@@ -284,6 +299,13 @@ mod tests {
                 context_tokens: 4,
                 context_window: 5,
                 estimated: true,
+                cache_read_tokens: Some(6),
+                cache_write_tokens: None,
+            },
+            UpdateType::ProviderRetry => UpdateKind::ProviderRetry {
+                attempt: 1,
+                delay_secs: 1.5,
+                reason: "HTTP 429: slow down".into(),
             },
             UpdateType::TurnComplete => UpdateKind::TurnComplete {
                 outcome: Outcome::Completed,

@@ -72,6 +72,15 @@ pub enum Scripted {
     },
     /// A non-2xx answer with an OpenAI error JSON body.
     HttpError { status: u16, message: String },
+    /// A non-2xx answer with an OpenAI error JSON body and a `retry-after` header.
+    Throttled {
+        status: u16,
+        message: String,
+        retry_after: String,
+    },
+    /// The connection is closed without any answer (a connection failure before the
+    /// first byte).
+    Hangup,
     /// Headers and these content chunks, then the connection is closed
     /// without `[DONE]`, without a finish reason and without the final
     /// chunk of the chunked encoding.
@@ -135,6 +144,15 @@ impl Scripted {
         Scripted::HttpError {
             status,
             message: message.to_string(),
+        }
+    }
+
+    /// A non-2xx answer carrying `retry-after: {retry_after}`.
+    pub fn throttled(status: u16, message: &str, retry_after: &str) -> Self {
+        Scripted::Throttled {
+            status,
+            message: message.to_string(),
+            retry_after: retry_after.to_string(),
         }
     }
 
@@ -214,6 +232,7 @@ struct State {
     models: Mutex<Result<Vec<String>, u16>>,
     /// How long `GET /models` waits before answering.
     models_delay: Mutex<Duration>,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -241,6 +260,7 @@ impl FakeOpenAi {
             usage: std::sync::atomic::AtomicBool::new(true),
             models: Mutex::new(Err(404)),
             models_delay: Mutex::new(Duration::ZERO),
+            marks: Arc::default(),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -305,6 +325,12 @@ impl FakeOpenAi {
         *lock(&self.state.models_delay) = delay;
     }
 
+    /// When the first text of each response was written and flushed (for measuring the
+    /// daemon's added latency up to its first `agent_message_chunk`).
+    pub fn first_text_marks(&self) -> Vec<std::time::Instant> {
+        lock(&self.state.marks).clone()
+    }
+
     /// Scripted responses not consumed yet.
     pub fn pending(&self) -> usize {
         lock(&self.state.queue).len()
@@ -360,13 +386,15 @@ impl Drop for FakeOpenAi {
     }
 }
 
-struct Head {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
+pub(crate) struct Head {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<(Head, Vec<u8>)>> {
+pub(crate) async fn read_request(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<(Head, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(4096);
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -467,6 +495,7 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         started: false,
         error_written: Arc::clone(&state.error_written),
         usage,
+        marks: Arc::clone(&state.marks),
     };
     if w.play(script).await.is_err() {
         state.aborted.fetch_add(1, Ordering::SeqCst);
@@ -474,10 +503,20 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
 }
 
 async fn write_error(stream: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
+    write_error_with(stream, status, message, "").await
+}
+
+/// An OpenAI error answer; `extra` holds more header lines, each ending in CRLF.
+async fn write_error_with(
+    stream: &mut TcpStream,
+    status: u16,
+    message: &str,
+    extra: &str,
+) -> std::io::Result<()> {
     let body =
         json!({"error": {"message": message, "type": "server_error", "code": null}}).to_string();
     let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         reason(status),
         body.len()
     );
@@ -505,7 +544,7 @@ async fn write_models(stream: &mut TcpStream, ids: &[String]) -> std::io::Result
     Ok(())
 }
 
-fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
         401 => "Unauthorized",
@@ -515,6 +554,7 @@ fn reason(status: u16) -> &'static str {
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
+        529 => "Overloaded",
         _ => "Error",
     }
 }
@@ -526,6 +566,7 @@ struct Writer {
     error_written: Arc<AtomicUsize>,
     /// End finished responses with a usage chunk.
     usage: bool,
+    marks: Arc<Mutex<Vec<std::time::Instant>>>,
 }
 
 impl Writer {
@@ -541,12 +582,27 @@ impl Writer {
             Scripted::HttpError { status, message } => {
                 write_error(&mut self.stream, status, &message).await
             }
+            Scripted::Throttled {
+                status,
+                message,
+                retry_after,
+            } => {
+                let extra = format!("Retry-After: {retry_after}\r\n");
+                write_error_with(&mut self.stream, status, &message, &extra).await
+            }
+            Scripted::Hangup => {
+                let _ = self.stream.shutdown().await;
+                Ok(())
+            }
             Scripted::Text { chunks, delay } => {
                 for (i, c) in chunks.iter().enumerate() {
                     if i > 0 && !delay.is_zero() {
                         tokio::time::sleep(delay).await;
                     }
                     self.delta(json!({"content": c}), None).await?;
+                    if i == 0 {
+                        lock(&self.marks).push(std::time::Instant::now());
+                    }
                 }
                 self.finish("stop").await
             }

@@ -527,7 +527,7 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
                 assert_eq!(seen.summary(&sid.0).last().unwrap().1, "slow one");
 
                 // A failed turn: a JSON-RPC error carrying the provider's message.
-                fake.push(Scripted::http_error(500, "the provider exploded"));
+                fake.push(Scripted::http_error(400, "the provider exploded"));
                 let failed = cx
                     .send_request(PromptRequest::new(sid.clone(), text("fail please")))
                     .block_task()

@@ -313,7 +313,7 @@ fn cancel_mid_stream_returns_within_a_second_and_keeps_partial_text() {
 #[test]
 fn provider_failure_fails_the_turn_and_the_daemon_keeps_serving() {
     let fake = Fake::start();
-    fake.push(Scripted::http_error(500, "upstream exploded"));
+    fake.push(Scripted::http_error(400, "upstream exploded"));
     fake.push(Scripted::broken(["half ", "a "]));
     fake.push(Scripted::text("recovered"));
     let daemon = start(&fake, "");
@@ -323,7 +323,7 @@ fn provider_failure_fails_the_turn_and_the_daemon_keeps_serving() {
     assert_eq!(resp["result"]["outcome"], "failed");
     let content = resp["result"]["content"].as_str().unwrap();
     assert!(
-        content.contains("500") && content.contains("upstream exploded"),
+        content.contains("400") && content.contains("upstream exploded"),
         "{content}"
     );
     assert_eq!(update_types(&msgs).last().unwrap(), "turn_complete");

@@ -6,8 +6,17 @@
 //! failure (HTTP status, timeout, malformed data, truncated stream) is a
 //! [`ProviderError`] item, after which the stream yields nothing more.
 //! Dropping the stream aborts the underlying request.
+//!
+//! The providers (`openai`, and the native `anthropic`, `ollama`, `gemini` of SPEC §19) are
+//! written here rather than with a provider SDK crate: each is a request body and a small
+//! event parser over one shared, linear SSE decoder ([`sse`]) and body reader ([`body`])
+//! whose §17 bounds (event size, idle time, error body size) are tested; a crate per API
+//! would bring three more dependency trees with their own HTTP and SSE handling, whose
+//! bounds would have to be checked again (the SSE library used before was quadratic). The
+//! retry policy every provider shares is [`retry`]; the turn loop runs it.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::Stream;
@@ -16,14 +25,25 @@ use serde_json::Value;
 
 use crate::message::{ChatMessage, ToolCallRequest};
 
+pub mod anthropic;
+pub mod body;
 pub mod echo;
+pub mod gemini;
+mod http;
 pub mod models;
+pub mod ollama;
 pub mod openai;
+pub mod retry;
+pub mod settings;
 pub mod sse;
 
+pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
-pub use models::ModelCatalog;
+pub use gemini::GeminiProvider;
+pub use models::{ModelApi, ModelCatalog};
+pub use ollama::OllamaProvider;
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use settings::NativeConfig;
 
 /// A function the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +71,12 @@ pub struct Usage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub total_tokens: Option<u64>,
+    /// Input tokens read from the provider's prompt cache (SPEC §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +92,12 @@ pub enum ProviderEvent {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProviderError {
     #[error("provider returned HTTP {status}: {message}")]
-    Http { status: u16, message: String },
+    Http {
+        status: u16,
+        message: String,
+        /// The server's `retry-after`, when it sent one (SPEC §19).
+        retry_after: Option<Duration>,
+    },
     #[error("provider request failed: {0}")]
     Request(String),
     #[error("provider timed out: {0}")]

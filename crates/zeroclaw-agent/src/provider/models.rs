@@ -1,5 +1,5 @@
-//! The models an OpenAI-compatible provider offers (`GET {base_url}/models`), with a
-//! cache (SPEC §16: 60 s) so `models/list` and `session/configure` do not ask every time.
+//! The models a provider offers (OpenAI-compatible `GET {base_url}/models`, Anthropic's
+//! `GET {base_url}/v1/models`: [`ModelApi`]), with a cache (SPEC §16: 60 s) so `models/list` and `session/configure` do not ask every time.
 //!
 //! [`ModelCatalog`] keeps one entry per endpoint and key. A successful list is kept for
 //! [`LIST_TTL`]; a failure for [`FAILURE_TTL`] only, so a provider that comes back is seen
@@ -30,6 +30,20 @@ const MAX_ENTRIES: usize = 256;
 
 type Entry = (Instant, Result<Vec<String>, String>);
 
+/// Which API a model list is asked of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ModelApi {
+    /// `GET {base_url}/models`, bearer key.
+    #[default]
+    OpenAi,
+    /// `GET {base_url}/v1/models`, `x-api-key` and `anthropic-version` (SPEC §19).
+    Anthropic,
+    /// `GET {base_url}/api/tags`: `models[].name`.
+    Ollama,
+    /// `GET {base_url}/v1beta/models`, `x-goog-api-key`: `models[].name` without `models/`.
+    Gemini,
+}
+
 /// One endpoint and key: its last answer, behind the lock its fetch holds.
 type Slot = Arc<tokio::sync::Mutex<Option<Entry>>>;
 
@@ -39,7 +53,7 @@ pub struct ModelCatalog {
     /// Built on the first fetch: a daemon that never lists models (the offline `echo`
     /// agent) never sets up an HTTP client and its TLS roots.
     client: OnceLock<reqwest::Client>,
-    slots: Mutex<HashMap<(String, String), Slot>>,
+    slots: Mutex<HashMap<(ModelApi, String, String), Slot>>,
 }
 
 /// Whether `entry` may still be served.
@@ -56,7 +70,18 @@ impl ModelCatalog {
     /// The model ids of the endpoint at `base_url`, from the cache while fresh; one fetch
     /// at a time per endpoint and key.
     pub async fn list(&self, base_url: &str, api_key: Option<&str>) -> Result<Vec<String>, String> {
+        self.list_api(ModelApi::OpenAi, base_url, api_key).await
+    }
+
+    /// The model ids of the `api` endpoint at `base_url`, as [`ModelCatalog::list`] does.
+    pub async fn list_api(
+        &self,
+        api: ModelApi,
+        base_url: &str,
+        api_key: Option<&str>,
+    ) -> Result<Vec<String>, String> {
         let key = (
+            api,
             base_url.trim_end_matches('/').to_string(),
             api_key.unwrap_or_default().to_string(),
         );
@@ -71,14 +96,14 @@ impl ModelCatalog {
                 .build()
                 .unwrap_or_default()
         });
-        let result = fetch(client, &key.0, api_key).await;
+        let result = fetch_api(client, api, &key.1, api_key).await;
         *entry = Some((Instant::now(), result.clone()));
         result
     }
 
     /// The slot of one endpoint and key, made on first use. Beyond [`MAX_ENTRIES`] slots,
     /// those neither fresh nor in use are dropped.
-    fn slot(&self, key: &(String, String)) -> Slot {
+    fn slot(&self, key: &(ModelApi, String, String)) -> Slot {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(slot) = slots.get(key) {
             return Arc::clone(slot);
@@ -121,11 +146,34 @@ pub async fn fetch(
     base_url: &str,
     api_key: Option<&str>,
 ) -> Result<Vec<String>, String> {
-    let url = format!("{}/models", base_url.trim_end_matches('/'));
+    fetch_api(client, ModelApi::OpenAi, base_url, api_key).await
+}
+
+/// One model list of `api` at `base_url` (see [`fetch`]).
+pub async fn fetch_api(
+    client: &reqwest::Client,
+    api: ModelApi,
+    base_url: &str,
+    api_key: Option<&str>,
+) -> Result<Vec<String>, String> {
+    let base = base_url.trim_end_matches('/');
+    let url = match api {
+        ModelApi::OpenAi => format!("{base}/models"),
+        ModelApi::Anthropic => format!("{base}/v1/models"),
+        ModelApi::Ollama => format!("{base}/api/tags"),
+        ModelApi::Gemini => format!("{base}/v1beta/models"),
+    };
     let shown = shown_url(&url);
     let mut req = client.get(&url);
+    if api == ModelApi::Anthropic {
+        req = req.header("anthropic-version", super::anthropic::API_VERSION);
+    }
     if let Some(k) = api_key.filter(|k| !k.is_empty()) {
-        req = req.bearer_auth(k);
+        req = match api {
+            ModelApi::OpenAi | ModelApi::Ollama => req.bearer_auth(k),
+            ModelApi::Anthropic => req.header("x-api-key", k),
+            ModelApi::Gemini => req.header("x-goog-api-key", k),
+        };
     }
     let read = async {
         let mut resp = req
@@ -162,7 +210,7 @@ pub async fn fetch(
         )),
     };
     let body = answer.map_err(|e| hide_key(e, api_key))?;
-    parse(&body).ok_or_else(|| format!("{shown}: not an OpenAI model list"))
+    parse(&body).ok_or_else(|| format!("{shown}: not a model list"))
 }
 
 /// `text` with the API key masked (a provider's error may quote the key it was sent).
@@ -173,9 +221,18 @@ fn hide_key(text: String, api_key: Option<&str>) -> String {
     }
 }
 
-/// `{"data":[{"id":…},…]}` → the ids, in order.
+/// `{"data":[{"id":…},…]}` (or Ollama's `{"models":[{"name":…},…]}`) → the ids, in order.
 fn parse(body: &[u8]) -> Option<Vec<String>> {
     let v: Value = serde_json::from_slice(body).ok()?;
+    if let Some(models) = v.get("models").and_then(Value::as_array) {
+        return Some(
+            models
+                .iter()
+                .filter_map(|m| m.get("name").and_then(Value::as_str))
+                .map(|n| n.strip_prefix("models/").unwrap_or(n).to_string())
+                .collect(),
+        );
+    }
     let data = v.get("data")?.as_array()?;
     Some(
         data.iter()

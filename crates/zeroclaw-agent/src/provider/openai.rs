@@ -23,12 +23,12 @@ use async_trait::async_trait;
 use futures_util::{Stream, StreamExt, stream};
 use serde_json::{Value, json};
 
+use super::http;
 use super::sse::SseDecoder;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
 
-/// Bytes of an HTTP error body that are read (the rest is never received).
-pub const MAX_ERROR_BODY: usize = 64 * 1024;
+pub use super::http::MAX_ERROR_BODY;
 /// Longest server-sent event, in bytes (its lines without their line ends).
 pub const MAX_EVENT: usize = 8 * 1024 * 1024;
 /// Tool-call arguments of one response, all calls together, in bytes.
@@ -160,31 +160,6 @@ pub fn request_body(req: &ProviderRequest, default_model: &str) -> Value {
     body
 }
 
-/// Pulls `error.message` (or a string `error`) out of an error body.
-fn error_message(body: &str) -> String {
-    if let Ok(v) = serde_json::from_str::<Value>(body) {
-        if let Some(m) = v
-            .get("error")
-            .and_then(|e| e.get("message"))
-            .and_then(Value::as_str)
-        {
-            return m.to_string();
-        }
-        if let Some(m) = v.get("error").and_then(Value::as_str) {
-            return m.to_string();
-        }
-        if let Some(m) = v.get("message").and_then(Value::as_str) {
-            return m.to_string();
-        }
-    }
-    let trimmed = body.trim();
-    if trimmed.is_empty() {
-        "(empty body)".to_string()
-    } else {
-        trimmed.chars().take(2000).collect()
-    }
-}
-
 #[async_trait]
 impl Provider for OpenAiProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
@@ -197,32 +172,12 @@ impl Provider for OpenAiProvider {
         if let Some(key) = self.api_key() {
             builder = builder.bearer_auth(key);
         }
-        let resp = match tokio::time::timeout(self.config.first_byte_timeout, builder.send()).await
-        {
-            Err(_) => {
-                return Err(ProviderError::Timeout(format!(
-                    "no response from {} within {} s",
-                    self.config.base_url,
-                    self.config.first_byte_timeout.as_secs_f64()
-                )));
-            }
-            Ok(Err(e)) if e.is_timeout() || e.is_connect() => {
-                return Err(ProviderError::Request(format!(
-                    "cannot reach {}: {e}",
-                    self.config.base_url
-                )));
-            }
-            Ok(Err(e)) => return Err(ProviderError::Request(e.to_string())),
-            Ok(Ok(r)) => r,
-        };
-        let status = resp.status();
-        if status.as_u16() >= 400 {
-            let text = read_capped(resp, MAX_ERROR_BODY, self.config.idle_timeout).await;
-            return Err(ProviderError::Http {
-                status: status.as_u16(),
-                message: error_message(&text),
-            });
-        }
+        let resp = http::send(
+            builder,
+            &self.config.base_url,
+            self.config.first_byte_timeout,
+        )
+        .await?;
         Ok(sse_to_events(
             Box::pin(resp.bytes_stream()),
             self.config.idle_timeout,
@@ -232,25 +187,6 @@ impl Provider for OpenAiProvider {
     fn kind(&self) -> &'static str {
         "openai"
     }
-}
-
-/// At most `cap` bytes of a response body (the connection is dropped after that), read
-/// within `limit`; whatever arrived by then.
-async fn read_capped(mut resp: reqwest::Response, cap: usize, limit: Duration) -> String {
-    let mut body: Vec<u8> = Vec::new();
-    let read = async {
-        while body.len() < cap {
-            match resp.chunk().await {
-                Ok(Some(piece)) => {
-                    let room = cap - body.len();
-                    body.extend_from_slice(&piece[..piece.len().min(room)]);
-                }
-                _ => break,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(limit, read).await;
-    String::from_utf8_lossy(&body).into_owned()
 }
 
 type Body = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send>>;
@@ -389,6 +325,10 @@ impl SseState {
                 prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64),
                 completion_tokens: u.get("completion_tokens").and_then(Value::as_u64),
                 total_tokens: u.get("total_tokens").and_then(Value::as_u64),
+                cache_read_tokens: u
+                    .pointer("/prompt_tokens_details/cached_tokens")
+                    .and_then(Value::as_u64),
+                cache_write_tokens: None,
             })));
         }
     }
@@ -506,13 +446,5 @@ mod tests {
                     "name": "bash", "description": "d", "parameters": {"type": "object"}}}],
             })
         );
-    }
-
-    #[test]
-    fn error_message_extraction() {
-        assert_eq!(error_message(r#"{"error":{"message":"boom"}}"#), "boom");
-        assert_eq!(error_message(r#"{"error":"bad"}"#), "bad");
-        assert_eq!(error_message("plain text"), "plain text");
-        assert_eq!(error_message(""), "(empty body)");
     }
 }

@@ -8,7 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zeroclaw_agent::{AgentSpec, Autonomy, EchoProvider, OpenAiConfig, OpenAiProvider, Provider};
+use zeroclaw_agent::{
+    AgentSpec, AnthropicProvider, Autonomy, EchoProvider, GeminiProvider, NativeConfig,
+    OllamaProvider, OpenAiConfig, OpenAiProvider, Provider,
+};
 use zeroclaw_config::{Config, ProviderKind};
 
 use super::error::SessionError;
@@ -22,10 +25,19 @@ pub(crate) struct TurnAgent {
     pub compaction: super::compact::Settings,
 }
 
+/// The agent settings a native provider is built with (SPEC §19): output and thinking
+/// budgets, context size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Budgets {
+    max_output_tokens: u32,
+    thinking_budget: u32,
+    context_tokens: u32,
+}
+
 /// The last provider built, with the configuration it was built from.
 #[derive(Default)]
 pub(crate) struct ProviderCache {
-    built: Option<(zeroclaw_config::Provider, Arc<dyn Provider>)>,
+    built: Option<(zeroclaw_config::Provider, Budgets, Arc<dyn Provider>)>,
 }
 
 impl ProviderCache {
@@ -33,29 +45,61 @@ impl ProviderCache {
         &mut self,
         name: &str,
         conf: &zeroclaw_config::Provider,
+        budgets: Budgets,
     ) -> Result<Arc<dyn Provider>, SessionError> {
-        if let Some((c, p)) = &self.built
+        if let Some((c, b, p)) = &self.built
             && c == conf
+            && *b == budgets
         {
             return Ok(Arc::clone(p));
         }
+        let timeout = Duration::from_secs(conf.timeout_secs.max(1));
+        let failed = |e: zeroclaw_agent::ProviderError| {
+            SessionError::internal(format!("provider {name}: {e}"))
+        };
         let provider: Arc<dyn Provider> = match conf.kind {
             ProviderKind::Echo => Arc::new(EchoProvider::new()),
             ProviderKind::Openai => {
                 let mut oc = OpenAiConfig::new(conf.effective_base_url(), conf.model.clone());
                 oc.api_key = Some(conf.api_key.clone()).filter(|k| !k.is_empty());
                 oc.api_key_env = Some(conf.api_key_env.clone()).filter(|k| !k.is_empty());
-                let timeout = Duration::from_secs(conf.timeout_secs.max(1));
                 oc.first_byte_timeout = timeout;
                 oc.idle_timeout = timeout;
-                let p = OpenAiProvider::new(oc)
-                    .map_err(|e| SessionError::internal(format!("provider {name}: {e}")))?;
-                Arc::new(p)
+                Arc::new(OpenAiProvider::new(oc).map_err(failed)?)
+            }
+            ProviderKind::Anthropic => {
+                let nc = native_config(conf, budgets, timeout);
+                Arc::new(AnthropicProvider::new(nc).map_err(failed)?)
+            }
+            ProviderKind::Ollama => {
+                let nc = native_config(conf, budgets, timeout);
+                Arc::new(OllamaProvider::new(nc).map_err(failed)?)
+            }
+            ProviderKind::Gemini => {
+                let nc = native_config(conf, budgets, timeout);
+                Arc::new(GeminiProvider::new(nc).map_err(failed)?)
             }
         };
-        self.built = Some((conf.clone(), Arc::clone(&provider)));
+        self.built = Some((conf.clone(), budgets, Arc::clone(&provider)));
         Ok(provider)
     }
+}
+
+/// The settings of a native provider (SPEC §19) from its configuration and the agent's.
+fn native_config(
+    conf: &zeroclaw_config::Provider,
+    budgets: Budgets,
+    timeout: Duration,
+) -> NativeConfig {
+    let mut nc = NativeConfig::new(conf.effective_base_url(), conf.model.clone());
+    nc.api_key = Some(conf.api_key.clone()).filter(|k| !k.is_empty());
+    nc.api_key_env = Some(conf.effective_api_key_env().to_owned()).filter(|k| !k.is_empty());
+    nc.max_output_tokens = budgets.max_output_tokens;
+    nc.thinking_budget = budgets.thinking_budget;
+    nc.context_tokens = budgets.context_tokens;
+    nc.first_byte_timeout = timeout;
+    nc.idle_timeout = timeout;
+    nc
 }
 
 /// Builds the turn's agent for `session` from `config`.
@@ -74,7 +118,12 @@ pub(crate) fn build(
             agent.provider
         ))
     })?;
-    let provider = cache.get(&agent.provider, conf)?;
+    let budgets = Budgets {
+        max_output_tokens: agent.max_output_tokens,
+        thinking_budget: agent.thinking_budget,
+        context_tokens: agent.max_context_tokens,
+    };
+    let provider = cache.get(&agent.provider, conf, budgets)?;
     let mut spec = AgentSpec::new(provider, session.workspace.clone());
     spec.model = agent.model.clone();
     spec.system_prompt = agent.system_prompt.clone();

@@ -45,10 +45,19 @@ impl SessionManager {
         };
         match p.kind {
             ProviderKind::Echo => Ok(vec!["echo".to_owned()]),
-            ProviderKind::Openai => {
+            ProviderKind::Openai
+            | ProviderKind::Anthropic
+            | ProviderKind::Ollama
+            | ProviderKind::Gemini => {
+                let api = match p.kind {
+                    ProviderKind::Anthropic => zeroclaw_agent::ModelApi::Anthropic,
+                    ProviderKind::Ollama => zeroclaw_agent::ModelApi::Ollama,
+                    ProviderKind::Gemini => zeroclaw_agent::ModelApi::Gemini,
+                    _ => zeroclaw_agent::ModelApi::OpenAi,
+                };
                 let key = p.resolve_api_key();
                 self.models
-                    .list(p.effective_base_url(), key.as_deref())
+                    .list_api(api, p.effective_base_url(), key.as_deref())
                     .await
             }
         }

@@ -137,8 +137,19 @@ impl TurnHost for SessionHost<'_> {
                     context_tokens: totals.context,
                     context_window: self.context_window,
                     estimated: usage.estimated,
+                    cache_read_tokens: usage.cache_read_tokens,
+                    cache_write_tokens: usage.cache_write_tokens,
                 });
             }
+            TurnEvent::ProviderRetry {
+                attempt,
+                delay,
+                reason,
+            } => self.update(UpdateKind::ProviderRetry {
+                attempt,
+                delay_secs: delay.as_secs_f64(),
+                reason,
+            }),
         }
     }
 

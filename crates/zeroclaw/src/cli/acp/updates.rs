@@ -245,6 +245,8 @@ mod tests {
             context_tokens: 10,
             context_window: 32000,
             estimated: false,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
         };
         assert_eq!(
             wire(from_event(&usage).unwrap()),

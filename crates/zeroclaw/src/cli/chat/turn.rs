@@ -342,6 +342,13 @@ impl<'a> Turn<'a> {
             UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),
+            UpdateKind::ProviderRetry {
+                attempt,
+                delay_secs,
+                reason,
+            } => self.ui.note(&format!(
+                "provider: {reason}; retry {attempt} in {delay_secs:.1} s"
+            )),
             UpdateKind::Usage {
                 input_tokens,
                 output_tokens,

@@ -1,0 +1,584 @@
+//! The `anthropic` provider: the Messages API, `POST {base_url}/v1/messages` with
+//! `stream: true` (SPEC §19).
+//!
+//! Request: the system prompt as one text block and the last block of the last message
+//! both marked `cache_control: {type: "ephemeral"}` (prompt caching: each call of a long
+//! session reads what the previous one wrote); user text, `tool_use` blocks in assistant
+//! messages, tool results as `tool_result` blocks of a user message (consecutive messages
+//! of one role are merged, as the API wants); `max_tokens` = the agent's
+//! `max_output_tokens`; `thinking: {type: "enabled", budget_tokens}` when its
+//! `thinking_budget` is set.
+//!
+//! Stream (server-sent events): `message_start` (input usage), `content_block_start` /
+//! `content_block_delta` (`text_delta` → text, `thinking_delta` → thought,
+//! `signature_delta`, `input_json_delta` → tool arguments) / `content_block_stop`,
+//! `message_delta` (output usage), `message_stop` (done), `ping` (nothing), `error` (the
+//! turn fails with its message). Unknown event types are skipped, as the API asks.
+//!
+//! Thinking blocks, with their signatures, must be sent back with the tool calls they
+//! preceded for the rest of the turn's tool loop. They are kept here, in memory only,
+//! keyed by the id of the first tool call of their response ([`KeptThinking`]), and
+//! dropped when a new turn starts (a request whose last message is the user's prompt):
+//! they never reach the context, a snapshot or the transcript.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::body::{self, Framing, Out, Payloads};
+use super::settings::NativeConfig;
+use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
+use crate::message::{ChatMessage, ToolCallRequest};
+
+/// The API version sent in `anthropic-version`.
+pub const API_VERSION: &str = "2023-06-01";
+/// Responses whose thinking is kept at most (a turn's tool rounds; the oldest go first).
+const MAX_KEPT: usize = 64;
+/// Tool-call arguments of one response, all calls together, in bytes.
+const MAX_ARGUMENTS: usize = super::openai::MAX_ARGUMENTS;
+
+/// Thinking blocks of this turn's responses, by the id of the first tool call each
+/// response made.
+#[derive(Default)]
+struct KeptThinking {
+    blocks: VecDeque<(String, Vec<Value>)>,
+}
+
+impl KeptThinking {
+    fn keep(&mut self, call_id: String, blocks: Vec<Value>) {
+        if self.blocks.len() >= MAX_KEPT {
+            self.blocks.pop_front();
+        }
+        self.blocks.push_back((call_id, blocks));
+    }
+
+    fn of(&self, call_id: &str) -> Option<&[Value]> {
+        self.blocks
+            .iter()
+            .rev()
+            .find(|(id, _)| id == call_id)
+            .map(|(_, b)| b.as_slice())
+    }
+}
+
+pub struct AnthropicProvider {
+    config: NativeConfig,
+    client: reqwest::Client,
+    kept: Arc<Mutex<KeptThinking>>,
+}
+
+impl AnthropicProvider {
+    pub fn new(config: NativeConfig) -> Result<Self, ProviderError> {
+        Ok(AnthropicProvider {
+            client: config.client()?,
+            config,
+            kept: Arc::default(),
+        })
+    }
+
+    pub fn config(&self) -> &NativeConfig {
+        &self.config
+    }
+}
+
+fn lock(m: &Mutex<KeptThinking>) -> std::sync::MutexGuard<'_, KeptThinking> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The tool call's arguments as the object the API wants (`{}` when they are not one).
+fn input_of(call: &ToolCallRequest) -> Value {
+    match serde_json::from_str::<Value>(&call.arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => json!({}),
+    }
+}
+
+/// The JSON body of one streaming request. `thinking_of` gives the kept thinking blocks
+/// of a response by the id of its first tool call.
+pub fn request_body<'a>(
+    req: &ProviderRequest,
+    config: &NativeConfig,
+    thinking_of: impl Fn(&str) -> Option<&'a [Value]>,
+) -> Value {
+    // (role, blocks), consecutive roles merged.
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    let mut push = |role: &'static str, blocks: Vec<Value>| {
+        if blocks.is_empty() {
+            return;
+        }
+        match turns.last_mut() {
+            Some((r, b)) if *r == role => b.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    };
+    for m in &req.messages {
+        match m {
+            ChatMessage::User { content } => {
+                push("user", vec![json!({"type": "text", "text": content})])
+            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut blocks = Vec::new();
+                if let Some(first) = tool_calls.first()
+                    && let Some(kept) = thinking_of(&first.id)
+                {
+                    blocks.extend(kept.iter().cloned());
+                }
+                if !content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": content}));
+                }
+                for c in tool_calls {
+                    blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name,
+                        "input": input_of(c)}));
+                }
+                push("assistant", blocks);
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => push(
+                "user",
+                vec![json!({"type": "tool_result", "tool_use_id": tool_call_id,
+                    "content": content})],
+            ),
+        }
+    }
+    // Prompt caching: the last block of the last message (a thinking block cannot carry it).
+    if let Some((_, blocks)) = turns.last_mut()
+        && let Some(last) = blocks.last_mut()
+        && last["type"] != "thinking"
+        && last["type"] != "redacted_thinking"
+    {
+        last["cache_control"] = json!({"type": "ephemeral"});
+    }
+    let messages: Vec<Value> = turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": config.model_for(&req.model),
+        "max_tokens": config.max_output_tokens,
+        "stream": true,
+        "messages": messages,
+    });
+    if !req.system_prompt.is_empty() {
+        body["system"] = json!([{"type": "text", "text": req.system_prompt,
+            "cache_control": {"type": "ephemeral"}}]);
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "description": t.description,
+                "input_schema": t.parameters})
+            })
+            .collect();
+    }
+    if config.thinking_budget > 0 {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": config.thinking_budget});
+    }
+    body
+}
+
+#[async_trait]
+impl Provider for AnthropicProvider {
+    async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
+        let body = {
+            let mut kept = lock(&self.kept);
+            // A request ending with the user's prompt starts a turn: the last turn's
+            // thinking is not needed any more.
+            if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
+                kept.blocks.clear();
+            }
+            request_body(&req, &self.config, |id| kept.of(id))
+        };
+        let mut builder = self
+            .client
+            .post(format!("{}/v1/messages", self.config.base()))
+            .header("anthropic-version", API_VERSION)
+            .header("accept", "text/event-stream")
+            .json(&body);
+        if let Some(key) = self.config.api_key() {
+            builder = builder.header("x-api-key", key);
+        }
+        let resp = super::http::send(
+            builder,
+            &self.config.base_url,
+            self.config.first_byte_timeout,
+        )
+        .await?;
+        let parser = Messages {
+            kept: Arc::clone(&self.kept),
+            ..Messages::default()
+        };
+        Ok(body::events(
+            resp,
+            Framing::Sse,
+            self.config.idle_timeout,
+            parser,
+        ))
+    }
+
+    fn kind(&self) -> &'static str {
+        "anthropic"
+    }
+}
+
+/// A content block being received.
+enum Block {
+    Text,
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    Redacted(Value),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Other,
+}
+
+/// The reading of one Messages stream.
+#[derive(Default)]
+struct Messages {
+    kept: Arc<Mutex<KeptThinking>>,
+    blocks: BTreeMap<u64, Block>,
+    /// Thinking blocks of this response, as they go back to the API.
+    thinking: Vec<Value>,
+    first_call: Option<String>,
+    arguments: usize,
+    usage: Usage,
+    input: u64,
+}
+
+impl Messages {
+    fn fail(&mut self, out: &mut Out, e: ProviderError) -> bool {
+        out.push_back(Err(e));
+        true
+    }
+
+    fn start_block(&mut self, index: u64, block: &Value) {
+        let b = match block["type"].as_str() {
+            Some("text") => Block::Text,
+            Some("thinking") => Block::Thinking {
+                thinking: block["thinking"].as_str().unwrap_or_default().to_string(),
+                signature: block["signature"].as_str().unwrap_or_default().to_string(),
+            },
+            Some("redacted_thinking") => Block::Redacted(block.clone()),
+            Some("tool_use") => Block::ToolUse {
+                id: block["id"].as_str().unwrap_or_default().to_string(),
+                name: block["name"].as_str().unwrap_or_default().to_string(),
+                json: String::new(),
+            },
+            _ => Block::Other,
+        };
+        self.blocks.insert(index, b);
+    }
+
+    fn delta(&mut self, index: u64, delta: &Value, out: &mut Out) -> bool {
+        let Some(block) = self.blocks.get_mut(&index) else {
+            return false;
+        };
+        match (delta["type"].as_str(), block) {
+            (Some("text_delta"), _) => {
+                if let Some(t) = delta["text"].as_str().filter(|t| !t.is_empty()) {
+                    out.push_back(Ok(ProviderEvent::TextDelta(t.to_string())));
+                }
+            }
+            (Some("thinking_delta"), Block::Thinking { thinking, .. }) => {
+                if let Some(t) = delta["thinking"].as_str().filter(|t| !t.is_empty()) {
+                    if thinking.len() + t.len() > body::MAX_EVENT {
+                        return self.fail(
+                            out,
+                            ProviderError::Stream("a thinking block is too large".into()),
+                        );
+                    }
+                    thinking.push_str(t);
+                    out.push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
+                }
+            }
+            (Some("signature_delta"), Block::Thinking { signature, .. }) => {
+                signature.push_str(delta["signature"].as_str().unwrap_or_default());
+            }
+            (Some("input_json_delta"), Block::ToolUse { json, .. }) => {
+                let part = delta["partial_json"].as_str().unwrap_or_default();
+                self.arguments += part.len();
+                if self.arguments > MAX_ARGUMENTS {
+                    return self.fail(
+                        out,
+                        ProviderError::Stream(format!(
+                            "tool call arguments exceed {MAX_ARGUMENTS} bytes"
+                        )),
+                    );
+                }
+                json.push_str(part);
+            }
+            _ => {}
+        }
+        false
+    }
+
+    fn stop_block(&mut self, index: u64, out: &mut Out) {
+        match self.blocks.remove(&index) {
+            Some(Block::Thinking {
+                thinking,
+                signature,
+            }) => self
+                .thinking
+                .push(json!({"type": "thinking", "thinking": thinking, "signature": signature})),
+            Some(Block::Redacted(block)) => self.thinking.push(block),
+            Some(Block::ToolUse { id, name, json }) => {
+                if self.first_call.is_none() {
+                    self.first_call = Some(id.clone());
+                }
+                let arguments = if json.trim().is_empty() {
+                    "{}".to_string()
+                } else {
+                    json
+                };
+                out.push_back(Ok(ProviderEvent::ToolCall(ToolCallRequest {
+                    id,
+                    name,
+                    arguments,
+                })));
+            }
+            _ => {}
+        }
+    }
+
+    fn usage_of(&mut self, u: &Value) {
+        let get = |k: &str| u.get(k).and_then(Value::as_u64);
+        if let Some(n) = get("input_tokens") {
+            self.input = n;
+        }
+        if let Some(n) = get("cache_read_input_tokens") {
+            self.usage.cache_read_tokens = Some(n);
+        }
+        if let Some(n) = get("cache_creation_input_tokens") {
+            self.usage.cache_write_tokens = Some(n);
+        }
+        if let Some(n) = get("output_tokens") {
+            self.usage.completion_tokens = Some(n);
+        }
+        // What the model read: new input plus what came from and went to the cache.
+        let prompt = self.input
+            + self.usage.cache_read_tokens.unwrap_or(0)
+            + self.usage.cache_write_tokens.unwrap_or(0);
+        self.usage.prompt_tokens = Some(prompt);
+        self.usage.total_tokens = Some(prompt + self.usage.completion_tokens.unwrap_or(0));
+    }
+
+    fn finish(&mut self, out: &mut Out) -> bool {
+        if let Some(id) = self.first_call.take()
+            && !self.thinking.is_empty()
+        {
+            lock(&self.kept).keep(id, std::mem::take(&mut self.thinking));
+        }
+        out.push_back(Ok(ProviderEvent::Usage(self.usage)));
+        out.push_back(Ok(ProviderEvent::Done));
+        true
+    }
+}
+
+impl Payloads for Messages {
+    fn payload(&mut self, data: &str, out: &mut Out) -> bool {
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => return self.fail(out, body::malformed(data, &e)),
+        };
+        let index = v["index"].as_u64().unwrap_or(0);
+        match v["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                if let Some(u) = v.pointer("/message/usage") {
+                    self.usage_of(u);
+                }
+                false
+            }
+            "content_block_start" => {
+                self.start_block(index, &v["content_block"]);
+                false
+            }
+            "content_block_delta" => self.delta(index, &v["delta"], out),
+            "content_block_stop" => {
+                self.stop_block(index, out);
+                false
+            }
+            "message_delta" => {
+                if let Some(u) = v.get("usage") {
+                    self.usage_of(u);
+                }
+                false
+            }
+            "message_stop" => self.finish(out),
+            "error" => {
+                let msg = v
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v["error"].to_string());
+                self.fail(out, ProviderError::Api(msg))
+            }
+            _ => false, // `ping`, and event types added later
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ToolSchema;
+
+    #[test]
+    fn body_shape_with_caching_tools_and_kept_thinking() {
+        let req = ProviderRequest {
+            model: String::new(),
+            system_prompt: "be nice".into(),
+            messages: vec![
+                ChatMessage::user("hi"),
+                ChatMessage::Assistant {
+                    content: "let me look".into(),
+                    tool_calls: vec![
+                        ToolCallRequest {
+                            id: "toolu_1".into(),
+                            name: "bash".into(),
+                            arguments: "{\"command\":\"ls\"}".into(),
+                        },
+                        ToolCallRequest {
+                            id: "toolu_2".into(),
+                            name: "read_file".into(),
+                            arguments: "not json".into(),
+                        },
+                    ],
+                },
+                ChatMessage::tool_result("toolu_1", "bash", "a.txt"),
+                ChatMessage::tool_result("toolu_2", "read_file", "x"),
+            ],
+            tools: vec![ToolSchema {
+                name: "bash".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        let mut config = NativeConfig::new("http://h", "claude-x");
+        config.thinking_budget = 2048;
+        let thinking = [json!({"type": "thinking", "thinking": "hmm", "signature": "sig"})];
+        let b = request_body(&req, &config, |id| {
+            (id == "toolu_1").then_some(&thinking[..])
+        });
+        assert_eq!(
+            b,
+            json!({
+                "model": "claude-x", "max_tokens": 8192, "stream": true,
+                "system": [{"type": "text", "text": "be nice",
+                            "cache_control": {"type": "ephemeral"}}],
+                "thinking": {"type": "enabled", "budget_tokens": 2048},
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                    {"role": "assistant", "content": [
+                        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                        {"type": "text", "text": "let me look"},
+                        {"type": "tool_use", "id": "toolu_1", "name": "bash",
+                         "input": {"command": "ls"}},
+                        {"type": "tool_use", "id": "toolu_2", "name": "read_file",
+                         "input": {}}]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"},
+                        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "x",
+                         "cache_control": {"type": "ephemeral"}}]},
+                ],
+                "tools": [{"name": "bash", "description": "d",
+                           "input_schema": {"type": "object"}}],
+            })
+        );
+    }
+
+    fn read(events: &[Value]) -> Vec<Result<ProviderEvent, ProviderError>> {
+        let mut p = Messages::default();
+        let mut out = Out::new();
+        for e in events {
+            if p.payload(&e.to_string(), &mut out) {
+                break;
+            }
+        }
+        out.into()
+    }
+
+    #[test]
+    fn a_stream_with_thinking_text_and_two_tool_calls() {
+        let events = [
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 5,
+                "cache_creation_input_tokens": 100, "cache_read_input_tokens": 50,
+                "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "thinking", "thinking": ""}}),
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "thinking_delta", "thinking": "hmm"}}),
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "signature_delta", "signature": "c2ln"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_start", "index": 1,
+                "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 1,
+                "delta": {"type": "text_delta", "text": "ok"}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2,
+                "content_block": {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 2,
+                "delta": {"type": "input_json_delta", "partial_json": "{\"comm"}}),
+            json!({"type": "content_block_delta", "index": 2,
+                "delta": {"type": "input_json_delta", "partial_json": "and\":\"ls\"}"}}),
+            json!({"type": "content_block_stop", "index": 2}),
+            json!({"type": "content_block_start", "index": 3,
+                "content_block": {"type": "tool_use", "id": "t2", "name": "read_file",
+                "input": {}}}),
+            json!({"type": "content_block_stop", "index": 3}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": 30}}),
+            json!({"type": "message_stop"}),
+        ];
+        let out = read(&events);
+        let call = |id: &str, name: &str, args: &str| {
+            Ok(ProviderEvent::ToolCall(ToolCallRequest {
+                id: id.into(),
+                name: name.into(),
+                arguments: args.into(),
+            }))
+        };
+        assert_eq!(
+            out,
+            vec![
+                Ok(ProviderEvent::ThoughtDelta("hmm".into())),
+                Ok(ProviderEvent::TextDelta("ok".into())),
+                call("t1", "bash", "{\"command\":\"ls\"}"),
+                call("t2", "read_file", "{}"),
+                Ok(ProviderEvent::Usage(Usage {
+                    prompt_tokens: Some(155),
+                    completion_tokens: Some(30),
+                    total_tokens: Some(185),
+                    cache_read_tokens: Some(50),
+                    cache_write_tokens: Some(100),
+                })),
+                Ok(ProviderEvent::Done),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_error_event_fails_with_its_message() {
+        let out = read(&[
+            json!({"type": "message_start", "message": {"usage": {}}}),
+            json!({"type": "error", "error": {"type": "overloaded_error",
+                "message": "Overloaded"}}),
+        ]);
+        assert_eq!(out, vec![Err(ProviderError::Api("Overloaded".into()))]);
+    }
+}

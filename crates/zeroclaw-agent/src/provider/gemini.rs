@@ -1,0 +1,344 @@
+//! The `gemini` provider: `POST {base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse`
+//! with the key in `x-goog-api-key` (SPEC §19).
+//!
+//! Request: `systemInstruction`, `contents` with roles `user` and `model` (consecutive
+//! ones merged), a tool call as a `functionCall` part carrying the `thoughtSignature` it
+//! came with, a tool result as a `functionResponse` part (`response: {result}`), tools as
+//! `functionDeclarations`, `generationConfig.maxOutputTokens` and, when the agent's
+//! `thinking_budget` is set, `thinkingConfig {thinkingBudget, includeThoughts}`.
+//!
+//! Stream: server-sent events, each a `GenerateContentResponse`. Parts with
+//! `thought: true` → thought, other `text` parts → text, `functionCall` parts → tool calls
+//! (Gemini may give no id: one is made here, unique in the provider); `usageMetadata` →
+//! usage (`cachedContentTokenCount` as cache reads, thinking tokens counted as output). The
+//! response is complete when the body ends after a candidate's `finishReason`. An
+//! `{error: …}` event fails the turn with its message.
+//!
+//! A function call's `thoughtSignature` must go back with it in the next request, or the
+//! API refuses it. Signatures are kept here, in memory only, by tool call id, and dropped
+//! when a new turn starts (a request whose last message is the user's prompt).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::body::{self, Framing, Out, Payloads};
+use super::settings::NativeConfig;
+use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
+use crate::message::{ChatMessage, ToolCallRequest};
+
+/// Signatures kept at most (the oldest go first).
+const MAX_KEPT: usize = 256;
+
+/// Thought signatures of this turn's function calls, by tool call id.
+#[derive(Default)]
+struct Signatures {
+    by_call: VecDeque<(String, String)>,
+}
+
+impl Signatures {
+    fn keep(&mut self, call_id: String, signature: String) {
+        if self.by_call.len() >= MAX_KEPT {
+            self.by_call.pop_front();
+        }
+        self.by_call.push_back((call_id, signature));
+    }
+
+    fn of(&self, call_id: &str) -> Option<&str> {
+        self.by_call
+            .iter()
+            .rev()
+            .find(|(id, _)| id == call_id)
+            .map(|(_, s)| s.as_str())
+    }
+}
+
+fn lock(m: &Mutex<Signatures>) -> std::sync::MutexGuard<'_, Signatures> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub struct GeminiProvider {
+    config: NativeConfig,
+    client: reqwest::Client,
+    kept: Arc<Mutex<Signatures>>,
+    /// Numbers the ids made for calls that came without one (unique in the session).
+    calls: Arc<AtomicU64>,
+}
+
+impl GeminiProvider {
+    pub fn new(config: NativeConfig) -> Result<Self, ProviderError> {
+        Ok(GeminiProvider {
+            client: config.client()?,
+            config,
+            kept: Arc::default(),
+            // Started at the clock's microseconds, so ids made after a rebuild of the
+            // provider do not repeat those of earlier turns of the session.
+            calls: Arc::new(AtomicU64::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64),
+            )),
+        })
+    }
+}
+
+/// The JSON body of one streaming request; `signature_of` gives a call's kept signature.
+pub fn request_body<'a>(
+    req: &ProviderRequest,
+    config: &NativeConfig,
+    signature_of: impl Fn(&str) -> Option<&'a str>,
+) -> Value {
+    let mut contents: Vec<(&str, Vec<Value>)> = Vec::new();
+    let mut push = |role: &'static str, parts: Vec<Value>| {
+        if parts.is_empty() {
+            return;
+        }
+        match contents.last_mut() {
+            Some((r, p)) if *r == role => p.extend(parts),
+            _ => contents.push((role, parts)),
+        }
+    };
+    for m in &req.messages {
+        match m {
+            ChatMessage::User { content } => push("user", vec![json!({"text": content})]),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut parts = Vec::new();
+                if !content.is_empty() {
+                    parts.push(json!({"text": content}));
+                }
+                for c in tool_calls {
+                    let args = serde_json::from_str::<Value>(&c.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    let mut part = json!({"functionCall": {"name": c.name, "args": args}});
+                    if let Some(sig) = signature_of(&c.id) {
+                        part["thoughtSignature"] = json!(sig);
+                    }
+                    parts.push(part);
+                }
+                push("model", parts);
+            }
+            ChatMessage::Tool { name, content, .. } => push(
+                "user",
+                vec![json!({"functionResponse": {"name": name,
+                    "response": {"result": content}}})],
+            ),
+        }
+    }
+    let contents: Vec<Value> = contents
+        .into_iter()
+        .map(|(role, parts)| json!({"role": role, "parts": parts}))
+        .collect();
+    let mut generation = json!({"maxOutputTokens": config.max_output_tokens});
+    if config.thinking_budget > 0 {
+        generation["thinkingConfig"] =
+            json!({"thinkingBudget": config.thinking_budget, "includeThoughts": true});
+    }
+    let mut body = json!({"contents": contents, "generationConfig": generation});
+    if !req.system_prompt.is_empty() {
+        body["systemInstruction"] = json!({"parts": [{"text": req.system_prompt}]});
+    }
+    if !req.tools.is_empty() {
+        let decls: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "description": t.description,
+                "parameters": t.parameters})
+            })
+            .collect();
+        body["tools"] = json!([{"functionDeclarations": decls}]);
+    }
+    body
+}
+
+#[async_trait]
+impl Provider for GeminiProvider {
+    async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
+        let body = {
+            let mut kept = lock(&self.kept);
+            if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
+                kept.by_call.clear();
+            }
+            request_body(&req, &self.config, |id| kept.of(id))
+        };
+        let url = format!(
+            "{}/v1beta/models/{}:streamGenerateContent?alt=sse",
+            self.config.base(),
+            self.config.model_for(&req.model)
+        );
+        let mut builder = self.client.post(url).json(&body);
+        if let Some(key) = self.config.api_key() {
+            builder = builder.header("x-goog-api-key", key);
+        }
+        let resp = super::http::send(
+            builder,
+            &self.config.base_url,
+            self.config.first_byte_timeout,
+        )
+        .await?;
+        let parser = Responses {
+            kept: Arc::clone(&self.kept),
+            calls: Arc::clone(&self.calls),
+            ..Responses::default()
+        };
+        Ok(body::events(
+            resp,
+            Framing::Sse,
+            self.config.idle_timeout,
+            parser,
+        ))
+    }
+
+    fn kind(&self) -> &'static str {
+        "gemini"
+    }
+}
+
+/// The reading of one `streamGenerateContent` stream.
+#[derive(Default)]
+struct Responses {
+    kept: Arc<Mutex<Signatures>>,
+    calls: Arc<AtomicU64>,
+    usage: Option<Usage>,
+    finished: bool,
+    arguments: usize,
+}
+
+impl Payloads for Responses {
+    fn payload(&mut self, data: &str, out: &mut Out) -> bool {
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                out.push_back(Err(body::malformed(data, &e)));
+                return true;
+            }
+        };
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
+            out.push_back(Err(ProviderError::Api(msg)));
+            return true;
+        }
+        if let Some(c) = v.pointer("/candidates/0") {
+            for part in c
+                .pointer("/content/parts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(call) = part.get("functionCall") {
+                    let arguments = call
+                        .get("args")
+                        .filter(|a| !a.is_null())
+                        .map_or_else(|| "{}".to_string(), Value::to_string);
+                    self.arguments += arguments.len();
+                    if self.arguments > super::openai::MAX_ARGUMENTS {
+                        out.push_back(Err(ProviderError::Stream(format!(
+                            "tool call arguments exceed {} bytes",
+                            super::openai::MAX_ARGUMENTS
+                        ))));
+                        return true;
+                    }
+                    let id = match call.get("id").and_then(Value::as_str) {
+                        Some(id) if !id.is_empty() => id.to_string(),
+                        _ => format!("gemini_call_{}", self.calls.fetch_add(1, Ordering::Relaxed)),
+                    };
+                    if let Some(sig) = part.get("thoughtSignature").and_then(Value::as_str) {
+                        lock(&self.kept).keep(id.clone(), sig.to_string());
+                    }
+                    out.push_back(Ok(ProviderEvent::ToolCall(ToolCallRequest {
+                        id,
+                        name: call["name"].as_str().unwrap_or_default().to_string(),
+                        arguments,
+                    })));
+                } else if let Some(t) = part["text"].as_str().filter(|t| !t.is_empty()) {
+                    out.push_back(Ok(if part["thought"] == json!(true) {
+                        ProviderEvent::ThoughtDelta(t.to_string())
+                    } else {
+                        ProviderEvent::TextDelta(t.to_string())
+                    }));
+                }
+            }
+            if c.get("finishReason").is_some_and(|f| !f.is_null()) {
+                self.finished = true;
+            }
+        }
+        if let Some(u) = v.get("usageMetadata") {
+            let get = |k: &str| u.get(k).and_then(Value::as_u64);
+            let output =
+                get("candidatesTokenCount").unwrap_or(0) + get("thoughtsTokenCount").unwrap_or(0);
+            self.usage = Some(Usage {
+                prompt_tokens: get("promptTokenCount"),
+                completion_tokens: Some(output),
+                total_tokens: get("totalTokenCount"),
+                cache_read_tokens: get("cachedContentTokenCount"),
+                cache_write_tokens: None,
+            });
+        }
+        false
+    }
+
+    fn end_of_body(&mut self, out: &mut Out) -> bool {
+        if !self.finished {
+            return false;
+        }
+        if let Some(u) = self.usage {
+            out.push_back(Ok(ProviderEvent::Usage(u)));
+        }
+        out.push_back(Ok(ProviderEvent::Done));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_go_back_with_their_calls() {
+        let req = ProviderRequest {
+            model: String::new(),
+            system_prompt: "sys".into(),
+            messages: vec![
+                ChatMessage::user("hi"),
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCallRequest {
+                        id: "gemini_call_0".into(),
+                        name: "bash".into(),
+                        arguments: "{\"command\":\"ls\"}".into(),
+                    }],
+                },
+                ChatMessage::tool_result("gemini_call_0", "bash", "out"),
+            ],
+            tools: Vec::new(),
+        };
+        let config = NativeConfig::new("http://h", "gemini-x");
+        let b = request_body(&req, &config, |id| (id == "gemini_call_0").then_some("SIG"));
+        assert_eq!(
+            b,
+            json!({
+                "systemInstruction": {"parts": [{"text": "sys"}]},
+                "generationConfig": {"maxOutputTokens": 8192},
+                "contents": [
+                    {"role": "user", "parts": [{"text": "hi"}]},
+                    {"role": "model", "parts": [{"functionCall": {"name": "bash",
+                        "args": {"command": "ls"}}, "thoughtSignature": "SIG"}]},
+                    {"role": "user", "parts": [{"functionResponse": {"name": "bash",
+                        "response": {"result": "out"}}}]},
+                ],
+            })
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! The `ollama` provider: Ollama's own `POST {base_url}/api/chat` with `stream: true`
+//! (SPEC §19), so that the agent's context size is honoured (`options.num_ctx` =
+//! `max_context_tokens`; the OpenAI-compatible endpoint ignores it and cuts long sessions
+//! to the server's default).
+//!
+//! Request: a `system` message, user and assistant messages, assistant `tool_calls` with
+//! their arguments as objects, tool results as `role: "tool"` messages naming the tool
+//! (`tool_name`); `options.num_predict` = `max_output_tokens`; `think: true` when the
+//! agent's `thinking_budget` is set.
+//!
+//! Stream: one JSON object per line. `message.content` → text, `message.thinking` →
+//! thought, `message.tool_calls` → tool calls (Ollama sends each whole, without an id: the
+//! turn gives it one), the last line has `done: true` with `prompt_eval_count` and
+//! `eval_count` (usage). A line `{"error": "…"}` fails the turn with that message.
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::body::{self, Framing, Out, Payloads};
+use super::settings::NativeConfig;
+use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
+use crate::message::{ChatMessage, ToolCallRequest};
+
+pub struct OllamaProvider {
+    config: NativeConfig,
+    client: reqwest::Client,
+}
+
+impl OllamaProvider {
+    pub fn new(config: NativeConfig) -> Result<Self, ProviderError> {
+        Ok(OllamaProvider {
+            client: config.client()?,
+            config,
+        })
+    }
+}
+
+/// The JSON body of one streaming request.
+pub fn request_body(req: &ProviderRequest, config: &NativeConfig) -> Value {
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if !req.system_prompt.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system_prompt}));
+    }
+    for m in &req.messages {
+        messages.push(match m {
+            ChatMessage::User { content } => json!({"role": "user", "content": content}),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut msg = json!({"role": "assistant", "content": content});
+                if !tool_calls.is_empty() {
+                    msg["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| {
+                            let args = serde_json::from_str::<Value>(&c.arguments)
+                                .ok()
+                                .filter(Value::is_object)
+                                .unwrap_or_else(|| json!({}));
+                            json!({"function": {"name": c.name, "arguments": args}})
+                        })
+                        .collect();
+                }
+                msg
+            }
+            ChatMessage::Tool { name, content, .. } => {
+                json!({"role": "tool", "content": content, "tool_name": name})
+            }
+        });
+    }
+    let mut body = json!({
+        "model": config.model_for(&req.model),
+        "messages": messages,
+        "stream": true,
+        "options": {"num_ctx": config.context_tokens, "num_predict": config.max_output_tokens},
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+    }
+    if config.thinking_budget > 0 {
+        body["think"] = json!(true);
+    }
+    body
+}
+
+#[async_trait]
+impl Provider for OllamaProvider {
+    async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
+        let body = request_body(&req, &self.config);
+        let builder = self
+            .client
+            .post(format!("{}/api/chat", self.config.base()))
+            .json(&body);
+        let builder = match self.config.api_key() {
+            Some(key) => builder.bearer_auth(key),
+            None => builder,
+        };
+        let resp = super::http::send(
+            builder,
+            &self.config.base_url,
+            self.config.first_byte_timeout,
+        )
+        .await?;
+        Ok(body::events(
+            resp,
+            Framing::Ndjson,
+            self.config.idle_timeout,
+            Lines::default(),
+        ))
+    }
+
+    fn kind(&self) -> &'static str {
+        "ollama"
+    }
+}
+
+/// The reading of one `/api/chat` stream.
+#[derive(Default)]
+struct Lines {
+    arguments: usize,
+}
+
+impl Payloads for Lines {
+    fn payload(&mut self, data: &str, out: &mut Out) -> bool {
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                out.push_back(Err(body::malformed(data, &e)));
+                return true;
+            }
+        };
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            let msg = err
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
+            out.push_back(Err(ProviderError::Api(msg)));
+            return true;
+        }
+        let msg = &v["message"];
+        if let Some(t) = msg["thinking"].as_str().filter(|t| !t.is_empty()) {
+            out.push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
+        }
+        if let Some(t) = msg["content"].as_str().filter(|t| !t.is_empty()) {
+            out.push_back(Ok(ProviderEvent::TextDelta(t.to_string())));
+        }
+        for call in msg["tool_calls"].as_array().into_iter().flatten() {
+            let f = &call["function"];
+            let arguments = match &f["arguments"] {
+                Value::String(s) => s.clone(),
+                Value::Null => "{}".to_string(),
+                other => other.to_string(),
+            };
+            self.arguments += arguments.len();
+            if self.arguments > super::openai::MAX_ARGUMENTS {
+                out.push_back(Err(ProviderError::Stream(format!(
+                    "tool call arguments exceed {} bytes",
+                    super::openai::MAX_ARGUMENTS
+                ))));
+                return true;
+            }
+            out.push_back(Ok(ProviderEvent::ToolCall(ToolCallRequest {
+                id: call["id"].as_str().unwrap_or_default().to_string(),
+                name: f["name"].as_str().unwrap_or_default().to_string(),
+                arguments,
+            })));
+        }
+        if v["done"] == json!(true) {
+            let input = v["prompt_eval_count"].as_u64();
+            let output = v["eval_count"].as_u64();
+            out.push_back(Ok(ProviderEvent::Usage(Usage {
+                prompt_tokens: input,
+                completion_tokens: output,
+                total_tokens: input.zip(output).map(|(a, b)| a + b),
+                ..Usage::default()
+            })));
+            out.push_back(Ok(ProviderEvent::Done));
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_become_events() {
+        let mut p = Lines::default();
+        let mut out = Out::new();
+        let lines = [
+            json!({"message": {"role": "assistant", "content": "", "thinking": "hm"}, "done": false}),
+            json!({"message": {"role": "assistant", "content": "Hi"}, "done": false}),
+            json!({"message": {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "bash", "arguments": {"command": "ls"}}}]}, "done": false}),
+            json!({"message": {"role": "assistant", "content": ""}, "done": true,
+                   "done_reason": "stop", "prompt_eval_count": 26, "eval_count": 9}),
+        ];
+        let mut done = false;
+        for l in &lines {
+            done = p.payload(&l.to_string(), &mut out);
+        }
+        assert!(done);
+        assert_eq!(
+            Vec::from(out),
+            vec![
+                Ok(ProviderEvent::ThoughtDelta("hm".into())),
+                Ok(ProviderEvent::TextDelta("Hi".into())),
+                Ok(ProviderEvent::ToolCall(ToolCallRequest {
+                    id: String::new(),
+                    name: "bash".into(),
+                    arguments: "{\"command\":\"ls\"}".into(),
+                })),
+                Ok(ProviderEvent::Usage(Usage {
+                    prompt_tokens: Some(26),
+                    completion_tokens: Some(9),
+                    total_tokens: Some(35),
+                    ..Usage::default()
+                })),
+                Ok(ProviderEvent::Done),
+            ]
+        );
+        let mut out = Out::new();
+        assert!(Lines::default().payload(r#"{"error":"model 'x' not found"}"#, &mut out));
+        assert_eq!(
+            Vec::from(out),
+            vec![Err(ProviderError::Api("model 'x' not found".into()))]
+        );
+    }
+}

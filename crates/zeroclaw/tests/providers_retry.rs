@@ -1,0 +1,202 @@
+//! The retry policy of every provider (SPEC §19) over the real binary, on the `openai`
+//! kind against the fake OpenAI server: which failures are retried, `retry-after`,
+//! `provider_retry` updates, cancel during a wait, nothing retried once streaming began.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Conn, Fake, TestDaemon, session_config, streamed_text, updates};
+use serde_json::{Value, json};
+use zeroclaw_testkit::Scripted;
+
+fn start(fake: &Fake) -> TestDaemon {
+    let config = session_config(&fake.server.base_url(), "");
+    TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+    })
+}
+
+fn new_session(c: &mut Conn) -> String {
+    let r = c.new_session(json!({"agentAlias": "default"}));
+    r["sessionId"].as_str().unwrap().to_string()
+}
+
+/// The `provider_retry` updates among `msgs`.
+fn retries(msgs: &[Value]) -> Vec<Value> {
+    updates(msgs)
+        .into_iter()
+        .filter(|u| u["type"] == "provider_retry")
+        .collect()
+}
+
+#[test]
+fn a_429_then_a_529_then_success_is_retried_with_provider_retry_updates() {
+    let fake = Fake::start();
+    fake.push(Scripted::throttled(429, "rate limited, slow down", "0"));
+    fake.push(Scripted::throttled(529, "Overloaded", "0.2"));
+    fake.push(Scripted::text("finally here"));
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let (msgs, resp) = c.prompt(&sid, "hello");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    assert_eq!(resp["result"]["content"], "finally here");
+    assert_eq!(streamed_text(&msgs), "finally here");
+    let r = retries(&msgs);
+    assert_eq!(r.len(), 2, "{msgs:?}");
+    assert_eq!(r[0]["attempt"], 1);
+    assert_eq!(r[0]["delaySecs"], 0.0);
+    assert!(
+        r[0]["reason"]
+            .as_str()
+            .is_some_and(|s| s.contains("429") && s.contains("rate limited, slow down")),
+        "{r:?}"
+    );
+    assert_eq!(r[1]["attempt"], 2);
+    assert_eq!(r[1]["delaySecs"], 0.2);
+    assert!(
+        r[1]["reason"].as_str().is_some_and(|s| s.contains("529")),
+        "{r:?}"
+    );
+    // Each try sent the same request.
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[0], reqs[2]);
+}
+
+#[test]
+fn without_retry_after_the_first_retry_waits_about_a_second() {
+    let fake = Fake::start();
+    fake.push(Scripted::http_error(503, "try again"));
+    fake.push(Scripted::text("ok"));
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let t = Instant::now();
+    let (msgs, resp) = c.prompt(&sid, "hello");
+    let elapsed = t.elapsed();
+    assert_eq!(resp["result"]["content"], "ok", "{resp}");
+    let r = retries(&msgs);
+    assert_eq!(r.len(), 1, "{msgs:?}");
+    let delay = r[0]["delaySecs"].as_f64().unwrap();
+    assert!((0.8..=1.2).contains(&delay), "{delay}");
+    assert!(
+        elapsed >= Duration::from_secs_f64(delay),
+        "{elapsed:?} < {delay}"
+    );
+}
+
+#[test]
+fn a_429_on_every_try_fails_after_three_retries_with_the_providers_message() {
+    let fake = Fake::start();
+    for _ in 0..4 {
+        fake.push(Scripted::throttled(429, "You exceeded your quota", "0"));
+    }
+    fake.push(Scripted::text("never reached"));
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let (msgs, resp) = c.prompt(&sid, "hello");
+    assert_eq!(resp["result"]["outcome"], "failed", "{resp}");
+    let content = resp["result"]["content"].as_str().unwrap();
+    assert!(
+        content.contains("429") && content.contains("You exceeded your quota"),
+        "{content}"
+    );
+    let attempts: Vec<Value> = retries(&msgs)
+        .iter()
+        .map(|u| u["attempt"].clone())
+        .collect();
+    assert_eq!(attempts, vec![json!(1), json!(2), json!(3)]);
+    assert_eq!(fake.requests().len(), 4);
+    assert_eq!(fake.server.pending(), 1, "a fifth try was made");
+}
+
+#[test]
+fn a_retry_after_over_sixty_seconds_fails_the_turn_at_once() {
+    let fake = Fake::start();
+    fake.push(Scripted::throttled(429, "come back in two minutes", "120"));
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let t = Instant::now();
+    let (msgs, resp) = c.prompt(&sid, "hello");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(resp["result"]["outcome"], "failed", "{resp}");
+    assert!(
+        resp["result"]["content"]
+            .as_str()
+            .is_some_and(|s| s.contains("come back in two minutes")),
+        "{resp}"
+    );
+    assert!(retries(&msgs).is_empty(), "{msgs:?}");
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn cancel_during_a_back_off_wait_ends_the_turn_at_once() {
+    let fake = Fake::start();
+    fake.push(Scripted::throttled(503, "busy", "30"));
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let id = c.send_call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": "hello"}),
+    );
+    let mut seen = Vec::new();
+    while retries(&seen).is_empty() {
+        let m = c.recv();
+        assert_ne!(m.get("id"), Some(&id), "answered before a retry: {m}");
+        seen.push(m);
+    }
+    assert_eq!(retries(&seen)[0]["delaySecs"], 30.0);
+    let sent = Instant::now();
+    c.send_call("session/cancel", json!({"sessionId": sid}));
+    let (_, resp) = c.collect_until(&id);
+    let elapsed = sent.elapsed();
+    assert!(elapsed < Duration::from_secs(1), "cancel took {elapsed:?}");
+    assert_eq!(resp["result"]["outcome"], "cancelled", "{resp}");
+    assert_eq!(fake.requests().len(), 1, "retried after the cancel");
+    // The session serves the next prompt.
+    fake.push(Scripted::text("after"));
+    let (_, resp) = c.prompt(&sid, "next");
+    assert_eq!(resp["result"]["content"], "after");
+}
+
+#[test]
+fn a_connection_closed_before_the_first_byte_is_retried() {
+    let fake = Fake::start();
+    fake.push(Scripted::Hangup);
+    fake.push(Scripted::text("second try"));
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let (msgs, resp) = c.prompt(&sid, "hello");
+    assert_eq!(resp["result"]["content"], "second try", "{resp}");
+    let r = retries(&msgs);
+    assert_eq!(r.len(), 1, "{msgs:?}");
+    assert!(
+        r[0]["reason"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("connection failed")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn nothing_is_retried_after_the_first_streamed_byte() {
+    let fake = Fake::start();
+    fake.push(Scripted::broken(["half ", "an answer "]));
+    fake.push(Scripted::text("must not be asked"));
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let (msgs, resp) = c.prompt(&sid, "hello");
+    assert_eq!(resp["result"]["outcome"], "failed", "{resp}");
+    assert_eq!(streamed_text(&msgs), "half an answer ");
+    assert!(retries(&msgs).is_empty(), "{msgs:?}");
+    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(fake.server.pending(), 1);
+}
