@@ -87,7 +87,11 @@ fn a_turn_start_records_the_cwd_and_its_restore_undoes_the_agents_bash() {
     let store = Checkpoints::open(&daemon.data_dir().join("checkpoints")).expect("open");
     let turns = store.turns(&sid).expect("turns");
     let ids: Vec<&str> = turns.iter().map(|t| t.turn_id.as_str()).collect();
-    assert_eq!(ids, vec![first.as_str(), second.as_str()], "one per turn start");
+    assert_eq!(
+        ids,
+        vec![first.as_str(), second.as_str()],
+        "one per turn start"
+    );
     assert!(turns.iter().all(|t| t.unrestorable.is_none()), "{turns:?}");
 
     let back = store.restore(&sid, &first, work.path()).expect("restore");
