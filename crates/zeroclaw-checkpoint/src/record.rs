@@ -172,8 +172,8 @@ fn build(
         Some(prev) if prev.root == record.root => {
             let d = prev.manifest_digest()?;
             match (d, cached) {
-                (Some(d), Some((cd, m))) if cd == d => Some((m, prev.started_ns)),
-                (Some(d), _) => Some((Arc::new(store.read_manifest(d)?), prev.started_ns)),
+                (Some(d), Some((cd, m))) if cd == d => Some((m, prev.started_ns, d)),
+                (Some(d), _) => Some((Arc::new(store.read_manifest(d)?), prev.started_ns, d)),
                 (None, _) => None,
             }
         }
@@ -197,7 +197,7 @@ fn build(
             FoundKind::File => {
                 let reused = base
                     .as_ref()
-                    .and_then(|(m, started)| reuse(m, *started - opts.racy_ns, &f));
+                    .and_then(|(m, started, _)| reuse(m, *started - opts.racy_ns, &f));
                 match reused {
                     Some(kind) => kind,
                     None => {
@@ -223,6 +223,12 @@ fn build(
     }
     done.entries = entries.len();
     done.stored_bytes = batch.bytes;
+    // Nothing changed: the previous manifest, already stored, is this one.
+    if let Some((m, _, d)) = &base
+        && m.entries == entries
+    {
+        return Ok(Built::Manifest(done, *d, Arc::clone(m)));
+    }
     let manifest = Manifest { entries };
     let text = manifest.to_text();
     let digest = Digest::of(text.as_bytes());

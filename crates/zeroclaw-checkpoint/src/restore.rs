@@ -319,10 +319,7 @@ impl Run<'_> {
                         return Ok(());
                     }
                 };
-                match self
-                    .tree
-                    .replace_file(path, &bytes, *mode, stat.mtime_ns, false)
-                {
+                match self.tree.write_file(path, &bytes, *mode, stat.mtime_ns) {
                     Ok(()) => self.changed(path, true),
                     Err(err) => self.unrestorable(path, format!("cannot write it: {err}")),
                 }

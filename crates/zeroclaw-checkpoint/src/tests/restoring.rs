@@ -205,3 +205,21 @@ fn non_utf8_names_round_trip() {
         "latin-1 name"
     );
 }
+
+#[test]
+fn a_planted_hard_link_is_replaced_never_written_through() {
+    let f = Fixture::new();
+    let outside = f.outside("linked.txt");
+    std::fs::write(&outside, "outside, must not change").expect("write");
+    f.write("x.txt", "mine");
+    f.record("t1");
+    std::fs::remove_file(f.root.join("x.txt")).expect("rm");
+    std::fs::hard_link(&outside, f.root.join("x.txt")).expect("link");
+    let back = f.restore("t1");
+    assert_eq!(back.restored, vec!["x.txt"]);
+    assert_eq!(f.read("x.txt").as_deref(), Some("mine"));
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("read"),
+        "outside, must not change"
+    );
+}
