@@ -499,3 +499,68 @@ fn a_rewind_puts_back_the_files_the_agents_tools_changed() {
     };
     assert_eq!(event["restoredFiles"], r["restoredFiles"]);
 }
+
+/// How many of the `n` files `f{i}.txt` in `dir` hold `content`.
+fn files_holding(dir: &std::path::Path, n: usize, content: &str) -> usize {
+    (0..n)
+        .filter(|i| {
+            std::fs::read_to_string(dir.join(format!("f{i}.txt"))).is_ok_and(|s| s == content)
+        })
+        .count()
+}
+
+#[test]
+fn a_kill_9_during_a_rewinds_file_restore_never_leaves_half_of_it() {
+    const N: usize = 4000;
+    let fake = Fake::start();
+    let mut daemon = start(&fake, FILES_AGENT);
+    let mut c = daemon.client();
+    let new = c.new_session(json!({"agentAlias": "files", "sessionId": "k"}));
+    let ws = std::path::PathBuf::from(new["workspaceDir"].as_str().unwrap());
+    for i in 0..N {
+        std::fs::write(ws.join(format!("f{i}.txt")), "v1").unwrap();
+    }
+    // The agent's bash rewrites every file; the turn start recorded them all as "v1".
+    fake.push(Scripted::tool_call(
+        "b1",
+        "bash",
+        json!({"command": format!("for i in $(seq 0 {}); do printf v2 > f$i.txt; done", N - 1)}),
+    ));
+    fake.push(Scripted::text("rewritten"));
+    let (_, resp) = c.prompt("k", "rewrite them");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    let t1 = resp["result"]["turnId"].as_str().unwrap().to_owned();
+    assert_eq!(files_holding(&ws, N, "v2"), N);
+
+    // Kill the daemon as soon as the restore has put some files back but not all.
+    c.send_call("session/rewind", json!({"sessionId": "k", "turnId": t1}));
+    let started = std::time::Instant::now();
+    let mut seen_midway = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        let back = files_holding(&ws, N, "v1");
+        if back > 0 {
+            if back < N {
+                seen_midway = Some(back);
+            }
+            break;
+        }
+    }
+    daemon.kill_hard();
+    drop(c);
+    let at_kill_v1 = files_holding(&ws, N, "v1");
+    eprintln!("killed with {seen_midway:?} then {at_kill_v1} of {N} files put back");
+
+    // Restart: an unfinished restore is completed before clients are served.
+    daemon.spawn_env(&[], &[]);
+    let mut c = daemon.client();
+    let v1 = files_holding(&ws, N, "v1");
+    let v2 = files_holding(&ws, N, "v2");
+    assert!(
+        (v1 == N && v2 == 0) || (v2 == N && v1 == 0),
+        "half a restore after the restart: {v1} files put back, {v2} not"
+    );
+    if seen_midway.is_some() || at_kill_v1 > 0 {
+        assert_eq!(v1, N, "a restore that had begun is completed");
+        assert_eq!(c.messages("k").len(), 0, "and the history side is rewound too");
+    }
+}

@@ -50,8 +50,6 @@ pub(crate) struct Job {
 }
 
 /// What a queued [`Job`] does.
-// `Rewind` is queued by `session/rewind` (SPEC §18), which history adds.
-#[allow(dead_code)]
 pub(crate) enum JobKind {
     /// `session/prompt`: one turn; `prompted` is what its `user_message` shows (SPEC §18).
     Prompt { prompt: String, prompted: Prompted },
