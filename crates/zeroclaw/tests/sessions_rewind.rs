@@ -561,6 +561,10 @@ fn a_kill_9_during_a_rewinds_file_restore_never_leaves_half_of_it() {
     );
     if seen_midway.is_some() || at_kill_v1 > 0 {
         assert_eq!(v1, N, "a restore that had begun is completed");
-        assert_eq!(c.messages("k").len(), 0, "and the history side is rewound too");
+        assert_eq!(
+            c.messages("k").len(),
+            0,
+            "and the history side is rewound too"
+        );
     }
 }
