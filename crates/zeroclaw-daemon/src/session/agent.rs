@@ -22,7 +22,7 @@ pub(crate) struct TurnAgent {
     pub spec: AgentSpec,
     pub max_context_tokens: usize,
     /// Compaction settings (SPEC §18).
-    pub compaction: super::compact::Settings,
+    pub compaction: super::compaction::Settings,
 }
 
 /// The agent settings a native provider is built with (SPEC §19): output and thinking
@@ -142,7 +142,7 @@ pub(crate) fn build(
     Ok(TurnAgent {
         spec,
         max_context_tokens: agent.max_context_tokens as usize,
-        compaction: super::compact::Settings::of(agent),
+        compaction: super::compaction::Settings::of(agent),
     })
 }
 

@@ -21,7 +21,7 @@ use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, ChatMessage, TurnEv
 use zeroclaw_protocol::update::ElicitationParams;
 use zeroclaw_protocol::{Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind};
 
-use super::compact::MidTurn;
+use super::compaction::MidTurn;
 use super::link::{AskError, ClientLink};
 use super::live::LiveSession;
 use super::persist::{Op, ProgressTx};

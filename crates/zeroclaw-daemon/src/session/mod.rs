@@ -15,10 +15,11 @@
 //!   (SPEC §18); [`rewind`] is the rewind as the worker runs it, [`file_restore`] its
 //!   file side;
 //! - [`turn`]: one turn end to end (begin → run → finish → trim → `turn_complete`), and
-//!   [`compact`] (`session/compact` and auto-compaction, SPEC §18; [`compact_call`]
-//!   queues a `session/compact`), with
-//!   [`host`] (the `TurnHost`: updates, approvals, ask-user), [`agent`] (the turn's
-//!   `AgentSpec`) and [`persist`] (checkpoint progress, transcript rows, trim);
+//!   [`compact`] (`session/compact` and auto-compaction as the worker runs them, SPEC §18;
+//!   [`compact_call`] queues a `session/compact`), with [`host`] (the `TurnHost`: updates,
+//!   approvals, ask-user), [`compaction`] (one compaction, and the mid-turn one the host
+//!   runs), [`agent`] (the turn's `AgentSpec`) and [`persist`] (checkpoint progress,
+//!   transcript rows, trim);
 //! - [`file_checkpoints`]: the working directory recorded at every ACP turn start and put
 //!   back by a rewind (SPEC §18);
 //! - [`live`]: one live session's state: identity, prompt queue, approvals, overrides,
@@ -43,6 +44,7 @@
 pub mod agent;
 pub mod compact;
 pub mod compact_call;
+pub mod compaction;
 pub mod configure;
 pub mod error;
 pub mod file_checkpoints;

@@ -30,7 +30,7 @@ use zeroclaw_protocol::{Outcome, UpdateKind};
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
 
 use super::agent::{self, ProviderCache};
-use super::compact;
+use super::compaction as compact;
 use super::error::{SessionError, encode};
 use super::file_checkpoints::FileCheckpoints;
 use super::host::SessionHost;

@@ -17,6 +17,13 @@ pub mod ws;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw");
 
+/// The daemon the tests start: this build's binary, or `ZEROCLAW_TEST_BIN` (a release
+/// build, to take benchmark figures such as `providers_latency` from the shipped profile;
+/// such a binary has no test hooks, so only tests that need none can use it).
+pub fn daemon_bin() -> std::ffi::OsString {
+    std::env::var_os("ZEROCLAW_TEST_BIN").unwrap_or_else(|| BIN.into())
+}
+
 /// A daemon process on its own temp config dir, stopped (SIGKILL) when dropped.
 pub struct TestDaemon {
     pub dir: tempfile::TempDir,
@@ -26,7 +33,7 @@ pub struct TestDaemon {
 }
 
 pub fn daemon_command(config_dir: &Path, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(daemon_bin());
     cmd.arg("daemon")
         .arg("--config-dir")
         .arg(config_dir)
