@@ -361,6 +361,8 @@ impl Writer {
             if i > 0 && !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
+            // Marked before the write (an upper bound, as in the other fakes).
+            let sent = std::time::Instant::now();
             self.event(
                 "content_block_delta",
                 &json!({"type": "content_block_delta", "index": index,
@@ -369,7 +371,7 @@ impl Writer {
             .await?;
             if !self.marked {
                 self.marked = true;
-                lock(&self.marks).push(std::time::Instant::now());
+                lock(&self.marks).push(sent);
             }
         }
         self.event(

@@ -311,9 +311,11 @@ impl Events {
                         .await?;
                 }
                 for (i, t) in text.into_iter().enumerate() {
+                    // Marked before the write (an upper bound, as in the other fakes).
+                    let sent = std::time::Instant::now();
                     self.parts(vec![json!({"text": t})], None).await?;
                     if i == 0 {
-                        lock(&self.marks).push(std::time::Instant::now());
+                        lock(&self.marks).push(sent);
                     }
                 }
                 let parts: Vec<Value> = calls

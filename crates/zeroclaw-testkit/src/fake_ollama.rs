@@ -305,10 +305,12 @@ impl Lines {
                         .await?;
                 }
                 for (i, t) in text.into_iter().enumerate() {
+                    // Marked before the write (an upper bound, as in the other fakes).
+                    let sent = std::time::Instant::now();
                     self.message(json!({"role": "assistant", "content": t}))
                         .await?;
                     if i == 0 {
-                        lock(&self.marks).push(std::time::Instant::now());
+                        lock(&self.marks).push(sent);
                     }
                 }
                 if !tools.is_empty() {

@@ -599,9 +599,12 @@ impl Writer {
                     if i > 0 && !delay.is_zero() {
                         tokio::time::sleep(delay).await;
                     }
+                    // Marked before the write: the figure is an upper bound that
+                    // includes this server's own write.
+                    let sent = std::time::Instant::now();
                     self.delta(json!({"content": c}), None).await?;
                     if i == 0 {
-                        lock(&self.marks).push(std::time::Instant::now());
+                        lock(&self.marks).push(sent);
                     }
                 }
                 self.finish("stop").await
