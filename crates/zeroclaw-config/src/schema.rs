@@ -130,6 +130,8 @@ pub struct Config {
     pub users: BTreeMap<String, User>,
     pub permission_profiles: BTreeMap<String, Profile>,
     pub wss: Wss,
+    /// Hooks run for every agent, before the agent's own (SPEC §21.1).
+    pub hooks: crate::hooks::Hooks,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -277,6 +279,8 @@ pub struct Agent {
     pub auto_compact: bool,
     /// In (0, 1].
     pub compact_threshold: f64,
+    /// Hooks run for this agent's sessions, after the global ones (SPEC §21.1).
+    pub hooks: crate::hooks::Hooks,
 }
 
 /// One stdio MCP server: `[agents.NAME.mcp_servers.SERVER]`.
@@ -308,6 +312,7 @@ impl Default for Agent {
             keep_recent_turns: 2,
             auto_compact: true,
             compact_threshold: 0.8,
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -482,6 +487,7 @@ impl Config {
                     });
                 }
             }
+            a.hooks.validate(&at(&["agents", alias, "hooks"]), &mut out);
             if !(a.compact_threshold > 0.0 && a.compact_threshold <= 1.0) {
                 out.push(Violation {
                     prop: at(&["agents", alias, "compact_threshold"]),
@@ -568,6 +574,7 @@ impl Config {
                 }
             }
         }
+        self.hooks.validate(&at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
         out
     }
