@@ -91,6 +91,8 @@ pub(crate) struct Request<'a> {
     pub turn_id: &'a str,
     pub boundary: Boundary,
     pub cancel: &'a CancellationToken,
+    /// The session's hooks: `pre_compact` runs once there is something to compact.
+    pub hooks: Option<Arc<zeroclaw_agent::hooks::HookSet>>,
 }
 
 /// The model the session's next provider call names (its `session/configure` choice
@@ -121,6 +123,9 @@ pub(crate) async fn compact(
             tokens: tokens_before,
         });
     };
+    let manual = matches!(req.boundary, Boundary::OwnRow);
+    super::hooks::pre_compact(req.hooks.as_deref(), session, manual).await;
+    let before_turn = &context[..turn_start];
     let ask = plan::summary_request(&req.model, &before_turn[..cut.cut], req.instructions);
     let summary = match plan::summarize(req.provider.as_ref(), ask, req.cancel).await {
         Ok(s) => s,
@@ -188,6 +193,7 @@ pub(crate) struct MidTurn {
     pub cancel: CancellationToken,
     /// The turn's prompt row, once `begin_turn` committed it.
     pub prompt_seq: Arc<OnceLock<i64>>,
+    pub hooks: Option<Arc<zeroclaw_agent::hooks::HookSet>>,
 }
 
 impl MidTurn {
@@ -213,6 +219,7 @@ impl MidTurn {
             turn_id: &self.turn_id,
             boundary: Boundary::Before(prompt_seq - 1),
             cancel: &self.cancel,
+            hooks: self.hooks.clone(),
         };
         let len = context.len();
         match compact(&self.store, &self.tuning, session, context, turn_start, req).await {
@@ -258,7 +265,10 @@ impl Runner {
                 "compaction needs an ACP session (a chat session keeps no retained context)",
             ));
         }
-        let agent = agent::build(config, session, &mut self.providers)?;
+        let mut agent = agent::build(config, session, &mut self.providers)?;
+        if let Some(hooks) = &mut agent.spec.hooks {
+            Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
+        }
         if self.needs_recover {
             self.reload(session).await?;
         }
@@ -270,6 +280,7 @@ impl Runner {
             turn_id,
             boundary: Boundary::OwnRow,
             cancel: &cancel,
+            hooks: agent.spec.hooks.clone(),
         };
         let result = |outcome, before: usize, after: usize, summarized: usize, error| {
             encode(CompactResult {
