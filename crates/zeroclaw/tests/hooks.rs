@@ -378,3 +378,115 @@ fn a_user_prompt_submit_deny_fails_the_turn_with_the_reason() {
     );
     assert!(fake.requests().is_empty(), "the provider was never called");
 }
+
+/// Waits up to 10 s for `path` to hold a JSON document.
+fn wait_json(path: &Path) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(bytes) = std::fs::read(path)
+            && let Ok(v) = serde_json::from_slice::<Value>(&bytes)
+        {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn session_start_runs_when_a_session_goes_live_and_pre_compact_before_a_compaction() {
+    let fake = Fake::start();
+    let daemon = start(
+        &fake,
+        "[[agents.echo.hooks.session_start]]\ncommand = \"cat > $DIR/start.json\"\n\
+         [[agents.echo.hooks.pre_compact]]\ncommand = \"cat > $DIR/compact.json\"\n",
+        &[],
+    );
+    let mut c = daemon.client();
+    let r = c.new_session(json!({"agentAlias": "echo", "sessionId": "e1"}));
+    assert_eq!(r["sessionId"], "e1");
+    let dir = daemon.config_dir();
+    let start = wait_json(&dir.join("start.json"));
+    assert_eq!(start["event"], "session_start");
+    assert_eq!(start["sessionId"], "e1");
+    assert_eq!(start["agentAlias"], "echo");
+    assert_eq!(start["turnId"], Value::Null);
+    for p in ["one", "two", "three", "four"] {
+        let (_, resp) = c.prompt("e1", p);
+        assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    }
+    assert!(!dir.join("compact.json").exists());
+    let id = c.send_call("session/compact", json!({"sessionId": "e1"}));
+    let (msgs, resp) = c.collect_until(&id);
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    let compact = wait_json(&dir.join("compact.json"));
+    assert_eq!(compact["event"], "pre_compact");
+    assert_eq!(compact["trigger"], "manual");
+    assert!(compact["turnId"].is_string(), "{compact}");
+    let hooks = hook_updates(&msgs);
+    assert_eq!(hooks.len(), 1, "{hooks:?}");
+    assert_eq!(hooks[0]["event"], "pre_compact");
+    assert_eq!(hooks[0]["outcome"], "ok");
+    // Sessions of another agent run none of these.
+    let _ = std::fs::remove_file(dir.join("start.json"));
+    c.new_session(json!({"agentAlias": "default"}));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!dir.join("start.json").exists());
+}
+
+#[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
+fn a_non_admin_writing_hooks_gets_32012_and_an_admin_may() {
+    assert!(common::is_root());
+    let fake = Fake::start();
+    let uid = common::test_uid();
+    let users = format!(
+        "[permission_profiles.editor]\ngrants = {{ config = [\"read\", \"update\", \"delete\"] }}\n\
+         allowed_agents = [\"*\"]\nconfig_write_paths = [\"*\"]\n\n\
+         [users.u]\nuid = {uid}\npermission_profiles = [\"editor\"]\n"
+    );
+    let daemon = start(&fake, &users, &[]);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for (path, mode) in [
+            (daemon.config_dir().to_path_buf(), 0o711),
+            (daemon.config_dir().join("data"), 0o711),
+            (daemon.socket.clone(), 0o666),
+        ] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+    let mut u = common::UidConn::open(&daemon.socket, uid);
+    let init = u.call("initialize", json!({"protocolVersion": 1}));
+    assert!(init.get("result").is_some(), "{init}");
+    let before = std::fs::read(daemon.config_dir().join("config.toml")).unwrap();
+    for (prop, value) in [
+        ("hooks.pre_tool_use", json!([{"command": "true"}])),
+        ("hooks", json!({"stop": [{"command": "true"}]})),
+        ("agents.default.hooks.stop", json!([{"command": "true"}])),
+    ] {
+        let e = u.call("config/set", json!({"prop": prop, "value": value}));
+        assert_eq!(common::code(&e["error"]), -32012, "{prop}: {e}");
+    }
+    let e = u.call("config/delete", json!({"prop": "hooks"}));
+    assert_eq!(common::code(&e["error"]), -32012, "{e}");
+    assert_eq!(
+        std::fs::read(daemon.config_dir().join("config.toml")).unwrap(),
+        before
+    );
+    let mut admin = daemon.client();
+    let r = admin.result(
+        "config/set",
+        json!({"prop": "hooks.pre_tool_use", "value": [{"command": "true", "matcher": "bash"}]}),
+    );
+    assert_eq!(r["set"], true, "{r}");
+    let e = admin.error(
+        "config/set",
+        json!({"prop": "hooks.stop", "value": [{"command": "true", "matcher": "("}]}),
+    );
+    assert_eq!(common::code(&e), -32602, "{e}");
+}
