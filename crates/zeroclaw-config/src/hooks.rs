@@ -8,7 +8,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::path::PropPath;
-use crate::schema::Violation;
 
 /// The events a hook may be attached to, in the order of SPEC §21.1.
 pub const HOOK_EVENTS: &[&str] = &[
@@ -78,24 +77,21 @@ impl Hooks {
     }
 
     /// Checks every hook of this scope; `at` is where the scope sits (`hooks`,
-    /// `agents.NAME.hooks`).
-    pub fn validate(&self, at: &PropPath, out: &mut Vec<Violation>) {
+    /// `agents.NAME.hooks`). Each problem is pushed with the property it is at.
+    pub fn validate(&self, at: &PropPath, out: &mut Vec<(PropPath, String)>) {
         for event in HOOK_EVENTS {
             let here = at.child(*event);
             for (i, hook) in self.of(event).iter().enumerate() {
                 if hook.command.trim().is_empty() {
-                    out.push(Violation {
-                        prop: here.clone(),
-                        message: format!("hook {i}: command is required"),
-                    });
+                    out.push((here.clone(), format!("hook {i}: command is required")));
                 }
                 if let Some(m) = &hook.matcher
                     && let Err(e) = compile_matcher(m)
                 {
-                    out.push(Violation {
-                        prop: here.clone(),
-                        message: format!("hook {i}: matcher is not a regular expression: {e}"),
-                    });
+                    out.push((
+                        here.clone(),
+                        format!("hook {i}: matcher is not a regular expression: {e}"),
+                    ));
                 }
             }
         }
@@ -143,7 +139,7 @@ mod tests {
         let mut out = Vec::new();
         hooks.validate(&PropPath::parse("hooks").unwrap(), &mut out);
         assert_eq!(out.len(), 2, "{out:?}");
-        assert_eq!(out[0].prop.to_string(), "hooks.pre_tool_use");
-        assert!(out[1].message.contains("matcher"), "{}", out[1].message);
+        assert_eq!(out[0].0.to_string(), "hooks.pre_tool_use");
+        assert!(out[1].1.contains("matcher"), "{}", out[1].1);
     }
 }

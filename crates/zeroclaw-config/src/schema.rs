@@ -409,6 +409,17 @@ fn at(segs: &[&str]) -> PropPath {
     })
 }
 
+/// The problems of one scope of hooks (SPEC §21.1), as violations.
+fn hook_violations(hooks: &crate::hooks::Hooks, scope: &PropPath, out: &mut Vec<Violation>) {
+    let mut found = Vec::new();
+    hooks.validate(scope, &mut found);
+    out.extend(
+        found
+            .into_iter()
+            .map(|(prop, message)| Violation { prop, message }),
+    );
+}
+
 /// Map keys become principal ids, workspace directory names and log labels, so they are
 /// limited to a safe set (dots allowed, as in `agents."my.agent"`).
 fn check_map_key(section: &str, key: &str, out: &mut Vec<Violation>) {
@@ -487,7 +498,7 @@ impl Config {
                     });
                 }
             }
-            a.hooks.validate(&at(&["agents", alias, "hooks"]), &mut out);
+            hook_violations(&a.hooks, &at(&["agents", alias, "hooks"]), &mut out);
             if !(a.compact_threshold > 0.0 && a.compact_threshold <= 1.0) {
                 out.push(Violation {
                     prop: at(&["agents", alias, "compact_threshold"]),
@@ -574,7 +585,7 @@ impl Config {
                 }
             }
         }
-        self.hooks.validate(&at(&["hooks"]), &mut out);
+        hook_violations(&self.hooks, &at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
         out
     }
