@@ -226,19 +226,23 @@ fn a_hook_that_prints_10_mb_does_not_hurt_the_daemon() {
     let fake = Fake::start();
     fake.push(Scripted::text("first"));
     fake.push(Scripted::text("second"));
+    // Loud only for the second prompt (its input holds the prompt), so the first one warms the daemon up without it.
+    let script = r#"case "$(cat)" in
+  *loud*) head -c 10485760 /dev/zero | tr '\0' x; head -c 10485760 /dev/zero >&2 ;;
+esac"#;
     let daemon = start(
         &fake,
-        "[[hooks.stop]]\ncommand = \"head -c 10485760 /dev/zero | tr '\\\\0' x; head -c 10485760 /dev/zero >&2\"\n",
-        &[],
+        "[[hooks.user_prompt_submit]]\ncommand = \"$DIR/loud\"\n",
+        &[("loud", script)],
     );
     let pid = daemon.child.as_ref().unwrap().id();
     let mut c = daemon.client();
     let (sid, _) = session(&mut c);
-    let (_, resp) = c.prompt(&sid, "warm up");
+    let (_, resp) = c.prompt(&sid, "quiet");
     assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
     let before = vm_hwm_kib(pid);
     let t = Instant::now();
-    let (msgs, resp) = c.prompt(&sid, "again");
+    let (msgs, resp) = c.prompt(&sid, "loud");
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
     assert_eq!(resp["result"]["content"], "second");
@@ -489,4 +493,43 @@ fn a_non_admin_writing_hooks_gets_32012_and_an_admin_may() {
         json!({"prop": "hooks.stop", "value": [{"command": "true", "matcher": "("}]}),
     );
     assert_eq!(common::code(&e), -32602, "{e}");
+}
+
+#[test]
+fn a_cancel_kills_the_running_hook_with_its_children() {
+    let fake = Fake::start();
+    fake.push(Scripted::tool_call(
+        "c1",
+        "bash",
+        json!({"command": "touch ran.txt"}),
+    ));
+    let daemon = start(
+        &fake,
+        "[[hooks.pre_tool_use]]\ncommand = \"touch $DIR/started; (sleep 3; touch $DIR/after_cancel) & sleep 30\"\n",
+        &[],
+    );
+    let mut c = daemon.client();
+    let (sid, cwd) = session(&mut c);
+    let id = c.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
+    let dir = daemon.config_dir().to_path_buf();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.join("started").exists() {
+        assert!(Instant::now() < deadline, "the hook never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent_at = Instant::now();
+    c.send_call("session/cancel", json!({"sessionId": sid}));
+    let (_, resp) = c.collect_until(&id);
+    assert!(
+        sent_at.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent_at.elapsed()
+    );
+    assert_eq!(resp["result"]["outcome"], "cancelled", "{resp}");
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        !dir.join("after_cancel").exists(),
+        "the hook's child was killed"
+    );
+    assert!(!cwd.join("ran.txt").exists(), "the tool never ran");
 }
