@@ -533,3 +533,63 @@ fn a_cancel_kills_the_running_hook_with_its_children() {
     );
     assert!(!cwd.join("ran.txt").exists(), "the tool never ran");
 }
+
+/// `cargo test -p zeroclaw --test hooks -- --ignored --nocapture bench_`: p50 and p95 of the
+/// time from a call's `tool_call` update to its `tool_result` (a `read_file`), without a
+/// hook and with one no-op `pre_tool_use` hook (`true`), as the client sees it.
+#[test]
+#[ignore = "benchmark, not a check: run with --ignored --nocapture (figures in docs/BENCHMARKS.md)"]
+fn bench_no_op_hook_per_tool_call() {
+    const ROUNDS: usize = 40;
+    let fake = Fake::start();
+    let daemon = start(
+        &fake,
+        "[agents.hooked]\nprovider = \"fake\"\ntools = [\"read_file\"]\n\
+         [[agents.hooked.hooks.pre_tool_use]]\ncommand = \"true\"\n",
+        &[],
+    );
+    let mut c = daemon.client();
+    let mut measure = |agent: &str| -> Vec<Duration> {
+        let r = c.new_session(json!({"agentAlias": agent}));
+        let sid = r["sessionId"].as_str().unwrap().to_string();
+        let cwd = PathBuf::from(r["workspaceDir"].as_str().unwrap());
+        std::fs::write(cwd.join("a.txt"), "alpha").unwrap();
+        let mut out = Vec::new();
+        for i in 0..=ROUNDS {
+            fake.push(Scripted::tool_call(
+                &format!("c{i}"),
+                "read_file",
+                json!({"path": "a.txt"}),
+            ));
+            fake.push(Scripted::text("ok"));
+            let id = c.send_call(
+                "session/prompt",
+                json!({"sessionId": sid, "prompt": "read"}),
+            );
+            let mut called = None;
+            loop {
+                let m = c.recv();
+                if m.get("id") == Some(&id) && m.get("method").is_none() {
+                    break;
+                }
+                match m["params"]["type"].as_str() {
+                    Some("tool_call") => called = Some(Instant::now()),
+                    Some("tool_result") if i > 0 => out.push(called.unwrap().elapsed()),
+                    _ => {}
+                }
+            }
+        }
+        out.sort();
+        out
+    };
+    let plain = measure("default");
+    let hooked = measure("hooked");
+    let pct = |v: &[Duration], p: usize| v[(v.len() * p / 100).min(v.len() - 1)];
+    eprintln!(
+        "tool_call -> tool_result over {ROUNDS} calls: no hook p50 {:?} p95 {:?}; one no-op hook p50 {:?} p95 {:?}",
+        pct(&plain, 50),
+        pct(&plain, 95),
+        pct(&hooked, 50),
+        pct(&hooked, 95)
+    );
+}
