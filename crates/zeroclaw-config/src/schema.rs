@@ -94,6 +94,14 @@ checkpoint_budget_mb = 512         # file checkpoints kept per session (rewind);
 # args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
 # env = { }
 
+# Hooks: commands run at points of every agent's turns, as the daemon's user (admin-only;
+# `[[agents.NAME.hooks.EVENT]]` for one agent). Events: session_start, user_prompt_submit,
+# pre_tool_use, post_tool_use, pre_compact, stop.
+# [[hooks.pre_tool_use]]
+# command = "/etc/zeroclaw/hooks/no-rm-rf"
+# matcher = "bash"                 # a regular expression over the whole tool name
+# timeout_secs = 5                 # default 60
+
 # Local users and what they may do:
 # [permission_profiles.operator]
 # admin = false
