@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 pub mod compact;
+pub mod hooks;
 pub mod mcp;
 pub mod message;
 pub mod provider;

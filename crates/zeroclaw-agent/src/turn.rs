@@ -19,6 +19,15 @@
 //!   asks approval unless the tool is annotated read-only, read-only autonomy refuses them
 //!   unless so annotated.
 //!
+//! * hooks (SPEC §21.1, [`crate::hooks`]), each run reported as `Hook`:
+//!   `user_prompt_submit` before the prompt is appended (a deny fails the turn, context is
+//!   added to the prompt); `pre_tool_use` after `ToolCall` (a deny is the call's error
+//!   result and nothing runs, an allow skips the approval, `updatedInput` replaces the
+//!   arguments); `post_tool_use` before `ToolResult` (context is added to the result);
+//!   `stop` when the turn is about to end (not when cancelled): a `continue` on a completed
+//!   turn appends its reason as a user message and goes on, at most
+//!   [`MAX_STOP_CONTINUES`] times.
+//!
 //! Cancellation (the token) is raced against every wait: the provider
 //! stream is dropped (closing the HTTP connection), a running `bash` is
 //! killed with its process group, a pending approval or question is
@@ -43,6 +52,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::{HookEvent, HookReport, HookSet, Verdict};
 use crate::mcp::McpSet;
 use crate::message::{ChatMessage, ToolCallRequest};
 use crate::provider::retry::{self, RetryDecision};
@@ -90,6 +100,8 @@ pub struct AgentSpec {
     pub mcp: Option<Arc<McpSet>>,
     /// The session's own model and autonomy, when it changed them.
     pub live: Option<Arc<dyn LiveSettings>>,
+    /// The session's hooks (SPEC §21.1), when it has any.
+    pub hooks: Option<Arc<HookSet>>,
 }
 
 impl AgentSpec {
@@ -107,6 +119,7 @@ impl AgentSpec {
             limits: ToolLimits::default(),
             mcp: None,
             live: None,
+            hooks: None,
         }
     }
 }
@@ -159,6 +172,10 @@ pub enum TurnEvent {
         attempt: u32,
         delay: std::time::Duration,
         reason: String,
+    },
+    /// A hook ran (SPEC §21.1).
+    Hook {
+        report: HookReport,
     },
 }
 
@@ -252,6 +269,8 @@ pub const NO_ANSWER: &str = "(no answer: the user did not answer the question)";
 /// Result text for calls interrupted by a cancelled turn.
 pub const CANCELLED_RESULT: &str =
     "Cancelled: the user cancelled the turn before this tool call finished.";
+/// How many times `stop` hooks may continue one turn (SPEC §21.1).
+pub const MAX_STOP_CONTINUES: u32 = 3;
 
 struct Turn<'a> {
     spec: &'a AgentSpec,
@@ -344,14 +363,100 @@ impl Turn<'_> {
         self.host.emit(TurnEvent::ContextAppended { message }).await;
     }
 
+    /// Runs the hooks of `event` (none configured: an empty verdict at once), reports each
+    /// run, and gives up when the turn is cancelled (the running hook is killed).
+    async fn hooks(
+        &self,
+        event: HookEvent,
+        tool: Option<&str>,
+        fields: serde_json::Map<String, Value>,
+    ) -> Option<Verdict> {
+        let set = self.spec.hooks.as_ref()?;
+        if !set.has(event, tool) {
+            return None;
+        }
+        let verdict = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return None,
+            v = set.run(event, tool, fields) => v,
+        };
+        for report in &verdict.reports {
+            self.host
+                .emit(TurnEvent::Hook {
+                    report: report.clone(),
+                })
+                .await;
+        }
+        Some(verdict)
+    }
+
     async fn run(&mut self, prompt: String) -> (TurnOutcome, String, u32, u32) {
+        let mut prompt = prompt;
+        if let Some(v) = self
+            .hooks(
+                HookEvent::UserPromptSubmit,
+                None,
+                fields([("prompt", Value::from(prompt.as_str()))]),
+            )
+            .await
+        {
+            if let Some(reason) = v.deny {
+                return (
+                    TurnOutcome::Failed,
+                    format!("The prompt was refused by a hook: {reason}"),
+                    0,
+                    0,
+                );
+            }
+            for ctx in v.additional_context {
+                prompt.push_str("\n\n");
+                prompt.push_str(&ctx);
+            }
+        }
         self.append(ChatMessage::user(prompt)).await;
+        let (mut calls, mut rounds) = (0u32, 0u32);
+        let mut continues = 0u32;
+        loop {
+            let (outcome, content, c, r) = self.steps(calls > 0).await;
+            calls += c;
+            rounds += r;
+            if outcome == TurnOutcome::Cancelled || self.cancel.is_cancelled() {
+                return (outcome, content, calls, rounds);
+            }
+            let verdict = self
+                .hooks(
+                    HookEvent::Stop,
+                    None,
+                    fields([("outcome", Value::from(outcome.as_str()))]),
+                )
+                .await;
+            match verdict.and_then(|v| v.continue_with) {
+                Some(reason)
+                    if outcome == TurnOutcome::Completed && continues < MAX_STOP_CONTINUES =>
+                {
+                    continues += 1;
+                    let reason = if reason.is_empty() {
+                        "Continue.".to_owned()
+                    } else {
+                        reason
+                    };
+                    self.append(ChatMessage::user(reason)).await;
+                }
+                _ => return (outcome, content, calls, rounds),
+            }
+        }
+    }
+
+    /// Provider calls and tool rounds until the model answers without tools, the round
+    /// limit is reached, or the turn fails or is cancelled. `called`: a provider call of
+    /// this turn was made already.
+    async fn steps(&mut self, called: bool) -> (TurnOutcome, String, u32, u32) {
         let builtin: Vec<_> = self.offered.iter().map(|t| t.schema()).collect();
         let max = self.spec.max_tool_iterations;
         let mut rounds = 0u32;
         let mut calls_made = 0u32;
         loop {
-            if calls_made > 0 {
+            if calls_made > 0 || called {
                 self.start = self.host.before_call(self.context, self.start).await;
             }
             let mut tools = builtin.clone();
@@ -551,6 +656,7 @@ impl Turn<'_> {
         }
     }
 
+    /// One tool call, with its `pre_tool_use` and `post_tool_use` hooks (SPEC §21.1).
     async fn run_call(&mut self, call: &ToolCallRequest) -> CallOutcome {
         let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
             Ok(Value::Object(Default::default()))
@@ -568,6 +674,70 @@ impl Turn<'_> {
                 raw_input: raw_input.clone(),
             })
             .await;
+        let mut parsed = parsed;
+        let mut input = raw_input.clone();
+        let mut allowed = false;
+        if let Some(v) = self
+            .hooks(
+                HookEvent::PreToolUse,
+                Some(&call.name),
+                fields([
+                    ("toolName", Value::from(call.name.as_str())),
+                    ("toolInput", raw_input.clone()),
+                ]),
+            )
+            .await
+        {
+            if let Some(reason) = v.deny {
+                return CallOutcome::Done(format!("Error: denied by a hook: {reason}"));
+            }
+            if let Some(updated) = v.updated_input {
+                parsed = Ok(updated.clone());
+                input = updated;
+            }
+            allowed = v.allow;
+        }
+        if self.cancel.is_cancelled() {
+            return CallOutcome::Cancelled;
+        }
+        let out = self
+            .dispatch_call(call, parsed, input.clone(), allowed)
+            .await;
+        let CallOutcome::Done(mut text) = out else {
+            return out;
+        };
+        if let Some(v) = self
+            .hooks(
+                HookEvent::PostToolUse,
+                Some(&call.name),
+                fields([
+                    ("toolName", Value::from(call.name.as_str())),
+                    ("toolInput", input),
+                    ("toolOutput", Value::from(text.as_str())),
+                    ("isError", Value::from(is_error(&text))),
+                ]),
+            )
+            .await
+        {
+            for ctx in v.additional_context {
+                text.push_str("\n\n");
+                text.push_str(&ctx);
+            }
+        }
+        if self.cancel.is_cancelled() {
+            return CallOutcome::Cancelled;
+        }
+        CallOutcome::Done(text)
+    }
+
+    /// A call to a built-in or MCP tool, approval included unless a hook `allowed` it.
+    async fn dispatch_call(
+        &mut self,
+        call: &ToolCallRequest,
+        parsed: Result<Value, String>,
+        raw_input: Value,
+        allowed: bool,
+    ) -> CallOutcome {
         let builtin = self
             .offered
             .iter()
@@ -577,7 +747,9 @@ impl Turn<'_> {
             && let Some(mcp) = self.spec.mcp.clone()
             && mcp.owns(&call.name)
         {
-            return self.run_mcp_call(&mcp, call, parsed, raw_input).await;
+            return self
+                .run_mcp_call(&mcp, call, parsed, raw_input, allowed)
+                .await;
         }
         let Some(tool) = builtin else {
             let names: Vec<&str> = self.offered.iter().map(|t| t.as_str()).collect();
@@ -615,6 +787,7 @@ impl Turn<'_> {
                     ));
                 }
                 Autonomy::Full => {}
+                Autonomy::Supervised if allowed => {}
                 Autonomy::Supervised => {
                     let ask = ApprovalAsk {
                         tool_call_id: call.id.clone(),
@@ -665,6 +838,7 @@ impl Turn<'_> {
         call: &ToolCallRequest,
         parsed: Result<Value, String>,
         raw_input: Value,
+        allowed: bool,
     ) -> CallOutcome {
         let args = match parsed {
             Ok(v) if v.is_object() => v,
@@ -693,6 +867,7 @@ impl Turn<'_> {
                     ));
                 }
                 Autonomy::Full => {}
+                Autonomy::Supervised if allowed => {}
                 Autonomy::Supervised => {
                     let ask = ApprovalAsk {
                         tool_call_id: call.id.clone(),
@@ -738,6 +913,19 @@ impl Turn<'_> {
             },
         }
     }
+}
+
+/// A hook input's event fields.
+fn fields<const N: usize>(pairs: [(&str, Value); N]) -> serde_json::Map<String, Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// Whether a tool result reports a failure (`isError` of `post_tool_use`).
+fn is_error(text: &str) -> bool {
+    text.starts_with("Error")
+        || text.starts_with("Refused")
+        || text == REFUSED_BY_USER
+        || text.contains("\n[exit code: ")
 }
 
 fn with_limit_note(text: &str, max: u32) -> String {

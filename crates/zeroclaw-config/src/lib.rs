@@ -16,11 +16,13 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod hooks;
 pub mod path;
 pub mod schema;
 pub mod shape;
 
 pub use error::ConfigError;
+pub use hooks::{HOOK_EVENTS, Hook, Hooks};
 pub use path::{PathError, PropPath, WritePattern};
 pub use schema::{
     Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, Security, User,

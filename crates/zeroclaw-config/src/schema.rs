@@ -94,6 +94,14 @@ checkpoint_budget_mb = 512         # file checkpoints kept per session (rewind);
 # args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
 # env = { }
 
+# Hooks: commands run at points of every agent's turns, as the daemon's user (admin-only;
+# `[[agents.NAME.hooks.EVENT]]` for one agent). Events: session_start, user_prompt_submit,
+# pre_tool_use, post_tool_use, pre_compact, stop.
+# [[hooks.pre_tool_use]]
+# command = "/etc/zeroclaw/hooks/no-rm-rf"
+# matcher = "bash"                 # a regular expression over the whole tool name
+# timeout_secs = 5                 # default 60
+
 # Local users and what they may do:
 # [permission_profiles.operator]
 # admin = false
@@ -130,6 +138,8 @@ pub struct Config {
     pub users: BTreeMap<String, User>,
     pub permission_profiles: BTreeMap<String, Profile>,
     pub wss: Wss,
+    /// Hooks run for every agent, before the agent's own (SPEC §21.1).
+    pub hooks: crate::hooks::Hooks,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -277,6 +287,8 @@ pub struct Agent {
     pub auto_compact: bool,
     /// In (0, 1].
     pub compact_threshold: f64,
+    /// Hooks run for this agent's sessions, after the global ones (SPEC §21.1).
+    pub hooks: crate::hooks::Hooks,
 }
 
 /// One stdio MCP server: `[agents.NAME.mcp_servers.SERVER]`.
@@ -308,6 +320,7 @@ impl Default for Agent {
             keep_recent_turns: 2,
             auto_compact: true,
             compact_threshold: 0.8,
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -404,6 +417,17 @@ fn at(segs: &[&str]) -> PropPath {
     })
 }
 
+/// The problems of one scope of hooks (SPEC §21.1), as violations.
+fn hook_violations(hooks: &crate::hooks::Hooks, scope: &PropPath, out: &mut Vec<Violation>) {
+    let mut found = Vec::new();
+    hooks.validate(scope, &mut found);
+    out.extend(
+        found
+            .into_iter()
+            .map(|(prop, message)| Violation { prop, message }),
+    );
+}
+
 /// Map keys become principal ids, workspace directory names and log labels, so they are
 /// limited to a safe set (dots allowed, as in `agents."my.agent"`).
 fn check_map_key(section: &str, key: &str, out: &mut Vec<Violation>) {
@@ -482,6 +506,7 @@ impl Config {
                     });
                 }
             }
+            hook_violations(&a.hooks, &at(&["agents", alias, "hooks"]), &mut out);
             if !(a.compact_threshold > 0.0 && a.compact_threshold <= 1.0) {
                 out.push(Violation {
                     prop: at(&["agents", alias, "compact_threshold"]),
@@ -568,6 +593,7 @@ impl Config {
                 }
             }
         }
+        hook_violations(&self.hooks, &at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
         out
     }

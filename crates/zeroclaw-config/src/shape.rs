@@ -10,6 +10,7 @@
 use serde_json::Value as Json;
 use toml_edit::{Array, InlineTable, Item, Table, Value};
 
+use crate::hooks::MAX_HOOK_TIMEOUT_SECS;
 use crate::path::PropPath;
 use crate::schema::{AUTONOMY, MAX_CHECKPOINT_BUDGET_MB, PROVIDER_KINDS};
 
@@ -31,6 +32,8 @@ pub enum Shape {
     Struct(&'static [(&'static str, Shape)]),
     /// A table whose keys are names chosen by the user.
     Map(&'static Shape),
+    /// An array of tables of one shape (`[[hooks.stop]]`), written as an inline array.
+    TableList(&'static Shape),
 }
 
 const U32: Shape = Shape::Int {
@@ -92,6 +95,30 @@ static AGENT: Shape = Shape::Struct(&[
     ),
     ("auto_compact", Shape::Bool),
     ("compact_threshold", Shape::Fraction),
+    // Hooks (SPEC §21.1).
+    ("hooks", HOOKS),
+]);
+
+static HOOK: Shape = Shape::Struct(&[
+    ("command", Shape::Str),
+    ("matcher", Shape::Str),
+    (
+        "timeout_secs",
+        Shape::Int {
+            min: 1,
+            max: MAX_HOOK_TIMEOUT_SECS as i64,
+        },
+    ),
+]);
+
+/// The hooks of one scope, by event (the names of [`crate::hooks::HOOK_EVENTS`]).
+const HOOKS: Shape = Shape::Struct(&[
+    ("session_start", Shape::TableList(&HOOK)),
+    ("user_prompt_submit", Shape::TableList(&HOOK)),
+    ("pre_tool_use", Shape::TableList(&HOOK)),
+    ("post_tool_use", Shape::TableList(&HOOK)),
+    ("pre_compact", Shape::TableList(&HOOK)),
+    ("stop", Shape::TableList(&HOOK)),
 ]);
 
 static MCP_SERVER: Shape = Shape::Struct(&[
@@ -145,6 +172,7 @@ pub static ROOT: Shape = Shape::Struct(&[
             ("allowed_origins", Shape::StrList),
         ]),
     ),
+    ("hooks", HOOKS),
 ]);
 
 /// A problem at a property.
@@ -222,6 +250,7 @@ impl Shape {
             ),
             Shape::StrList => "array of strings".into(),
             Shape::Struct(_) | Shape::Map(_) => "table".into(),
+            Shape::TableList(_) => "array of tables".into(),
         }
     }
 
@@ -277,6 +306,18 @@ impl Shape {
                         _ => unreachable!("matched above"),
                     };
                     shape.check_item(v, Some(&child))?;
+                }
+                Ok(())
+            }
+            (Shape::TableList(each), Item::ArrayOfTables(a)) => {
+                for t in a.iter() {
+                    each.check_item(&Item::Table(t.clone()), path)?;
+                }
+                Ok(())
+            }
+            (Shape::TableList(each), Item::Value(Value::Array(a))) => {
+                for e in a.iter() {
+                    each.check_item(&Item::Value(e.clone()), path)?;
                 }
                 Ok(())
             }
@@ -386,6 +427,21 @@ impl Shape {
                 }
                 _ => return Err(mismatch()),
             },
+            Shape::TableList(each) => {
+                let Json::Array(list) = v else {
+                    return Err(mismatch());
+                };
+                let mut arr = Array::new();
+                for e in list {
+                    // Deeper than any header: each entry comes back as an inline table.
+                    let deep = path.child("_").child("_");
+                    match each.to_item(e, &deep).map_err(|(_, m)| err(m))? {
+                        Item::Value(v) => arr.push(v),
+                        _ => return Err(err("expected an array of tables".into())),
+                    }
+                }
+                Item::Value(Value::Array(arr))
+            }
             Shape::Struct(_) | Shape::Map(_) => {
                 let Json::Object(map) = v else {
                     return Err(mismatch());

@@ -155,6 +155,17 @@ update_kinds! {
         delay_secs: f64,
         reason: String,
     },
+    /// A hook ran (SPEC §21.1): its event, command, outcome (`ok`, `deny`, `allow`,
+    /// `continue`, `error`) and how long it took.
+    Hook = "hook" {
+        event: String,
+        command: String,
+        outcome: String,
+        duration_ms: u64,
+        /// A deny's or continue's reason, or what went wrong.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// The turn's last event, sent just before the prompt's answer.
     TurnComplete = "turn_complete" {
         outcome: Outcome,
@@ -306,6 +317,13 @@ mod tests {
                 attempt: 1,
                 delay_secs: 1.5,
                 reason: "HTTP 429: slow down".into(),
+            },
+            UpdateType::Hook => UpdateKind::Hook {
+                event: "pre_tool_use".into(),
+                command: "./check".into(),
+                outcome: "deny".into(),
+                duration_ms: 12,
+                message: Some("no".into()),
             },
             UpdateType::TurnComplete => UpdateKind::TurnComplete {
                 outcome: Outcome::Completed,

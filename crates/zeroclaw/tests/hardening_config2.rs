@@ -223,7 +223,8 @@ fn a_user_who_may_edit_agents_cannot_make_the_daemon_run_a_command() {
         u.refused("config/delete", json!({"prop": "agents.ops"})),
         json!({"prop": "agents.ops"})
     );
-    // hooks and the sandbox (SPEC §21, not built yet): admin-only before the schema knows them
+    // hooks (SPEC §21.1) and the sandbox (§21.2, not built yet): admin-only, also before the
+    // schema knows them
     for (prop, value) in [
         (
             "agents.default.hooks.session_start",

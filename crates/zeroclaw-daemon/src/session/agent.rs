@@ -139,6 +139,7 @@ pub(crate) fn build(
     };
     spec.max_tool_iterations = agent.max_tool_iterations;
     spec.cwd = session.cwd.clone();
+    spec.hooks = super::hooks::set_for(config, session);
     Ok(TurnAgent {
         spec,
         max_context_tokens: agent.max_context_tokens as usize,

@@ -56,7 +56,10 @@ impl Runner {
                 "compaction needs an ACP session (a chat session keeps no retained context)",
             ));
         }
-        let agent = agent::build(config, session, &mut self.providers)?;
+        let mut agent = agent::build(config, session, &mut self.providers)?;
+        if let Some(hooks) = &mut agent.spec.hooks {
+            Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
+        }
         if self.needs_recover {
             self.reload(session).await?;
         }
@@ -68,6 +71,7 @@ impl Runner {
             turn_id,
             boundary: Boundary::OwnRow,
             cancel: &cancel,
+            hooks: agent.spec.hooks.clone(),
         };
         let result = |outcome, before: usize, after: usize, summarized: usize, error| {
             encode(CompactResult {

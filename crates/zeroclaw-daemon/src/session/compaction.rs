@@ -81,6 +81,8 @@ pub(crate) struct Request<'a> {
     pub turn_id: &'a str,
     pub boundary: Boundary,
     pub cancel: &'a CancellationToken,
+    /// The session's hooks: `pre_compact` runs once there is something to compact.
+    pub hooks: Option<Arc<zeroclaw_agent::hooks::HookSet>>,
 }
 
 /// The model the session's next provider call names (its `session/configure` choice
@@ -111,6 +113,8 @@ pub(crate) async fn compact(
             tokens: tokens_before,
         });
     };
+    let manual = matches!(req.boundary, Boundary::OwnRow);
+    super::hooks::pre_compact(req.hooks.as_deref(), session, manual).await;
     let ask = plan::summary_request(&req.model, &before_turn[..cut.cut], req.instructions);
     let summary = match plan::summarize(req.provider.as_ref(), ask, req.cancel).await {
         Ok(s) => s,
@@ -178,6 +182,7 @@ pub(crate) struct MidTurn {
     pub cancel: CancellationToken,
     /// The turn's prompt row, once `begin_turn` committed it.
     pub prompt_seq: Arc<OnceLock<i64>>,
+    pub hooks: Option<Arc<zeroclaw_agent::hooks::HookSet>>,
 }
 
 impl MidTurn {
@@ -203,6 +208,7 @@ impl MidTurn {
             turn_id: &self.turn_id,
             boundary: Boundary::Before(prompt_seq - 1),
             cancel: &self.cancel,
+            hooks: self.hooks.clone(),
         };
         let len = context.len();
         match compact(&self.store, &self.tuning, session, context, turn_start, req).await {

@@ -150,6 +150,7 @@ impl TurnHost for SessionHost<'_> {
                 delay_secs: delay.as_secs_f64(),
                 reason,
             }),
+            TurnEvent::Hook { report } => self.update(super::hooks::update_of(report)),
         }
     }
 

@@ -133,6 +133,7 @@ impl SessionManager {
                 context: saved.context_tokens,
             });
         }
+        super::hooks::session_start(config, live);
         let servers = servers_for(config, &live.agent_alias, session_servers, live);
         if !servers.is_empty() {
             live.set_mcp(McpSet::start(servers, READY_TIMEOUT));

@@ -20,6 +20,8 @@
 //!   approvals, ask-user), [`compaction`] (one compaction, and the mid-turn one the host
 //!   runs), [`agent`] (the turn's `AgentSpec`) and [`persist`] (checkpoint progress,
 //!   transcript rows, trim);
+//! - [`hooks`]: the session's hooks (SPEC §21.1) built from the configuration,
+//!   `session_start` and `pre_compact`, and the `hook` update;
 //! - [`file_checkpoints`]: the working directory recorded at every ACP turn start and put
 //!   back by a rewind (SPEC §18);
 //! - [`live`]: one live session's state: identity, prompt queue, approvals, overrides,
@@ -50,6 +52,7 @@ pub mod error;
 pub mod file_checkpoints;
 pub mod file_restore;
 pub mod history;
+pub mod hooks;
 pub mod host;
 pub mod lifecycle;
 pub mod limits;

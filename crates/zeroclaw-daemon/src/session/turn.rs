@@ -108,7 +108,10 @@ impl Runner {
         turn_id: &str,
         cancel: CancellationToken,
     ) -> Result<Value, SessionError> {
-        let agent = agent::build(&job.config, session, &mut self.providers)?;
+        let mut agent = agent::build(&job.config, session, &mut self.providers)?;
+        if let Some(hooks) = &mut agent.spec.hooks {
+            Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
+        }
         let key = &session.key;
         let acp = key.mode == Mode::Acp;
         let context_before = self.context.len();
@@ -138,6 +141,7 @@ impl Runner {
                     instructions: None,
                     turn_id,
                     boundary: compact::Boundary::Before(started_seq - 1),
+                    hooks: agent.spec.hooks.clone(),
                     cancel: &cancel,
                 };
                 self.auto_compact(session, req).await;
@@ -180,6 +184,7 @@ impl Runner {
             turn_id: turn_id.to_owned(),
             cancel: cancel.clone(),
             prompt_seq: Arc::clone(&prompt_seq),
+            hooks: agent.spec.hooks.clone(),
         });
         let host = SessionHost {
             session,

@@ -342,6 +342,20 @@ impl<'a> Turn<'a> {
             UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),
+            UpdateKind::Hook {
+                event,
+                command,
+                outcome,
+                message,
+                ..
+            } => {
+                if outcome != "ok" {
+                    self.ui.note(&format!(
+                        "hook {event} `{command}`: {outcome}{}",
+                        message.map(|m| format!(": {m}")).unwrap_or_default()
+                    ));
+                }
+            }
             UpdateKind::ProviderRetry {
                 attempt,
                 delay_secs,
