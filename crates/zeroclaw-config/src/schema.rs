@@ -45,13 +45,6 @@ kind = "echo"                      # offline: streams the prompt back, word by w
 # api_key_env = "OPENAI_API_KEY"   # or api_key = "…" (secret: masked on read)
 # model = "llama3.2"
 
-# Google's Gemini API (thought signatures kept across tool calls):
-# [providers.gemini]
-# kind = "gemini"
-# base_url = ""                    # empty = https://generativelanguage.googleapis.com
-# api_key_env = ""                 # empty = GEMINI_API_KEY; or api_key = "…"
-# model = "gemini-2.5-flash"
-
 # Anthropic's Messages API (prompt caching, thinking):
 # [providers.claude]
 # kind = "anthropic"
