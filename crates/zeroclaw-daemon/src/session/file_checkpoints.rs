@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zeroclaw_checkpoint::{Checkpoints, Error, RecordOptions, Restored};
+pub use zeroclaw_checkpoint::Restored;
+use zeroclaw_checkpoint::{Checkpoints, Error, RecordOptions};
 
 use super::error::SessionError;
 

@@ -6,10 +6,8 @@
 //! store journals a restore, so a kill -9 midway is completed when the daemon next opens
 //! it, and the transcript side is already whole either way.
 
-use zeroclaw_checkpoint::Restored;
-
 use super::error::SessionError;
-use super::file_checkpoints::FileCheckpoints;
+use super::file_checkpoints::{FileCheckpoints, Restored};
 use super::live::LiveSession;
 
 /// What a restore put back, and what it could not (path, reason).

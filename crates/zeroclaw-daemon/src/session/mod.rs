@@ -49,6 +49,10 @@ pub mod compact_call;
 pub mod compaction;
 pub mod configure;
 pub mod error;
+#[cfg(unix)]
+pub mod file_checkpoints;
+#[cfg(not(unix))]
+#[path = "file_checkpoints_off.rs"]
 pub mod file_checkpoints;
 pub mod file_restore;
 pub mod history;
