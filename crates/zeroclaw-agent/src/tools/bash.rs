@@ -270,6 +270,26 @@ mod tests {
         assert!(!marker.exists());
     }
 
+    /// A sandbox that cannot be set up (here: its temporary directory is gone) fails the
+    /// call; the command never runs unconfined.
+    #[tokio::test]
+    async fn a_sandbox_that_cannot_be_set_up_fails_closed() {
+        let cwd = tempfile::tempdir().unwrap();
+        let rules = Rules {
+            writable: vec![cwd.path().to_path_buf()],
+            network: true,
+        };
+        let gone = cwd.path().join("no-such-tmp");
+        let marker = cwd.path().join("ran");
+        let cmd = format!("touch {}", marker.display());
+        let out = run_bash(&cmd, cwd.path(), &limits(), Some((&rules, &gone))).await;
+        assert!(
+            out.starts_with("Error: the sandbox could not be set up"),
+            "{out}"
+        );
+        assert!(!marker.exists(), "the command ran");
+    }
+
     #[tokio::test]
     async fn background_process_does_not_hang_the_tool() {
         let dir = tempfile::tempdir().unwrap();
