@@ -378,3 +378,77 @@ fn config_set_checks_the_sandbox_settings() {
     assert_eq!(agent["sandbox_writable"], json!(["/var/cache/zc"]), "{got}");
     assert_eq!(agent["sandbox_network"], false, "{got}");
 }
+
+/// One `bash` call (`true`) in its own turn: the time from its `tool_call` update to its
+/// `tool_result`, as the client reads them.
+fn timed_true(fake: &Fake, c: &mut Conn, sid: &str, i: usize) -> Duration {
+    fake.push(Scripted::tool_call(
+        &format!("c{i}"),
+        "bash",
+        json!({"command": "true"}),
+    ));
+    fake.push(Scripted::text("ok"));
+    let id = c.send_call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": "run"}),
+    );
+    let (mut called, mut took) = (None, None);
+    loop {
+        let m = c.recv();
+        if m.get("id") == Some(&id) && m.get("method").is_none() {
+            break;
+        }
+        match m["params"]["type"].as_str() {
+            Some("tool_call") => called = Some(Instant::now()),
+            Some("tool_result") => took = called.map(|t| t.elapsed()),
+            _ => {}
+        }
+    }
+    took.expect("a tool_result after its tool_call")
+}
+
+/// The added cost of the sandbox per `bash` call: 50 calls of `true` (each its own turn,
+/// so each confined one also makes and removes its private TMPDIR), sandbox `auto` and
+/// `off` interleaved, `full` autonomy, as the client sees them.
+#[test]
+#[ignore = "benchmark, not a check: run with --ignored --nocapture (figures in docs/BENCHMARKS.md)"]
+fn bench_sandbox_cost_per_bash_call() {
+    const ROUNDS: usize = 50;
+    let fake = Fake::start();
+    let daemon = start(
+        &fake,
+        "autonomy = \"full\"",
+        "[agents.open]\nprovider = \"fake\"\ntools = [\"bash\"]\nautonomy = \"full\"\nsandbox = \"off\"\n",
+        &[],
+    );
+    let mut c = daemon.client();
+    let mut sid_of = |agent: &str| {
+        c.new_session(json!({"agentAlias": agent}))["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (boxed, open) = (sid_of("default"), sid_of("open"));
+    assert!(landlock_here(&mut c, &boxed), "the benchmark needs Landlock");
+    assert_eq!(sandbox_status(&mut c, &open), "off");
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for i in 0..=ROUNDS {
+        let a = timed_true(&fake, &mut c, &boxed, 2 * i);
+        let b = timed_true(&fake, &mut c, &open, 2 * i + 1);
+        if i > 0 {
+            with.push(a);
+            without.push(b);
+        }
+    }
+    with.sort();
+    without.sort();
+    let pct = |v: &[Duration], p: usize| v[(v.len() * p / 100).min(v.len() - 1)];
+    eprintln!(
+        "bash `true`, tool_call -> tool_result over {ROUNDS} calls: sandbox off p50 {:?} p95 {:?}; \
+         sandbox auto (Landlock) p50 {:?} p95 {:?}",
+        pct(&without, 50),
+        pct(&without, 95),
+        pct(&with, 50),
+        pct(&with, 95)
+    );
+}
