@@ -400,7 +400,12 @@ fn session_servers_are_for_admins_and_a_slow_server_never_delays_session_new() {
     assert_eq!(server["name"], "extra");
     assert_eq!(
         server["tools"],
-        json!(["extra__lookup", "extra__store", "extra__write", "extra__crash"])
+        json!([
+            "extra__lookup",
+            "extra__store",
+            "extra__write",
+            "extra__crash"
+        ])
     );
     let e = c.error(
         "session/new",

@@ -388,10 +388,7 @@ fn timed_true(fake: &Fake, c: &mut Conn, sid: &str, i: usize) -> Duration {
         json!({"command": "true"}),
     ));
     fake.push(Scripted::text("ok"));
-    let id = c.send_call(
-        "session/prompt",
-        json!({"sessionId": sid, "prompt": "run"}),
-    );
+    let id = c.send_call("session/prompt", json!({"sessionId": sid, "prompt": "run"}));
     let (mut called, mut took) = (None, None);
     loop {
         let m = c.recv();
@@ -429,7 +426,10 @@ fn bench_sandbox_cost_per_bash_call() {
             .to_string()
     };
     let (boxed, open) = (sid_of("default"), sid_of("open"));
-    assert!(landlock_here(&mut c, &boxed), "the benchmark needs Landlock");
+    assert!(
+        landlock_here(&mut c, &boxed),
+        "the benchmark needs Landlock"
+    );
     assert_eq!(sandbox_status(&mut c, &open), "off");
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for i in 0..=ROUNDS {
