@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod mcp;
 pub mod message;
 pub mod provider;
+pub mod sandbox;
 pub mod tools;
 pub mod turn;
 pub mod usage;

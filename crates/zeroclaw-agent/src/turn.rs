@@ -28,6 +28,11 @@
 //!   turn appends its reason as a user message and goes on, at most
 //!   [`MAX_STOP_CONTINUES`] times.
 //!
+//! * `bash` runs in the sandbox of SPEC §21.2 ([`crate::sandbox`]): planned when the call
+//!   passes the autonomy check (`read_only` runs it confined, without asking, where it can
+//!   be confined, and refuses it elsewhere), with a private temporary directory made on the
+//!   turn's first confined call and removed when the turn ends.
+//!
 //! Cancellation (the token) is raced against every wait: the provider
 //! stream is dropped (closing the HTTP connection), a running `bash` is
 //! killed with its process group, a pending approval or question is
@@ -57,6 +62,7 @@ use crate::mcp::McpSet;
 use crate::message::{ChatMessage, ToolCallRequest};
 use crate::provider::retry::{self, RetryDecision};
 use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, Usage};
+use crate::sandbox::{self, Plan, SandboxSettings, Scratch};
 use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
 use crate::usage::{self, CallUsage, TurnUsage};
 
@@ -69,7 +75,8 @@ pub enum Autonomy {
     Supervised,
     /// Everything runs without asking.
     Full,
-    /// `bash` and `write_file` are refused without asking.
+    /// `write_file` is refused without asking; `bash` runs confined to writing nowhere
+    /// (SPEC §21.2), and is refused where it cannot be confined.
     ReadOnly,
 }
 
@@ -102,6 +109,8 @@ pub struct AgentSpec {
     pub live: Option<Arc<dyn LiveSettings>>,
     /// The session's hooks (SPEC §21.1), when it has any.
     pub hooks: Option<Arc<HookSet>>,
+    /// What confines `bash` (SPEC §21.2).
+    pub sandbox: SandboxSettings,
 }
 
 impl AgentSpec {
@@ -120,6 +129,7 @@ impl AgentSpec {
             mcp: None,
             live: None,
             hooks: None,
+            sandbox: SandboxSettings::default(),
         }
     }
 }
@@ -285,6 +295,8 @@ struct Turn<'a> {
     /// Where this turn's messages start in `context` (moves when the host compacts what
     /// came before).
     start: usize,
+    /// The private temporary directory of confined `bash` calls, made on first use.
+    scratch: tokio::sync::OnceCell<Scratch>,
 }
 
 #[derive(Default)]
@@ -329,6 +341,7 @@ pub async fn run_turn(
         visible: 0,
         usage: TurnUsage::default(),
         start,
+        scratch: tokio::sync::OnceCell::new(),
     };
     let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
     TurnResult {
@@ -779,9 +792,22 @@ impl Turn<'_> {
             }
         };
         let mut note = None;
+        let autonomy = self.autonomy();
+        // How `bash` runs is settled with the autonomy it passed under (SPEC §21.2).
+        let plan = (tool == ToolName::Bash).then(|| {
+            sandbox::plan(
+                &self.spec.sandbox,
+                autonomy == Autonomy::ReadOnly,
+                &self.spec.cwd,
+            )
+        });
         if tool.is_mutating() {
-            match self.autonomy() {
+            match autonomy {
+                Autonomy::ReadOnly if matches!(plan, Some(Plan::Confine(_))) => {}
                 Autonomy::ReadOnly => {
+                    if let Some(Plan::Refuse(why)) = plan {
+                        return CallOutcome::Done(why);
+                    }
                     return CallOutcome::Done(format!(
                         "Refused: the agent runs in read_only autonomy; `{tool}` is not allowed."
                     ));
@@ -822,7 +848,7 @@ impl Turn<'_> {
         let out = tokio::select! {
             biased;
             _ = cancel.cancelled() => return CallOutcome::Cancelled,
-            out = self.execute(tool, &args) => out,
+            out = self.execute(tool, &args, plan) => out,
         };
         CallOutcome::Done(match note {
             Some(n) => n + &out,
@@ -895,13 +921,35 @@ impl Turn<'_> {
         }
     }
 
-    async fn execute(&self, tool: ToolName, args: &Value) -> String {
+    /// The private temporary directory of this turn's confined calls.
+    async fn scratch(&self) -> std::io::Result<&Scratch> {
+        self.scratch.get_or_try_init(Scratch::make_async).await
+    }
+
+    async fn execute(&self, tool: ToolName, args: &Value, plan: Option<Plan>) -> String {
         let spec = self.spec;
         match tool {
-            ToolName::Bash => match args.get("command").and_then(Value::as_str) {
-                Some(cmd) => bash::run_bash(cmd, &spec.cwd, &spec.limits).await,
-                None => "Error: bash needs a string argument `command`".to_string(),
-            },
+            ToolName::Bash => {
+                let Some(cmd) = args.get("command").and_then(Value::as_str) else {
+                    return "Error: bash needs a string argument `command`".to_string();
+                };
+                match plan {
+                    Some(Plan::Refuse(why)) => why,
+                    Some(Plan::Confine(rules)) => match self.scratch().await {
+                        Ok(tmp) => {
+                            let sandbox = Some((&rules, tmp.path()));
+                            bash::run_bash(cmd, &spec.cwd, &spec.limits, sandbox).await
+                        }
+                        Err(e) => format!(
+                            "Error: the sandbox could not be set up (its temporary directory: \
+                             {e}); the command was not run."
+                        ),
+                    },
+                    Some(Plan::Unconfined) | None => {
+                        bash::run_bash(cmd, &spec.cwd, &spec.limits, None).await
+                    }
+                }
+            }
             ToolName::ReadFile => fs::read_file(&spec.workspace, args, &spec.limits).await,
             ToolName::WriteFile => fs::write_file(&spec.workspace, args).await,
             ToolName::AskUser => match AskUser::from_args(args) {

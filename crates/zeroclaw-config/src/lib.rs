@@ -25,8 +25,8 @@ pub use error::ConfigError;
 pub use hooks::{HOOK_EVENTS, Hook, Hooks};
 pub use path::{PathError, PropPath, WritePattern};
 pub use schema::{
-    Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, Security, User,
-    Wss,
+    Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, SandboxMode,
+    Security, User, Wss,
 };
 pub mod escalation;
 pub mod guard;

@@ -25,6 +25,8 @@ pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic", "ollama", "
 pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// Agent autonomy levels.
 pub const AUTONOMY: &[&str] = &["supervised", "full", "read_only"];
+/// Values of an agent's `sandbox` (SPEC §21.2).
+pub const SANDBOX_MODES: &[&str] = &["auto", "off"];
 
 /// What a fresh config dir gets (mode 0600). Valid under the schema; see the tests.
 pub const DEFAULT_CONFIG_TOML: &str = r#"# zeroclaw configuration.
@@ -80,6 +82,11 @@ auto_compact = true                # compact before a call over compact_threshol
 compact_threshold = 0.8
 workspace = ""                     # empty = <config dir>/agents/<alias>/workspace
 checkpoint_budget_mb = 512         # file checkpoints kept per session (rewind); 0 = off
+# The sandbox of bash and MCP servers (Landlock on Linux; admin-only). read_only writes
+# nowhere but a private TMPDIR; supervised and full also in the session's cwd and these:
+# sandbox = "auto"                 # "off": unconfined (read_only then refuses bash)
+# sandbox_writable = []            # more absolute paths supervised and full may write
+# sandbox_network = true           # false: no TCP connect or bind (Landlock ABI 4 or later)
 
 # stdio MCP tool servers started for each session of the agent (tools named SERVER__TOOL):
 # [agents.default.mcp_servers.files]
@@ -282,6 +289,23 @@ pub struct Agent {
     pub compact_threshold: f64,
     /// Hooks run for this agent's sessions, after the global ones (SPEC §21.1).
     pub hooks: crate::hooks::Hooks,
+    /// Whether `bash` and MCP servers run in the sandbox (SPEC §21.2).
+    pub sandbox: SandboxMode,
+    /// Absolute paths `supervised` and `full` may also write in the sandbox.
+    pub sandbox_writable: Vec<String>,
+    /// `false`: the sandbox also denies TCP connect and bind (where Landlock can).
+    pub sandbox_network: bool,
+}
+
+/// An agent's `sandbox` (SPEC §21.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Landlock where the kernel has it.
+    #[default]
+    Auto,
+    /// Never confined.
+    Off,
 }
 
 /// One stdio MCP server: `[agents.NAME.mcp_servers.SERVER]`.
@@ -314,6 +338,9 @@ impl Default for Agent {
             auto_compact: true,
             compact_threshold: 0.8,
             hooks: crate::hooks::Hooks::default(),
+            sandbox: SandboxMode::Auto,
+            sandbox_writable: Vec::new(),
+            sandbox_network: true,
         }
     }
 }
@@ -500,6 +527,14 @@ impl Config {
                 }
             }
             hook_violations(&a.hooks, &at(&["agents", alias, "hooks"]), &mut out);
+            for (i, w) in a.sandbox_writable.iter().enumerate() {
+                if !Path::new(w).is_absolute() {
+                    out.push(Violation {
+                        prop: at(&["agents", alias, "sandbox_writable"]),
+                        message: format!("{w:?} at index {i} is not an absolute path"),
+                    });
+                }
+            }
             if !(a.compact_threshold > 0.0 && a.compact_threshold <= 1.0) {
                 out.push(Violation {
                     prop: at(&["agents", alias, "compact_threshold"]),

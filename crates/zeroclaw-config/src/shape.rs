@@ -12,7 +12,7 @@ use toml_edit::{Array, InlineTable, Item, Table, Value};
 
 use crate::hooks::MAX_HOOK_TIMEOUT_SECS;
 use crate::path::PropPath;
-use crate::schema::{AUTONOMY, MAX_CHECKPOINT_BUDGET_MB, PROVIDER_KINDS};
+use crate::schema::{AUTONOMY, MAX_CHECKPOINT_BUDGET_MB, PROVIDER_KINDS, SANDBOX_MODES};
 
 /// The type of one property.
 #[derive(Debug)]
@@ -97,6 +97,10 @@ static AGENT: Shape = Shape::Struct(&[
     ("compact_threshold", Shape::Fraction),
     // Hooks (SPEC §21.1).
     ("hooks", HOOKS),
+    // The sandbox (SPEC §21.2).
+    ("sandbox", Shape::Enum(SANDBOX_MODES)),
+    ("sandbox_writable", Shape::StrList),
+    ("sandbox_network", Shape::Bool),
 ]);
 
 static HOOK: Shape = Shape::Struct(&[

@@ -10,6 +10,9 @@
 //!   injection is on, so a test waits for that file instead of sleeping.
 //!   That is how the integration tests inject storage failures into the real binary.
 //!
+//! - `ZEROCLAW_TEST_NO_LANDLOCK=1` makes the sandbox (SPEC §21.2) behave as on a system
+//!   without Landlock: `read_only` refuses `bash`, `session/status` says `unavailable`.
+//!
 //! - `ZEROCLAW_TEST_PANIC_METHOD=NAME` makes the handler of method `NAME` panic, so tests
 //!   see what a client gets from a handler that panics.
 //!
@@ -48,8 +51,13 @@ pub(crate) fn maybe_panic(method: &str) {
     }
 }
 
-/// Starts the trigger-file watcher when `ZEROCLAW_TEST_HOOKS=1`.
+/// Starts the trigger-file watcher when `ZEROCLAW_TEST_HOOKS=1`; hides Landlock when
+/// `ZEROCLAW_TEST_NO_LANDLOCK=1`.
 pub(crate) fn start(daemon: &Arc<Daemon>) {
+    if std::env::var("ZEROCLAW_TEST_NO_LANDLOCK").is_ok_and(|v| v == "1") {
+        tracing::warn!("test hook: Landlock is treated as unavailable");
+        zeroclaw_agent::sandbox::pretend_unavailable();
+    }
     if std::env::var("ZEROCLAW_TEST_HOOKS").is_ok_and(|v| v == "1") {
         tokio::spawn(watch_fail_triggers(
             Arc::clone(&daemon.sessions),

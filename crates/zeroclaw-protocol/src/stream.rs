@@ -109,4 +109,8 @@ pub struct SessionStatusResult {
     /// Bytes of serialized updates held for replay now (at most 8 MiB, SPEC §14).
     #[serde(default)]
     pub replay_bytes: u64,
+    /// What confines the session's tools (SPEC §21.2): `landlock vN`, `unavailable` or
+    /// `off`.
+    #[serde(default)]
+    pub sandbox: String,
 }

@@ -288,7 +288,7 @@ fn streams_and_settings() {
                "mcpServers": [{"name": "fs", "state": "ready", "tools": ["fs__read"]},
                               {"name": "bad", "state": "failed", "tools": [],
                                "error": "exited", "pid": 4242}],
-               "replayBytes": 2048}),
+               "replayBytes": 2048, "sandbox": "landlock v7"}),
     );
     assert!(
         decode::<ConfigureParams>(Some(json!({"sessionId": "s", "autonomy": "wild"}))).is_err()

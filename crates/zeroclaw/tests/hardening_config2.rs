@@ -160,6 +160,15 @@ fn a_user_who_may_edit_agents_cannot_make_the_daemon_run_a_command() {
     let server = |file: &Path| json!({"command": "/bin/sh", "args": ["-c", format!("id > {}", file.display())]});
     let evil = server(&marker);
     let mut admin = daemon.client();
+    // The markers lie outside the sessions' cwd: the sandbox (SPEC §21.2) must let a server
+    // that runs write there, or a missing marker would prove nothing.
+    for agent in ["default", "ops"] {
+        admin.result(
+            "config/set",
+            json!({"prop": format!("agents.{agent}.sandbox_writable"),
+                   "value": [dir.display().to_string()]}),
+        );
+    }
 
     // Control: a server the admin configures does run, for every session of its agent.
     let control = dir.join("control");
@@ -223,8 +232,7 @@ fn a_user_who_may_edit_agents_cannot_make_the_daemon_run_a_command() {
         u.refused("config/delete", json!({"prop": "agents.ops"})),
         json!({"prop": "agents.ops"})
     );
-    // hooks (SPEC §21.1) and the sandbox (§21.2, not built yet): admin-only, also before the
-    // schema knows them
+    // hooks (SPEC §21.1) and the sandbox (§21.2): admin-only
     for (prop, value) in [
         (
             "agents.default.hooks.session_start",

@@ -60,7 +60,15 @@ env = {{ MCP_PIDFILE = "{}", MCP_HELPER = "1" }}
 fn start(fake: &Fake, delay_secs: f64) -> (TestDaemon, PathBuf) {
     let pids = tempfile::tempdir().unwrap().keep();
     let pidfile = pids.join("kv.pid");
-    let config = session_config(&fake.server.base_url(), &kv_server(&pidfile, delay_secs));
+    // The server writes its pid file outside the session's cwd: the sandbox (SPEC §21.2)
+    // must let it.
+    let config = session_config(&fake.server.base_url(), &kv_server(&pidfile, delay_secs)).replace(
+        "max_tool_iterations = 5\n",
+        &format!(
+            "max_tool_iterations = 5\nsandbox_writable = [{:?}]\n",
+            pids.display().to_string()
+        ),
+    );
     let daemon = TestDaemon::start_with(&[], |dir| {
         std::fs::write(dir.join("config.toml"), config).unwrap();
     });
@@ -185,7 +193,7 @@ fn mcp_tools_run_with_approval_only_when_not_read_only_and_stop_with_the_session
     let server = wait_server(&mut c, &sid, "ready");
     assert_eq!(
         server["tools"],
-        json!(["kv__lookup", "kv__store", "kv__crash"])
+        json!(["kv__lookup", "kv__store", "kv__write", "kv__crash"])
     );
     let (server_pid, helper_pid) = read_pids(&pidfile);
     assert_eq!(server["pid"], server_pid);
@@ -392,7 +400,12 @@ fn session_servers_are_for_admins_and_a_slow_server_never_delays_session_new() {
     assert_eq!(server["name"], "extra");
     assert_eq!(
         server["tools"],
-        json!(["extra__lookup", "extra__store", "extra__crash"])
+        json!([
+            "extra__lookup",
+            "extra__store",
+            "extra__write",
+            "extra__crash"
+        ])
     );
     let e = c.error(
         "session/new",

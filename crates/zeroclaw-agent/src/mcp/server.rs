@@ -1,6 +1,10 @@
 //! One MCP server: its child process (own process group), the `rmcp` client over its
 //! stdio, its state and tool list, and the task that starts and watches it.
 //!
+//! A server with sandbox rules (SPEC §21.2) gets its own private temporary directory
+//! (`TMPDIR`, removed once the server is gone) and its ruleset is built before the spawn;
+//! one that cannot be set up fails the server, which never starts unconfined.
+//!
 //! States: `starting` → `ready` → (`failed` when it exits or a call finds it gone) and
 //! `stopped` once the session stops it. A start that fails or exceeds the ready budget is
 //! `failed` too. Whatever the state, [`Slot::stop`] kills the whole process group with
@@ -20,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::types::{McpServerConfig, McpServerStatus, McpTool, SEPARATOR};
 use crate::provider::ToolSchema;
+use crate::sandbox::{self, Scratch};
 
 /// Tool output kept for the model, in bytes.
 pub const MAX_RESULT_BYTES: usize = 64 * 1024;
@@ -301,11 +306,40 @@ async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) 
     }
     #[cfg(unix)]
     cmd.process_group(0);
-    // fork/exec off the runtime's workers: they keep answering clients meanwhile.
+    // Kept until the server is gone (this task's end): removed then.
+    let mut scratch = None;
+    if config.sandbox.is_some() {
+        match Scratch::make_async().await {
+            Ok(s) => scratch = Some(s),
+            Err(e) => {
+                return slot.fail(format!(
+                    "cannot set up the sandbox of `{}`: its temporary directory: {e}",
+                    config.command
+                ));
+            }
+        }
+    }
+    let rules = config.sandbox.clone();
+    let tmp = scratch.as_ref().map(|s| s.path().to_path_buf());
+    // The ruleset and fork/exec off the runtime's workers: they keep answering clients
+    // meanwhile.
     let spawned = tokio::task::spawn_blocking(move || {
-        TokioChildProcess::builder(cmd)
+        let prepared = match (&rules, &tmp) {
+            (Some(rules), Some(tmp)) => {
+                let p = sandbox::prepare(rules, tmp).map_err(|e| format!("its sandbox: {e}"))?;
+                cmd.env("TMPDIR", tmp);
+                p.confine(&mut cmd);
+                Some(p)
+            }
+            _ => None,
+        };
+        let spawned = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
             .spawn()
+            .map_err(|e| e.to_string());
+        // The ruleset's descriptor is closed only once the child has been started.
+        drop(prepared);
+        spawned
     })
     .await;
     let (process, stderr) = match spawned {
@@ -371,6 +405,7 @@ async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) 
         () = exited(pid) => slot.fail("the server process exited".to_owned()),
     }
     slot.kill_only();
+    drop(scratch);
 }
 
 /// How often a ready server's process is checked for.

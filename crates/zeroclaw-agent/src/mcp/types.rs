@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::provider::ToolSchema;
+use crate::sandbox::Rules;
 
 /// Separates the server's name from its tool's in the name offered to the model.
 pub const SEPARATOR: &str = "__";
@@ -24,6 +25,9 @@ pub struct McpServerConfig {
     pub env: Vec<(String, String)>,
     /// Working directory of the server (the session's cwd).
     pub cwd: Option<PathBuf>,
+    /// The sandbox rules it starts under (SPEC §21.2), with a private temporary directory
+    /// of its own; `None` = unconfined.
+    pub sandbox: Option<Rules>,
 }
 
 /// A tool of a ready server, as offered to the model.

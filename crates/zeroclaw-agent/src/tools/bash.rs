@@ -8,6 +8,10 @@
 //! is left alone (a command may start background services on purpose); their
 //! output is read only for a short grace period.
 //!
+//! Confined (SPEC §21.2, [`crate::sandbox`]): the ruleset is built before the spawn and
+//! applied in the child; when it cannot be built or applied the command does not run and
+//! the result says why.
+//!
 //! The shell and the kill are per platform: [`unix`] (`bash -c`, SIGKILL to the
 //! group) and [`windows`] (PowerShell where present, else `cmd /C`; the Job object).
 
@@ -17,6 +21,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 use super::ToolLimits;
+use crate::sandbox::{self, Rules};
 
 #[cfg(unix)]
 mod unix;
@@ -27,27 +32,54 @@ mod windows;
 #[cfg(windows)]
 use windows as platform;
 
-/// Runs the command and returns the text given to the model.
+/// Runs the command and returns the text given to the model; `sandbox` = the rules and
+/// the private temporary directory to confine it with.
 /// Cancel-safe: dropping the future kills the command and everything it started.
-pub async fn run_bash(command: &str, cwd: &Path, limits: &ToolLimits) -> String {
+pub async fn run_bash(
+    command: &str,
+    cwd: &Path,
+    limits: &ToolLimits,
+    sandbox: Option<(&Rules, &Path)>,
+) -> String {
     if !cwd.is_dir() {
         return format!(
             "Error: the working directory {} does not exist",
             cwd.display()
         );
     }
-    match run_inner(command, cwd, limits).await {
+    let prepared = match sandbox {
+        None => None,
+        Some((rules, tmp)) => match sandbox::prepare(rules, tmp) {
+            Ok(p) => Some((p, tmp)),
+            Err(e) => {
+                return format!(
+                    "Error: the sandbox could not be set up ({e}); the command was not run."
+                );
+            }
+        },
+    };
+    let confine = prepared.as_ref().map(|(p, tmp)| (p, *tmp));
+    match run_inner(command, cwd, limits, confine).await {
         Ok(s) => s,
+        Err(e) if confine.is_some() => format!(
+            "Error: failed to run {} in its sandbox: {e}; the command was not run unconfined.",
+            platform::SHELL_NAME
+        ),
         Err(e) => format!("Error: failed to run {}: {e}", platform::SHELL_NAME),
     }
 }
 
-async fn run_inner(command: &str, cwd: &Path, limits: &ToolLimits) -> std::io::Result<String> {
+async fn run_inner(
+    command: &str,
+    cwd: &Path,
+    limits: &ToolLimits,
+    sandbox: Option<(&sandbox::Prepared, &Path)>,
+) -> std::io::Result<String> {
     let platform::Spawned {
         mut child,
         mut rx,
         mut guard,
-    } = platform::spawn(command, cwd)?;
+    } = platform::spawn(command, cwd, sandbox)?;
 
     let cap = limits.bash_output_cap;
     let mut out: Vec<u8> = Vec::new();
@@ -131,6 +163,7 @@ mod tests {
             "echo out; echo err 1>&2; pwd; exit 3",
             dir.path(),
             &limits(),
+            None,
         )
         .await;
         let cwd = dir.path().canonicalize().unwrap();
@@ -138,10 +171,13 @@ mod tests {
             out,
             format!("out\nerr\n{}\n\n[exit code: 3]", cwd.display())
         );
-        assert_eq!(run_bash("true", dir.path(), &limits()).await, "(no output)");
+        assert_eq!(
+            run_bash("true", dir.path(), &limits(), None).await,
+            "(no output)"
+        );
         let gone = dir.path().join("gone");
         assert!(
-            run_bash("true", &gone, &limits())
+            run_bash("true", &gone, &limits(), None)
                 .await
                 .contains("does not exist")
         );
@@ -154,7 +190,7 @@ mod tests {
             bash_output_cap: 1000,
             ..limits()
         };
-        let out = run_bash("head -c 5000 /dev/zero | tr '\\0' a", dir.path(), &l).await;
+        let out = run_bash("head -c 5000 /dev/zero | tr '\\0' a", dir.path(), &l, None).await;
         assert!(out.starts_with(&"a".repeat(1000)));
         assert!(out.contains("[output truncated: 4000 more bytes not shown; limit 1000 bytes]"));
     }
@@ -172,7 +208,7 @@ mod tests {
             marker.display()
         );
         let t = Instant::now();
-        let out = run_bash(&cmd, dir.path(), &l).await;
+        let out = run_bash(&cmd, dir.path(), &l, None).await;
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
         assert!(out.starts_with("started\n"), "{out}");
         assert!(out.contains("timed out"), "{out}");
@@ -186,18 +222,79 @@ mod tests {
         let marker = dir.path().join("marker");
         let cmd = format!("sleep 1; touch {}", marker.display());
         let l = limits();
-        let fut = run_bash(&cmd, dir.path(), &l);
+        let fut = run_bash(&cmd, dir.path(), &l, None);
         let r = tokio::time::timeout(Duration::from_millis(200), fut).await;
         assert!(r.is_err());
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!marker.exists(), "command survived cancellation");
     }
 
+    /// Confined (Linux with Landlock only): writes beneath the allowed places and the
+    /// private directory pass, others fail, and a timeout still kills the whole group.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn confined_writes_and_kills() {
+        if sandbox::landlock_abi().is_none() {
+            eprintln!("no Landlock here: skipped");
+            return;
+        }
+        let cwd = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let rules = Rules {
+            writable: vec![cwd.path().to_path_buf()],
+            network: true,
+        };
+        let sb = Some((&rules, tmp.path()));
+        let cmd = format!(
+            "echo a > in; echo b > \"$TMPDIR/t\"; echo c > /dev/null; echo d > {}/f",
+            outside.path().display()
+        );
+        let out = run_bash(&cmd, cwd.path(), &limits(), sb).await;
+        assert!(out.contains("Permission denied"), "{out}");
+        assert!(cwd.path().join("in").exists());
+        assert!(tmp.path().join("t").exists());
+        assert!(!outside.path().join("f").exists());
+
+        let marker = outside.path().join("marker");
+        let l = ToolLimits {
+            bash_timeout: Duration::from_millis(300),
+            ..limits()
+        };
+        let keep = cwd.path().join("kept");
+        let cmd = format!("(sleep 1; touch {}) & sleep 30", keep.display());
+        let out = run_bash(&cmd, cwd.path(), &l, sb).await;
+        assert!(out.contains("timed out"), "{out}");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!keep.exists(), "background child survived the kill");
+        assert!(!marker.exists());
+    }
+
+    /// A sandbox that cannot be set up (here: its temporary directory is gone) fails the
+    /// call; the command never runs unconfined.
+    #[tokio::test]
+    async fn a_sandbox_that_cannot_be_set_up_fails_closed() {
+        let cwd = tempfile::tempdir().unwrap();
+        let rules = Rules {
+            writable: vec![cwd.path().to_path_buf()],
+            network: true,
+        };
+        let gone = cwd.path().join("no-such-tmp");
+        let marker = cwd.path().join("ran");
+        let cmd = format!("touch {}", marker.display());
+        let out = run_bash(&cmd, cwd.path(), &limits(), Some((&rules, &gone))).await;
+        assert!(
+            out.starts_with("Error: the sandbox could not be set up"),
+            "{out}"
+        );
+        assert!(!marker.exists(), "the command ran");
+    }
+
     #[tokio::test]
     async fn background_process_does_not_hang_the_tool() {
         let dir = tempfile::tempdir().unwrap();
         let t = Instant::now();
-        let out = run_bash("sleep 2 & echo hi", dir.path(), &limits()).await;
+        let out = run_bash("sleep 2 & echo hi", dir.path(), &limits(), None).await;
         assert_eq!(out, "hi\n");
         assert!(t.elapsed() < Duration::from_secs(3));
     }

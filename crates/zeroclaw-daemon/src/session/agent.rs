@@ -1,5 +1,5 @@
 //! The agent a turn runs: an [`AgentSpec`] built from the configuration in force when the
-//! prompt was accepted (provider, model, tools, autonomy, limits) and the session's
+//! prompt was accepted (provider, model, tools, autonomy, limits, sandbox) and the session's
 //! workspace and cwd. Providers are cached per session worker and rebuilt only when their
 //! configuration changes (an HTTP client keeps its connection pool across turns).
 //!
@@ -140,6 +140,7 @@ pub(crate) fn build(
     spec.max_tool_iterations = agent.max_tool_iterations;
     spec.cwd = session.cwd.clone();
     spec.hooks = super::hooks::set_for(config, session);
+    spec.sandbox = super::sandbox::settings(config, alias);
     Ok(TurnAgent {
         spec,
         max_context_tokens: agent.max_context_tokens as usize,

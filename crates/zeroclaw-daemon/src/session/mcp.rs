@@ -1,7 +1,7 @@
 //! Bringing a session live beyond its worker (SPEC §16): its saved settings and token
 //! totals are restored from the store before it takes a prompt, and its MCP servers (the
 //! agent's `[agents.NAME.mcp_servers]` plus those `session/new` named) are started in the
-//! background — nothing here waits for a server.
+//! background — nothing here waits for a server — in the sandbox of SPEC §21.2.
 //!
 //! Layers: an operation of the sessions service (an `impl SessionManager` block); it
 //! imports the registry, the live session and the leaves below it, never another layer of
@@ -70,7 +70,9 @@ pub fn check_session_servers(servers: &[SessionServer]) -> Result<(), SessionErr
 }
 
 /// The servers of a session of agent `alias`: the agent's, then the session's own (a
-/// session server replaces an agent server of the same name).
+/// session server replaces an agent server of the same name). Each starts in the sandbox
+/// (SPEC §21.2) of the session's autonomy as it is now: a later `session/configure` does
+/// not change what a running server may write.
 pub fn servers_for(
     config: &Config,
     alias: &str,
@@ -78,6 +80,14 @@ pub fn servers_for(
     live: &LiveSession,
 ) -> Vec<McpServerConfig> {
     let mut out: Vec<McpServerConfig> = Vec::new();
+    let base = config
+        .agents
+        .get(alias)
+        .map(|a| a.autonomy)
+        .unwrap_or_default();
+    let read_only =
+        live.overrides().autonomy.unwrap_or(base) == zeroclaw_config::Autonomy::ReadOnly;
+    let rules = super::sandbox::mcp_rules(config, alias, read_only, &live.cwd);
     if let Some(agent) = config.agents.get(alias) {
         for (name, m) in &agent.mcp_servers {
             if session.iter().any(|s| &s.name == name) {
@@ -89,6 +99,7 @@ pub fn servers_for(
                 args: m.args.clone(),
                 env: m.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cwd: Some(live.cwd.clone()),
+                sandbox: rules.clone(),
             });
         }
     }
@@ -103,6 +114,7 @@ pub fn servers_for(
                 .map(|e| (e.name.clone(), e.value.clone()))
                 .collect(),
             cwd: Some(live.cwd.clone()),
+            sandbox: rules.clone(),
         });
     }
     out

@@ -29,7 +29,8 @@
 //! - [`stream`]: a session's numbered updates, subscribers and replay buffer (§14);
 //! - [`link`]: what a session knows of a client connection ([`link::ClientLink`]);
 //! - leaves: [`live_id`], [`limits`], [`tuning`], [`error`], [`text`], [`prompted`] (the
-//!   `user_message` a prompted turn starts with, §18).
+//!   `user_message` a prompted turn starts with, §18), [`sandbox`] (the agent's sandbox
+//!   settings, §21.2).
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
@@ -69,6 +70,7 @@ pub mod open;
 pub mod persist;
 pub mod prompted;
 pub mod rewind;
+pub mod sandbox;
 pub mod status;
 pub mod stream;
 pub mod subscribe;

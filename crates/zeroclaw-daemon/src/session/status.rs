@@ -1,5 +1,5 @@
 //! `session/status` (SPEC §16): one live session as it is now — agent, autonomy and model
-//! in force, running turn, queue, subscribers, token counts and MCP servers.
+//! in force, running turn, queue, subscribers, token counts, MCP servers and the sandbox.
 //!
 //! Layers: an operation of the sessions service (an `impl SessionManager` block); it
 //! imports the registry, the live session and the leaves below it, never another layer of
@@ -66,6 +66,7 @@ impl SessionManager {
             },
             mcp_servers,
             replay_bytes: live.replay_bytes() as u64,
+            sandbox: super::sandbox::status(config, &live.agent_alias),
         })
     }
 }

@@ -1,11 +1,15 @@
 //! The Unix side of the `bash` tool: `bash -c COMMAND` in its own process group, output
-//! through one pipe shared by stdout and stderr, SIGKILL to the whole group on kill.
+//! through one pipe shared by stdout and stderr, SIGKILL to the whole group on kill; when
+//! confined (SPEC §21.2), the prepared ruleset applied in the child and `TMPDIR` set to the
+//! private temporary directory.
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 
 use tokio::net::unix::pipe;
+
+use crate::sandbox::Prepared;
 
 /// The shell's name in error messages.
 pub const SHELL_NAME: &str = "bash";
@@ -44,8 +48,13 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Starts `bash -c command` in `cwd`, in a new process group.
-pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<Spawned> {
+/// Starts `bash -c command` in `cwd`, in a new process group, confined by `sandbox` (the
+/// ruleset and the private temporary directory) when given.
+pub fn spawn(
+    command: &str,
+    cwd: &Path,
+    sandbox: Option<(&Prepared, &Path)>,
+) -> std::io::Result<Spawned> {
     let (reader, writer) = std::io::pipe()?;
     let child = {
         let writer2 = writer.try_clone()?;
@@ -58,6 +67,10 @@ pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<Spawned> {
             .stderr(Stdio::from(writer2))
             .process_group(0)
             .kill_on_drop(true);
+        if let Some((prepared, tmp)) = sandbox {
+            cmd.env("TMPDIR", tmp);
+            prepared.confine(&mut cmd);
+        }
         // `cmd` (holding our copies of the write end) is dropped at the end
         // of this block, so EOF arrives once the child side closes.
         cmd.spawn()?

@@ -192,7 +192,15 @@ fn shell_command(command: &str) -> tokio::process::Command {
 }
 
 /// Starts the command in `cwd`, inside a new Job object.
-pub fn spawn(command: &str, cwd: &Path) -> io::Result<Spawned> {
+/// `sandbox` is always `None` here: Windows has no Landlock ([`crate::sandbox`]).
+pub fn spawn(
+    command: &str,
+    cwd: &Path,
+    sandbox: Option<(&crate::sandbox::Prepared, &Path)>,
+) -> io::Result<Spawned> {
+    if let Some((prepared, _)) = sandbox {
+        match *prepared {}
+    }
     let (reader, writer) = io::pipe()?;
     let guard = JobGuard::new()?;
     let child = {

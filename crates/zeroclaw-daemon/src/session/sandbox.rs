@@ -1,0 +1,45 @@
+//! The sandbox settings of a session's agent (SPEC §21.2), read from the configuration:
+//! what the turn's `bash` and the session's MCP servers are confined by, and what
+//! `session/status` shows. The rules themselves live in `zeroclaw_agent::sandbox`.
+//!
+//! Layers: a leaf (the configuration only).
+
+use std::path::{Path, PathBuf};
+
+use zeroclaw_agent::sandbox::{self, Plan, Rules, SandboxMode, SandboxSettings};
+use zeroclaw_config::{Config, SandboxMode as ConfigMode};
+
+/// The sandbox settings of agent `alias` (the defaults for an agent no longer configured).
+pub(crate) fn settings(config: &Config, alias: &str) -> SandboxSettings {
+    let Some(agent) = config.agents.get(alias) else {
+        return SandboxSettings::default();
+    };
+    SandboxSettings {
+        mode: match agent.sandbox {
+            ConfigMode::Auto => SandboxMode::Auto,
+            ConfigMode::Off => SandboxMode::Off,
+        },
+        writable: agent.sandbox_writable.iter().map(PathBuf::from).collect(),
+        network: agent.sandbox_network,
+    }
+}
+
+/// `session/status`'s `sandbox`: `landlock vN`, `unavailable` or `off`.
+pub(crate) fn status(config: &Config, alias: &str) -> String {
+    sandbox::status(&settings(config, alias))
+}
+
+/// The rules an MCP server of a session in `cwd` starts under, `read_only` or not; `None`
+/// = unconfined (the sandbox is off or unavailable: in `read_only` such a server's tools
+/// not annotated read-only are refused anyway).
+pub(crate) fn mcp_rules(
+    config: &Config,
+    alias: &str,
+    read_only: bool,
+    cwd: &Path,
+) -> Option<Rules> {
+    match sandbox::plan(&settings(config, alias), read_only, cwd) {
+        Plan::Confine(rules) => Some(rules),
+        Plan::Unconfined | Plan::Refuse(_) => None,
+    }
+}
