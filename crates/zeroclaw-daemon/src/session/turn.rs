@@ -246,8 +246,12 @@ impl Runner {
             Err(e) => {
                 tracing::error!(session = %key.session_id, turn = %turn_id, "the turn could not be saved: {e}");
                 self.needs_recover = acp;
+                // A session killed or deleted while its turn ran ended under it: that is
+                // the caller's "session not found", not a storage failure.
                 return Err(match e {
-                    StoreError::NotFound { .. } => SessionError::from(e),
+                    StoreError::NotFound { .. } | StoreError::Killed { .. } => {
+                        SessionError::from(e)
+                    }
                     other => SessionError::internal(format!(
                         "the turn ran but could not be saved: {other}"
                     )),
