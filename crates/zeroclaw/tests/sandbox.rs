@@ -8,7 +8,9 @@
 //! `session/status` says `unavailable`; `sandbox = "off"` runs unconfined; `config/set`
 //! checks the settings.
 //!
-//! The confinement tests skip (with a note) where the kernel has no Landlock.
+//! The confinement tests skip (with a note) where the kernel has no Landlock; with
+//! `ZEROCLAW_REQUIRE_LANDLOCK` set (`.ci/run` sets it where the kernel has Landlock) a skip
+//! fails instead.
 
 mod common;
 
@@ -62,6 +64,12 @@ fn landlock_here(c: &mut Conn, sid: &str) -> bool {
     if s.starts_with("landlock v") {
         return true;
     }
+    // .ci/run sets this where the kernel has Landlock: a skip there would hide a daemon
+    // that failed to find it.
+    assert!(
+        std::env::var_os("ZEROCLAW_REQUIRE_LANDLOCK").is_none(),
+        "the kernel has Landlock but session/status says sandbox = {s}"
+    );
     eprintln!("SKIPPED: no Landlock on this kernel (session/status sandbox = {s})");
     false
 }
