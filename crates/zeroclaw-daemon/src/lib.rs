@@ -10,6 +10,8 @@
 //! `caller`, below all of them; services see a principal, the presented credential and a
 //! `session::link::ClientLink`, never the loop's types. Only [`run`], [`DaemonOptions`]
 //! and [`pairing`] are public (the `zeroclaw` binary's needs).
+//!
+//! Every service error becomes a JSON-RPC error in one place, `wire_error`.
 
 // Unsafe only for libc / Win32 calls, each allowed where it is made.
 #![deny(unsafe_code)]
@@ -35,6 +37,7 @@ mod state;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
 mod transport;
+mod wire_error;
 mod ws;
 
 use std::path::PathBuf;
