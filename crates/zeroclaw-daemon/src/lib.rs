@@ -12,8 +12,12 @@
 //! and [`pairing`] are public (the `zeroclaw` binary's needs).
 //!
 //! Every service error becomes a JSON-RPC error in one place, `wire_error`.
+//!
+//! Unsafe code is denied but for libc calls std does not wrap, each `#[allow]`ed where it
+//! is made: `geteuid` (the daemon's own uid, which the policy trusts) and
+//! `getrlimit`/`setrlimit` (raising the open-files limit at start), on Unix; a test makes
+//! a FIFO with `mkfifo`.
 
-// Unsafe only for libc / Win32 calls, each allowed where it is made.
 #![deny(unsafe_code)]
 
 mod auth;
