@@ -21,7 +21,8 @@ pub enum AuthError {
     /// A WebSocket peer that gave no pairing token.
     #[error("authentication failed: authToken is required over WebSocket")]
     NoToken,
-    /// A local peer whose uid the OS did not tell.
+    /// A local peer whose uid the OS did not tell (a pipe client has none to tell).
+    #[cfg_attr(windows, allow(dead_code))]
     #[error("authentication failed: peer credentials unavailable")]
     NoPeerCredentials,
     /// A token that is unknown or revoked.
