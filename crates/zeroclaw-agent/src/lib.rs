@@ -2,8 +2,14 @@
 //!
 //! Knows nothing about sockets, JSON-RPC or storage: the daemon drives a turn
 //! with [`run_turn`] and receives its events through a [`TurnHost`].
+//!
+//! Unsafe code is denied but for OS calls std does not wrap, each `#[allow]`ed where it is
+//! made with a SAFETY note: signalling a child's process group (`kill(-pgid)`: bash
+//! commands, hooks, MCP servers) and probing whether a pid still runs, on Unix; Landlock's
+//! version query and, between fork and exec, `prctl(PR_SET_NO_NEW_PRIVS)` and
+//! `landlock_restrict_self` (the sandbox, on Linux); the job object that holds and ends a
+//! bash command's process tree, on Windows.
 
-// Unsafe only for libc / Win32 calls, each allowed where it is made.
 #![deny(unsafe_code)]
 
 pub mod compact;

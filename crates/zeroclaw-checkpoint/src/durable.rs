@@ -80,6 +80,7 @@ pub fn sync_many(files: &[PathBuf], anchor: &Path) -> Result<()> {
 
 /// `syncfs(2)` of the file system holding `anchor`.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 pub fn syncfs(anchor: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
     let f = File::open(anchor).ctx(|| format!("open {}", anchor.display()))?;

@@ -23,6 +23,14 @@
 //! `.gitignore` leaves it), [`tree`] (no-follow file operations), [`objects`] (content by
 //! hash), [`turns`] (one record per turn start), [`journal`], [`session`] (one session's
 //! directory), [`budget`], [`record`], [`restore`]; this file ties them together.
+//!
+//! Unsafe code is denied but for libc calls std does not wrap, allowed where they are
+//! made: the descriptor-relative, no-follow file operations of [`tree`] (`openat`,
+//! `fstatat`, `mkdirat`, `unlinkat`, `renameat`, `symlinkat`, `readlinkat`, `fchmod`,
+//! `futimens`, `fsync`), which keep a planted symlink from being followed, and
+//! [`durable::syncfs`].
+
+#![deny(unsafe_code)]
 
 pub mod budget;
 pub mod digest;

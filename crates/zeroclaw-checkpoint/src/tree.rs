@@ -7,6 +7,11 @@
 //!
 //! Only the root itself is opened by path (it is the session's configured directory). A
 //! leaf above [`manifest`](crate::manifest) (for [`Stat`]) and [`digest`](crate::digest).
+//!
+//! The `*at` calls have no safe std wrapper: this module is where the crate's unsafe code
+//! is allowed, each call with a SAFETY note.
+
+#![allow(unsafe_code)]
 
 use std::collections::HashMap;
 use std::ffi::CString;

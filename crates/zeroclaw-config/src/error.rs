@@ -1,11 +1,12 @@
-//! [`ConfigError`]: why a config read or write was refused or failed, and its one mapping
-//! to a JSON-RPC error (SPEC §6, §4.1). A batch entry (`config/set-many`) is named by its
-//! `index`; `data` carries `{index?, prop}` where the contract says so.
+//! The crate's errors, in its own terms (no protocol here; the daemon maps them to the
+//! wire in one place):
+//! - [`ConfigError`]: why a config read or write was refused or failed (SPEC §6, §4.1). A
+//!   batch entry (`config/set-many`) is named by its [`ConfigError::index`], the property
+//!   by [`ConfigError::prop`];
+//! - [`PolicyError`]: why a credential stands for nobody, or a principal lacks a grant
+//!   (SPEC §4).
 
 use std::path::PathBuf;
-
-use serde_json::{Map, Value, json};
-use zeroclaw_rpc::ErrorObject;
 
 use crate::path::PropPath;
 
@@ -127,54 +128,70 @@ fn refused_message(index: Option<usize>, prop: &PropPath, reason: &str) -> Strin
     }
 }
 
-/// `data {index?, prop?}`; `None` when there is neither.
-fn entry_data(index: Option<usize>, prop: Option<String>) -> Option<Value> {
-    let mut data = Map::new();
-    if let Some(i) = index {
-        data.insert("index".into(), json!(i));
+impl ConfigError {
+    /// The `config/set-many` entry to blame, if the error is about one.
+    pub fn index(&self) -> Option<usize> {
+        use ConfigError::*;
+        match self {
+            PropTooLong { index, .. }
+            | BadPath { index, .. }
+            | Invalid { index, .. }
+            | NotWritable { index, .. }
+            | Refused { index, .. } => *index,
+            BadQuery(_) | BatchSize { .. } | Persist { .. } => None,
+        }
     }
-    if let Some(p) = prop {
-        data.insert("prop".into(), json!(p));
+
+    /// The property the error is about, as written when it did not parse. `None` for a
+    /// path too long to echo, and for errors about no one property.
+    pub fn prop(&self) -> Option<String> {
+        use ConfigError::*;
+        match self {
+            BadPath { raw, .. } => Some(raw.clone()),
+            Invalid { prop, .. } | NotWritable { prop, .. } | Refused { prop, .. } => {
+                Some(prop.to_string())
+            }
+            PropTooLong { .. } | BadQuery(_) | BatchSize { .. } | Persist { .. } => None,
+        }
     }
-    (!data.is_empty()).then_some(Value::Object(data))
 }
 
-/// The one mapping of config errors to the wire.
-impl From<ConfigError> for ErrorObject {
-    fn from(e: ConfigError) -> ErrorObject {
-        use ConfigError::*;
-        let message = e.to_string();
-        let (error, data) = match e {
-            PropTooLong { index, .. } => (
-                ErrorObject::invalid_params(message),
-                entry_data(index, None),
-            ),
-            BadPath { raw, index, .. } => (
-                ErrorObject::invalid_params(message),
-                entry_data(index, Some(raw)),
-            ),
-            BadQuery(_) | BatchSize { .. } => (ErrorObject::invalid_params(message), None),
-            Invalid { index, prop, .. } => (
-                ErrorObject::invalid_params(message),
-                entry_data(index, Some(prop.to_string())),
-            ),
-            NotWritable { index, prop, .. } | Refused { index, prop, .. } => (
-                ErrorObject::forbidden(message),
-                entry_data(index, Some(prop.to_string())),
-            ),
-            Persist { .. } => (ErrorObject::internal(message), None),
-        };
-        match data {
-            Some(data) => error.with_data(data),
-            None => error,
-        }
+/// Why the policy refuses a caller (SPEC §4): its credential stands for nobody, or its
+/// principal lacks a grant a method needs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// A local peer whose uid no user maps.
+    #[error("authentication failed: uid {0} is not mapped to a user")]
+    UnmappedUid(u32),
+    /// A pipe client (the daemon's own user) while that user is not trusted.
+    #[error(
+        "authentication failed: a pipe client is the daemon's own user, which is not trusted \
+         (security.trust_daemon_uid = false)"
+    )]
+    UntrustedPipeClient,
+    /// A token naming a user the config no longer has.
+    #[error("authentication failed: user {0:?} does not exist")]
+    UnknownUser(String),
+    /// The principal lacks `resource:verb`, which `method` requires.
+    #[error("principal {principal} lacks {resource}:{verb} (required by {method})")]
+    MissingGrant {
+        principal: String,
+        resource: String,
+        verb: String,
+        method: String,
+    },
+}
+
+impl PolicyError {
+    /// Whether the caller is nobody (as opposed to somebody lacking a grant).
+    pub fn is_unauthenticated(&self) -> bool {
+        !matches!(self, PolicyError::MissingGrant { .. })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zeroclaw_rpc::code;
 
     fn path(p: &str) -> PropPath {
         PropPath::parse(p).unwrap()
@@ -182,39 +199,35 @@ mod tests {
 
     #[test]
     fn batch_entries_are_named_by_index_and_prop() {
-        let e = ErrorObject::from(ConfigError::Invalid {
+        let e = ConfigError::Invalid {
             index: Some(2),
             prop: path("wss.port"),
             at: path("wss.port"),
             message: "expected an integer".into(),
-        });
+        };
         assert_eq!(
-            e,
-            ErrorObject::invalid_entry(
-                2,
-                "wss.port",
-                "config entry 2 (wss.port): expected an integer"
-            )
+            e.to_string(),
+            "config entry 2 (wss.port): expected an integer"
         );
-        let e = ErrorObject::from(ConfigError::Refused {
+        assert_eq!((e.index(), e.prop()), (Some(2), Some("wss.port".into())));
+        let e = ConfigError::Refused {
             index: None,
             prop: path("users.bob"),
             reason: "no".into(),
-        });
-        assert_eq!(e.code, code::FORBIDDEN);
-        assert_eq!(e.message, "config property users.bob: no");
-        assert_eq!(e.data, Some(json!({"prop": "users.bob"})));
-        let e = ErrorObject::from(ConfigError::PropTooLong {
+        };
+        assert_eq!(e.to_string(), "config property users.bob: no");
+        assert_eq!((e.index(), e.prop()), (None, Some("users.bob".into())));
+        let e = ConfigError::PropTooLong {
             bytes: 2000,
             limit: 1024,
             index: Some(1),
-        });
-        assert_eq!(e.data, Some(json!({"index": 1})));
+        };
+        assert_eq!((e.index(), e.prop()), (Some(1), None));
         assert_eq!(
-            e.message,
+            e.to_string(),
             "config entry 1: property path of 2000 bytes is over the limit of 1024 bytes"
         );
-        let e = ErrorObject::from(ConfigError::BadQuery("bad".into()));
-        assert_eq!((e.code, e.data), (code::INVALID_PARAMS, None));
+        let e = ConfigError::BadQuery("bad".into());
+        assert_eq!((e.index(), e.prop()), (None, None));
     }
 }

@@ -1,7 +1,8 @@
 //! zeroclaw-config: the daemon's configuration (SPEC §4, §6).
 //!
 //! - [`schema`]: typed, strict config (serde) and cross-reference checks;
-//! - [`error`]: [`ConfigError`], why a read or write was refused, and its one wire mapping;
+//! - [`error`]: [`ConfigError`], why a read or write was refused, and [`PolicyError`], why a
+//!   caller was (the daemon maps both to the wire);
 //! - [`path`]: property paths and `config_write_paths` patterns;
 //! - [`shape`]: the schema as data, for checking files and coercing JSON values;
 //! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
@@ -21,7 +22,7 @@ pub mod path;
 pub mod schema;
 pub mod shape;
 
-pub use error::ConfigError;
+pub use error::{ConfigError, PolicyError};
 pub use hooks::{HOOK_EVENTS, Hook, Hooks};
 pub use path::{PathError, PropPath, WritePattern};
 pub use schema::{

@@ -7,10 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::json;
-use zeroclaw_rpc::ErrorObject;
-
-use crate::error::ConfigError;
+use crate::error::{ConfigError, PolicyError};
 use crate::path::{PropPath, WritePattern};
 use crate::schema::{Config, Profile};
 
@@ -44,18 +41,15 @@ pub struct Principal {
 /// The principal id of the daemon's own uid while `security.trust_daemon_uid` is true.
 pub const OPERATOR: &str = "operator";
 
-fn auth_failed(message: String) -> ErrorObject {
-    ErrorObject::not_initialized(format!("authentication failed: {message}"))
-}
-
 /// Resolves a credential against `config`. `daemon_uid` is the daemon's own uid.
 ///
-/// Errors: -32010 for an unmapped uid or an unknown user.
+/// Errors: an unmapped uid, an unknown user, an untrusted pipe client (the caller is
+/// nobody: [`PolicyError::is_unauthenticated`]).
 pub fn resolve(
     config: &Config,
     cred: &Credential,
     daemon_uid: u32,
-) -> Result<Principal, ErrorObject> {
+) -> Result<Principal, PolicyError> {
     match cred {
         Credential::LocalUid(uid) => {
             if *uid == daemon_uid && config.security.trust_daemon_uid {
@@ -64,25 +58,21 @@ pub fn resolve(
             // Validation keeps uids unique; the first match is the only one.
             match config.users.iter().find(|(_, u)| u.uid == Some(*uid)) {
                 Some((name, _)) => Ok(Principal::for_user(config, name)),
-                None => Err(auth_failed(format!("uid {uid} is not mapped to a user"))),
+                None => Err(PolicyError::UnmappedUid(*uid)),
             }
         }
         Credential::PipeClient => {
             if config.security.trust_daemon_uid {
                 Ok(Principal::operator())
             } else {
-                Err(auth_failed(
-                    "a pipe client is the daemon's own user, which is not trusted \
-                     (security.trust_daemon_uid = false)"
-                        .into(),
-                ))
+                Err(PolicyError::UntrustedPipeClient)
             }
         }
         Credential::Token { user } => {
             if config.users.contains_key(user) {
                 Ok(Principal::for_user(config, user))
             } else {
-                Err(auth_failed(format!("user {user:?} does not exist")))
+                Err(PolicyError::UnknownUser(user.clone()))
             }
         }
     }
@@ -154,17 +144,18 @@ impl Principal {
         self.admin || self.grants.get(resource).is_some_and(|v| v.contains(verb))
     }
 
-    /// -32012 "principal <id> lacks <resource>:<verb> (required by <method>)", data
-    /// `{resource, verb}`.
-    pub fn require(&self, resource: &str, verb: &str, method: &str) -> Result<(), ErrorObject> {
+    /// [`PolicyError::MissingGrant`] unless the principal holds `resource:verb`, which
+    /// `method` requires.
+    pub fn require(&self, resource: &str, verb: &str, method: &str) -> Result<(), PolicyError> {
         if self.has_grant(resource, verb) {
             return Ok(());
         }
-        Err(ErrorObject::forbidden(format!(
-            "principal {} lacks {resource}:{verb} (required by {method})",
-            self.id
-        ))
-        .with_data(json!({"resource": resource, "verb": verb})))
+        Err(PolicyError::MissingGrant {
+            principal: self.id.clone(),
+            resource: resource.into(),
+            verb: verb.into(),
+            method: method.into(),
+        })
     }
 
     pub fn may_use_agent(&self, alias: &str) -> bool {
@@ -177,7 +168,8 @@ impl Principal {
         self.admin || (!admin_only(prop) && self.config_write_paths.iter().any(|p| p.matches(prop)))
     }
 
-    /// -32012 naming `prop` (and `index` for a batch entry) unless [`Self::may_write`].
+    /// [`ConfigError::NotWritable`] naming `prop` (and `index` for a batch entry) unless
+    /// [`Self::may_write`].
     pub fn require_write(&self, prop: &PropPath, index: Option<usize>) -> Result<(), ConfigError> {
         if self.may_write(prop) {
             return Ok(());
@@ -230,7 +222,6 @@ pub fn admin_only(prop: &PropPath) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zeroclaw_rpc::code;
 
     const DAEMON: u32 = 500;
 
@@ -269,9 +260,9 @@ permission_profiles = ["boss"]
         assert_eq!(op.id, "operator");
         assert!(op.admin && op.may_use_agent("x") && op.has_grant("sessions", "delete"));
         let e = resolve(&c, &Credential::LocalUid(0), DAEMON).unwrap_err();
-        assert_eq!(e.code, code::NOT_INITIALIZED);
+        assert!(e.is_unauthenticated());
         assert_eq!(
-            e.message,
+            e.to_string(),
             "authentication failed: uid 0 is not mapped to a user"
         );
         let e = resolve(
@@ -282,7 +273,7 @@ permission_profiles = ["boss"]
             DAEMON,
         )
         .unwrap_err();
-        assert_eq!(e.code, code::NOT_INITIALIZED);
+        assert_eq!(e, PolicyError::UnknownUser("ghost".into()));
         let tok = resolve(&c, &Credential::Token { user: "tok".into() }, DAEMON).unwrap();
         assert_eq!(tok.id, "user:tok");
         assert!(tok.admin);
@@ -297,10 +288,8 @@ permission_profiles = ["boss"]
         assert!(!me.admin);
         c.users.remove("me");
         assert_eq!(
-            resolve(&c, &Credential::LocalUid(DAEMON), DAEMON)
-                .unwrap_err()
-                .code,
-            code::NOT_INITIALIZED
+            resolve(&c, &Credential::LocalUid(DAEMON), DAEMON).unwrap_err(),
+            PolicyError::UnmappedUid(DAEMON)
         );
     }
 
@@ -311,8 +300,8 @@ permission_profiles = ["boss"]
         assert_eq!(op, Principal::operator());
         c.security.trust_daemon_uid = false;
         let e = resolve(&c, &Credential::PipeClient, DAEMON).unwrap_err();
-        assert_eq!(e.code, code::NOT_INITIALIZED);
-        assert!(e.message.contains("trust_daemon_uid"), "{}", e.message);
+        assert!(e.is_unauthenticated());
+        assert!(e.to_string().contains("trust_daemon_uid"), "{e}");
     }
 
     #[test]
@@ -330,14 +319,10 @@ permission_profiles = ["boss"]
         }
         assert!(!a.has_grant("sessions", "delete"));
         let e = a.require("sessions", "delete", "session/kill").unwrap_err();
-        assert_eq!(e.code, code::FORBIDDEN);
+        assert!(!e.is_unauthenticated());
         assert_eq!(
-            e.message,
+            e.to_string(),
             "principal user:alice lacks sessions:delete (required by session/kill)"
-        );
-        assert_eq!(
-            e.data,
-            Some(json!({"resource": "sessions", "verb": "delete"}))
         );
         assert!(a.may_use_agent("default") && !a.may_use_agent("other"));
         assert!(a.may_write(&PropPath::parse("users.bob.uid").unwrap()));
@@ -345,9 +330,8 @@ permission_profiles = ["boss"]
         assert!(!a.may_write(&PropPath::parse("wss.port").unwrap()));
         let e = a
             .require_write(&PropPath::parse("wss.port").unwrap(), Some(2))
-            .map_err(ErrorObject::from)
             .unwrap_err();
-        assert_eq!(e.data, Some(json!({"index": 2, "prop": "wss.port"})));
+        assert_eq!((e.index(), e.prop()), (Some(2), Some("wss.port".into())));
 
         let n = resolve(&c, &Credential::LocalUid(1002), DAEMON).unwrap();
         assert_eq!(n.id, "user:nobody");
@@ -358,7 +342,10 @@ permission_profiles = ["boss"]
             ("files", "create"),
         ] {
             assert!(!n.has_grant(r, v), "{r}:{v}");
-            assert_eq!(n.require(r, v, "m").unwrap_err().code, code::FORBIDDEN);
+            assert!(matches!(
+                n.require(r, v, "m"),
+                Err(PolicyError::MissingGrant { .. })
+            ));
         }
     }
 
@@ -409,9 +396,8 @@ permission_profiles = ["boss"]
         }
         let e = p
             .require_write(&path("providers.local.base_url"), None)
-            .map_err(ErrorObject::from)
             .unwrap_err();
-        assert_eq!(e.code, code::FORBIDDEN);
-        assert!(e.message.contains("admin-only"), "{}", e.message);
+        assert!(matches!(e, ConfigError::NotWritable { .. }), "{e}");
+        assert!(e.to_string().contains("admin-only"), "{e}");
     }
 }

@@ -101,7 +101,7 @@ impl Op {
 /// keys are at most 64 bytes). Longer ones are refused without being echoed.
 pub const MAX_PROP_BYTES: usize = 1024;
 
-/// -32602 for a value or configuration invalid at `at` (see [`ConfigError::Invalid`]).
+/// A value or configuration invalid at `at` (see [`ConfigError::Invalid`]).
 fn entry_error(index: Option<usize>, prop: &PropPath, at: &PropPath, msg: &str) -> ConfigError {
     ConfigError::Invalid {
         index,
@@ -111,7 +111,7 @@ fn entry_error(index: Option<usize>, prop: &PropPath, at: &PropPath, msg: &str) 
     }
 }
 
-/// -32602 for a property path over [`MAX_PROP_BYTES`], naming the entry but not echoing it.
+/// A property path over [`MAX_PROP_BYTES`], naming the entry but not echoing it.
 fn check_prop_len(raw: &str, index: Option<usize>) -> Result<(), ConfigError> {
     if raw.len() <= MAX_PROP_BYTES {
         return Ok(());
@@ -318,7 +318,7 @@ impl ConfigStore {
     }
 
     /// `config/set-many`. `authorize` runs under the write lock against the config current
-    /// at that moment and returns the caller's principal (or its error, e.g. -32010/-32012).
+    /// at that moment and returns the caller's principal (or why it is refused).
     /// Returns the canonical props in request order, duplicates once.
     pub async fn set_many<F, W, E>(
         &self,
@@ -368,7 +368,7 @@ impl ConfigStore {
         Ok(canonical)
     }
 
-    /// `config/delete`: removes a key or a map entry; -32602 if it is not set in the file
+    /// `config/delete`: removes a key or a map entry; invalid if it is not set in the file
     /// or if the config without it is invalid (e.g. a provider an agent still uses).
     pub async fn delete<F, W, E>(&self, prop: &str, authorize: F) -> Result<String, E>
     where

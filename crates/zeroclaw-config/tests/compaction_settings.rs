@@ -1,11 +1,13 @@
 //! The agent's compaction settings (SPEC §18): defaults, and `config/set` validation
 //! (`compact_threshold` in (0, 1], `keep_recent_turns` ≥ 0, `auto_compact` a boolean).
 
+mod common;
+use common::{Kind, Seen};
+
 use serde_json::json;
 use zeroclaw_config::{ConfigStore, Principal};
-use zeroclaw_rpc::{ErrorObject, code};
 
-fn operator(_: &zeroclaw_config::Config) -> Result<Principal, ErrorObject> {
+fn operator(_: &zeroclaw_config::Config) -> Result<Principal, Seen> {
     Ok(Principal::operator())
 }
 
@@ -61,7 +63,7 @@ async fn out_of_range_values_are_refused_and_change_nothing() {
         ("agents.default.auto_compact", json!("maybe")),
     ] {
         let e = store.set(prop, value.clone(), operator).await.unwrap_err();
-        assert_eq!(e.code, code::INVALID_PARAMS, "{prop} = {value}");
+        assert_eq!(e.kind, Kind::Invalid, "{prop} = {value}");
         assert_eq!(e.data, Some(json!({"prop": prop})), "{prop} = {value}");
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);

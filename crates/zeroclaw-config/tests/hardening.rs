@@ -2,11 +2,13 @@
 //! who may edit users and profiles, provider secrets, value and file size limits, and the
 //! wording of validation errors. Every refusal leaves the file byte-for-byte unchanged.
 
+mod common;
+use common::{Kind, Seen};
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use zeroclaw_config::{Config, ConfigStore, Credential, Principal, Writer, resolve};
-use zeroclaw_rpc::{ErrorObject, code};
 
 const CONFIG: &str = r#"# hand-written
 [providers.echo]
@@ -49,13 +51,13 @@ fn open() -> (tempfile::TempDir, PathBuf, ConfigStore) {
 }
 
 /// The principal of uid 2001 (`alice`), resolved under the lock like the daemon does.
-fn alice(c: &Config) -> Result<Principal, ErrorObject> {
+fn alice(c: &Config) -> Result<Principal, Seen> {
     let p = resolve(c, &Credential::LocalUid(2001), 0)?;
     p.require("config", "update", "config/set")?;
     Ok(p)
 }
 
-fn operator(_: &Config) -> Result<Principal, ErrorObject> {
+fn operator(_: &Config) -> Result<Principal, Seen> {
     Ok(Principal::operator())
 }
 
@@ -80,7 +82,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         .set("users.alice.permission_profiles", json!(["boss"]), alice)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(
         e.data,
         Some(json!({"prop": "users.alice.permission_profiles"}))
@@ -102,7 +104,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(e.data, Some(json!({"index": 1, "prop": "users.root2.uid"})));
     assert!(
         e.message
@@ -123,7 +125,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(
         e.data,
         Some(json!({"index": 1, "prop": "permission_profiles.mine"}))
@@ -133,7 +135,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         .set("permission_profiles.mine.admin", json!(true), alice)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
 
     // 4. a grant, an agent or a write path added to its own profile
     for (prop, value, what) in [
@@ -159,7 +161,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         ),
     ] {
         let e = store.set(prop, value, alice).await.unwrap_err();
-        assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
+        assert_eq!(e.kind, Kind::Forbidden, "{prop}: {}", e.message);
         assert_eq!(e.data, Some(json!({"prop": prop})));
         assert!(e.message.contains(what), "{prop}: {}", e.message);
     }
@@ -176,7 +178,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(
         e.data,
         Some(json!({"index": 1, "prop": "users.mallory.permission_profiles"}))
@@ -192,7 +194,7 @@ async fn escalation_paths_are_refused_and_change_nothing() {
         .set("users.alice.permission_profiles", json!(["boss"]), alice)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN);
+    assert_eq!(e.kind, Kind::Forbidden);
     assert_eq!(bytes(&path), after_delete, "refusals write nothing");
 }
 
@@ -233,7 +235,7 @@ async fn legitimate_writes_by_a_limited_writer_go_through() {
         .set("users.bob.uid", json!(2004), alice)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(e.data, Some(json!({"prop": "users.bob.uid"})));
     assert_eq!(store.current().users["bob"].uid, Some(2003));
     // the admin is not limited
@@ -249,15 +251,12 @@ async fn legitimate_writes_by_a_limited_writer_go_through() {
 async fn two_users_with_one_uid_are_invalid_for_everyone() {
     let (_d, path, store) = open();
     let before = bytes(&path);
-    for who in [
-        alice as fn(&Config) -> Result<Principal, ErrorObject>,
-        operator,
-    ] {
+    for who in [alice as fn(&Config) -> Result<Principal, Seen>, operator] {
         let e = store
             .set("users.alice.uid", json!(2002), who)
             .await
             .unwrap_err();
-        assert_eq!(e.code, code::INVALID_PARAMS, "{}", e.message);
+        assert_eq!(e.kind, Kind::Invalid, "{}", e.message);
         assert!(
             e.message.contains("uid 2002 is mapped to several users"),
             "{}",
@@ -291,7 +290,7 @@ async fn provider_endpoint_and_key_are_admin_only() {
         ("providers", json!({})),
     ] {
         let e = store.set(prop, value, alice).await.unwrap_err();
-        assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
+        assert_eq!(e.kind, Kind::Forbidden, "{prop}: {}", e.message);
         assert_eq!(e.data, Some(json!({"prop": prop})));
         assert!(e.message.contains("admin-only"), "{}", e.message);
     }
@@ -301,7 +300,7 @@ async fn provider_endpoint_and_key_are_admin_only() {
         "providers.remote",
     ] {
         let e = store.delete(prop, alice).await.unwrap_err();
-        assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
+        assert_eq!(e.kind, Kind::Forbidden, "{prop}: {}", e.message);
     }
     // in a batch, the entry is named
     let e = store
@@ -345,7 +344,7 @@ async fn values_and_the_file_are_bounded() {
     let big = "x".repeat(5 * 1024 * 1024);
     for prop in ["agents.default.system_prompt", "agents.default.model"] {
         let e = store.set(prop, json!(big), operator).await.unwrap_err();
-        assert_eq!(e.code, code::INVALID_PARAMS, "{prop}");
+        assert_eq!(e.kind, Kind::Invalid, "{prop}");
         assert!(
             e.message.contains("over the limit of 65536 bytes") && e.message.len() < 300,
             "{}",
@@ -357,14 +356,14 @@ async fn values_and_the_file_are_bounded() {
         .set("wss.allowed_origins", json!(["a", big]), operator)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS);
+    assert_eq!(e.kind, Kind::Invalid);
     let mut grants = serde_json::Map::new();
     grants.insert(big.clone(), json!(["read"]));
     let e = store
         .set("permission_profiles.p", json!({"grants": grants}), operator)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS);
+    assert_eq!(e.kind, Kind::Invalid);
     assert!(e.message.len() < 300, "{}", &e.message[..300]);
     // a huge enum value is not echoed
     let e = store
@@ -374,7 +373,7 @@ async fn values_and_the_file_are_bounded() {
     assert!(e.message.len() < 300, "{}", &e.message[..300]);
     // a huge property path is not echoed either
     let e = store.set(&big, json!(1), operator).await.unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS);
+    assert_eq!(e.kind, Kind::Invalid);
     assert!(
         e.message.len() < 300 && e.data.is_none(),
         "{}",
@@ -394,7 +393,7 @@ async fn values_and_the_file_are_bounded() {
         .chain([("agents.a0.provider".to_string(), json!("echo"))])
         .collect();
     let e = store.set_many(many, operator).await.unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS, "{}", e.message);
+    assert_eq!(e.kind, Kind::Invalid, "{}", e.message);
     assert!(
         e.message.contains("over the limit of 1048576 bytes"),
         "{}",
@@ -433,7 +432,7 @@ async fn validation_messages_name_each_property_once() {
         .set("wss.cert_path", json!("/tmp/cert.pem"), operator)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS);
+    assert_eq!(e.kind, Kind::Invalid);
     assert_eq!(
         e.message,
         "wss.cert_path: wss.key_path must be set too: the certificate and the key go together"
@@ -482,7 +481,7 @@ async fn a_batch_blames_the_first_entry_whose_application_escalates() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(
         e.data,
         Some(json!({"index": 1, "prop": "permission_profiles.newq.admin"}))
@@ -526,7 +525,7 @@ async fn programs_an_agent_runs_are_admin_only_even_from_above() {
     .enumerate()
     {
         let e = store.set(prop, server.clone(), alice).await.unwrap_err();
-        assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
+        assert_eq!(e.kind, Kind::Forbidden, "{prop}: {}", e.message);
         assert_eq!(e.data, Some(json!({"prop": prop})), "{prop}");
         assert!(e.message.contains("admin-only"), "{}", e.message);
         let e = store
@@ -542,7 +541,7 @@ async fn programs_an_agent_runs_are_admin_only_even_from_above() {
     for prop in ["agents.default", "agents.other"] {
         let value = json!({"provider": "echo", "mcp_servers": {"evil": server}});
         let e = store.set(prop, value, alice).await.unwrap_err();
-        assert_eq!(e.code, code::FORBIDDEN, "{prop}: {}", e.message);
+        assert_eq!(e.kind, Kind::Forbidden, "{prop}: {}", e.message);
         assert_eq!(e.data, Some(json!({"prop": prop})));
         assert!(
             e.message.contains("mcp_servers would change"),
@@ -570,14 +569,14 @@ async fn programs_an_agent_runs_are_admin_only_even_from_above() {
         .delete("agents.default.mcp_servers.ok", alice)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     let e = store
         .set("agents.default", json!({"provider": "echo"}), alice)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     let e = store.delete("agents.default", alice).await.unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(e.data, Some(json!({"prop": "agents.default"})));
     // while the agent's other settings stay writable
     store
@@ -592,9 +591,8 @@ async fn a_name_that_owns_sessions_is_not_created_by_a_non_admin() {
     let (_d, path, store) = open();
     let before = bytes(&path);
     // what the daemon knows: `ghost` owns sessions or tokens
-    let alice_here = |c: &Config| -> Result<Writer, ErrorObject> {
-        Ok(Writer::new(alice(c)?, |name| name == "ghost"))
-    };
+    let alice_here =
+        |c: &Config| -> Result<Writer, Seen> { Ok(Writer::new(alice(c)?, |name| name == "ghost")) };
     let e = store
         .set(
             "users.ghost",
@@ -603,7 +601,7 @@ async fn a_name_that_owns_sessions_is_not_created_by_a_non_admin() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN, "{}", e.message);
+    assert_eq!(e.kind, Kind::Forbidden, "{}", e.message);
     assert_eq!(e.data, Some(json!({"prop": "users.ghost"})));
     assert!(
         e.message.contains("owns sessions or pairing tokens"),
@@ -627,9 +625,8 @@ async fn a_name_that_owns_sessions_is_not_created_by_a_non_admin() {
         .set("users.fresh", json!({"uid": 3001}), alice_here)
         .await
         .unwrap();
-    let operator_here = |_: &Config| -> Result<Writer, ErrorObject> {
-        Ok(Writer::new(Principal::operator(), |_| true))
-    };
+    let operator_here =
+        |_: &Config| -> Result<Writer, Seen> { Ok(Writer::new(Principal::operator(), |_| true)) };
     store
         .set("users.ghost", json!({"uid": 3002}), operator_here)
         .await

@@ -2,11 +2,13 @@
 //! them: a list of `{command, matcher?, timeout_secs?}` per event, global and per agent,
 //! checked (types, range, command, matcher) before anything is written, and admin-only.
 
+mod common;
+use common::{Kind, Seen};
+
 use std::path::PathBuf;
 
 use serde_json::json;
 use zeroclaw_config::{Config, ConfigStore, Credential, Principal, resolve};
-use zeroclaw_rpc::{ErrorObject, code};
 
 const CONFIG: &str = r#"[providers.echo]
 kind = "echo"
@@ -32,12 +34,12 @@ fn open(text: &str) -> (tempfile::TempDir, PathBuf, ConfigStore) {
     (dir, path, store)
 }
 
-fn operator(_: &Config) -> Result<Principal, ErrorObject> {
+fn operator(_: &Config) -> Result<Principal, Seen> {
     Ok(Principal::operator())
 }
 
-fn alice(c: &Config) -> Result<Principal, ErrorObject> {
-    resolve(c, &Credential::LocalUid(2001), 0)
+fn alice(c: &Config) -> Result<Principal, Seen> {
+    Ok(resolve(c, &Credential::LocalUid(2001), 0)?)
 }
 
 #[tokio::test]
@@ -120,7 +122,7 @@ async fn bad_hooks_are_refused_naming_the_property() {
         ),
     ] {
         let e = store.set(prop, value, operator).await.unwrap_err();
-        assert_eq!(e.code, code::INVALID_PARAMS, "{prop}: {}", e.message);
+        assert_eq!(e.kind, Kind::Invalid, "{prop}: {}", e.message);
         assert!(e.message.contains(says), "{prop}: {}", e.message);
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);
@@ -142,7 +144,7 @@ async fn a_non_admin_may_not_write_any_hooks_key() {
         ),
     ] {
         let e = store.set(prop, value, alice).await.unwrap_err();
-        assert_eq!(e.code, -32012, "{prop}: {}", e.message);
+        assert_eq!(e.kind, Kind::Forbidden, "{prop}: {}", e.message);
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }

@@ -1,11 +1,13 @@
 //! ConfigStore end to end: files on disk in a temp dir, the write protocol of SPEC §6.
 
+mod common;
+use common::{Kind, Seen};
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use zeroclaw_config::{ConfigStore, Credential, Principal, resolve};
-use zeroclaw_rpc::{ErrorObject, code};
 
 fn tmp() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -13,7 +15,7 @@ fn tmp() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-fn operator(_: &zeroclaw_config::Config) -> Result<Principal, ErrorObject> {
+fn operator(_: &zeroclaw_config::Config) -> Result<Principal, Seen> {
     Ok(Principal::operator())
 }
 
@@ -117,7 +119,7 @@ async fn invalid_entry_changes_nothing() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS);
+    assert_eq!(e.kind, Kind::Invalid);
     assert_eq!(e.data, Some(json!({"index": 1, "prop": "users.x.uid"})));
     assert_eq!(
         e.message,
@@ -178,7 +180,7 @@ async fn invalid_entry_changes_nothing() {
         (sets(&[("users..x", json!(1))]), "users..x"),
     ] {
         let e = store.set_many(bad, operator).await.unwrap_err();
-        assert_eq!(e.code, code::INVALID_PARAMS);
+        assert_eq!(e.kind, Kind::Invalid);
         assert_eq!(
             e.data,
             Some(json!({"index": 0, "prop": at})),
@@ -187,15 +189,15 @@ async fn invalid_entry_changes_nothing() {
         );
     }
     assert_eq!(
-        store.set_many(vec![], operator).await.unwrap_err().code,
-        code::INVALID_PARAMS
+        store.set_many(vec![], operator).await.unwrap_err().kind,
+        Kind::Invalid
     );
     let too_many = (0..257)
         .map(|i| ("wss.port".to_string(), json!(i)))
         .collect();
     assert_eq!(
-        store.set_many(too_many, operator).await.unwrap_err().code,
-        code::INVALID_PARAMS
+        store.set_many(too_many, operator).await.unwrap_err().kind,
+        Kind::Invalid
     );
 
     assert_eq!(std::fs::read(&path).unwrap(), before_bytes);
@@ -211,7 +213,7 @@ async fn forbidden_path_rejects_whole_batch() {
     let limited = |c: &zeroclaw_config::Config| {
         let p = resolve(c, &Credential::LocalUid(2000), 0)?;
         p.require("config", "update", "config/set-many")?;
-        Ok::<_, ErrorObject>(p)
+        Ok::<_, Seen>(p)
     };
     let e = store
         .set_many(
@@ -224,7 +226,7 @@ async fn forbidden_path_rejects_whole_batch() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN);
+    assert_eq!(e.kind, Kind::Forbidden);
     assert_eq!(
         e.data,
         Some(json!({"index": 2, "prop": "security.trust_daemon_uid"}))
@@ -250,7 +252,7 @@ async fn forbidden_path_rejects_whole_batch() {
         .set_many(sets(&[("users.c.uid", json!(1))]), limited)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::FORBIDDEN);
+    assert_eq!(e.kind, Kind::Forbidden);
     assert_eq!(
         e.data,
         Some(json!({"resource": "config", "verb": "update"}))
@@ -319,7 +321,7 @@ async fn whole_table_value_and_delete() {
         .delete("permission_profiles.operator", operator)
         .await
         .unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS);
+    assert_eq!(e.kind, Kind::Invalid);
     assert!(
         e.message.contains("users.example.permission_profiles"),
         "{}",
@@ -337,7 +339,7 @@ async fn whole_table_value_and_delete() {
         .unwrap();
     assert!(store.current().users.is_empty());
     let e = store.delete("users.example", operator).await.unwrap_err();
-    assert_eq!(e.code, code::INVALID_PARAMS);
+    assert_eq!(e.kind, Kind::Invalid);
     assert_eq!(e.data, Some(json!({"prop": "users.example"})));
     // Deleting a key reverts it to its default.
     store.set("wss.port", json!(1234), operator).await.unwrap();
@@ -383,16 +385,16 @@ async fn secrets_are_masked() {
     assert!(!all.to_string().contains("sk-secret"));
     assert_eq!(store.current().providers["local"].api_key, "sk-secret");
     assert_eq!(
-        ErrorObject::from(store.get(Some("nope")).unwrap_err()).code,
-        code::INVALID_PARAMS
+        Seen::from(store.get(Some("nope")).unwrap_err()).kind,
+        Kind::Invalid
     );
     assert_eq!(
-        ErrorObject::from(store.get(Some("agents.ghost")).unwrap_err()).code,
-        code::INVALID_PARAMS
+        Seen::from(store.get(Some("agents.ghost")).unwrap_err()).kind,
+        Kind::Invalid
     );
     assert_eq!(
-        ErrorObject::from(store.get(Some("a..b")).unwrap_err()).code,
-        code::INVALID_PARAMS
+        Seen::from(store.get(Some("a..b")).unwrap_err()).kind,
+        Kind::Invalid
     );
 }
 
@@ -405,7 +407,7 @@ async fn failed_persist_changes_nothing() {
     let before = store.current();
     store.fail_next_persist();
     let e = store.set("wss.port", json!(1), operator).await.unwrap_err();
-    assert_eq!(e.code, code::INTERNAL_ERROR);
+    assert_eq!(e.kind, Kind::Failed);
     assert_eq!(std::fs::read(&path).unwrap(), before_bytes);
     assert_eq!(*store.current(), *before);
     assert!(!rx.has_changed().unwrap());

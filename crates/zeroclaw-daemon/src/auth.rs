@@ -4,16 +4,40 @@
 //! A caller is known by what it [`Presented`] (its peer uid, or its pairing token); that is
 //! turned into a [`Credential`] and a [`Principal`] again at every check. Which grant a
 //! method needs is the vocabulary's ([`Method::requirement`]); this module checks it.
+//!
+//! Refusals are [`AuthError`]s; `wire_error.rs` turns them into JSON-RPC errors.
 
-use serde_json::json;
-use zeroclaw_config::Config;
 use zeroclaw_config::policy::{self, Credential};
+use zeroclaw_config::{Config, PolicyError};
 use zeroclaw_protocol::{Method, Requirement};
-use zeroclaw_rpc::ErrorObject;
 
 pub(crate) use zeroclaw_config::policy::Principal;
 
-use crate::pairing::TokenStore;
+use crate::pairing::{PairingError, TokenStore};
+
+/// Why a caller may not make a call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// A WebSocket peer that gave no pairing token.
+    #[error("authentication failed: authToken is required over WebSocket")]
+    NoToken,
+    /// A local peer whose uid the OS did not tell (a pipe client has none to tell).
+    #[cfg_attr(windows, allow(dead_code))]
+    #[error("authentication failed: peer credentials unavailable")]
+    NoPeerCredentials,
+    /// A token that is unknown or revoked.
+    #[error(transparent)]
+    Token(#[from] PairingError),
+    /// The policy knows nobody by this credential, or the principal lacks a grant.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// An admin-only method called by a non-admin.
+    #[error("principal {principal} is not an admin (required by {method})")]
+    NotAdmin { principal: String, method: Method },
+    /// A local-only method called over WebSocket.
+    #[error("{0} is served on the local endpoint only")]
+    LocalOnly(Method),
+}
 
 /// What a caller presents to prove who it is.
 #[derive(Debug, Clone, Copy)]
@@ -32,19 +56,15 @@ impl Presented<'_> {
 }
 
 /// The credential behind what a caller presented: its peer uid locally, its token's user
-/// over WebSocket (-32010 for a missing, unknown or revoked token).
+/// over WebSocket (a missing, unknown or revoked token is refused).
 pub(crate) fn credential(
     tokens: &TokenStore,
     presented: &Presented,
-) -> Result<Credential, ErrorObject> {
+) -> Result<Credential, AuthError> {
     match *presented {
         Presented::Local { uid } => local_credential(uid),
         Presented::WebSocket { token } => {
-            let token = token.ok_or_else(|| {
-                ErrorObject::not_initialized(
-                    "authentication failed: authToken is required over WebSocket",
-                )
-            })?;
+            let token = token.ok_or(AuthError::NoToken)?;
             Ok(tokens.resolve(token)?)
         }
     }
@@ -52,52 +72,50 @@ pub(crate) fn credential(
 
 /// A Unix-socket peer presents its uid (SO_PEERCRED).
 #[cfg(not(windows))]
-fn local_credential(uid: Option<u32>) -> Result<Credential, ErrorObject> {
-    uid.map(Credential::LocalUid).ok_or_else(|| {
-        ErrorObject::not_initialized("authentication failed: peer credentials unavailable")
-    })
+fn local_credential(uid: Option<u32>) -> Result<Credential, AuthError> {
+    uid.map(Credential::LocalUid)
+        .ok_or(AuthError::NoPeerCredentials)
 }
 
 /// A named-pipe client got through the pipe's ACL: it is the daemon's own user (SPEC §2).
 #[cfg(windows)]
-fn local_credential(_uid: Option<u32>) -> Result<Credential, ErrorObject> {
+fn local_credential(_uid: Option<u32>) -> Result<Credential, AuthError> {
     Ok(Credential::PipeClient)
 }
 
-/// The caller's principal under `config` (-32010 once its credential is revoked);
+/// The caller's principal under `config` (refused once its credential is revoked);
 /// `daemon_uid` is the daemon's own uid.
 pub(crate) fn principal(
     config: &Config,
     tokens: &TokenStore,
     daemon_uid: u32,
     presented: &Presented,
-) -> Result<Principal, ErrorObject> {
+) -> Result<Principal, AuthError> {
     let cred = credential(tokens, presented)?;
-    policy::resolve(config, &cred, daemon_uid)
+    Ok(policy::resolve(config, &cred, daemon_uid)?)
 }
 
-/// Whether `principal` meets what `method` requires (-32012 otherwise).
-pub(crate) fn authorize(principal: &Principal, method: Method) -> Result<(), ErrorObject> {
+/// Whether `principal` meets what `method` requires.
+pub(crate) fn authorize(principal: &Principal, method: Method) -> Result<(), AuthError> {
     match method.requirement() {
         Requirement::Open => Ok(()),
-        Requirement::Grant { resource, verb } => principal.require(resource, verb, method.name()),
+        Requirement::Grant { resource, verb } => {
+            Ok(principal.require(resource, verb, method.name())?)
+        }
         Requirement::Admin if principal.admin => Ok(()),
-        Requirement::Admin => Err(ErrorObject::forbidden(format!(
-            "principal {} is not an admin (required by {method})",
-            principal.id
-        ))),
+        Requirement::Admin => Err(AuthError::NotAdmin {
+            principal: principal.id.clone(),
+            method,
+        }),
     }
 }
 
-/// Refuses a local-only method over WebSocket (-32012, data `{resource: <method>}`).
-pub(crate) fn check_transport(method: Method, local: bool) -> Result<(), ErrorObject> {
+/// Refuses a local-only method over WebSocket.
+pub(crate) fn check_transport(method: Method, local: bool) -> Result<(), AuthError> {
     if local || !method.local_only() {
         return Ok(());
     }
-    Err(
-        ErrorObject::forbidden(format!("{method} is served on the local endpoint only"))
-            .with_data(json!({"resource": method.name()})),
-    )
+    Err(AuthError::LocalOnly(method))
 }
 
 /// The methods `principal` may call on a local (or WebSocket) connection, `initialize`
@@ -114,7 +132,8 @@ pub(crate) fn capabilities(principal: &Principal, local: bool) -> Vec<&'static s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zeroclaw_rpc::code;
+    use serde_json::json;
+    use zeroclaw_rpc::{ErrorObject, code};
 
     fn holding(grants: &[(&str, &str)]) -> Principal {
         let mut p = Principal::holding_nothing("user:alice".into());
@@ -132,7 +151,7 @@ mod tests {
         let a = holding(&[("sessions", "read"), ("system", "read")]);
         assert!(authorize(&a, Method::SessionList).is_ok());
         assert!(authorize(&a, Method::Initialize).is_ok());
-        let e = authorize(&a, Method::SessionKill).expect_err("lacks sessions:delete");
+        let e = ErrorObject::from(authorize(&a, Method::SessionKill).expect_err("lacks grant"));
         assert_eq!(e.code, code::FORBIDDEN);
         assert_eq!(
             e.message,
@@ -142,7 +161,8 @@ mod tests {
             e.data,
             Some(json!({"resource": "sessions", "verb": "delete"}))
         );
-        let e = authorize(&a, Method::DaemonShutdown).expect_err("not an admin");
+        let e = ErrorObject::from(authorize(&a, Method::DaemonShutdown).expect_err("not admin"));
+        assert_eq!((e.code, e.data), (code::FORBIDDEN, None));
         assert_eq!(
             e.message,
             "principal user:alice is not an admin (required by daemon/shutdown)"
@@ -158,7 +178,8 @@ mod tests {
         assert_eq!(capabilities(&op, true).len(), Method::ALL.len());
         let remote = capabilities(&op, false);
         assert!(!remote.contains(&"file/upload/begin") && remote.contains(&"file/attach"));
-        let e = check_transport(Method::FileUploadChunk, false).expect_err("local only");
+        let e =
+            ErrorObject::from(check_transport(Method::FileUploadChunk, false).expect_err("local"));
         assert_eq!(e.code, code::FORBIDDEN);
         assert_eq!(e.data, Some(json!({"resource": "file/upload/chunk"})));
         assert!(check_transport(Method::FileUploadChunk, true).is_ok());

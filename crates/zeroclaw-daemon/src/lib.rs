@@ -10,8 +10,14 @@
 //! `caller`, below all of them; services see a principal, the presented credential and a
 //! `session::link::ClientLink`, never the loop's types. Only [`run`], [`DaemonOptions`]
 //! and [`pairing`] are public (the `zeroclaw` binary's needs).
+//!
+//! Every service error becomes a JSON-RPC error in one place, `wire_error`.
+//!
+//! Unsafe code is denied but for libc calls std does not wrap, each `#[allow]`ed where it
+//! is made: `geteuid` (the daemon's own uid, which the policy trusts) and
+//! `getrlimit`/`setrlimit` (raising the open-files limit at start), on Unix; a test makes
+//! a FIFO with `mkfifo`.
 
-// Unsafe only for libc / Win32 calls, each allowed where it is made.
 #![deny(unsafe_code)]
 
 mod auth;
@@ -35,6 +41,7 @@ mod state;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
 mod transport;
+mod wire_error;
 mod ws;
 
 use std::path::PathBuf;

@@ -18,7 +18,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use zeroclaw_config::persist;
 use zeroclaw_config::policy::Credential;
-use zeroclaw_rpc::ErrorObject;
 
 const FILE_NAME: &str = "tokens.json";
 /// Temp files of the atomic writer: `.tokens.json.<random>`.
@@ -135,13 +134,6 @@ pub fn unpair_token(data_dir: &Path, token: &str) -> Result<bool, String> {
 pub enum PairingError {
     #[error("authentication failed: unknown or revoked token")]
     UnknownToken,
-}
-
-/// The one mapping of pairing errors to the wire: -32010.
-impl From<PairingError> for ErrorObject {
-    fn from(e: PairingError) -> ErrorObject {
-        ErrorObject::not_initialized(e.to_string())
-    }
 }
 
 /// A shared lock on the token file: no pairing change lands while it is held.

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use zeroclaw_config::{Config, ConfigStore};
 use zeroclaw_ipc::Dirs;
-use zeroclaw_rpc::ErrorObject;
 
-use crate::auth::{self, Presented, Principal};
+use crate::auth::{self, AuthError, Presented, Principal};
 use crate::files::UploadManager;
 use crate::files::commit::{FileLocks, Stores};
 use crate::pairing::TokenStore;
@@ -53,9 +52,9 @@ impl Daemon {
         }
     }
 
-    /// The caller's principal under the current policy (-32010 once the credential it
+    /// The caller's principal under the current policy (refused once the credential it
     /// presented is revoked).
-    pub fn principal(&self, presented: &Presented) -> Result<Principal, ErrorObject> {
+    pub fn principal(&self, presented: &Presented) -> Result<Principal, AuthError> {
         self.principal_under(&self.config.current(), presented)
     }
 
@@ -64,7 +63,7 @@ impl Daemon {
         &self,
         config: &Config,
         presented: &Presented,
-    ) -> Result<Principal, ErrorObject> {
+    ) -> Result<Principal, AuthError> {
         auth::principal(config, &self.tokens, self.uid, presented)
     }
 

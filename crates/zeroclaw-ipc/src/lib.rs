@@ -8,8 +8,11 @@
 //! - [`IpcError`]: everything that can go wrong, with messages naming paths.
 //!
 //! Framing, JSON-RPC and authorization live elsewhere; this crate only moves bytes.
+//!
+//! Unsafe code is denied but for two OS calls std does not wrap, each `#[allow]`ed where it
+//! is made: `geteuid` (the owner the socket directory must have, on Unix) and
+//! `GetNamedPipeClientProcessId` (the peer's pid for the audit label, on Windows).
 
-// Unsafe only for libc / Win32 calls, each allowed where it is made.
 #![deny(unsafe_code)]
 
 mod connection;

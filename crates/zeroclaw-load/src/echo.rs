@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
+use zeroclaw_rpc::code;
 
 use crate::error::Result;
 
@@ -69,10 +70,7 @@ async fn connection(mut stream: UnixStream, pad: &str) -> std::io::Result<()> {
         }
         buf.drain(..start);
         if buf.len() >= MAX_LINE {
-            out.extend_from_slice(
-                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"frame too long"}}"#,
-            );
-            out.push(b'\n');
+            error_line(&mut out, code::INVALID_REQUEST, "frame too long");
             stream.write_all(&out).await?;
             return Ok(());
         }
@@ -83,14 +81,18 @@ async fn connection(mut stream: UnixStream, pad: &str) -> std::io::Result<()> {
     }
 }
 
+/// An error answer with a null id, as one line.
+fn error_line(out: &mut Vec<u8>, code: i64, message: &str) {
+    let line = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    out.extend_from_slice(line.to_string().as_bytes());
+    out.push(b'\n');
+}
+
 fn answer(line: &[u8], pad: &str, out: &mut Vec<u8>) {
     let message: Value = match serde_json::from_slice(line) {
         Ok(message) => message,
         Err(_) => {
-            out.extend_from_slice(
-                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#,
-            );
-            out.push(b'\n');
+            error_line(out, code::PARSE_ERROR, "parse error");
             return;
         }
     };

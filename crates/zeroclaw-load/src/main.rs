@@ -13,8 +13,11 @@
 //!
 //! It is Unix-only (Unix sockets, rlimits, CPU pinning); on other platforms the binary
 //! builds but only says so.
+//!
+//! Unsafe code is denied but for the libc calls of `sys.rs`, each `#[allow]`ed where it is
+//! made: clock ticks (`sysconf`), the open-files limit, signalling the daemon under test,
+//! and CPU affinity (`sched_setaffinity`/`sched_getaffinity`).
 
-// Unsafe only for libc / Win32 calls, each allowed where it is made.
 #![deny(unsafe_code)]
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 

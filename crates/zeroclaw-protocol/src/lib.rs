@@ -7,6 +7,7 @@
 //!   both spellings, camelCase winning) and results (exact wire names), one module per
 //!   method group: [`system`], [`config`], [`session`], [`stream`], [`files`].
 //! - [`SessionUpdate`] / [`UpdateKind`]: the `session/update` events.
+//! - [`ErrorCode`] / [`code`]: the error codes of SPEC §3.4.
 //! - [`schema::document`]: the JSON Schema of all of it (`zeroclaw schema`), and
 //!   [`validate`], a small checker for that schema.
 //!
@@ -17,6 +18,7 @@
 pub mod compact;
 pub mod config;
 mod decode;
+pub mod error_code;
 pub mod files;
 pub mod history;
 pub mod method;
@@ -29,6 +31,7 @@ pub mod update;
 pub mod validate;
 
 pub use decode::{ParamsError, camel_case, decode, decode_value, normalize_keys};
+pub use error_code::{ErrorCode, code};
 pub use method::{ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE};
 pub use types::{
     Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,

@@ -1,27 +1,13 @@
 //! JSON-RPC error objects and the error codes of the zeroclaw contract (SPEC §3.4).
 //!
-//! Every layer of the daemon reports failures as an [`ErrorObject`]; the mapping from a
-//! failure to its code lives in the constructors here, so codes are chosen in one place.
+//! The codes themselves are the vocabulary's (`zeroclaw_protocol::ErrorCode`), re-exported
+//! here; the constructors below pair each with its message and `data` shape.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// Error codes of SPEC §3.4.
-pub mod code {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const INTERNAL_ERROR: i64 = -32603;
-    pub const SESSION_NOT_FOUND: i64 = -32000;
-    pub const SESSION_LIMIT: i64 = -32001;
-    pub const SESSION_BUSY: i64 = -32002;
-    pub const NOT_OWNER: i64 = -32003;
-    pub const NOT_INITIALIZED: i64 = -32010;
-    pub const VERSION_MISMATCH: i64 = -32011;
-    pub const FORBIDDEN: i64 = -32012;
-    pub const LIMIT_EXCEEDED: i64 = -32013;
-}
+/// The error codes of SPEC §3.4, as the vocabulary writes them.
+pub use zeroclaw_protocol::error_code::{ErrorCode, code};
 
 /// The `error` member of a JSON-RPC response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +47,7 @@ impl ErrorObject {
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(code::INVALID_PARAMS, message)
     }
-    /// -32602 for one entry of a batch (`config/set-many`): `data {index, prop}`.
+    /// Invalid params for one entry of a batch (`config/set-many`): `data {index, prop}`.
     pub fn invalid_entry(index: usize, prop: &str, message: impl Into<String>) -> Self {
         Self::new(code::INVALID_PARAMS, message).with_data(json!({"index": index, "prop": prop}))
     }
@@ -99,11 +85,11 @@ impl ErrorObject {
         )
         .with_data(json!({"supported": [supported], "requested": requested}))
     }
-    /// -32012. `data` carries whichever of `index`, `resource`, `verb`, `prop` apply.
+    /// Forbidden. `data` carries whichever of `index`, `resource`, `verb`, `prop` apply.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(code::FORBIDDEN, message)
     }
-    /// -32013 with `data {limit, value}`.
+    /// Limit exceeded, with `data {limit, value}`.
     pub fn limit_exceeded(message: impl Into<String>, limit: u64, value: u64) -> Self {
         Self::new(code::LIMIT_EXCEEDED, message).with_data(json!({"limit": limit, "value": value}))
     }

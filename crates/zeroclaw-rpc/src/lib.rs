@@ -12,6 +12,6 @@ pub mod peer;
 pub mod scan;
 
 pub use codec::{Frame, FrameReader, MAX_FRAME_BYTES};
-pub use error::{ErrorObject, code};
+pub use error::{ErrorCode, ErrorObject, code};
 pub use message::{Id, Inbound, Request, Response, classify, classify_value};
 pub use peer::{PeerError, Pending};

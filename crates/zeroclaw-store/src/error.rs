@@ -1,6 +1,6 @@
 //! The store's one error type. Every fallible call returns [`StoreError`]; the daemon maps
-//! it to a JSON-RPC code in one place (storage failures are -32603, `Killed` on
-//! `session/new` is -32000, `NotFound` is -32000, …).
+//! it to a JSON-RPC code in one place, its `wire_error.rs` (storage failures are -32603,
+//! `Killed` and `NotFound` are -32000, …).
 
 use crate::types::{CheckpointStatus, Mode, UnknownValue};
 

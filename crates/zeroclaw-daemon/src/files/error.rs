@@ -1,10 +1,9 @@
-//! [`FilesError`]: every way the files service refuses or fails, and its one mapping to a
-//! JSON-RPC error (SPEC §8, §9): codes, messages and `data` as the contract names them.
+//! [`FilesError`]: every way the files service refuses or fails (SPEC §8, §9), in its own
+//! terms; `wire_error.rs` maps it to the wire. The groups below say which code each gets.
 
 use std::path::PathBuf;
 
-use serde_json::json;
-use zeroclaw_rpc::{ErrorObject, code};
+use crate::auth::AuthError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
@@ -52,7 +51,7 @@ pub enum FilesError {
     AgentNotAllowed { principal: String, agent: String },
     /// The policy or the pairing tokens refused the caller (their own error, unchanged).
     #[error("{0}")]
-    Denied(ErrorObject),
+    Denied(AuthError),
 
     // Storing failed (-32603); nothing was stored.
     #[error("an earlier store for this session has not finished; nothing was stored")]
@@ -85,80 +84,4 @@ pub enum FilesError {
         path: PathBuf,
         source: std::io::Error,
     },
-}
-
-/// The one mapping of files errors to the wire.
-impl From<FilesError> for ErrorObject {
-    fn from(e: FilesError) -> ErrorObject {
-        use FilesError::*;
-        let message = e.to_string();
-        match e {
-            UnknownUpload(_)
-            | DeclaredTooLarge { .. }
-            | BadSha256
-            | ChunkTooLarge { .. }
-            | Gap { .. }
-            | PastSize { .. }
-            | Conflict(_)
-            | Incomplete { .. }
-            | FilenameTooLong { .. }
-            | FileTooLarge { .. } => ErrorObject::invalid_params(message),
-            HashMismatch { expected, actual } => ErrorObject::invalid_params(message)
-                .with_data(json!({"expected": expected, "actual": actual})),
-            TooManyStaged { staged, limit } => {
-                ErrorObject::limit_exceeded(message, limit as u64, staged as u64 + 1)
-            }
-            BudgetExhausted { needed, budget } => {
-                ErrorObject::limit_exceeded(message, budget, needed)
-            }
-            SessionNotFound(_) | SessionGone(_) => ErrorObject::session_not_found(message),
-            NotOwner(_) => ErrorObject::new(code::NOT_OWNER, message),
-            AgentNotAllowed { .. } => ErrorObject::forbidden(message),
-            Denied(e) => e,
-            Busy
-            | TokensHeld(_)
-            | WriterLost(_)
-            | WriteTimeout(_)
-            | CreateWorkspace { .. }
-            | UploadsNotADirectory(_)
-            | CreateUploads { .. }
-            | InspectUploads { .. }
-            | Write { .. } => ErrorObject::internal(message),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_messages_and_data_are_the_contracts() {
-        let e = ErrorObject::from(FilesError::NotOwner("s1".into()));
-        assert_eq!(e, ErrorObject::not_owner("s1"));
-        let e = ErrorObject::from(FilesError::TooManyStaged {
-            staged: 4,
-            limit: 4,
-        });
-        assert_eq!(
-            (e.code, e.data),
-            (code::LIMIT_EXCEEDED, Some(json!({"limit": 4, "value": 5})))
-        );
-        let e = ErrorObject::from(FilesError::HashMismatch {
-            expected: "a".into(),
-            actual: "b".into(),
-        });
-        assert_eq!(e.code, code::INVALID_PARAMS);
-        assert_eq!(e.data, Some(json!({"expected": "a", "actual": "b"})));
-        let denied = ErrorObject::forbidden("no").with_data(json!({"resource": "files"}));
-        assert_eq!(
-            ErrorObject::from(FilesError::Denied(denied.clone())),
-            denied
-        );
-        let e = ErrorObject::from(FilesError::WriteTimeout(std::time::Duration::from_secs(30)));
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (code::INTERNAL_ERROR, "storing did not finish within 30 s")
-        );
-    }
 }

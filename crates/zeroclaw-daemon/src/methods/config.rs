@@ -29,6 +29,7 @@ use crate::auth;
 use crate::caller::ConnectionContext;
 use crate::params::{self, Params};
 use crate::state::Daemon;
+use crate::wire_error::{self, Wire};
 
 /// `config/set-many` params, entries kept raw so each error can name its entry.
 #[derive(Deserialize)]
@@ -40,7 +41,10 @@ struct SetManyParams {
 /// `config/get {prop?}`: one property, or the whole configuration.
 pub(crate) fn get(daemon: &Daemon, params: Params) -> Result<Value, ErrorObject> {
     let p: ConfigGetParams = params::decode(params)?;
-    let value = daemon.config.get(p.prop.as_deref())?;
+    let value = daemon
+        .config
+        .get(p.prop.as_deref())
+        .map_err(wire_error::config)?;
     params::encode(&match p.prop {
         Some(prop) => ConfigGetResult::Prop { prop, value },
         None => ConfigGetResult::Whole { config: value },
@@ -152,12 +156,12 @@ async fn writer(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
     method: Method,
-) -> Result<impl FnOnce(&Config) -> Result<Writer, ErrorObject> + use<>, ErrorObject> {
+) -> Result<impl FnOnce(&Config) -> Result<Writer, Wire> + use<>, ErrorObject> {
     let cred: Credential = auth::credential(&daemon.tokens, &conn.presented())?;
     let uid = daemon.uid;
     let name_in_use = names_in_use(daemon).await?;
     Ok(move |config: &Config| {
-        let principal = policy::resolve(config, &cred, uid)?;
+        let principal = policy::resolve(config, &cred, uid).map_err(auth::AuthError::from)?;
         auth::authorize(&principal, method)?;
         Ok(Writer::new(principal, name_in_use))
     })

@@ -55,7 +55,7 @@ impl ProviderCache {
         }
         let timeout = Duration::from_secs(conf.timeout_secs.max(1));
         let failed = |e: zeroclaw_agent::ProviderError| {
-            SessionError::internal(format!("provider {name}: {e}"))
+            SessionError::failed(format!("provider {name}: {e}"))
         };
         let provider: Arc<dyn Provider> = match conf.kind {
             ProviderKind::Echo => Arc::new(EchoProvider::new()),
@@ -109,11 +109,12 @@ pub(crate) fn build(
     cache: &mut ProviderCache,
 ) -> Result<TurnAgent, SessionError> {
     let alias = &session.agent_alias;
-    let agent = config.agents.get(alias).ok_or_else(|| {
-        SessionError::invalid_params(format!("agent {alias} is no longer configured"))
-    })?;
+    let agent = config
+        .agents
+        .get(alias)
+        .ok_or_else(|| SessionError::invalid(format!("agent {alias} is no longer configured")))?;
     let conf = config.providers.get(&agent.provider).ok_or_else(|| {
-        SessionError::invalid_params(format!(
+        SessionError::invalid(format!(
             "agent {alias}: provider {} is not configured",
             agent.provider
         ))

@@ -52,7 +52,7 @@ impl Runner {
         cancel: CancellationToken,
     ) -> Result<Value, SessionError> {
         if session.key.mode != Mode::Acp {
-            return Err(SessionError::invalid_params(
+            return Err(SessionError::invalid(
                 "compaction needs an ACP session (a chat session keeps no retained context)",
             ));
         }

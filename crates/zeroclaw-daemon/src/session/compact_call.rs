@@ -34,7 +34,7 @@ impl SessionManager {
             .as_ref()
             .is_some_and(|i| i.len() > MAX_INSTRUCTIONS)
         {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "instructions are longer than {MAX_INSTRUCTIONS} bytes"
             )));
         }
@@ -54,14 +54,12 @@ impl SessionManager {
         });
         link.record_prompt(&live.instance, submitted?);
         crate::ordering::admitted();
-        let answer = answer.await.unwrap_or_else(|_| {
-            Err(SessionError::internal(
-                "the session stopped before answering",
-            ))
-        });
+        let answer = answer
+            .await
+            .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));
         match answer {
-            Err(SessionError::Internal(_) | SessionError::Store(_)) if live.is_closing() => {
-                Err(SessionError::session_not_found(format!(
+            Err(SessionError::Failed(_) | SessionError::Store(_)) if live.is_closing() => {
+                Err(SessionError::not_found(format!(
                     "session {session_id} was closed before the compaction was answered"
                 )))
             }

@@ -125,7 +125,7 @@ pub(crate) async fn compact(
     };
     let retained = plan::compacted_context(&summary, &before_turn[cut.cut..]);
     let messages = serde_json::to_value(&retained)
-        .map_err(|e| SessionError::internal(format!("cannot encode a snapshot: {e}")))?;
+        .map_err(|e| SessionError::failed(format!("cannot encode a snapshot: {e}")))?;
     let covers = match req.boundary {
         Boundary::OwnRow => None,
         Boundary::Before(seq) => Some(seq),
@@ -139,7 +139,7 @@ pub(crate) async fn compact(
     };
     if let Err(e) = committed {
         tracing::warn!(session = %session.key.session_id, "compaction not saved, the context stays: {e}");
-        return Err(SessionError::internal(format!(
+        return Err(SessionError::failed(format!(
             "the compaction could not be saved: {e}"
         )));
     }

@@ -75,7 +75,7 @@ impl SessionManager {
         let autonomy = match req.autonomy.as_deref() {
             None => None,
             Some(a) => Some(wire::parse_autonomy(a).ok_or_else(|| {
-                SessionError::invalid_params(format!(
+                SessionError::invalid(format!(
                     "unknown autonomy {a:?}: expected supervised, full or read_only"
                 ))
             })?),
@@ -119,7 +119,7 @@ impl SessionManager {
         model: &str,
     ) -> Result<(), SessionError> {
         let Some(agent) = config.agents.get(&live.agent_alias) else {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "agent {} is no longer configured",
                 live.agent_alias
             )));
@@ -131,7 +131,7 @@ impl SessionManager {
                     .take(SHOWN_MODELS)
                     .map(String::as_str)
                     .collect();
-                Err(SessionError::invalid_params(format!(
+                Err(SessionError::invalid(format!(
                     "unknown model {model:?}: provider {} offers {}{}",
                     agent.provider,
                     shown.join(", "),

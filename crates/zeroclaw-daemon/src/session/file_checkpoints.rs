@@ -113,14 +113,14 @@ impl FileCheckpoints {
         let (sid, tid, dir) = (session_id.to_owned(), turn_id.to_owned(), root.clone());
         let done = tokio::task::spawn_blocking(move || store.restore(&sid, &tid, &dir))
             .await
-            .map_err(|e| SessionError::internal(format!("file restore panicked: {e}")))?;
+            .map_err(|e| SessionError::failed(format!("file restore panicked: {e}")))?;
         match done {
             Ok(done) => Ok(done),
             Err(Error::UnknownTurn(_)) => Ok(whole(
                 "no file checkpoint was recorded at the start of this turn".to_owned(),
             )),
             Err(Error::Deleted) => Ok(whole("the session's checkpoints were deleted".to_owned())),
-            Err(e) => Err(SessionError::internal(format!("file restore failed: {e}"))),
+            Err(e) => Err(SessionError::failed(format!("file restore failed: {e}"))),
         }
     }
 

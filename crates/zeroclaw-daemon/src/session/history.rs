@@ -28,7 +28,7 @@ use super::persist;
 fn check_title(title: &str) -> Result<(), SessionError> {
     let n = title.chars().count();
     if n == 0 || n > MAX_TITLE_CHARS || title.chars().any(char::is_control) {
-        return Err(SessionError::invalid_params(format!(
+        return Err(SessionError::invalid(format!(
             "title: expected 1 to {MAX_TITLE_CHARS} characters without control characters"
         )));
     }
@@ -37,7 +37,7 @@ fn check_title(title: &str) -> Result<(), SessionError> {
 
 fn acp_only(key: &SessionKey, method: &str) -> Result<(), SessionError> {
     if key.mode != Mode::Acp {
-        return Err(SessionError::invalid_params(format!(
+        return Err(SessionError::invalid(format!(
             "{method} needs an ACP session (chat sessions keep a plain history)"
         )));
     }
@@ -58,10 +58,7 @@ impl SessionManager {
                     .get_session(key)
                     .await?
                     .ok_or_else(|| {
-                        SessionError::session_not_found(format!(
-                            "session not found: {}",
-                            key.session_id
-                        ))
+                        SessionError::not_found(format!("session not found: {}", key.session_id))
                     })?
                     .owner
             }
@@ -103,7 +100,7 @@ impl SessionManager {
         link.record_prompt(&live.instance, submitted?);
         crate::ordering::admitted();
         answer.await.unwrap_or_else(|_| {
-            Err(SessionError::session_not_found(format!(
+            Err(SessionError::not_found(format!(
                 "session {session_id} was closed before the rewind ran"
             )))
         })
@@ -123,11 +120,12 @@ impl SessionManager {
         let source = self.resolve_key(session_id, mode);
         acp_only(&source, "session/fork")?;
         let owner = self.owner_checked(principal, &source).await?;
-        let row = self.store.get_session(&source).await?.ok_or_else(|| {
-            SessionError::session_not_found(format!("session not found: {session_id}"))
-        })?;
+        let row =
+            self.store.get_session(&source).await?.ok_or_else(|| {
+                SessionError::not_found(format!("session not found: {session_id}"))
+            })?;
         if row.is_killed() {
-            return Err(SessionError::session_not_found(format!(
+            return Err(SessionError::not_found(format!(
                 "session {session_id} was killed"
             )));
         }
@@ -156,7 +154,7 @@ impl SessionManager {
             .await
             .map_err(|e| match e {
                 e @ StoreError::TurnStillOpen { .. } => {
-                    SessionError::invalid_params(format!("{e}: fork from a finished turn"))
+                    SessionError::invalid(format!("{e}: fork from a finished turn"))
                 }
                 other => SessionError::from(other),
             })?;

@@ -48,7 +48,7 @@ pub fn parse_decision(
         "reject" => ApprovalDecision::Reject,
         "reject_with_edit" => ApprovalDecision::RejectWithEdit(replacement),
         other => {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "decision {other:?}: expected allow_once, allow_always, reject or reject_with_edit"
             )));
         }
@@ -56,7 +56,7 @@ pub fn parse_decision(
 }
 
 fn not_live(session_id: &str) -> SessionError {
-    SessionError::session_not_found(format!("no live session {session_id}"))
+    SessionError::not_found(format!("no live session {session_id}"))
 }
 
 impl SessionManager {
@@ -109,16 +109,14 @@ impl SessionManager {
         // it), then the next request may go ahead while this one waits for its turn.
         link.record_prompt(&live.instance, submitted?);
         crate::ordering::admitted();
-        let answer = answer.await.unwrap_or_else(|_| {
-            Err(SessionError::internal(
-                "the session stopped before answering",
-            ))
-        });
+        let answer = answer
+            .await
+            .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));
         // A prompt that raced the close, kill or delete of its session lost to it: that is
         // "no such session", not an internal failure (SPEC §17.1).
         match answer {
-            Err(SessionError::Internal(_) | SessionError::Store(_)) if live.is_closing() => {
-                Err(SessionError::session_not_found(format!(
+            Err(SessionError::Failed(_) | SessionError::Store(_)) if live.is_closing() => {
+                Err(SessionError::not_found(format!(
                     "session {session_id} was closed before the prompt was answered"
                 )))
             }
@@ -137,7 +135,7 @@ impl SessionManager {
     ) -> Result<Value, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
         if !live.cancel_from(link.last_prompt(&live.instance)) {
-            return Err(SessionError::session_not_found(format!(
+            return Err(SessionError::not_found(format!(
                 "no active turn in session {session_id}"
             )));
         }
@@ -162,7 +160,7 @@ impl SessionManager {
             return Err(SessionError::not_owner(session_id));
         }
         if !live.approvals.answer(request_id, decision) {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "no pending approval {request_id} in session {session_id}"
             )));
         }
@@ -220,9 +218,10 @@ impl SessionManager {
         key: &SessionKey,
         session_id: &str,
     ) -> Result<SessionRow, SessionError> {
-        let row = self.store.get_session(key).await?.ok_or_else(|| {
-            SessionError::session_not_found(format!("session not found: {session_id}"))
-        })?;
+        let row =
+            self.store.get_session(key).await?.ok_or_else(|| {
+                SessionError::not_found(format!("session not found: {session_id}"))
+            })?;
         check_owner(principal, &row.owner, session_id)?;
         Ok(row)
     }
@@ -308,14 +307,15 @@ impl SessionManager {
         search: Option<String>,
     ) -> Result<Value, SessionError> {
         let limit = match limit {
-            Some(0) => return Err(SessionError::invalid_params("limit: expected 1 or more")),
+            Some(0) => return Err(SessionError::invalid("limit: expected 1 or more")),
             Some(n) => n.min(MAX_LIST_LIMIT),
             None => MAX_LIST_LIMIT,
         };
         let after = match cursor {
-            Some(text) => Some(ListCursor::decode(text).ok_or_else(|| {
-                SessionError::invalid_params("cursor: not a session/list cursor")
-            })?),
+            Some(text) => Some(
+                ListCursor::decode(text)
+                    .ok_or_else(|| SessionError::invalid("cursor: not a session/list cursor"))?,
+            ),
             None => None,
         };
         let page = self

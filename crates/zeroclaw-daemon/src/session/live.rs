@@ -255,19 +255,19 @@ impl LiveSession {
     pub(crate) fn submit(&self, job: Job) -> Result<u64, SessionError> {
         let mut st = lock(&self.state);
         if self.closing.is_cancelled() {
-            return Err(SessionError::session_not_found(format!(
+            return Err(SessionError::not_found(format!(
                 "session {} is closed",
                 self.key.session_id
             )));
         }
         if matches!(job.kind, JobKind::Rewind { .. }) && (st.running.is_some() || st.waiting > 0) {
-            return Err(SessionError::session_busy(format!(
+            return Err(SessionError::busy(format!(
                 "session {} is busy: a turn is running or waiting; rewind once it has ended",
                 self.key.session_id
             )));
         }
         if st.waiting >= MAX_QUEUED_PROMPTS {
-            return Err(SessionError::session_busy(format!(
+            return Err(SessionError::busy(format!(
                 "session {} is busy: {MAX_QUEUED_PROMPTS} prompts are already waiting",
                 self.key.session_id
             )));
@@ -275,7 +275,7 @@ impl LiveSession {
         st.waiting += 1;
         if self.jobs.send(job).is_err() {
             st.waiting -= 1;
-            return Err(SessionError::session_not_found(format!(
+            return Err(SessionError::not_found(format!(
                 "session {} has stopped",
                 self.key.session_id
             )));
@@ -459,7 +459,7 @@ impl LiveSession {
 
     /// The answer to a prompt that never ran because the session closed.
     pub(crate) fn closed_error(&self) -> SessionError {
-        SessionError::session_not_found(format!(
+        SessionError::not_found(format!(
             "session {} was closed before this prompt ran",
             self.key.session_id
         ))

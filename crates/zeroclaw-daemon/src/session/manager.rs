@@ -188,12 +188,12 @@ impl<'a> Quota<'a> {
 /// -32001 when the daemon-wide limit or `quota` leaves no room for one more session.
 fn room(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Result<(), SessionError> {
     if map.len() >= MAX_LIVE_SESSIONS {
-        return Err(SessionError::session_limit(MAX_LIVE_SESSIONS));
+        return Err(SessionError::TooManySessions(MAX_LIVE_SESSIONS));
     }
     if let Some(limit) = quota.limit
         && map.values().filter(|s| s.owner == quota.owner).count() >= limit
     {
-        return Err(SessionError::session_limit(limit));
+        return Err(SessionError::TooManySessions(limit));
     }
     Ok(())
 }

@@ -43,24 +43,24 @@ pub struct EnvVar {
 /// -32602 unless every server has a usable, distinct name and a command.
 pub fn check_session_servers(servers: &[SessionServer]) -> Result<(), SessionError> {
     if servers.len() > MAX_SESSION_SERVERS {
-        return Err(SessionError::invalid_params(format!(
+        return Err(SessionError::invalid(format!(
             "at most {MAX_SESSION_SERVERS} mcpServers per session"
         )));
     }
     for (i, s) in servers.iter().enumerate() {
         if !valid_mcp_name(&s.name) {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "mcpServers[{i}].name {:?}: use 1-64 letters, digits, '-' or single '_'",
                 s.name
             )));
         }
         if s.command.trim().is_empty() {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "mcpServers[{i}].command is empty"
             )));
         }
         if servers[..i].iter().any(|o| o.name == s.name) {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "mcpServers[{i}].name {:?} is used twice",
                 s.name
             )));

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::session::SessionNewResult;
@@ -45,22 +45,20 @@ pub(super) fn check_agent(
     alias: &str,
 ) -> Result<(), SessionError> {
     if !config.agents.contains_key(alias) {
-        return Err(SessionError::invalid_params(format!(
-            "unknown agent {alias:?}"
-        )));
+        return Err(SessionError::invalid(format!("unknown agent {alias:?}")));
     }
     if !principal.may_use_agent(alias) {
-        return Err(SessionError::forbidden_with(
-            format!("principal {} may not use agent {alias}", principal.id),
-            json!({"resource": format!("agents.{alias}")}),
-        ));
+        return Err(SessionError::AgentNotAllowed {
+            principal: principal.id.clone(),
+            agent: alias.to_owned(),
+        });
     }
     Ok(())
 }
 
 fn check_session_id(id: &str) -> Result<(), SessionError> {
     if id.is_empty() || id.len() > MAX_SESSION_ID || id.chars().any(char::is_control) {
-        return Err(SessionError::invalid_params(format!(
+        return Err(SessionError::invalid(format!(
             "invalid sessionId: use 1-{MAX_SESSION_ID} bytes without control characters"
         )));
     }
@@ -112,10 +110,10 @@ impl SessionManager {
     fn workspace(&self, config: &Config, alias: &str) -> Result<PathBuf, SessionError> {
         let dir = config.agent_workspace(alias, &self.config_dir);
         std::fs::create_dir_all(&dir).map_err(|e| {
-            SessionError::internal(format!("cannot create workspace {}: {e}", dir.display()))
+            SessionError::failed(format!("cannot create workspace {}: {e}", dir.display()))
         })?;
         dir.canonicalize().map_err(|e| {
-            SessionError::internal(format!("cannot resolve workspace {}: {e}", dir.display()))
+            SessionError::failed(format!("cannot resolve workspace {}: {e}", dir.display()))
         })
     }
 
@@ -131,15 +129,9 @@ impl SessionManager {
         confined: bool,
     ) -> Result<PathBuf, SessionError> {
         if let Some(req) = requested.filter(|c| !c.is_empty()) {
-            let not_dir = || {
-                SessionError::invalid_params(format!("cwd {req:?} is not an existing directory"))
-            };
-            let outside = || {
-                SessionError::forbidden_with(
-                    format!("cwd {req:?} is outside the agent's workspace"),
-                    json!({"prop": "cwd"}),
-                )
-            };
+            let not_dir =
+                || SessionError::invalid(format!("cwd {req:?} is not an existing directory"));
+            let outside = || SessionError::CwdOutsideWorkspace(req.to_owned());
             // Containment first, on the path as given, before the disk is asked anything:
             // the answer must not say whether a path outside exists (SPEC §17.1).
             if confined && !lexically_inside(workspace, req) {
@@ -188,7 +180,7 @@ impl SessionManager {
     ) -> Result<Value, SessionError> {
         check_owner(principal, &session.owner, session.session_id())?;
         if session.agent_alias != alias {
-            return Err(SessionError::invalid_params(format!(
+            return Err(SessionError::invalid(format!(
                 "session {} runs agent {}, not {alias}",
                 session.session_id(),
                 session.agent_alias
@@ -235,13 +227,13 @@ impl SessionManager {
             if !row.is_killed() {
                 check_owner(principal, &row.owner, &key.session_id)?;
                 if row.agent_alias != alias {
-                    return Err(SessionError::invalid_params(format!(
+                    return Err(SessionError::invalid(format!(
                         "session {} belongs to agent {}, not {alias}",
                         key.session_id, row.agent_alias
                     )));
                 }
                 if row.interaction_surface != RPC_SURFACE {
-                    return Err(SessionError::session_not_found(format!(
+                    return Err(SessionError::not_found(format!(
                         "session {} belongs to interaction surface {:?} and is not served here",
                         key.session_id, row.interaction_surface
                     )));
@@ -296,7 +288,7 @@ impl SessionManager {
             Err(e) => {
                 live.close();
                 Err(match e {
-                    Ok(_) => SessionError::internal("session registered twice"),
+                    Ok(_) => SessionError::failed("session registered twice"),
                     Err(e) => e,
                 })
             }
@@ -315,7 +307,7 @@ impl SessionManager {
             return Ok(live);
         }
         let not_found =
-            || SessionError::session_not_found(format!("session not found: {}", key.session_id));
+            || SessionError::not_found(format!("session not found: {}", key.session_id));
         if key.mode == Mode::Chat {
             return Err(not_found());
         }
@@ -326,13 +318,13 @@ impl SessionManager {
         let row = self.store.get_session(key).await?.ok_or_else(not_found)?;
         check_owner(principal, &row.owner, &key.session_id)?;
         if row.is_killed() {
-            return Err(SessionError::session_not_found(format!(
+            return Err(SessionError::not_found(format!(
                 "session {} was killed",
                 key.session_id
             )));
         }
         if row.interaction_surface != RPC_SURFACE {
-            return Err(SessionError::session_not_found(format!(
+            return Err(SessionError::not_found(format!(
                 "session {} belongs to interaction surface {:?} and is not served here",
                 key.session_id, row.interaction_surface
             )));

@@ -272,14 +272,11 @@ impl SessionStream {
         let id = link.id();
         inner.prune(Some(id));
         if let Some((limit, value)) = inner.full_for(admin) {
-            return Err(SessionError::limit_exceeded(
-                format!(
-                    "session {} has {limit} subscribers already",
-                    self.session_id
-                ),
-                limit as u64,
-                value as u64,
-            ));
+            return Err(SessionError::TooManySubscribers {
+                session_id: self.session_id.clone(),
+                limit,
+                value,
+            });
         }
         let replay = inner.replay(&self.session_id, cursor);
         inner.add(link, principal, admin, Some(replay));

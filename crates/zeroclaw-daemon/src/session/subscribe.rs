@@ -70,9 +70,9 @@ impl SessionManager {
         mode: Option<Mode>,
     ) -> Result<Value, SessionError> {
         let key = self.resolve_key(session_id, mode);
-        let live = self.get(&key).ok_or_else(|| {
-            SessionError::session_not_found(format!("no live session {session_id}"))
-        })?;
+        let live = self
+            .get(&key)
+            .ok_or_else(|| SessionError::not_found(format!("no live session {session_id}")))?;
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());
         encode(UnsubscribeResult {

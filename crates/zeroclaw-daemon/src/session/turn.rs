@@ -119,7 +119,7 @@ impl Runner {
         // multiplied in memory).
         let prompt = match &mut job.kind {
             JobKind::Prompt { prompt, .. } => std::mem::take(prompt),
-            _ => return Err(SessionError::internal("not a prompt")),
+            _ => return Err(SessionError::failed("not a prompt")),
         };
         let chat_prompt = (!acp).then(|| prompt.clone());
         // Normally `begin_turn` runs on the persister, overlapping the provider call; after
@@ -252,7 +252,7 @@ impl Runner {
                     StoreError::NotFound { .. } | StoreError::Killed { .. } => {
                         SessionError::from(e)
                     }
-                    other => SessionError::internal(format!(
+                    other => SessionError::failed(format!(
                         "the turn ran but could not be saved: {other}"
                     )),
                 });

@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use agent_client_protocol_schema::v1::ErrorCode as AcpCode;
 use zeroclaw_client::{Client, ClientError, ClientHandle, Events};
 use zeroclaw_rpc::{ErrorObject, code};
 
@@ -180,6 +181,19 @@ impl Daemon {
     }
 }
 
+/// An ACP error code (the ACP schema's, not the daemon's) as it goes on the wire.
+pub fn acp_code(c: AcpCode) -> i64 {
+    i64::from(i32::from(c))
+}
+
+/// ACP's "resource not found" for a session the editor named.
+pub fn session_not_found(session_id: &str) -> ErrorObject {
+    ErrorObject::new(
+        acp_code(AcpCode::ResourceNotFound),
+        format!("session {session_id} not found"),
+    )
+}
+
 /// A daemon failure as an error for the editor. The daemon's own codes that mean
 /// something else in ACP are translated (ACP: -32000 = authentication required, -32002 =
 /// resource not found).
@@ -187,7 +201,7 @@ pub fn daemon_error(e: ClientError) -> ErrorObject {
     match e {
         ClientError::Rpc(e) => {
             let acp_code = match e.code {
-                code::SESSION_NOT_FOUND => -32002,
+                code::SESSION_NOT_FOUND => acp_code(AcpCode::ResourceNotFound),
                 code::SESSION_BUSY => code::INVALID_REQUEST,
                 code::NOT_OWNER | code::FORBIDDEN => code::INVALID_PARAMS,
                 code::PARSE_ERROR

@@ -25,7 +25,7 @@ use zeroclaw_client::{Method, Mode};
 use zeroclaw_rpc::{ErrorObject, code};
 
 use super::bridge::{Bridge, Session, decode};
-use super::updates;
+use super::{daemon, updates};
 
 /// The autonomy levels, offered as ACP session modes (the mode id is the wire spelling).
 const MODES: [(Autonomy, &str, &str); 3] = [
@@ -196,10 +196,7 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
     let req: LoadSessionRequest = decode(AGENT_METHOD_NAMES.session_load, params)?;
     let session_id = req.session_id.0.to_string();
     let Some(entry) = find(bridge, &session_id).await? else {
-        return Err(ErrorObject::new(
-            -32002,
-            format!("session {session_id} not found"),
-        ));
+        return Err(daemon::session_not_found(&session_id));
     };
     let alias = entry
         .get("agentAlias")
@@ -336,10 +333,7 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
         )));
     };
     if !bridge.sessions().contains_key(&session_id) {
-        return Err(ErrorObject::new(
-            -32002,
-            format!("session {session_id} not found"),
-        ));
+        return Err(daemon::session_not_found(&session_id));
     }
     let params = ConfigureParams {
         session_id,

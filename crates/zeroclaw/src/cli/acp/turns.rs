@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use agent_client_protocol_schema::v1::ErrorCode as AcpCode;
 use agent_client_protocol_schema::v1::{
     AGENT_METHOD_NAMES, CLIENT_METHOD_NAMES, CancelNotification, PermissionOption,
     PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
@@ -23,7 +24,7 @@ use zeroclaw_client::{Decision, Method, PROMPT_TIMEOUT};
 use zeroclaw_rpc::{ErrorObject, code};
 
 use super::bridge::{Bridge, Turn, decode};
-use super::{prompt, updates};
+use super::{daemon, prompt, updates};
 
 /// How long the editor may take to answer a permission request (the daemon itself
 /// rejects after 120 s, so this only bounds a silent editor).
@@ -34,7 +35,7 @@ const LAST_UPDATES_WAIT: Duration = Duration::from_secs(2);
 static SERIAL: AtomicU64 = AtomicU64::new(1);
 
 fn not_found(session_id: &str) -> ErrorObject {
-    ErrorObject::new(-32002, format!("session {session_id} not found"))
+    daemon::session_not_found(session_id)
 }
 
 /// `session/prompt`: checks run here, in order with the editor's other requests; the turn
@@ -195,7 +196,7 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
             mode: None,
         };
         if let Err(e) = bridge.send(Method::SessionCancel, &params).await
-            && e.code != -32002
+            && e.code != daemon::acp_code(AcpCode::ResourceNotFound)
         {
             tracing::warn!("{} for {session_id}: {}", Method::SessionCancel, e.message);
         }

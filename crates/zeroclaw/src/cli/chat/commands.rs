@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 
 use serde_json::{Value, json};
+use zeroclaw_client::protocol::code;
 use zeroclaw_client::{ClientError, ClientHandle, Events, Outcome, PROMPT_TIMEOUT};
 
 use super::input::{Input, Interrupts};
@@ -23,7 +24,7 @@ const REWIND_PAGE: u32 = 200;
 /// The note for a failed session command.
 fn failure(method: &str, e: &ClientError) -> String {
     match e {
-        ClientError::Rpc(e) if e.code == -32601 => {
+        ClientError::Rpc(e) if e.code == code::METHOD_NOT_FOUND => {
             format!("this daemon does not support {method} yet (it is older than this client)")
         }
         other => format!("{method} failed: {}", message(other)),
@@ -171,7 +172,7 @@ pub async fn rewind(
     let params = json!({"sessionId": session_id, "turnId": turn_id});
     let r = match handle.call_name(REWIND, params).await {
         Ok(r) => r,
-        Err(ClientError::Rpc(e)) if e.code == -32002 => {
+        Err(ClientError::Rpc(e)) if e.code == code::SESSION_BUSY => {
             ui.note("a turn is running or waiting in this session: rewind once it is over");
             return None;
         }
@@ -216,7 +217,7 @@ mod tests {
             failure(COMPACT, &missing),
             "this daemon does not support session/compact yet (it is older than this client)"
         );
-        let busy = ClientError::Rpc(ErrorObject::new(-32002, "busy"));
+        let busy = ClientError::Rpc(ErrorObject::session_busy("busy"));
         assert_eq!(
             failure(FORK, &busy),
             "session/fork failed: busy (code -32002)"

@@ -13,6 +13,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use serde_json::json;
+use zeroclaw_client::protocol::code;
 use zeroclaw_client::protocol::session::MessagesParams;
 use zeroclaw_client::{
     ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, Method, ServerMessage,
@@ -159,7 +160,7 @@ pub async fn run(
                 },
                 Slash::Cancel => match handle.cancel(&session_id).await {
                     Ok(()) => ui.note("cancel sent"),
-                    Err(ClientError::Rpc(e)) if e.code == -32000 => {
+                    Err(ClientError::Rpc(e)) if e.code == code::SESSION_NOT_FOUND => {
                         ui.note("no turn is running in this session")
                     }
                     Err(e) => ui.error(&message(&e)),
