@@ -25,12 +25,14 @@ pub mod session;
 pub mod stream;
 pub mod system;
 pub mod types;
+mod unchecked;
 pub mod update;
 pub mod validate;
 
 pub use decode::{ParamsError, camel_case, decode, decode_value, normalize_keys};
-pub use method::{ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE};
+pub use method::{Call, ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE, call};
 pub use types::{
     Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
 };
+pub use unchecked::Unchecked;
 pub use update::{SessionUpdate, UpdateKind, UpdateType};

@@ -14,34 +14,24 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use zeroclaw_config::policy::{self, Credential, Principal};
 use zeroclaw_config::{Config, PropPath, Writer};
-use zeroclaw_protocol::Method;
 use zeroclaw_protocol::config::{
-    ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyResult,
-    ConfigSetParams, ConfigSetResult,
+    ConfigDeleteParams, ConfigDeleteResult, ConfigEntry, ConfigGetParams, ConfigGetResult,
+    ConfigSetManyParams, ConfigSetManyResult, ConfigSetParams, ConfigSetResult,
 };
+use zeroclaw_protocol::{Method, Unchecked};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
 use crate::caller::ConnectionContext;
-use crate::params::{self, Params};
 use crate::state::Daemon;
 
-/// `config/set-many` params, entries kept raw so each error can name its entry.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetManyParams {
-    sets: Vec<Value>,
-}
-
 /// `config/get {prop?}`: one property, or the whole configuration.
-pub(crate) fn get(daemon: &Daemon, params: Params) -> Result<Value, ErrorObject> {
-    let p: ConfigGetParams = params::decode(params)?;
+pub(crate) fn get(daemon: &Daemon, p: ConfigGetParams) -> Result<ConfigGetResult, ErrorObject> {
     let value = daemon.config.get(p.prop.as_deref())?;
-    params::encode(&match p.prop {
+    Ok(match p.prop {
         Some(prop) => ConfigGetResult::Prop { prop, value },
         None => ConfigGetResult::Whole { config: value },
     })
@@ -51,13 +41,12 @@ pub(crate) fn get(daemon: &Daemon, params: Params) -> Result<Value, ErrorObject>
 pub(crate) async fn set(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ConfigSetParams = params::decode(params)?;
+    p: ConfigSetParams,
+) -> Result<ConfigSetResult, ErrorObject> {
     let writer = writer(daemon, conn, Method::ConfigSet).await?;
     let prop = daemon.config.set(&p.prop, p.value, writer).await?;
     let restart_required = restart_required([&prop]);
-    params::encode(&ConfigSetResult {
+    Ok(ConfigSetResult {
         prop,
         set: true,
         restart_required,
@@ -68,13 +57,12 @@ pub(crate) async fn set(
 pub(crate) async fn delete(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ConfigDeleteParams = params::decode(params)?;
+    p: ConfigDeleteParams,
+) -> Result<ConfigDeleteResult, ErrorObject> {
     let writer = writer(daemon, conn, Method::ConfigDelete).await?;
     let prop = daemon.config.delete(&p.prop, writer).await?;
     let restart_required = restart_required([&prop]);
-    params::encode(&ConfigDeleteResult {
+    Ok(ConfigDeleteResult {
         prop,
         deleted: true,
         restart_required,
@@ -85,9 +73,8 @@ pub(crate) async fn delete(
 pub(crate) async fn set_many(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: SetManyParams = params::decode(params)?;
+    p: ConfigSetManyParams,
+) -> Result<ConfigSetManyResult, ErrorObject> {
     let sets = p
         .sets
         .into_iter()
@@ -97,7 +84,7 @@ pub(crate) async fn set_many(
     let writer = writer(daemon, conn, Method::ConfigSetMany).await?;
     let props = daemon.config.set_many(sets, writer).await?;
     let restart_required = restart_required(&props);
-    params::encode(&ConfigSetManyResult {
+    Ok(ConfigSetManyResult {
         props,
         set: true,
         restart_required,
@@ -112,8 +99,8 @@ fn restart_required<S: AsRef<str>>(props: impl IntoIterator<Item = S>) -> bool {
 }
 
 /// One `{prop, value}` entry of `config/set-many`.
-fn entry((index, raw): (usize, Value)) -> Result<(String, Value), ErrorObject> {
-    let Value::Object(mut obj) = raw else {
+fn entry((index, raw): (usize, Unchecked<ConfigEntry>)) -> Result<(String, Value), ErrorObject> {
+    let Value::Object(mut obj) = raw.into_value() else {
         return Err(ErrorObject::invalid_params(format!(
             "config entry {index}: expected {{prop, value}}"
         ))

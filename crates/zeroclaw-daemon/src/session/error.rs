@@ -122,12 +122,6 @@ impl From<SessionError> for ErrorObject {
     }
 }
 
-/// A typed result (a `zeroclaw-protocol` result struct) as the JSON a handler answers with.
-pub(crate) fn encode<T: serde::Serialize>(result: T) -> Result<Value, SessionError> {
-    serde_json::to_value(result)
-        .map_err(|e| SessionError::internal(format!("cannot encode a result: {e}")))
-}
-
 /// Store failures as JSON-RPC errors.
 fn store_error(e: StoreError) -> ErrorObject {
     match e {
