@@ -107,6 +107,14 @@ macro_rules! methods {
                 match self { $( Method::$var => $req ),+ }
             }
 
+            /// The names of this method's params and result types, as the table writes
+            /// them (also their `$defs` names in `zeroclaw schema`).
+            pub const fn type_names(self) -> (&'static str, &'static str) {
+                match self {
+                    $( Method::$var => (stringify!($params), stringify!($result)) ),+
+                }
+            }
+
             /// The JSON Schemas of this method's params and result, from its [`Call`] types.
             pub fn schemas(self, g: &mut SchemaGenerator) -> (Schema, Schema) {
                 match self {
