@@ -1,7 +1,9 @@
 //! The published protocol document (`zeroclaw schema`): one JSON object that is itself a
 //! JSON Schema (draft 2020-12) whose `$defs` hold every params, result and update type,
 //! generated from this crate's types, and whose `methods`, `notifications` and `requests`
-//! tables point each wire name at its params and result schemas.
+//! tables point each wire name at its params and result schemas. The `methods` table is
+//! the [`Method`] table's own types ([`Method::schemas`]), the ones the daemon decodes
+//! params into and encodes results from.
 //!
 //! A frame is checked against, e.g., `{"$ref": "#/methods/status/result"}` resolved in
 //! this document (see [`crate::validate`]).
