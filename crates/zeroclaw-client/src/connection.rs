@@ -166,12 +166,18 @@ impl ClientHandle {
     pub async fn initialize(&self, name: &str, elicitation: bool) -> Result<Value, ClientError> {
         let params = InitializeParams {
             protocol_version: Some(Value::from(zeroclaw_protocol::system::PROTOCOL_VERSION)),
-            client_info: Some(ClientInfo {
-                name: Some(name.to_owned()),
-                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-            }),
-            client_capabilities: elicitation.then(|| ClientCapabilities {
-                elicitation: Some(Value::Object(Default::default())),
+            client_info: Some(
+                ClientInfo {
+                    name: Some(name.to_owned()),
+                    version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                }
+                .into(),
+            ),
+            client_capabilities: elicitation.then(|| {
+                ClientCapabilities {
+                    elicitation: Some(Value::Object(Default::default())),
+                }
+                .into()
             }),
             auth_token: None,
         };

@@ -2,67 +2,137 @@
 //! the current policy on every call), the transport the method may be called on and the
 //! grant it needs; then the one handler of that [`Method`] in [`crate::methods`].
 //!
-//! The method table itself (names, grants, local-only, answers-in-place) is the
-//! vocabulary's ([`zeroclaw_protocol::Method`]); this is the only place that maps a
-//! method to its handler.
+//! The method table itself (names, grants, params and result types, local-only,
+//! answers-in-place) is the vocabulary's ([`zeroclaw_protocol::Method`],
+//! [`zeroclaw_protocol::Call`]); this is the only place that maps a method to its handler,
+//! and the only place params are decoded and results encoded.
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use zeroclaw_protocol::Method;
+use zeroclaw_protocol::{Call, Method};
 use zeroclaw_rpc::message::{push_response_line, push_result_line_with};
 use zeroclaw_rpc::{ErrorObject, Request};
 
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{config, configure, file, history, initialize, models, session, status};
-use crate::params::Params;
+use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
-/// Runs one call of `method` from `conn` through the front door to its handler.
+/// Runs one call of `method` from `conn` through the front door to its handler: the
+/// params are decoded into the method's [`Call::Params`] once, here, and the handler's
+/// [`Call::Result`] encoded here.
 pub(crate) async fn call(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     method: Method,
     params: Params,
 ) -> Result<Value, ErrorObject> {
+    use zeroclaw_protocol::call as c;
     if method == Method::Initialize {
-        return initialize::initialize(daemon, conn, params).await;
+        initialize::check_first(conn)?;
+        return run::<c::Initialize, _>(params, |q| initialize::initialize(daemon, conn, q)).await;
     }
     let principal = admit(daemon, conn, method)?;
     let p = &principal;
     match method {
         Method::Initialize => Err(ErrorObject::invalid_request("already initialized")),
-        Method::Status => status::status(daemon, p),
-        Method::DaemonShutdown => status::shutdown(),
-        Method::ModelsList => models::list(daemon, p, params).await,
-        Method::ConfigGet => config::get(daemon, params),
-        Method::ConfigSet => config::set(daemon, conn, params).await,
-        Method::ConfigSetMany => config::set_many(daemon, conn, params).await,
-        Method::ConfigDelete => config::delete(daemon, conn, params).await,
-        Method::SessionNew => session::new(daemon, p, params).await,
-        Method::SessionPrompt => session::prompt(daemon, conn, p, params).await,
-        Method::SessionCancel => session::cancel(daemon, conn, p, params),
-        Method::SessionApprove => session::approve(daemon, p, params),
-        Method::SessionClose => session::close(daemon, p, params).await,
-        Method::SessionKill => session::kill(daemon, p, params).await,
-        Method::SessionDelete => session::delete(daemon, p, params).await,
-        Method::SessionSubscribe => session::subscribe(daemon, conn, p, params).await,
-        Method::SessionUnsubscribe => session::unsubscribe(daemon, conn, p, params),
-        Method::SessionList => session::list(daemon, p, params).await,
-        Method::SessionMessages => session::messages(daemon, p, params).await,
-        Method::SessionStatus => configure::status(daemon, p, params),
-        Method::SessionConfigure => configure::configure(daemon, p, params).await,
-        Method::SessionRewind => history::rewind(daemon, conn, p, params).await,
-        Method::SessionFork => history::fork(daemon, p, params).await,
-        Method::SessionSetTitle => history::set_title(daemon, p, params).await,
-        Method::SessionCompact => session::compact(daemon, conn, p, params).await,
-        Method::FileAttach => file::attach(daemon, conn, p, params).await,
-        Method::FileUploadBegin => file::upload_begin(daemon, conn, p, params).await,
-        Method::FileUploadChunk => file::upload_chunk(daemon, conn, params),
-        Method::FileUploadCommit => file::upload_commit(daemon, conn, params).await,
+        Method::Status => now::<c::Status>(params, |q| status::status(daemon, p, q)),
+        Method::DaemonShutdown => now::<c::DaemonShutdown>(params, status::shutdown),
+        Method::ModelsList => run::<c::ModelsList, _>(params, |q| models::list(daemon, p, q)).await,
+        Method::ConfigGet => now::<c::ConfigGet>(params, |q| config::get(daemon, q)),
+        Method::ConfigSet => run::<c::ConfigSet, _>(params, |q| config::set(daemon, conn, q)).await,
+        Method::ConfigSetMany => {
+            run::<c::ConfigSetMany, _>(params, |q| config::set_many(daemon, conn, q)).await
+        }
+        Method::ConfigDelete => {
+            run::<c::ConfigDelete, _>(params, |q| config::delete(daemon, conn, q)).await
+        }
+        Method::SessionNew => run::<c::SessionNew, _>(params, |q| session::new(daemon, p, q)).await,
+        Method::SessionPrompt => {
+            run::<c::SessionPrompt, _>(params, |q| session::prompt(daemon, conn, p, q)).await
+        }
+        Method::SessionCancel => {
+            now::<c::SessionCancel>(params, |q| session::cancel(daemon, conn, p, q))
+        }
+        Method::SessionApprove => {
+            now::<c::SessionApprove>(params, |q| session::approve(daemon, p, q))
+        }
+        Method::SessionClose => {
+            run::<c::SessionClose, _>(params, |q| session::close(daemon, p, q)).await
+        }
+        Method::SessionKill => {
+            run::<c::SessionKill, _>(params, |q| session::kill(daemon, p, q)).await
+        }
+        Method::SessionDelete => {
+            run::<c::SessionDelete, _>(params, |q| session::delete(daemon, p, q)).await
+        }
+        Method::SessionSubscribe => {
+            run::<c::SessionSubscribe, _>(params, |q| session::subscribe(daemon, conn, p, q)).await
+        }
+        Method::SessionUnsubscribe => {
+            now::<c::SessionUnsubscribe>(params, |q| session::unsubscribe(daemon, conn, p, q))
+        }
+        Method::SessionList => {
+            run::<c::SessionList, _>(params, |q| session::list(daemon, p, q)).await
+        }
+        Method::SessionMessages => {
+            run::<c::SessionMessages, _>(params, |q| session::messages(daemon, p, q)).await
+        }
+        Method::SessionStatus => {
+            now::<c::SessionStatus>(params, |q| configure::status(daemon, p, q))
+        }
+        Method::SessionConfigure => {
+            run::<c::SessionConfigure, _>(params, |q| configure::configure(daemon, p, q)).await
+        }
+        Method::SessionRewind => {
+            run::<c::SessionRewind, _>(params, |q| history::rewind(daemon, conn, p, q)).await
+        }
+        Method::SessionFork => {
+            run::<c::SessionFork, _>(params, |q| history::fork(daemon, p, q)).await
+        }
+        Method::SessionSetTitle => {
+            run::<c::SessionSetTitle, _>(params, |q| history::set_title(daemon, p, q)).await
+        }
+        Method::SessionCompact => {
+            run::<c::SessionCompact, _>(params, |q| session::compact(daemon, conn, p, q)).await
+        }
+        Method::FileAttach => {
+            run::<c::FileAttach, _>(params, |q| file::attach(daemon, conn, p, q)).await
+        }
+        Method::FileUploadBegin => {
+            run::<c::FileUploadBegin, _>(params, |q| file::upload_begin(daemon, conn, p, q)).await
+        }
+        Method::FileUploadChunk => {
+            now::<c::FileUploadChunk>(params, |q| file::upload_chunk(daemon, conn, q))
+        }
+        Method::FileUploadCommit => {
+            run::<c::FileUploadCommit, _>(params, |q| file::upload_commit(daemon, conn, q)).await
+        }
     }
+}
+
+/// An async handler of method `C`: its params decoded, its result encoded.
+async fn run<C: Call, F>(
+    params: Params,
+    handler: impl FnOnce(C::Params) -> F,
+) -> Result<Value, ErrorObject>
+where
+    F: Future<Output = Result<C::Result, ErrorObject>>,
+{
+    let p = params::decode::<C::Params>(params)?;
+    params::encode(&handler(p).await?)
+}
+
+/// A handler of method `C` that answers without waiting.
+fn now<C: Call>(
+    params: Params,
+    handler: impl FnOnce(C::Params) -> Result<C::Result, ErrorObject>,
+) -> Result<Value, ErrorObject> {
+    let p = params::decode::<C::Params>(params)?;
+    params::encode(&handler(p)?)
 }
 
 /// The front door proper, for every method but `initialize`: the handshake is done, the

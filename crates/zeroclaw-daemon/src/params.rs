@@ -22,7 +22,7 @@ use zeroclaw_rpc::ErrorObject;
 use zeroclaw_rpc::scan::{self, Kind};
 
 // The renaming rule is the vocabulary's, so daemon and schema agree on it.
-use zeroclaw_protocol::{camel_case, normalize_keys};
+use zeroclaw_protocol::camel_case;
 
 /// A request's params as received: `None` when absent, else an object or an array.
 pub type Params = Option<Box<RawValue>>;
@@ -59,21 +59,6 @@ pub fn decode_raw<T: DeserializeOwned>(raw: &RawValue) -> Result<T, ErrorObject>
         }
         _ => from_text(text),
     }
-}
-
-/// Decodes one object already held as a value (normalizing its keys) into `T`.
-pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, ErrorObject> {
-    let value = match value {
-        Value::Object(obj) => Value::Object(normalize_keys(obj)),
-        Value::Array(_) => {
-            return Err(ErrorObject::invalid_params(
-                "invalid params: expected an object",
-            ));
-        }
-        other => other,
-    };
-    serde_json::from_value(value)
-        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 /// The session a request's params name, under either spelling (camelCase wins): the key a

@@ -6,6 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::unchecked::Unchecked;
+
 /// `config/get` params.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,8 +45,9 @@ pub struct ConfigEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigSetManyParams {
+    /// Each is checked in turn, so its error can name it (`data.index`, `data.prop`).
     #[schemars(length(min = 1, max = 256))]
-    pub sets: Vec<ConfigEntry>,
+    pub sets: Vec<Unchecked<ConfigEntry>>,
 }
 
 /// `config/delete` params.

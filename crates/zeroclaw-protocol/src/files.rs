@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Mode;
+use crate::unchecked::Unchecked;
 
 /// One file to store: inline base64 (`dataB64`) or, on the local endpoint for admin
 /// principals, a `path` the daemon reads. Exactly one of the two.
@@ -31,8 +32,9 @@ pub struct AttachParams {
     pub session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
+    /// Each is checked once the session is known, so its error can name it.
     #[schemars(length(min = 1))]
-    pub files: Vec<FileInput>,
+    pub files: Vec<Unchecked<FileInput>>,
 }
 
 /// A stored file (`file/attach` entries, `file/upload/commit` result).

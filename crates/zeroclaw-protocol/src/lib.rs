@@ -1,11 +1,13 @@
 //! zeroclaw's protocol vocabulary: every name and shape that crosses the wire, written
 //! once, for the daemon and its clients alike.
 //!
-//! - [`Method`]: every client → daemon method with its grant, where it is served and how
-//!   it runs; [`SESSION_UPDATE`] and [`ELICITATION_CREATE`] name the daemon → client ones.
+//! - [`Method`]: every client → daemon method with its grant, its params and result types
+//!   (one [`Call`] marker per method in [`call`]), where it is served and how it runs;
+//!   [`SESSION_UPDATE`] and [`ELICITATION_CREATE`] name the daemon → client ones.
 //! - Typed params (camelCase with snake_case aliases; [`decode`] settles objects that carry
 //!   both spellings, camelCase winning) and results (exact wire names), one module per
-//!   method group: [`system`], [`config`], [`session`], [`stream`], [`files`].
+//!   method group: [`system`], [`config`], [`session`], [`stream`], [`files`],
+//!   [`history`], [`compact`]; [`Unchecked`] marks a field kept as sent and checked later.
 //! - [`SessionUpdate`] / [`UpdateKind`]: the `session/update` events.
 //! - [`ErrorCode`] / [`code`]: the error codes of SPEC §3.4.
 //! - [`schema::document`]: the JSON Schema of all of it (`zeroclaw schema`), and
@@ -27,13 +29,15 @@ pub mod session;
 pub mod stream;
 pub mod system;
 pub mod types;
+mod unchecked;
 pub mod update;
 pub mod validate;
 
 pub use decode::{ParamsError, camel_case, decode, decode_value, normalize_keys};
 pub use error_code::{ErrorCode, code};
-pub use method::{ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE};
+pub use method::{Call, ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE, call};
 pub use types::{
     Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
 };
+pub use unchecked::Unchecked;
 pub use update::{SessionUpdate, UpdateKind, UpdateType};

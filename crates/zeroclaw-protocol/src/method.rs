@@ -1,8 +1,39 @@
 //! The method table (SPEC §5): every client → daemon method, written once, with what it
-//! needs to be called (grant), where it is served (local-only) and how the connection loop
-//! runs it (answers in place). The daemon → client names are constants beside it.
+//! needs to be called (grant), its params and result types ([`Call`]), where it is served
+//! (local-only) and how the connection loop runs it (answers in place). The daemon →
+//! client names are constants beside it.
 
 use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::compact::{CompactParams, CompactResult};
+use crate::config::{
+    ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyParams,
+    ConfigSetManyResult, ConfigSetParams, ConfigSetResult,
+};
+use crate::files::{
+    AttachParams, AttachResult, StoredFile, UploadBeginParams, UploadBeginResult,
+    UploadChunkParams, UploadChunkResult, UploadCommitParams,
+};
+use crate::history::{
+    ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
+};
+use crate::session::{
+    ApproveParams, ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListParams,
+    ListResult, MessagesParams, MessagesResult, SessionNewParams, SessionNewResult,
+    SessionPromptParams, SessionRef, TurnResult,
+};
+use crate::stream::{
+    ConfigureParams, ConfigureResult, SessionStatusResult, SubscribeParams, SubscribeResult,
+    UnsubscribeResult,
+};
+use crate::system::{
+    InitializeParams, InitializeResult, ModelsListParams, ModelsListResult, NoParams,
+    ShutdownResult, StatusResult,
+};
 
 /// Daemon → client notification carrying one event of a session (`session/update`).
 pub const SESSION_UPDATE: &str = "session/update";
@@ -33,8 +64,22 @@ impl fmt::Display for Requirement {
     }
 }
 
+/// A method bound to its types: what its params decode into and what its result encodes
+/// from. One marker type per method in [`call`]; the daemon decodes params into
+/// `C::Params` once, before the handler runs, and `zeroclaw schema` publishes the same two
+/// types, so the document cannot drift from what the daemon accepts.
+pub trait Call {
+    /// The method this marker names.
+    const METHOD: Method;
+    /// The params (camelCase with snake_case aliases; an absent params is `{}`).
+    type Params: DeserializeOwned + Serialize + JsonSchema;
+    /// The result.
+    type Result: DeserializeOwned + Serialize + JsonSchema;
+}
+
 macro_rules! methods {
-    ($( $(#[$doc:meta])* $var:ident = $name:literal => $req:expr ),+ $(,)?) => {
+    ($( $(#[$doc:meta])* $var:ident = $name:literal => $req:expr,
+        params $params:ty, result $result:ty; )+) => {
         /// A client → daemon method.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Method {
@@ -61,6 +106,37 @@ macro_rules! methods {
             pub const fn requirement(self) -> Requirement {
                 match self { $( Method::$var => $req ),+ }
             }
+
+            /// The names of this method's params and result types, as the table writes
+            /// them (also their `$defs` names in `zeroclaw schema`).
+            pub const fn type_names(self) -> (&'static str, &'static str) {
+                match self {
+                    $( Method::$var => (stringify!($params), stringify!($result)) ),+
+                }
+            }
+
+            /// The JSON Schemas of this method's params and result, from its [`Call`] types.
+            pub fn schemas(self, g: &mut SchemaGenerator) -> (Schema, Schema) {
+                match self {
+                    $( Method::$var => (g.subschema_for::<$params>(), g.subschema_for::<$result>()) ),+
+                }
+            }
+        }
+
+        /// One marker type per [`Method`], binding it to its params and result types.
+        pub mod call {
+            use super::*;
+            $(
+                $(#[$doc])*
+                #[derive(Debug, Clone, Copy)]
+                pub enum $var {}
+
+                impl Call for $var {
+                    const METHOD: Method = Method::$var;
+                    type Params = $params;
+                    type Result = $result;
+                }
+            )+
         }
     };
 }
@@ -72,37 +148,66 @@ const fn grant(resource: &'static str, verb: &'static str) -> Requirement {
 methods! {
     /// The handshake; must be the first call.
     Initialize = "initialize" => Requirement::Open,
+        params InitializeParams, result InitializeResult;
     Status = "status" => grant("system", "read"),
+        params NoParams, result StatusResult;
     ConfigGet = "config/get" => grant("config", "read"),
+        params ConfigGetParams, result ConfigGetResult;
     ConfigSet = "config/set" => grant("config", "update"),
+        params ConfigSetParams, result ConfigSetResult;
     ConfigSetMany = "config/set-many" => grant("config", "update"),
+        params ConfigSetManyParams, result ConfigSetManyResult;
     ConfigDelete = "config/delete" => grant("config", "delete"),
+        params ConfigDeleteParams, result ConfigDeleteResult;
     SessionNew = "session/new" => grant("sessions", "create"),
+        params SessionNewParams, result SessionNewResult;
     SessionPrompt = "session/prompt" => grant("sessions", "execute"),
+        params SessionPromptParams, result TurnResult;
     SessionCancel = "session/cancel" => grant("sessions", "update"),
+        params SessionRef, result CancelResult;
     SessionApprove = "session/approve" => grant("sessions", "update"),
+        params ApproveParams, result ApproveResult;
     SessionClose = "session/close" => grant("sessions", "update"),
+        params SessionRef, result CloseResult;
     SessionKill = "session/kill" => grant("sessions", "delete"),
+        params SessionRef, result KillResult;
     SessionDelete = "session/delete" => grant("sessions", "delete"),
+        params SessionRef, result DeleteResult;
     SessionList = "session/list" => grant("sessions", "read"),
+        params ListParams, result ListResult;
     SessionMessages = "session/messages" => grant("sessions", "read"),
+        params MessagesParams, result MessagesResult;
     SessionSubscribe = "session/subscribe" => grant("sessions", "read"),
+        params SubscribeParams, result SubscribeResult;
     SessionUnsubscribe = "session/unsubscribe" => grant("sessions", "read"),
+        params SessionRef, result UnsubscribeResult;
     SessionStatus = "session/status" => grant("sessions", "read"),
+        params SessionRef, result SessionStatusResult;
     SessionConfigure = "session/configure" => grant("sessions", "update"),
+        params ConfigureParams, result ConfigureResult;
     /// SPEC §18: back to just before a turn.
     SessionRewind = "session/rewind" => grant("sessions", "update"),
+        params RewindParams, result RewindResult;
     /// SPEC §18: a new session from another's history.
     SessionFork = "session/fork" => grant("sessions", "create"),
+        params ForkParams, result ForkResult;
     SessionSetTitle = "session/set_title" => grant("sessions", "update"),
+        params SetTitleParams, result SetTitleResult;
     SessionCompact = "session/compact" => grant("sessions", "execute"),
+        params CompactParams, result CompactResult;
     ModelsList = "models/list" => grant("system", "read"),
+        params ModelsListParams, result ModelsListResult;
     FileAttach = "file/attach" => grant("files", "create"),
+        params AttachParams, result AttachResult;
     FileUploadBegin = "file/upload/begin" => grant("files", "create"),
+        params UploadBeginParams, result UploadBeginResult;
     FileUploadChunk = "file/upload/chunk" => grant("files", "create"),
+        params UploadChunkParams, result UploadChunkResult;
     FileUploadCommit = "file/upload/commit" => grant("files", "create"),
+        params UploadCommitParams, result StoredFile;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
+        params NoParams, result ShutdownResult;
 }
 
 impl Method {

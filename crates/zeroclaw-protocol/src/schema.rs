@@ -1,7 +1,9 @@
 //! The published protocol document (`zeroclaw schema`): one JSON object that is itself a
 //! JSON Schema (draft 2020-12) whose `$defs` hold every params, result and update type,
 //! generated from this crate's types, and whose `methods`, `notifications` and `requests`
-//! tables point each wire name at its params and result schemas.
+//! tables point each wire name at its params and result schemas. The `methods` table is
+//! the [`Method`] table's own types ([`Method::schemas`]), the ones the daemon decodes
+//! params into and encodes results from.
 //!
 //! A frame is checked against, e.g., `{"$ref": "#/methods/status/result"}` resolved in
 //! this document (see [`crate::validate`]).
@@ -10,55 +12,12 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use crate::compact::*;
-use crate::config::*;
-use crate::files::*;
-use crate::history::*;
 use crate::method::{ELICITATION_CREATE, Method, SESSION_UPDATE};
-use crate::session::*;
-use crate::stream::*;
-use crate::system::*;
+use crate::system::PROTOCOL_VERSION;
 use crate::update::{ElicitationParams, ElicitationResult, SessionUpdate, UpdateType};
 
 fn pair<P: JsonSchema, R: JsonSchema>(g: &mut SchemaGenerator) -> (Schema, Schema) {
     (g.subschema_for::<P>(), g.subschema_for::<R>())
-}
-
-/// The params and result schemas of `method` (an exhaustive table: a new method does not
-/// compile until its types are named here).
-fn method_schemas(g: &mut SchemaGenerator, method: Method) -> (Schema, Schema) {
-    use Method::*;
-    match method {
-        Initialize => pair::<InitializeParams, InitializeResult>(g),
-        Status => pair::<NoParams, StatusResult>(g),
-        ConfigGet => pair::<ConfigGetParams, ConfigGetResult>(g),
-        ConfigSet => pair::<ConfigSetParams, ConfigSetResult>(g),
-        ConfigSetMany => pair::<ConfigSetManyParams, ConfigSetManyResult>(g),
-        ConfigDelete => pair::<ConfigDeleteParams, ConfigDeleteResult>(g),
-        SessionNew => pair::<SessionNewParams, SessionNewResult>(g),
-        SessionPrompt => pair::<SessionPromptParams, TurnResult>(g),
-        SessionCancel => pair::<SessionRef, CancelResult>(g),
-        SessionApprove => pair::<ApproveParams, ApproveResult>(g),
-        SessionClose => pair::<SessionRef, CloseResult>(g),
-        SessionKill => pair::<SessionRef, KillResult>(g),
-        SessionDelete => pair::<SessionRef, DeleteResult>(g),
-        SessionList => pair::<ListParams, ListResult>(g),
-        SessionMessages => pair::<MessagesParams, MessagesResult>(g),
-        SessionSubscribe => pair::<SubscribeParams, SubscribeResult>(g),
-        SessionUnsubscribe => pair::<SessionRef, UnsubscribeResult>(g),
-        SessionStatus => pair::<SessionRef, SessionStatusResult>(g),
-        SessionConfigure => pair::<ConfigureParams, ConfigureResult>(g),
-        SessionRewind => pair::<RewindParams, RewindResult>(g),
-        SessionFork => pair::<ForkParams, ForkResult>(g),
-        SessionSetTitle => pair::<SetTitleParams, SetTitleResult>(g),
-        SessionCompact => pair::<CompactParams, CompactResult>(g),
-        ModelsList => pair::<ModelsListParams, ModelsListResult>(g),
-        FileAttach => pair::<AttachParams, AttachResult>(g),
-        FileUploadBegin => pair::<UploadBeginParams, UploadBeginResult>(g),
-        FileUploadChunk => pair::<UploadChunkParams, UploadChunkResult>(g),
-        FileUploadCommit => pair::<UploadCommitParams, StoredFile>(g),
-        DaemonShutdown => pair::<NoParams, ShutdownResult>(g),
-    }
 }
 
 /// The whole protocol document.
@@ -66,7 +25,7 @@ pub fn document() -> Value {
     let mut g = SchemaSettings::draft2020_12().into_generator();
     let mut methods = Map::new();
     for &m in Method::ALL {
-        let (params, result) = method_schemas(&mut g, m);
+        let (params, result) = m.schemas(&mut g);
         methods.insert(
             m.name().to_owned(),
             json!({

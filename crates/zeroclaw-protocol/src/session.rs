@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::files::FileInput;
 use crate::types::{Decision, Mode, Outcome, Role};
+use crate::unchecked::Unchecked;
 
 /// Params that only name a session: `session/cancel`, `session/close`, `session/kill`,
 /// `session/delete`, `session/unsubscribe`, `session/status`.
@@ -105,12 +106,46 @@ pub struct SessionNewResult {
     pub resumed: bool,
 }
 
-/// A prompt: plain text, or ACP-style content blocks whose `text` parts are joined.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// A prompt: plain text, or ACP-style content blocks whose `text` parts are joined. Any
+/// JSON value with a string `text` counts as a block (its `type` is not checked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Prompt {
     Text(String),
     Blocks(Vec<TextBlock>),
+}
+
+impl Prompt {
+    /// The text the turn runs with: the blocks' texts joined.
+    pub fn into_text(self) -> String {
+        match self {
+            Prompt::Text(text) => text,
+            Prompt::Blocks(blocks) => blocks.into_iter().map(|b| b.text).collect(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Prompt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(d)? {
+            Value::String(text) => Ok(Prompt::Text(text)),
+            Value::Array(blocks) => blocks
+                .iter()
+                .map(|b| match b.get("text").and_then(Value::as_str) {
+                    Some(text) => Ok(TextBlock {
+                        kind: b.get("type").and_then(Value::as_str).map(str::to_owned),
+                        text: text.to_owned(),
+                    }),
+                    None => Err(D::Error::custom(
+                        "prompt blocks must be {type:\"text\", text}",
+                    )),
+                })
+                .collect::<Result<_, _>>()
+                .map(Prompt::Blocks),
+            _ => Err(D::Error::custom("prompt must be a string")),
+        }
+    }
 }
 
 /// A text content block.
@@ -132,8 +167,9 @@ pub struct SessionPromptParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// Files stored as by `file/attach`; their markers follow the prompt, one per line.
+    /// Each is checked once the session is known, so its error can name it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attachments: Option<Vec<FileInput>>,
+    pub attachments: Option<Vec<Unchecked<FileInput>>>,
 }
 
 /// Tokens a whole turn used (`session/prompt` result and `turn_complete`).
@@ -324,4 +360,23 @@ pub struct MessagesResult {
     /// Rows older than this page remain (the page was cut to fit one frame or `limit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub has_more: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_prompt_is_text_or_blocks_with_text() {
+        let p = |v: Value| serde_json::from_value::<Prompt>(v).map(Prompt::into_text);
+        assert_eq!(p(json!("hi")).expect("text"), "hi");
+        let blocks = json!([{"type": "text", "text": "a"}, {"text": "b", "type": 5}]);
+        assert_eq!(p(blocks).expect("blocks"), "ab");
+        assert_eq!(p(json!([])).expect("none"), "");
+        let e = p(json!([{"type": "text"}])).expect_err("no text");
+        assert!(e.to_string().contains("prompt blocks must be"), "{e}");
+        let e = p(json!(5)).expect_err("number");
+        assert!(e.to_string().contains("prompt must be a string"), "{e}");
+    }
 }

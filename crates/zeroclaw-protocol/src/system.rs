@@ -5,6 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::unchecked::Unchecked;
+
 /// The only protocol version this vocabulary speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
 /// Largest frame (one line, `\n` included).
@@ -14,7 +16,8 @@ pub const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
 /// Largest decoded chunk of a chunked upload.
 pub const UPLOAD_CHUNK_BYTES: u64 = 1024 * 1024;
 
-/// `initialize` params (the whole object may be omitted).
+/// `initialize` params (the whole object may be omitted). `clientInfo` and
+/// `clientCapabilities` are taken as sent: only `clientCapabilities.elicitation` is read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
@@ -32,13 +35,13 @@ pub struct InitializeParams {
         alias = "client_info",
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_info: Option<ClientInfo>,
+    pub client_info: Option<Unchecked<ClientInfo>>,
     #[serde(
         default,
         alias = "client_capabilities",
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_capabilities: Option<ClientCapabilities>,
+    pub client_capabilities: Option<Unchecked<ClientCapabilities>>,
     /// A pairing token (required over WebSocket).
     #[serde(default, alias = "auth_token", skip_serializing_if = "Option::is_none")]
     pub auth_token: Option<String>,
@@ -64,6 +67,16 @@ impl ClientCapabilities {
     /// Whether the client declared the elicitation capability (present and not null).
     pub fn elicitation(&self) -> bool {
         self.elicitation.as_ref().is_some_and(|e| !e.is_null())
+    }
+}
+
+impl Unchecked<ClientCapabilities> {
+    /// Whether the capabilities as sent declare elicitation (an `elicitation` member, not
+    /// null; whatever else was sent, of whatever shape, is ignored).
+    pub fn elicitation(&self) -> bool {
+        self.as_value()
+            .get("elicitation")
+            .is_some_and(|e| !e.is_null())
     }
 }
 

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use common::{BIN, Conn, Fake, TestDaemon, session_config};
 use serde_json::{Value, json};
+use zeroclaw_protocol::Method;
 use zeroclaw_protocol::validate::validate;
 use zeroclaw_testkit::{FakeToolCall, Scripted};
 
@@ -119,8 +120,8 @@ impl Checked {
     }
 }
 
-#[test]
-fn the_printed_schema_validates_every_frame_of_a_real_session() {
+/// The document `zeroclaw schema` prints.
+fn printed() -> Value {
     let out = Command::new(BIN)
         .arg("schema")
         .output()
@@ -130,7 +131,37 @@ fn the_printed_schema_validates_every_frame_of_a_real_session() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("schema is JSON");
+    serde_json::from_slice(&out.stdout).expect("schema is JSON")
+}
+
+/// The printed document is the method table's: every method, with the params and result
+/// types the daemon decodes and encodes (each a definition of the document), its grant and
+/// where it is served.
+#[test]
+fn every_method_of_the_table_has_its_params_and_result_in_the_printed_schema() {
+    let doc = printed();
+    let methods = doc["methods"].as_object().expect("methods");
+    assert_eq!(methods.len(), Method::ALL.len());
+    for m in Method::ALL {
+        let entry = &methods[m.name()];
+        let (params, result) = m.type_names();
+        for (part, name) in [("params", params), ("result", result)] {
+            assert_eq!(
+                entry[part],
+                json!({"$ref": format!("#/$defs/{name}")}),
+                "{m} {part}"
+            );
+            let def = doc["$defs"][name].as_object();
+            assert!(def.is_some_and(|d| !d.is_empty()), "{m} {part}: {name}");
+        }
+        assert_eq!(entry["requires"], m.requirement().to_string(), "{m}");
+        assert_eq!(entry["localOnly"], m.local_only(), "{m}");
+    }
+}
+
+#[test]
+fn the_printed_schema_validates_every_frame_of_a_real_session() {
+    let doc = printed();
     assert_eq!(doc["methods"].as_object().map(|m| m.len()), Some(29));
 
     let fake = Fake::start();

@@ -10,7 +10,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::error::FilesError;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 /// Largest file accepted (10 MiB).
@@ -18,15 +17,9 @@ pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
 /// Longest filename accepted, in bytes.
 pub const MAX_FILENAME_BYTES: usize = 255;
 
-/// What a stored file looks like on the wire (`file/attach` and `file/upload/commit`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StoredFile {
-    pub ref_id: String,
-    pub marker: String,
-    pub workspace_path: String,
-    pub size_bytes: u64,
-    pub deduplicated: bool,
-}
+/// What a stored file looks like on the wire (`file/attach` and `file/upload/commit`): the
+/// vocabulary's type.
+pub use zeroclaw_protocol::files::StoredFile;
 
 /// Files already stored for one session, by content hash.
 #[derive(Debug, Default)]

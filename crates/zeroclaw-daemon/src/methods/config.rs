@@ -14,38 +14,28 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use zeroclaw_config::policy::{self, Credential, Principal};
 use zeroclaw_config::{Config, PropPath, Writer};
-use zeroclaw_protocol::Method;
 use zeroclaw_protocol::config::{
-    ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyResult,
-    ConfigSetParams, ConfigSetResult,
+    ConfigDeleteParams, ConfigDeleteResult, ConfigEntry, ConfigGetParams, ConfigGetResult,
+    ConfigSetManyParams, ConfigSetManyResult, ConfigSetParams, ConfigSetResult,
 };
+use zeroclaw_protocol::{Method, Unchecked};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
 use crate::caller::ConnectionContext;
-use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::wire_error::{self, Wire};
 
-/// `config/set-many` params, entries kept raw so each error can name its entry.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetManyParams {
-    sets: Vec<Value>,
-}
-
 /// `config/get {prop?}`: one property, or the whole configuration.
-pub(crate) fn get(daemon: &Daemon, params: Params) -> Result<Value, ErrorObject> {
-    let p: ConfigGetParams = params::decode(params)?;
+pub(crate) fn get(daemon: &Daemon, p: ConfigGetParams) -> Result<ConfigGetResult, ErrorObject> {
     let value = daemon
         .config
         .get(p.prop.as_deref())
         .map_err(wire_error::config)?;
-    params::encode(&match p.prop {
+    Ok(match p.prop {
         Some(prop) => ConfigGetResult::Prop { prop, value },
         None => ConfigGetResult::Whole { config: value },
     })
@@ -55,13 +45,12 @@ pub(crate) fn get(daemon: &Daemon, params: Params) -> Result<Value, ErrorObject>
 pub(crate) async fn set(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ConfigSetParams = params::decode(params)?;
+    p: ConfigSetParams,
+) -> Result<ConfigSetResult, ErrorObject> {
     let writer = writer(daemon, conn, Method::ConfigSet).await?;
     let prop = daemon.config.set(&p.prop, p.value, writer).await?;
     let restart_required = restart_required([&prop]);
-    params::encode(&ConfigSetResult {
+    Ok(ConfigSetResult {
         prop,
         set: true,
         restart_required,
@@ -72,13 +61,12 @@ pub(crate) async fn set(
 pub(crate) async fn delete(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ConfigDeleteParams = params::decode(params)?;
+    p: ConfigDeleteParams,
+) -> Result<ConfigDeleteResult, ErrorObject> {
     let writer = writer(daemon, conn, Method::ConfigDelete).await?;
     let prop = daemon.config.delete(&p.prop, writer).await?;
     let restart_required = restart_required([&prop]);
-    params::encode(&ConfigDeleteResult {
+    Ok(ConfigDeleteResult {
         prop,
         deleted: true,
         restart_required,
@@ -89,9 +77,8 @@ pub(crate) async fn delete(
 pub(crate) async fn set_many(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: SetManyParams = params::decode(params)?;
+    p: ConfigSetManyParams,
+) -> Result<ConfigSetManyResult, ErrorObject> {
     let sets = p
         .sets
         .into_iter()
@@ -101,7 +88,7 @@ pub(crate) async fn set_many(
     let writer = writer(daemon, conn, Method::ConfigSetMany).await?;
     let props = daemon.config.set_many(sets, writer).await?;
     let restart_required = restart_required(&props);
-    params::encode(&ConfigSetManyResult {
+    Ok(ConfigSetManyResult {
         props,
         set: true,
         restart_required,
@@ -116,8 +103,8 @@ fn restart_required<S: AsRef<str>>(props: impl IntoIterator<Item = S>) -> bool {
 }
 
 /// One `{prop, value}` entry of `config/set-many`.
-fn entry((index, raw): (usize, Value)) -> Result<(String, Value), ErrorObject> {
-    let Value::Object(mut obj) = raw else {
+fn entry((index, raw): (usize, Unchecked<ConfigEntry>)) -> Result<(String, Value), ErrorObject> {
+    let Value::Object(mut obj) = raw.into_value() else {
         return Err(ErrorObject::invalid_params(format!(
             "config entry {index}: expected {{prop, value}}"
         ))

@@ -1,47 +1,26 @@
-//! `session/status` and `session/configure` handlers (SPEC §16): typed params, then the
-//! [`SessionManager`](crate::session::SessionManager).
+//! `session/status` and `session/configure` handlers (SPEC §16): typed params in, the
+//! [`SessionManager`](crate::session::SessionManager) called, a typed result out.
 
-use serde::Deserialize;
-use serde_json::Value;
+use zeroclaw_protocol::session::SessionRef;
+use zeroclaw_protocol::stream::{ConfigureParams, ConfigureResult, SessionStatusResult};
 use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
-use crate::params::{self, Params};
+use crate::methods::mode;
 use crate::session::configure::ConfigureRequest;
+use crate::session::wire::configured_autonomy;
 use crate::state::Daemon;
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StatusParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ConfigureParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-    #[serde(default)]
-    autonomy: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-}
 
 /// `session/status {sessionId, mode?}`.
 pub(crate) fn status(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: StatusParams = params::decode(params)?;
+    p: SessionRef,
+) -> Result<SessionStatusResult, ErrorObject> {
     let config = daemon.config.current();
     daemon
         .sessions
-        .status(principal, &config, &p.session_id, p.mode)
+        .status(principal, &config, &p.session_id, mode(p.mode))
         .map_err(Into::into)
 }
 
@@ -49,17 +28,16 @@ pub(crate) fn status(
 pub(crate) async fn configure(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ConfigureParams = params::decode(params)?;
+    p: ConfigureParams,
+) -> Result<ConfigureResult, ErrorObject> {
     let req = ConfigureRequest {
-        autonomy: p.autonomy,
+        autonomy: p.autonomy.map(configured_autonomy),
         model: p.model,
     };
     let config = daemon.config.current();
     daemon
         .sessions
-        .configure(principal, &config, &p.session_id, p.mode, req)
+        .configure(principal, &config, &p.session_id, mode(p.mode), req)
         .await
         .map_err(Into::into)
 }

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use base64::Engine;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use zeroclaw_protocol::Unchecked;
 use zeroclaw_protocol::files::{
-    UploadBeginResult, UploadChunkParams, UploadChunkResult, UploadCommitParams,
+    AttachParams, AttachResult, FileInput, StoredFile, UploadBeginParams, UploadBeginResult,
+    UploadChunkParams, UploadChunkResult, UploadCommitParams,
 };
 use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::{Mode, SessionKey};
+use zeroclaw_store::SessionKey;
 
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
@@ -18,63 +18,26 @@ use crate::files::commit::{self, Item};
 use crate::files::path_read;
 use crate::files::staging::CHUNK_BYTES;
 use crate::files::workspace::MAX_FILE_BYTES;
-use crate::params::{self, Params};
+use crate::methods::mode;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
 /// Decoded bytes one `file/attach` request may carry in total.
 pub(crate) const MAX_ATTACH_BYTES: usize = 20 * 1024 * 1024;
 
-/// One input file: inline base64 or a local path.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct FileInput {
-    #[serde(default)]
-    data_b64: Option<String>,
-    #[serde(default)]
-    path: Option<String>,
-    #[serde(default)]
-    filename: Option<String>,
-    #[serde(default)]
-    mime_type: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AttachParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-    files: Vec<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct BeginParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-    size_bytes: u64,
-    #[serde(default)]
-    filename: Option<String>,
-    #[serde(default)]
-    sha256: Option<String>,
-}
-
 /// `file/attach {sessionId, mode?, files}`: inline or path files, stored in one commit.
 pub(crate) async fn attach(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: AttachParams = params::decode(params)?;
-    let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+    p: AttachParams,
+) -> Result<AttachResult, ErrorObject> {
+    let key = daemon.sessions.resolve_key(&p.session_id, mode(p.mode));
     bring_back(daemon, principal, &key).await?;
     let target = commit::target_of(&daemon.sessions, principal, &key)?;
     let items = decode_inputs(conn, principal, p.files).await?;
     let files = commit::commit(daemon.file_stores(), &conn.presented(), &target, items).await?;
-    Ok(json!({"files": files}))
+    Ok(AttachResult { files })
 }
 
 /// `file/upload/begin {sessionId, mode?, sizeBytes, filename?, sha256?}`.
@@ -82,16 +45,15 @@ pub(crate) async fn upload_begin(
     daemon: &Daemon,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: BeginParams = params::decode(params)?;
-    let key = daemon.sessions.resolve_key(&p.session_id, p.mode);
+    p: UploadBeginParams,
+) -> Result<UploadBeginResult, ErrorObject> {
+    let key = daemon.sessions.resolve_key(&p.session_id, mode(p.mode));
     bring_back(daemon, principal, &key).await?;
     let target = commit::target_of(&daemon.sessions, principal, &key)?;
     let upload_id = daemon
         .uploads
         .begin(conn.id, target, p.size_bytes, p.filename, p.sha256)?;
-    params::encode(&UploadBeginResult {
+    Ok(UploadBeginResult {
         upload_id,
         chunk_bytes: CHUNK_BYTES as u64,
         max_bytes: MAX_FILE_BYTES as u64,
@@ -102,9 +64,8 @@ pub(crate) async fn upload_begin(
 pub(crate) fn upload_chunk(
     daemon: &Daemon,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: UploadChunkParams = params::decode(params)?;
+    p: UploadChunkParams,
+) -> Result<UploadChunkResult, ErrorObject> {
     // A chunk of 1 MiB is about 1.4 MiB of base64; refuse far larger text unread.
     if p.data_b64.len() > CHUNK_BYTES / 3 * 4 + 8 {
         return Err(ErrorObject::invalid_params(format!(
@@ -115,7 +76,7 @@ pub(crate) fn upload_chunk(
     let received = daemon
         .uploads
         .chunk(conn.id, &p.upload_id, p.offset, &data)?;
-    params::encode(&UploadChunkResult {
+    Ok(UploadChunkResult {
         upload_id: p.upload_id,
         received_bytes: received,
     })
@@ -126,9 +87,8 @@ pub(crate) fn upload_chunk(
 pub(crate) async fn upload_commit(
     daemon: &Arc<Daemon>,
     conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: UploadCommitParams = params::decode(params)?;
+    p: UploadCommitParams,
+) -> Result<StoredFile, ErrorObject> {
     let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;
     let item = Item {
         bytes: finished.bytes,
@@ -146,7 +106,6 @@ pub(crate) async fn upload_commit(
     .await?;
     files
         .pop()
-        .map(|f| json!(f))
         .ok_or_else(|| ErrorObject::internal("nothing was stored"))
 }
 
@@ -175,7 +134,7 @@ fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {
 pub(crate) async fn decode_inputs(
     conn: &ConnectionContext,
     principal: &Principal,
-    files: Vec<Value>,
+    files: Vec<Unchecked<FileInput>>,
 ) -> Result<Vec<Item>, ErrorObject> {
     if files.is_empty() {
         return Err(ErrorObject::invalid_params(
@@ -185,8 +144,9 @@ pub(crate) async fn decode_inputs(
     let mut total = 0usize;
     let mut items = Vec::with_capacity(files.len());
     for (index, raw) in files.into_iter().enumerate() {
-        let input: FileInput = params::decode_value(raw)
-            .map_err(|e| ErrorObject::invalid_params(format!("file {index}: {}", e.message)))?;
+        let input: FileInput = raw
+            .check()
+            .map_err(|e| ErrorObject::invalid_params(format!("file {index}: {}", e.0)))?;
         let local_name = input.path.as_deref().and_then(|p| {
             std::path::Path::new(p)
                 .file_name()

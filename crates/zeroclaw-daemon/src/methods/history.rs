@@ -1,36 +1,27 @@
-//! SPEC §18 handlers: `session/rewind`, `session/fork`, `session/set_title`. Params are
-//! decoded straight into the vocabulary's types (both spellings), then the
-//! [`SessionManager`](crate::session::SessionManager) runs them.
+//! SPEC §18 handlers: `session/rewind`, `session/fork`, `session/set_title`: the
+//! vocabulary's params (decoded once by [`crate::dispatch`]) in, the
+//! [`SessionManager`](crate::session::SessionManager) run, its typed result out.
 
 use std::sync::Arc;
 
-use serde_json::Value;
-use zeroclaw_protocol::history::{ForkParams, RewindParams, SetTitleParams};
+use zeroclaw_protocol::history::{
+    ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
+};
 use zeroclaw_rpc::ErrorObject;
-use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
-use crate::params::{self, Params};
+use crate::methods::mode;
 use crate::session::link::ClientLink;
 use crate::state::Daemon;
-
-/// The wire's session mode as the store names it.
-fn mode(m: Option<zeroclaw_protocol::Mode>) -> Option<Mode> {
-    m.map(|m| match m {
-        zeroclaw_protocol::Mode::Acp => Mode::Acp,
-        zeroclaw_protocol::Mode::Chat => Mode::Chat,
-    })
-}
 
 /// `session/rewind {sessionId, mode?, turnId, restoreFiles?}`.
 pub(crate) async fn rewind(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: RewindParams = params::decode(params)?;
+    p: RewindParams,
+) -> Result<RewindResult, ErrorObject> {
     daemon
         .sessions
         .rewind(
@@ -50,9 +41,8 @@ pub(crate) async fn rewind(
 pub(crate) async fn fork(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ForkParams = params::decode(params)?;
+    p: ForkParams,
+) -> Result<ForkResult, ErrorObject> {
     daemon
         .sessions
         .fork(
@@ -70,9 +60,8 @@ pub(crate) async fn fork(
 pub(crate) async fn set_title(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: SetTitleParams = params::decode(params)?;
+    p: SetTitleParams,
+) -> Result<SetTitleResult, ErrorObject> {
     daemon
         .sessions
         .set_title(principal, &p.session_id, mode(p.mode), p.title)

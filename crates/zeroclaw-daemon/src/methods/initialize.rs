@@ -1,40 +1,32 @@
 //! `initialize`: the handshake (SPEC §4). Checks the protocol version, authenticates the
 //! peer (local uid, or a pairing token over WebSocket) and records what the client can do.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
-use zeroclaw_protocol::system::{InitializeResult, PROTOCOL_VERSION, PrincipalInfo};
+use serde_json::json;
+use zeroclaw_protocol::system::{
+    InitializeParams, InitializeResult, PROTOCOL_VERSION, PrincipalInfo,
+};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth;
 use crate::caller::{ConnectionContext, Handshake};
-use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct InitializeParams {
-    #[serde(default)]
-    protocol_version: Option<Value>,
-    #[serde(default)]
-    client_capabilities: Option<Value>,
-    #[serde(default)]
-    auth_token: Option<String>,
-    #[serde(default, rename = "clientInfo")]
-    _client_info: Option<Value>,
-}
-
-/// `initialize {protocolVersion?, clientCapabilities?, authToken?, clientInfo?}`.
-pub(crate) async fn initialize(
-    daemon: &Daemon,
-    conn: &ConnectionContext,
-    params: Params,
-) -> Result<Value, ErrorObject> {
+/// Refuses a second handshake before its params are looked at.
+pub(crate) fn check_first(conn: &ConnectionContext) -> Result<(), ErrorObject> {
     if conn.is_initialized() {
         return Err(ErrorObject::invalid_request("already initialized"));
     }
-    let p: InitializeParams = params::decode(params)?;
+    Ok(())
+}
+
+/// `initialize {protocolVersion?, clientCapabilities?, authToken?, clientInfo?}`, once
+/// [`check_first`] let it through.
+pub(crate) async fn initialize(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    p: InitializeParams,
+) -> Result<InitializeResult, ErrorObject> {
     let requested = p.protocol_version.unwrap_or(json!(PROTOCOL_VERSION));
     if requested.as_u64() != Some(PROTOCOL_VERSION) {
         return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));
@@ -61,8 +53,7 @@ pub(crate) async fn initialize(
     let elicitation = p
         .client_capabilities
         .as_ref()
-        .and_then(|c| c.get("elicitation"))
-        .is_some_and(|e| !e.is_null());
+        .is_some_and(|c| c.elicitation());
     let handshake = Handshake {
         auth_token: p.auth_token,
         elicitation,
@@ -72,7 +63,7 @@ pub(crate) async fn initialize(
     }
     tracing::info!(conn = conn.id, peer = %conn.peer.label, principal = %principal.id, "initialized");
     let capabilities = auth::capabilities(&principal, conn.peer.kind == TransportKind::Local);
-    params::encode(&InitializeResult::new(
+    Ok(InitializeResult::new(
         env!("CARGO_PKG_VERSION"),
         daemon.pid,
         PrincipalInfo {

@@ -1,9 +1,10 @@
 //! Method handlers, one file per method group and one function per
 //! [`Method`](zeroclaw_protocol::Method), called only by [`crate::dispatch`] once the
-//! caller is authenticated and authorized. A handler decodes its params (both spellings),
-//! calls a service (sessions, files, config, pairing) with the caller's principal, its
-//! credential or its [`ClientLink`](crate::session::link::ClientLink), and returns the
-//! result; it never touches a socket nor imports the connection loop.
+//! caller is authenticated and authorized. A handler takes its method's params type (the
+//! [`Call`](zeroclaw_protocol::Call) table's, decoded once by the dispatcher), calls a
+//! service (sessions, files, config, pairing) with the caller's principal, its credential
+//! or its [`ClientLink`](crate::session::link::ClientLink), and returns the method's result
+//! type; it never touches a socket nor imports the connection loop.
 
 pub(crate) mod config;
 pub(crate) mod configure;
@@ -13,3 +14,8 @@ pub(crate) mod initialize;
 pub(crate) mod models;
 pub(crate) mod session;
 pub(crate) mod status;
+
+/// The wire's session mode as the store names it.
+pub(crate) fn mode(m: Option<zeroclaw_protocol::Mode>) -> Option<zeroclaw_store::Mode> {
+    m.map(crate::session::wire::store_mode)
+}

@@ -6,22 +6,20 @@
 //! (`allowed_agents`); an admin sees every provider. An `error` never carries credentials
 //! (the catalog leaves them out; the text is masked again here, URL credentials and key).
 
-use serde_json::{Value, json};
+use serde_json::json;
 use zeroclaw_config::secret::redact;
 use zeroclaw_protocol::system::{ModelEntry, ModelsListParams, ModelsListResult};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::Principal;
-use crate::params::{self, Params};
 use crate::state::Daemon;
 
 /// `models/list {agentAlias?}`.
 pub(crate) async fn list(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ModelsListParams = params::decode(params)?;
+    p: ModelsListParams,
+) -> Result<ModelsListResult, ErrorObject> {
     let config = daemon.config.current();
     // (provider name, the model in use with it)
     let targets: Vec<(String, String)> = match &p.agent_alias {
@@ -92,7 +90,7 @@ pub(crate) async fn list(
             }
         }
     }
-    params::encode(&ModelsListResult { models })
+    Ok(ModelsListResult { models })
 }
 
 /// Whether `principal` may see provider `name`: an admin any, others only the providers of

@@ -1,11 +1,17 @@
-//! `session/*` handlers (SPEC §7): decode typed params (both spellings), then call the
-//! [`SessionManager`](crate::session::SessionManager). Grants were checked by the
-//! dispatcher; ownership and agent permission are checked by the manager.
+//! `session/*` handlers (SPEC §7): typed params in (decoded once by [`crate::dispatch`],
+//! both spellings), the [`SessionManager`](crate::session::SessionManager) called, a typed
+//! result out. Grants were checked by the dispatcher; ownership and agent permission are
+//! checked by the manager.
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::Value;
+use zeroclaw_protocol::compact::{CompactParams, CompactResult};
+use zeroclaw_protocol::session::{
+    ApproveParams, ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListParams,
+    ListResult, MessagesParams, MessagesResult, SessionNewParams, SessionNewResult,
+    SessionPromptParams, SessionRef, TurnResult,
+};
+use zeroclaw_protocol::stream::{SubscribeParams, SubscribeResult, UnsubscribeResult};
 use zeroclaw_protocol::update::PromptAttachment;
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_store::Mode;
@@ -14,142 +20,23 @@ use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::files;
 use crate::methods::file;
-use crate::params::{self, Params};
-use crate::session::lifecycle::parse_decision;
+use crate::methods::mode;
+use crate::session::lifecycle::approval_decision;
 use crate::session::link::ClientLink;
-use crate::session::mcp::{SessionServer, check_session_servers};
+use crate::session::mcp::check_session_servers;
 use crate::session::open::NewRequest;
 use crate::session::prompted::Incoming;
 use crate::session::stream::Cursor;
 use crate::state::Daemon;
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct NewParams {
-    agent_alias: String,
-    #[serde(default)]
-    session_id: Option<String>,
-    #[serde(default)]
-    cwd: Option<String>,
-    #[serde(default)]
-    mode: Option<Mode>,
-    /// ACP-shaped stdio MCP servers for this session (admins only).
-    #[serde(default)]
-    mcp_servers: Vec<SessionServer>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PromptParams {
-    session_id: String,
-    prompt: Value,
-    #[serde(default)]
-    mode: Option<Mode>,
-    #[serde(default)]
-    attachments: Option<Vec<Value>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct IdParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CompactParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-    #[serde(default)]
-    instructions: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ApproveParams {
-    session_id: String,
-    request_id: String,
-    decision: String,
-    #[serde(default)]
-    replacement: Option<Value>,
-    #[serde(default)]
-    mode: Option<Mode>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SubscribeParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-    #[serde(default)]
-    turn_id: Option<String>,
-    #[serde(default)]
-    after_event_seq: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ListParams {
-    #[serde(default)]
-    mode: Option<Mode>,
-    #[serde(default)]
-    limit: Option<u32>,
-    #[serde(default)]
-    cursor: Option<String>,
-    #[serde(default)]
-    search: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MessagesParams {
-    session_id: String,
-    #[serde(default)]
-    mode: Option<Mode>,
-    #[serde(default)]
-    limit: Option<u32>,
-    #[serde(default)]
-    before_seq: Option<i64>,
-    #[serde(default)]
-    include_rewound: Option<bool>,
-}
-
-/// The prompt text: a string, or ACP-style content blocks whose `text` parts are joined.
-fn prompt_text(prompt: Value) -> Result<String, ErrorObject> {
-    match prompt {
-        Value::String(s) => Ok(s),
-        Value::Array(blocks) => {
-            let mut out = String::new();
-            for b in &blocks {
-                match b.get("text").and_then(Value::as_str) {
-                    Some(t) => out.push_str(t),
-                    None => {
-                        return Err(ErrorObject::invalid_params(
-                            "invalid params: prompt blocks must be {type:\"text\", text}",
-                        ));
-                    }
-                }
-            }
-            Ok(out)
-        }
-        _ => Err(ErrorObject::invalid_params(
-            "invalid params: prompt must be a string",
-        )),
-    }
-}
-
 /// `session/new {agentAlias, sessionId?, cwd?, mode?, mcpServers?}`.
 pub(crate) async fn new(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: NewParams = params::decode(params)?;
-    if !p.mcp_servers.is_empty() {
+    p: SessionNewParams,
+) -> Result<SessionNewResult, ErrorObject> {
+    let mcp_servers = p.mcp_servers.unwrap_or_default();
+    if !mcp_servers.is_empty() {
         // They run as the daemon's user (SPEC §16).
         if !principal.admin {
             return Err(ErrorObject::forbidden(format!(
@@ -158,14 +45,14 @@ pub(crate) async fn new(
             ))
             .with_data(serde_json::json!({"resource": "mcpServers"})));
         }
-        check_session_servers(&p.mcp_servers)?;
+        check_session_servers(&mcp_servers)?;
     }
     let req = NewRequest {
         agent_alias: p.agent_alias,
         session_id: p.session_id,
         cwd: p.cwd,
-        mode: p.mode.unwrap_or(Mode::Acp),
-        mcp_servers: p.mcp_servers,
+        mode: mode(p.mode).unwrap_or(Mode::Acp),
+        mcp_servers,
     };
     daemon
         .sessions
@@ -181,17 +68,17 @@ pub(crate) async fn prompt(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
+    p: SessionPromptParams,
+) -> Result<TurnResult, ErrorObject> {
     let sessions = &daemon.sessions;
-    let p: PromptParams = params::decode(params)?;
-    let mut prompt = prompt_text(p.prompt)?;
+    let mode = mode(p.mode);
+    let mut prompt = p.prompt.into_text();
     let text_len = prompt.len();
     let mut shown = Vec::new();
     if let Some(attachments) = p.attachments.filter(|a| !a.is_empty()) {
         // Stored through the same commit step as file/attach; the markers follow
         // the prompt, one per line.
-        let key = sessions.resolve_key(&p.session_id, p.mode);
+        let key = sessions.resolve_key(&p.session_id, mode);
         // A persisted session is brought back first, as the prompt would.
         sessions
             .live_or_rehydrate(principal, &daemon.config.current(), &key)
@@ -224,7 +111,7 @@ pub(crate) async fn prompt(
             Arc::clone(conn) as Arc<dyn ClientLink>,
             daemon.config.current(),
             &p.session_id,
-            p.mode,
+            mode,
             Incoming {
                 text: prompt,
                 text_len,
@@ -240,9 +127,8 @@ pub(crate) async fn compact(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: CompactParams = params::decode(params)?;
+    p: CompactParams,
+) -> Result<CompactResult, ErrorObject> {
     daemon
         .sessions
         .compact(
@@ -250,7 +136,7 @@ pub(crate) async fn compact(
             Arc::clone(conn) as Arc<dyn ClientLink>,
             daemon.config.current(),
             &p.session_id,
-            p.mode,
+            mode(p.mode),
             p.instructions,
         )
         .await
@@ -262,12 +148,11 @@ pub(crate) fn cancel(
     daemon: &Daemon,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: IdParams = params::decode(params)?;
+    p: SessionRef,
+) -> Result<CancelResult, ErrorObject> {
     daemon
         .sessions
-        .cancel(principal, conn, &p.session_id, p.mode)
+        .cancel(principal, conn, &p.session_id, mode(p.mode))
         .map_err(Into::into)
 }
 
@@ -275,13 +160,18 @@ pub(crate) fn cancel(
 pub(crate) fn approve(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ApproveParams = params::decode(params)?;
-    let decision = parse_decision(&p.decision, p.replacement)?;
+    p: ApproveParams,
+) -> Result<ApproveResult, ErrorObject> {
+    let decision = approval_decision(p.decision, p.replacement);
     daemon
         .sessions
-        .approve(principal, &p.session_id, p.mode, &p.request_id, decision)
+        .approve(
+            principal,
+            &p.session_id,
+            mode(p.mode),
+            &p.request_id,
+            decision,
+        )
         .map_err(Into::into)
 }
 
@@ -289,12 +179,11 @@ pub(crate) fn approve(
 pub(crate) async fn close(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: IdParams = params::decode(params)?;
+    p: SessionRef,
+) -> Result<CloseResult, ErrorObject> {
     daemon
         .sessions
-        .close(principal, &p.session_id, p.mode)
+        .close(principal, &p.session_id, mode(p.mode))
         .await
         .map_err(Into::into)
 }
@@ -303,12 +192,11 @@ pub(crate) async fn close(
 pub(crate) async fn kill(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: IdParams = params::decode(params)?;
+    p: SessionRef,
+) -> Result<KillResult, ErrorObject> {
     daemon
         .sessions
-        .kill(principal, &p.session_id, p.mode)
+        .kill(principal, &p.session_id, mode(p.mode))
         .await
         .map_err(Into::into)
 }
@@ -317,12 +205,11 @@ pub(crate) async fn kill(
 pub(crate) async fn delete(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: IdParams = params::decode(params)?;
+    p: SessionRef,
+) -> Result<DeleteResult, ErrorObject> {
     daemon
         .sessions
-        .delete(principal, &p.session_id, p.mode)
+        .delete(principal, &p.session_id, mode(p.mode))
         .await
         .map_err(Into::into)
 }
@@ -332,9 +219,8 @@ pub(crate) async fn subscribe(
     daemon: &Daemon,
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: SubscribeParams = params::decode(params)?;
+    p: SubscribeParams,
+) -> Result<SubscribeResult, ErrorObject> {
     let cursor = Cursor {
         turn_id: p.turn_id,
         after_event_seq: p.after_event_seq.unwrap_or(0),
@@ -347,7 +233,7 @@ pub(crate) async fn subscribe(
             &daemon.config.current(),
             link,
             &p.session_id,
-            p.mode,
+            mode(p.mode),
             cursor,
         )
         .await
@@ -359,12 +245,11 @@ pub(crate) fn unsubscribe(
     daemon: &Daemon,
     conn: &ConnectionContext,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: IdParams = params::decode(params)?;
+    p: SessionRef,
+) -> Result<UnsubscribeResult, ErrorObject> {
     daemon
         .sessions
-        .unsubscribe(principal, conn, &p.session_id, p.mode)
+        .unsubscribe(principal, conn, &p.session_id, mode(p.mode))
         .map_err(Into::into)
 }
 
@@ -372,12 +257,17 @@ pub(crate) fn unsubscribe(
 pub(crate) async fn list(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: ListParams = params::decode(params)?;
+    p: ListParams,
+) -> Result<ListResult, ErrorObject> {
     daemon
         .sessions
-        .list(principal, p.mode, p.limit, p.cursor.as_deref(), p.search)
+        .list(
+            principal,
+            mode(p.mode),
+            p.limit,
+            p.cursor.as_deref(),
+            p.search,
+        )
         .await
         .map_err(Into::into)
 }
@@ -386,15 +276,14 @@ pub(crate) async fn list(
 pub(crate) async fn messages(
     daemon: &Daemon,
     principal: &Principal,
-    params: Params,
-) -> Result<Value, ErrorObject> {
-    let p: MessagesParams = params::decode(params)?;
+    p: MessagesParams,
+) -> Result<MessagesResult, ErrorObject> {
     daemon
         .sessions
         .messages(
             principal,
             &p.session_id,
-            p.mode,
+            mode(p.mode),
             p.limit,
             p.before_seq,
             p.include_rewound.unwrap_or(false),

@@ -1,17 +1,19 @@
 //! `status`: what the daemon is and what it serves right now (SPEC §5); and the answer to
 //! `daemon/shutdown` (the connection loop starts the stop once that answer is queued).
 
-use serde_json::Value;
-use zeroclaw_protocol::system::{PROTOCOL_VERSION, ShutdownResult, StatusResult};
+use zeroclaw_protocol::system::{NoParams, PROTOCOL_VERSION, ShutdownResult, StatusResult};
 use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::Principal;
-use crate::params;
 use crate::state::Daemon;
 
 /// `status`: host fields (paths, pid, endpoint) only for an admin (SPEC §5).
-pub(crate) fn status(daemon: &Daemon, principal: &Principal) -> Result<Value, ErrorObject> {
-    params::encode(&result(daemon, principal))
+pub(crate) fn status(
+    daemon: &Daemon,
+    principal: &Principal,
+    _: NoParams,
+) -> Result<StatusResult, ErrorObject> {
+    Ok(result(daemon, principal))
 }
 
 /// The `status` result for `principal`, appended to `buf` as JSON (the text [`status`]'s
@@ -47,8 +49,8 @@ fn result(daemon: &Daemon, principal: &Principal) -> StatusResult {
 }
 
 /// `daemon/shutdown`: the answer; the stop itself follows it.
-pub(crate) fn shutdown() -> Result<Value, ErrorObject> {
-    params::encode(&ShutdownResult {
+pub(crate) fn shutdown(_: NoParams) -> Result<ShutdownResult, ErrorObject> {
+    Ok(ShutdownResult {
         shutting_down: true,
     })
 }

@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::compact::{self as plan, SummaryError};
 use zeroclaw_agent::{ChatMessage, estimate_tokens};
@@ -19,7 +18,7 @@ use zeroclaw_store::Mode;
 
 use super::agent;
 use super::compaction::{self, Boundary, Compacted, Request, Settings, model_of};
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::live::LiveSession;
 use super::turn::Runner;
 
@@ -50,7 +49,7 @@ impl Runner {
         instructions: Option<&str>,
         turn_id: &str,
         cancel: CancellationToken,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<CompactResult, SessionError> {
         if session.key.mode != Mode::Acp {
             return Err(SessionError::invalid(
                 "compaction needs an ACP session (a chat session keeps no retained context)",
@@ -74,7 +73,7 @@ impl Runner {
             hooks: agent.spec.hooks.clone(),
         };
         let result = |outcome, before: usize, after: usize, summarized: usize, error| {
-            encode(CompactResult {
+            Ok(CompactResult {
                 session_id: session.key.session_id.clone(),
                 turn_id: turn_id.to_owned(),
                 outcome,

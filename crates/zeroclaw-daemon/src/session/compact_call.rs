@@ -5,15 +5,15 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::oneshot;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::compact::CompactResult;
 use zeroclaw_store::Mode;
 
 use super::error::SessionError;
 use super::link::ClientLink;
-use super::live::{Job, JobKind};
+use super::live::{Job, JobAnswer, JobKind};
 use super::{SessionManager, check_owner};
 
 /// Longest `instructions`, in bytes.
@@ -29,7 +29,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         instructions: Option<String>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<CompactResult, SessionError> {
         if instructions
             .as_ref()
             .is_some_and(|i| i.len() > MAX_INSTRUCTIONS)
@@ -63,7 +63,7 @@ impl SessionManager {
                     "session {session_id} was closed before the compaction was answered"
                 )))
             }
-            other => other,
+            other => other.and_then(JobAnswer::compacted),
         }
     }
 }

@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_config::{Config, ProviderKind};
 use zeroclaw_protocol::stream::ConfigureResult;
@@ -17,7 +16,7 @@ use zeroclaw_store::Mode;
 
 use super::SessionManager;
 use super::agent::effective_model;
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::live::{LiveSession, Overrides};
 use super::wire;
 
@@ -27,7 +26,7 @@ const SHOWN_MODELS: usize = 20;
 /// What `session/configure` asks for.
 #[derive(Debug, Clone, Default)]
 pub struct ConfigureRequest {
-    pub autonomy: Option<String>,
+    pub autonomy: Option<zeroclaw_config::Autonomy>,
     /// `Some("")` = back to the agent's model.
     pub model: Option<String>,
 }
@@ -71,15 +70,8 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         req: ConfigureRequest,
-    ) -> Result<Value, SessionError> {
-        let autonomy = match req.autonomy.as_deref() {
-            None => None,
-            Some(a) => Some(wire::parse_autonomy(a).ok_or_else(|| {
-                SessionError::invalid(format!(
-                    "unknown autonomy {a:?}: expected supervised, full or read_only"
-                ))
-            })?),
-        };
+    ) -> Result<ConfigureResult, SessionError> {
+        let autonomy = req.autonomy;
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, config, &key).await?;
         if principal.id != live.owner {
@@ -104,7 +96,7 @@ impl SessionManager {
             .await?;
         live.set_overrides(next.clone());
         tracing::info!(session = %session_id, ?next, "session configured");
-        encode(ConfigureResult {
+        Ok(ConfigureResult {
             session_id: session_id.to_owned(),
             autonomy: effective_autonomy(config, &live, &next),
             model: effective_model(config, &live.agent_alias, next.model.as_deref()),

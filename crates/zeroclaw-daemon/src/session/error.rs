@@ -3,7 +3,6 @@
 //! method handlers turn them into JSON-RPC errors with `?`, through the one mapping in
 //! `wire_error.rs`.
 
-use serde_json::Value;
 use zeroclaw_store::StoreError;
 
 /// Why a sessions operation failed.
@@ -68,10 +67,4 @@ impl SessionError {
     pub fn failed(message: impl Into<String>) -> Self {
         SessionError::Failed(message.into())
     }
-}
-
-/// A typed result (a `zeroclaw-protocol` result struct) as the JSON a handler answers with.
-pub(crate) fn encode<T: serde::Serialize>(result: T) -> Result<Value, SessionError> {
-    serde_json::to_value(result)
-        .map_err(|e| SessionError::failed(format!("cannot encode a result: {e}")))
 }

@@ -9,16 +9,15 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::oneshot;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_protocol::history::{ForkResult, ForkedFrom, SetTitleResult};
+use zeroclaw_protocol::history::{ForkResult, ForkedFrom, RewindResult, SetTitleResult};
 use zeroclaw_store::{ForkRequest, MAX_TITLE_CHARS, Mode, SessionKey, StoreError, ToMessages};
 
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::link::ClientLink;
-use super::live::{Job, JobKind};
+use super::live::{Job, JobAnswer, JobKind};
 use super::manager::{Quota, SessionManager, check_owner};
 use super::open::check_agent;
 use super::persist;
@@ -79,7 +78,7 @@ impl SessionManager {
         mode: Option<Mode>,
         turn_id: String,
         restore_files: bool,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<RewindResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         acp_only(&key, "session/rewind")?;
         self.owner_checked(principal, &key).await?;
@@ -99,11 +98,14 @@ impl SessionManager {
         // one is queued (or refused), so pipelined calls keep their order.
         link.record_prompt(&live.instance, submitted?);
         crate::ordering::admitted();
-        answer.await.unwrap_or_else(|_| {
-            Err(SessionError::not_found(format!(
-                "session {session_id} was closed before the rewind ran"
-            )))
-        })
+        answer
+            .await
+            .unwrap_or_else(|_| {
+                Err(SessionError::not_found(format!(
+                    "session {session_id} was closed before the rewind ran"
+                )))
+            })
+            .and_then(JobAnswer::rewound)
     }
 
     /// `session/fork`: a new live ACP session of the source's owner, agent, cwd and saved
@@ -116,7 +118,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         turn_id: Option<String>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<ForkResult, SessionError> {
         let source = self.resolve_key(session_id, mode);
         acp_only(&source, "session/fork")?;
         let owner = self.owner_checked(principal, &source).await?;
@@ -166,7 +168,7 @@ impl SessionManager {
             return Err(e);
         }
         tracing::info!(source = %session_id, session = %new_id, turn = ?forked.forked_from.turn_id, "session forked");
-        encode(ForkResult {
+        Ok(ForkResult {
             session_id: new_id,
             forked_from: ForkedFrom {
                 session_id: forked.forked_from.session_id,
@@ -183,12 +185,12 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         title: String,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<SetTitleResult, SessionError> {
         check_title(&title)?;
         let key = self.resolve_key(session_id, mode);
         self.owner_checked(principal, &key).await?;
         self.store.set_title(&key, &title).await?;
-        encode(SetTitleResult {
+        Ok(SetTitleResult {
             session_id: session_id.to_owned(),
             title,
         })

@@ -17,19 +17,20 @@ use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::Decision;
 use zeroclaw_protocol::history::ForkedFrom;
 use zeroclaw_protocol::session::{
     ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListResult, MessagesResult,
-    SessionSummary,
+    SessionSummary, TurnResult,
 };
 use zeroclaw_store::{
     DEFAULT_PAGE_BYTES, ListCursor, ListQuery, MAX_LIST_LIMIT, MessagesQuery, Mode, SessionKey,
     SessionRow,
 };
 
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::link::ClientLink;
-use super::live::{Job, JobKind, LiveSession};
+use super::live::{Job, JobAnswer, JobKind, LiveSession};
 use super::prompted::{Incoming, Prompted};
 use super::wire;
 use super::{SessionManager, check_owner};
@@ -38,21 +39,13 @@ use super::{SessionManager, check_owner};
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
 /// A `session/approve` decision.
-pub fn parse_decision(
-    decision: &str,
-    replacement: Option<Value>,
-) -> Result<ApprovalDecision, SessionError> {
-    Ok(match decision {
-        "allow_once" => ApprovalDecision::AllowOnce,
-        "allow_always" => ApprovalDecision::AllowAlways,
-        "reject" => ApprovalDecision::Reject,
-        "reject_with_edit" => ApprovalDecision::RejectWithEdit(replacement),
-        other => {
-            return Err(SessionError::invalid(format!(
-                "decision {other:?}: expected allow_once, allow_always, reject or reject_with_edit"
-            )));
-        }
-    })
+pub fn approval_decision(decision: Decision, replacement: Option<Value>) -> ApprovalDecision {
+    match decision {
+        Decision::AllowOnce => ApprovalDecision::AllowOnce,
+        Decision::AllowAlways => ApprovalDecision::AllowAlways,
+        Decision::Reject => ApprovalDecision::Reject,
+        Decision::RejectWithEdit => ApprovalDecision::RejectWithEdit(replacement),
+    }
 }
 
 fn not_live(session_id: &str) -> SessionError {
@@ -83,7 +76,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         prompt: Incoming,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<TurnResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
@@ -120,7 +113,7 @@ impl SessionManager {
                     "session {session_id} was closed before the prompt was answered"
                 )))
             }
-            other => other,
+            other => other.and_then(JobAnswer::turn),
         }
     }
 
@@ -132,14 +125,14 @@ impl SessionManager {
         link: &dyn ClientLink,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<CancelResult, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
         if !live.cancel_from(link.last_prompt(&live.instance)) {
             return Err(SessionError::not_found(format!(
                 "no active turn in session {session_id}"
             )));
         }
-        encode(CancelResult {
+        Ok(CancelResult {
             session_id: session_id.to_owned(),
             cancelled: true,
         })
@@ -153,7 +146,7 @@ impl SessionManager {
         mode: Option<Mode>,
         request_id: &str,
         decision: ApprovalDecision,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<ApproveResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
         if principal.id != live.owner {
@@ -164,7 +157,7 @@ impl SessionManager {
                 "no pending approval {request_id} in session {session_id}"
             )));
         }
-        encode(ApproveResult {
+        Ok(ApproveResult {
             session_id: session_id.to_owned(),
             request_id: request_id.to_owned(),
             acknowledged: true,
@@ -184,10 +177,10 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<CloseResult, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
         self.unload(&live).await;
-        encode(CloseResult {
+        Ok(CloseResult {
             session_id: session_id.to_owned(),
             closed: true,
         })
@@ -232,9 +225,13 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<KillResult, SessionError> {
         self.kill_or_delete(principal, session_id, mode, Removal::Kill)
-            .await
+            .await?;
+        Ok(KillResult {
+            session_id: session_id.to_owned(),
+            killed: true,
+        })
     }
 
     /// `session/delete`: removes the row with its transcript and checkpoints, then the
@@ -244,9 +241,13 @@ impl SessionManager {
         principal: &Principal,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<DeleteResult, SessionError> {
         self.kill_or_delete(principal, session_id, mode, Removal::Delete)
-            .await
+            .await?;
+        Ok(DeleteResult {
+            session_id: session_id.to_owned(),
+            deleted: true,
+        })
     }
 
     /// Kill and delete share their order: cancel the running turn first (cheap, cannot
@@ -258,7 +259,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         how: Removal,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<(), SessionError> {
         let (key, live) = self.target(principal, session_id, mode).await?;
         if let Some(live) = &live {
             live.cancel_turn();
@@ -275,23 +276,15 @@ impl SessionManager {
         if let Some(live) = &live {
             self.unload(live).await;
         }
-        let session_id = session_id.to_owned();
         match how {
             Removal::Kill => {
-                tracing::info!(session = %session_id, mode = %key.mode, "session killed");
-                encode(KillResult {
-                    session_id,
-                    killed: true,
-                })
+                tracing::info!(session = %session_id, mode = %key.mode, "session killed")
             }
             Removal::Delete => {
-                tracing::info!(session = %session_id, mode = %key.mode, "session deleted");
-                encode(DeleteResult {
-                    session_id,
-                    deleted: true,
-                })
+                tracing::info!(session = %session_id, mode = %key.mode, "session deleted")
             }
         }
+        Ok(())
     }
 
     /// `session/list`: one page of the persisted, non-tombstoned rows the caller may see,
@@ -305,7 +298,7 @@ impl SessionManager {
         limit: Option<u32>,
         cursor: Option<&str>,
         search: Option<String>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<ListResult, SessionError> {
         let limit = match limit {
             Some(0) => return Err(SessionError::invalid("limit: expected 1 or more")),
             Some(n) => n.min(MAX_LIST_LIMIT),
@@ -364,7 +357,7 @@ impl SessionManager {
         } else {
             None
         };
-        encode(ListResult {
+        Ok(ListResult {
             sessions,
             next_cursor: next,
         })
@@ -379,7 +372,7 @@ impl SessionManager {
         limit: Option<u32>,
         before_seq: Option<i64>,
         include_rewound: bool,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<MessagesResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         self.owned_row(principal, &key, session_id).await?;
         let page = self
@@ -394,7 +387,7 @@ impl SessionManager {
                 },
             )
             .await?;
-        encode(MessagesResult {
+        Ok(MessagesResult {
             session_id: session_id.to_owned(),
             messages: page.rows.into_iter().map(wire::message).collect(),
             total: wire::count(page.total),

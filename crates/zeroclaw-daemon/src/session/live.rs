@@ -22,12 +22,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_agent::mcp::McpSet;
 use zeroclaw_config::Config;
+use zeroclaw_protocol::compact::CompactResult;
+use zeroclaw_protocol::history::RewindResult;
+use zeroclaw_protocol::session::TurnResult;
 use zeroclaw_store::SessionKey;
 
 use super::error::SessionError;
@@ -46,7 +48,41 @@ pub(crate) struct Job {
     pub link: Arc<dyn ClientLink>,
     /// The configuration in force when the prompt was accepted.
     pub config: Arc<Config>,
-    pub reply: oneshot::Sender<Result<Value, SessionError>>,
+    pub reply: oneshot::Sender<Result<JobAnswer, SessionError>>,
+}
+
+/// What the worker answers a [`Job`] with: the result of its kind.
+pub(crate) enum JobAnswer {
+    Turn(TurnResult),
+    Rewound(RewindResult),
+    Compacted(CompactResult),
+}
+
+impl JobAnswer {
+    fn mismatch() -> SessionError {
+        SessionError::failed("the session answered another kind of job")
+    }
+
+    pub fn turn(self) -> Result<TurnResult, SessionError> {
+        match self {
+            JobAnswer::Turn(t) => Ok(t),
+            _ => Err(Self::mismatch()),
+        }
+    }
+
+    pub fn rewound(self) -> Result<RewindResult, SessionError> {
+        match self {
+            JobAnswer::Rewound(r) => Ok(r),
+            _ => Err(Self::mismatch()),
+        }
+    }
+
+    pub fn compacted(self) -> Result<CompactResult, SessionError> {
+        match self {
+            JobAnswer::Compacted(c) => Ok(c),
+            _ => Err(Self::mismatch()),
+        }
+    }
 }
 
 /// What a queued [`Job`] does.

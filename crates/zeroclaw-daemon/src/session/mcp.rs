@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use zeroclaw_agent::mcp::{McpServerConfig, McpSet, READY_TIMEOUT};
 use zeroclaw_config::Config;
 use zeroclaw_config::schema::valid_mcp_name;
+use zeroclaw_protocol::session::McpServer;
 
 use super::SessionManager;
 use super::error::SessionError;
@@ -22,26 +22,8 @@ use super::wire;
 /// Servers one `session/new` may add.
 pub const MAX_SESSION_SERVERS: usize = 16;
 
-/// One entry of `session/new`'s `mcpServers` (the ACP shape).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionServer {
-    pub name: String,
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    #[serde(default)]
-    pub env: Vec<EnvVar>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct EnvVar {
-    pub name: String,
-    pub value: String,
-}
-
 /// -32602 unless every server has a usable, distinct name and a command.
-pub fn check_session_servers(servers: &[SessionServer]) -> Result<(), SessionError> {
+pub fn check_session_servers(servers: &[McpServer]) -> Result<(), SessionError> {
     if servers.len() > MAX_SESSION_SERVERS {
         return Err(SessionError::invalid(format!(
             "at most {MAX_SESSION_SERVERS} mcpServers per session"
@@ -76,7 +58,7 @@ pub fn check_session_servers(servers: &[SessionServer]) -> Result<(), SessionErr
 pub fn servers_for(
     config: &Config,
     alias: &str,
-    session: &[SessionServer],
+    session: &[McpServer],
     live: &LiveSession,
 ) -> Vec<McpServerConfig> {
     let mut out: Vec<McpServerConfig> = Vec::new();
@@ -127,7 +109,7 @@ impl SessionManager {
         &self,
         live: &Arc<LiveSession>,
         config: &Config,
-        session_servers: &[SessionServer],
+        session_servers: &[McpServer],
         resumed: bool,
     ) -> Result<(), SessionError> {
         let saved = if resumed {

@@ -13,13 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::session::SessionNewResult;
 use zeroclaw_store::{Mode, NewSession, RPC_SURFACE, SessionKey, SessionRow};
 
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::live::LiveSession;
 use super::manager::{Quota, SessionManager, check_owner};
 use super::persist::context_from;
@@ -36,7 +35,7 @@ pub struct NewRequest {
     pub cwd: Option<String>,
     pub mode: Mode,
     /// MCP servers for this session only (admins only; checked by the caller).
-    pub mcp_servers: Vec<super::mcp::SessionServer>,
+    pub mcp_servers: Vec<zeroclaw_protocol::session::McpServer>,
 }
 
 pub(super) fn check_agent(
@@ -154,14 +153,18 @@ impl SessionManager {
             .unwrap_or_else(|| workspace.to_path_buf()))
     }
 
-    async fn describe(&self, session: &LiveSession, resumed: bool) -> Result<Value, SessionError> {
+    async fn describe(
+        &self,
+        session: &LiveSession,
+        resumed: bool,
+    ) -> Result<SessionNewResult, SessionError> {
         let count = self
             .store
             .get_session(&session.key)
             .await?
             .map_or(0, |r| r.message_count);
         let mode = session.wire_mode();
-        encode(SessionNewResult {
+        Ok(SessionNewResult {
             session_id: session.key.session_id.clone(),
             agent_alias: session.agent_alias.clone(),
             mode,
@@ -177,7 +180,7 @@ impl SessionManager {
         principal: &Principal,
         session: &LiveSession,
         alias: &str,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<SessionNewResult, SessionError> {
         check_owner(principal, &session.owner, session.session_id())?;
         if session.agent_alias != alias {
             return Err(SessionError::invalid(format!(
@@ -195,7 +198,7 @@ impl SessionManager {
         principal: &Principal,
         config: &Config,
         req: NewRequest,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<SessionNewResult, SessionError> {
         let alias = req.agent_alias.as_str();
         check_agent(config, principal, alias)?;
         let session_id = req

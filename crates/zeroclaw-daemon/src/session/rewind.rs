@@ -8,11 +8,10 @@
 //! any point leaves the old history or the whole rewind (the store), and the file restore
 //! is journaled by the checkpoint store (completed when the daemon next starts).
 
-use serde_json::Value;
 use zeroclaw_protocol::UpdateKind;
 use zeroclaw_protocol::history::{RewindResult, Unrestorable};
 
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::file_restore::{self, FilesRestored};
 use super::live::LiveSession;
 use super::persist;
@@ -25,7 +24,7 @@ impl Runner {
         session: &LiveSession,
         to: &str,
         restore_files: bool,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<RewindResult, SessionError> {
         if self.needs_recover {
             self.reload(session).await?;
         }
@@ -62,7 +61,7 @@ impl Runner {
         }
         session.stream.end_turn();
         tracing::info!(session = %session.key.session_id, to, rewound = ?rewound.rewound_turns, "session rewound");
-        encode(RewindResult {
+        Ok(RewindResult {
             session_id: session.key.session_id.clone(),
             rewound_turns: rewound.rewound_turns,
             prompt: rewound.prompt,

@@ -5,7 +5,6 @@
 //! imports the registry, the live session and the leaves below it, never another layer of
 //! the daemon; errors are [`SessionError`](super::error::SessionError).
 
-use serde_json::Value;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::McpState;
@@ -14,7 +13,7 @@ use zeroclaw_store::Mode;
 
 use super::agent::effective_model;
 use super::configure::effective_autonomy;
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::{SessionManager, check_owner};
 
 impl SessionManager {
@@ -25,7 +24,7 @@ impl SessionManager {
         config: &Config,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<SessionStatusResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self
             .get(&key)
@@ -50,7 +49,7 @@ impl SessionManager {
                 pid: s.pid,
             })
             .collect();
-        encode(SessionStatusResult {
+        Ok(SessionStatusResult {
             session_id: session_id.to_owned(),
             mode: live.wire_mode(),
             agent_alias: live.agent_alias.clone(),

@@ -8,13 +8,12 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::stream::{SubscribeResult, UnsubscribeResult};
 use zeroclaw_store::{MessagesQuery, Mode};
 
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::link::{ClientLink, after_answer};
 use super::stream::Cursor;
 use super::{SessionManager, check_owner};
@@ -29,7 +28,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         cursor: Cursor,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<SubscribeResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
@@ -51,7 +50,7 @@ impl SessionManager {
             .subscribe(link, &principal.id, principal.admin, &cursor)?;
         let released = Arc::clone(&live);
         after_answer(move || released.stream.release(link_id));
-        encode(SubscribeResult {
+        Ok(SubscribeResult {
             session_id: session_id.to_owned(),
             subscribed: true,
             active_turn_id: live.running_turn(),
@@ -68,14 +67,14 @@ impl SessionManager {
         link: &dyn ClientLink,
         session_id: &str,
         mode: Option<Mode>,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<UnsubscribeResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self
             .get(&key)
             .ok_or_else(|| SessionError::not_found(format!("no live session {session_id}")))?;
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());
-        encode(UnsubscribeResult {
+        Ok(UnsubscribeResult {
             session_id: session_id.to_owned(),
             subscribed: false,
         })

@@ -22,7 +22,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
 use zeroclaw_protocol::session::{TurnResult, TurnUsage};
@@ -31,7 +30,7 @@ use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreEr
 
 use super::agent::{self, ProviderCache};
 use super::compaction as compact;
-use super::error::{SessionError, encode};
+use super::error::SessionError;
 use super::file_checkpoints::FileCheckpoints;
 use super::host::SessionHost;
 use super::live::{Job, JobKind, LiveSession};
@@ -107,7 +106,7 @@ impl Runner {
         job: &mut Job,
         turn_id: &str,
         cancel: CancellationToken,
-    ) -> Result<Value, SessionError> {
+    ) -> Result<TurnResult, SessionError> {
         let mut agent = agent::build(&job.config, session, &mut self.providers)?;
         if let Some(hooks) = &mut agent.spec.hooks {
             Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
@@ -303,7 +302,7 @@ impl Runner {
             truncated,
             usage: Some(usage),
         };
-        encode(answer)
+        Ok(answer)
     }
 
     /// Auto-trim (SPEC §7.3): snapshot first; `history_trimmed` only after it committed.

@@ -13,6 +13,14 @@ pub fn mode(mode: zeroclaw_store::Mode) -> zeroclaw_protocol::Mode {
     }
 }
 
+/// The wire's session mode as the store names it.
+pub fn store_mode(mode: zeroclaw_protocol::Mode) -> zeroclaw_store::Mode {
+    match mode {
+        zeroclaw_protocol::Mode::Acp => zeroclaw_store::Mode::Acp,
+        zeroclaw_protocol::Mode::Chat => zeroclaw_store::Mode::Chat,
+    }
+}
+
 /// The store's transcript role as the wire names it.
 pub fn role(role: zeroclaw_store::Role) -> zeroclaw_protocol::Role {
     match role {
@@ -49,11 +57,16 @@ pub fn autonomy(a: zeroclaw_config::Autonomy) -> zeroclaw_protocol::Autonomy {
 
 /// A saved (or requested) autonomy spelled as on the wire.
 pub fn parse_autonomy(s: &str) -> Option<zeroclaw_config::Autonomy> {
-    Some(match zeroclaw_protocol::Autonomy::parse(s)? {
+    zeroclaw_protocol::Autonomy::parse(s).map(configured_autonomy)
+}
+
+/// A wire autonomy as the configuration names it.
+pub fn configured_autonomy(a: zeroclaw_protocol::Autonomy) -> zeroclaw_config::Autonomy {
+    match a {
         zeroclaw_protocol::Autonomy::Supervised => zeroclaw_config::Autonomy::Supervised,
         zeroclaw_protocol::Autonomy::Full => zeroclaw_config::Autonomy::Full,
         zeroclaw_protocol::Autonomy::ReadOnly => zeroclaw_config::Autonomy::ReadOnly,
-    })
+    }
 }
 
 /// A stored count (SQLite integers are signed) as a wire count.

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use zeroclaw_agent::ChatMessage;
 use zeroclaw_store::SessionKey;
 
-use super::live::{Job, JobKind, LiveSession};
+use super::live::{Job, JobAnswer, JobKind, LiveSession};
 use super::manager::SessionManager;
 use super::turn::Runner;
 
@@ -59,14 +59,20 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
             JobKind::Prompt { prompt, prompted } => {
                 // The turn's first event is its prompt, whoever sent it (SPEC §18).
                 session.stream.emit_update(&prompted.user_message(prompt));
-                runner.run(&session, &mut job, &turn_id, cancel).await
+                runner
+                    .run(&session, &mut job, &turn_id, cancel)
+                    .await
+                    .map(JobAnswer::Turn)
             }
             JobKind::Rewind {
                 turn_id: to,
                 restore_files,
             } => {
                 let (to, restore_files) = (to.clone(), *restore_files);
-                runner.rewind(&session, &to, restore_files).await
+                runner
+                    .rewind(&session, &to, restore_files)
+                    .await
+                    .map(JobAnswer::Rewound)
             }
             JobKind::Compact { instructions } => {
                 let instructions = instructions.clone();
@@ -79,6 +85,7 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
                         cancel,
                     )
                     .await
+                    .map(JobAnswer::Compacted)
             }
         };
         session.end_turn();

@@ -25,7 +25,8 @@ impl DaemonPrompt {
             session_id: session_id.to_owned(),
             prompt: Prompt::Text(self.text.clone()),
             mode: None,
-            attachments: (!self.attachments.is_empty()).then(|| self.attachments.clone()),
+            attachments: (!self.attachments.is_empty())
+                .then(|| self.attachments.iter().cloned().map(Into::into).collect()),
         }
     }
 }
