@@ -1,6 +1,5 @@
 //! Command-line grammar and the dispatch of each subcommand.
 
-mod acp;
 mod chat;
 mod config;
 mod connect;
@@ -229,7 +228,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Service { action } => service::run(cli.config_dir, action),
         Command::Schema => Ok(schema::print()?),
-        Command::Acp { agent, socket } => Ok(acp::run(acp::Options {
+        Command::Acp { agent, socket } => Ok(zeroclaw_acp::run(zeroclaw_acp::Options {
+            endpoint: rpc::endpoint(cli.config_dir.clone(), socket.clone())?,
             config_dir: cli.config_dir,
             socket,
             agent,

@@ -1,11 +1,13 @@
-//! `zeroclaw acp` (SPEC §15): an Agent Client Protocol agent on stdin/stdout that drives
-//! daemon sessions for an editor. This file owns the stdin loop that dispatches the
+//! zeroclaw-acp: the bridge behind `zeroclaw acp` (SPEC §15), an Agent Client Protocol
+//! agent on stdin/stdout that drives daemon sessions for an editor. This file owns the stdin loop that dispatches the
 //! editor's frames (by the ACP schema's method names); the other files own the shared
 //! state ([`bridge`]), the stdio framing ([`stdio`]), the daemon connection ([`daemon`]),
 //! the session methods ([`sessions`]), prompts and cancels ([`turns`]), what the daemon
 //! sends unasked ([`events`]) and the mapping of updates ([`updates`]) and prompts
 //! ([`prompt`]). Layers: this loop → method files and the event router → bridge →
 //! daemon link and stdio.
+
+#![forbid(unsafe_code)]
 
 mod bridge;
 mod daemon;
@@ -32,6 +34,8 @@ use stdio::Editor;
 
 /// Command-line options of `zeroclaw acp`.
 pub struct Options {
+    /// The daemon's endpoint (resolved by the caller from the two below).
+    pub endpoint: PathBuf,
     pub config_dir: Option<PathBuf>,
     pub socket: Option<PathBuf>,
     pub agent: String,
@@ -39,7 +43,7 @@ pub struct Options {
 
 /// Runs the agent until the editor closes stdin.
 pub async fn run(options: Options) -> Result<(), String> {
-    let endpoint = super::rpc::endpoint(options.config_dir.clone(), options.socket.clone())?;
+    let endpoint = options.endpoint;
     let bridge = Arc::new(Bridge {
         editor: Editor::start(std::io::BufWriter::new(std::io::stdout())),
         daemon: Daemon::new(endpoint, options.config_dir, options.socket),
