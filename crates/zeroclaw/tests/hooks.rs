@@ -562,21 +562,9 @@ fn bench_no_op_hook_per_tool_call() {
                 json!({"path": "a.txt"}),
             ));
             fake.push(Scripted::text("ok"));
-            let id = c.send_call(
-                "session/prompt",
-                json!({"sessionId": sid, "prompt": "read"}),
-            );
-            let mut called = None;
-            loop {
-                let m = c.recv();
-                if m.get("id") == Some(&id) && m.get("method").is_none() {
-                    break;
-                }
-                match m["params"]["type"].as_str() {
-                    Some("tool_call") => called = Some(Instant::now()),
-                    Some("tool_result") if i > 0 => out.push(called.unwrap().elapsed()),
-                    _ => {}
-                }
+            let took = c.timed_tool_call(&sid, "read");
+            if i > 0 {
+                out.push(took);
             }
         }
         out.sort();

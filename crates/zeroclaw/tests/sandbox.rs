@@ -396,20 +396,7 @@ fn timed_true(fake: &Fake, c: &mut Conn, sid: &str, i: usize) -> Duration {
         json!({"command": "true"}),
     ));
     fake.push(Scripted::text("ok"));
-    let id = c.send_call("session/prompt", json!({"sessionId": sid, "prompt": "run"}));
-    let (mut called, mut took) = (None, None);
-    loop {
-        let m = c.recv();
-        if m.get("id") == Some(&id) && m.get("method").is_none() {
-            break;
-        }
-        match m["params"]["type"].as_str() {
-            Some("tool_call") => called = Some(Instant::now()),
-            Some("tool_result") => took = called.map(|t| t.elapsed()),
-            _ => {}
-        }
-    }
-    took.expect("a tool_result after its tool_call")
+    c.timed_tool_call(sid, "run")
 }
 
 /// The added cost of the sandbox per `bash` call: 50 calls of `true` (each its own turn,

@@ -451,6 +451,29 @@ impl Conn {
         }
     }
 
+    /// Prompts `session_id` with `prompt` (a turn whose fake answer is one tool call) and
+    /// reads to the answer: the time from the call's `tool_call` update to its
+    /// `tool_result`, as the client reads them (the benchmarks of per-call costs).
+    pub fn timed_tool_call(&mut self, session_id: &str, prompt: &str) -> Duration {
+        let id = self.send_call(
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": prompt}),
+        );
+        let (mut called, mut took) = (None, None);
+        loop {
+            let m = self.recv();
+            if m.get("id") == Some(&id) && m.get("method").is_none() {
+                break;
+            }
+            match m["params"]["type"].as_str() {
+                Some("tool_call") => called = Some(Instant::now()),
+                Some("tool_result") => took = called.map(|t: Instant| t.elapsed()),
+                _ => {}
+            }
+        }
+        took.expect("a tool_result after its tool_call")
+    }
+
     /// `session/new` → the whole result.
     pub fn new_session(&mut self, params: Value) -> Value {
         self.result("session/new", params)
