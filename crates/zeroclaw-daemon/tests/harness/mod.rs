@@ -1,6 +1,7 @@
 //! The in-process test bed of tests/timing.rs: a daemon ([`zeroclaw_daemon::harness`]) on a
 //! temporary config dir, clients over in-memory pipes, and the fake OpenAI server on a
-//! runtime of its own (so jumps of the test's clock never touch it).
+//! runtime of its own (so jumps of the test's clock never touch it): `zeroclaw-testkit`'s
+//! [`Fake`], the one the end-to-end tests use.
 //!
 //! Time: tests run on a current-thread runtime whose clock runs normally, and [`skip`]
 //! jumps it forward in one step (the timers due fire at once). Waiting is done with the
@@ -18,7 +19,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 use zeroclaw_daemon::harness::Harness;
-use zeroclaw_testkit::{FakeOpenAi, Scripted};
+pub use zeroclaw_testkit::Fake;
+#[allow(unused_imports)] // tests/timing.rs uses it, tests/fuzz_dispatch.rs does not
+pub use zeroclaw_testkit::frames::updates_of;
 
 /// How long a test waits for a frame it expects (with the clock running).
 pub const EXPECT_WITHIN: Duration = Duration::from_secs(10);
@@ -30,45 +33,6 @@ pub async fn skip(by: Duration) {
     tokio::time::pause();
     tokio::time::advance(by).await;
     tokio::time::resume();
-}
-
-/// The fake provider, served by two threads of its own.
-pub struct Fake {
-    pub server: FakeOpenAi,
-    rt: Option<tokio::runtime::Runtime>,
-}
-
-impl Fake {
-    pub fn start() -> Fake {
-        // Started from a plain thread: the test's runtime cannot block on another one.
-        std::thread::spawn(|| {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            let server = rt.block_on(FakeOpenAi::start()).expect("fake openai");
-            Fake {
-                server,
-                rt: Some(rt),
-            }
-        })
-        .join()
-        .expect("fake provider started")
-    }
-
-    pub fn push(&self, response: Scripted) {
-        self.server.push(response);
-    }
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        // Dropped inside the test's runtime: no blocking shutdown there.
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
-    }
 }
 
 /// A daemon on a temporary config dir.
@@ -260,12 +224,4 @@ impl Client {
             .as_i64()
             .unwrap_or_else(|| panic!("{method} should fail: {resp}"))
     }
-}
-
-/// The `session/update` params among `frames`, of type `kind`.
-pub fn updates_of<'a>(frames: &'a [Value], kind: &'a str) -> impl Iterator<Item = &'a Value> {
-    frames
-        .iter()
-        .filter(move |m| m["method"] == "session/update" && m["params"]["type"] == kind)
-        .map(|m| &m["params"])
 }

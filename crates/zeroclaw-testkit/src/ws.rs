@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{BIN, TestDaemon};
+use crate::daemon::{BIN, TestDaemon};
 
 /// The `[wss]` section of a plain loopback listener on an OS-chosen port.
 pub const WSS_SECTION: &str = "[wss]\nenabled = true\nbind = \"127.0.0.1\"\nport = 0\n";

@@ -1,0 +1,36 @@
+//! End-to-end tests of the daemon's behaviour (tests only; this library is empty). Each
+//! file in `tests/` starts the real `zeroclaw` binary on a temporary config dir and speaks
+//! to it as a client would: raw NDJSON over its Unix socket, WebSocket, or another uid
+//! through `zeroclaw connect` (as root). The client is `zeroclaw-testkit`'s
+//! [`daemon`](../zeroclaw_testkit/daemon/index.html) module, re-exported as `tests/common`.
+//! Tests of the binary's own faces (the CLI's output, `zeroclaw chat`, `zeroclaw acp`) stay
+//! in `crates/zeroclaw/tests`.
+//!
+//! # Which binary
+//!
+//! This crate cannot name the binary with `CARGO_BIN_EXE_zeroclaw` (cargo sets that only
+//! for the tests of the package that owns the binary), and cargo has no stable way to make
+//! one package's tests depend on another package's binary. So the tests look for it:
+//! `ZEROCLAW_TEST_BIN` when set, else `zeroclaw` next to the test executable
+//! (`target/<profile>/zeroclaw`, the parent of the `deps` dir), and panic, saying how to
+//! build it, when it is missing.
+//!
+//! `cargo test --workspace` (the README's test command) builds it: the `zeroclaw` package
+//! keeps integration tests of its own (`crates/zeroclaw/tests`), and cargo builds a
+//! package's binaries before running its integration tests — all compiling ends before any
+//! test runs, so the binary is there when these tests start. That binary has the daemon's
+//! test hooks, which the storage-failure, sandbox and stall tests need: `zeroclaw`'s
+//! dev-dependency on `zeroclaw-daemon` turns its `test-hooks` feature on whenever the
+//! package's tests are built.
+//!
+//! A focused run must build the binary too:
+//!
+//! ```sh
+//! cargo test -p zeroclaw -p zeroclaw-e2e --test hooks
+//! # or: cargo build -p zeroclaw --features test-hooks && cargo test -p zeroclaw-e2e --test hooks
+//! ```
+//!
+//! (`cargo test -p zeroclaw-e2e` alone runs whatever `target/debug/zeroclaw` is there,
+//! which a plain `cargo build` leaves without the test hooks.)
+
+#![forbid(unsafe_code)]
