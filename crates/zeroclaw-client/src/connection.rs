@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-use zeroclaw_protocol::Method;
 use zeroclaw_protocol::system::{ClientCapabilities, ClientInfo, InitializeParams};
+use zeroclaw_protocol::{Call, Method};
 use zeroclaw_rpc::message::{request_line, response_line};
 use zeroclaw_rpc::{ErrorObject, Frame, FrameReader, Inbound, Pending};
 
@@ -182,6 +182,14 @@ impl ClientHandle {
             auth_token: None,
         };
         self.send(Method::Initialize, &params, self.timeout).await
+    }
+
+    /// Calls method `C` (a marker of [`zeroclaw_protocol::call`]) with its params type and
+    /// decodes its result type, as the method table binds them, so a method cannot be sent
+    /// with another method's params or read as another's result (up to the handle's
+    /// timeout): `handle.call_typed::<call::SessionNew>(&params)`.
+    pub async fn call_typed<C: Call>(&self, params: &C::Params) -> Result<C::Result, ClientError> {
+        self.request(C::METHOD, params).await
     }
 
     /// Sends typed params and decodes the typed result (up to the handle's timeout).

@@ -11,11 +11,11 @@
 use std::time::Duration;
 
 use zeroclaw_protocol::session::{
-    ApproveParams, ListParams, ListResult, Prompt, SessionNewParams, SessionNewResult,
-    SessionPromptParams, SessionRef, SessionSummary, TurnResult,
+    ApproveParams, ListParams, Prompt, SessionNewParams, SessionNewResult, SessionPromptParams,
+    SessionRef, SessionSummary, TurnResult,
 };
 use zeroclaw_protocol::stream::{SubscribeParams, SubscribeResult};
-use zeroclaw_protocol::{Decision, Method};
+use zeroclaw_protocol::{Decision, Method, call};
 
 use crate::connection::ClientHandle;
 use crate::elicitation::{ElicitationAnswer, ElicitationRequest};
@@ -50,7 +50,7 @@ impl ClientHandle {
         &self,
         params: &SessionNewParams,
     ) -> Result<SessionNewResult, ClientError> {
-        self.request(Method::SessionNew, params).await
+        self.call_typed::<call::SessionNew>(params).await
     }
 
     /// `session/prompt`: waits until the turn ends (up to [`PROMPT_TIMEOUT`]). The turn's
@@ -112,7 +112,7 @@ impl ClientHandle {
             turn_id: cursor.map(|(turn_id, _)| turn_id.to_owned()),
             after_event_seq: cursor.map(|(_, after)| after),
         };
-        self.request(Method::SessionSubscribe, &params).await
+        self.call_typed::<call::SessionSubscribe>(&params).await
     }
 
     /// `session/unsubscribe`.
@@ -155,7 +155,7 @@ impl ClientHandle {
             cursor: cursor.map(str::to_owned),
             search: None,
         };
-        let page: ListResult = self.request(Method::SessionList, &params).await?;
+        let page = self.call_typed::<call::SessionList>(&params).await?;
         Ok((page.sessions, page.next_cursor))
     }
 

@@ -333,3 +333,33 @@ async fn many_updates_are_never_dropped() {
     }
     let _peer = daemon.await.unwrap();
 }
+
+#[tokio::test]
+async fn call_typed_sends_the_tables_name_and_params_and_decodes_the_result() {
+    use zeroclaw_client::protocol::call;
+    use zeroclaw_client::protocol::session::{ListParams, ListResult};
+
+    let (client, mut peer) = pair();
+    let (handle, _events) = client.split();
+    let daemon = tokio::spawn(async move {
+        let list = peer.recv().await;
+        assert_eq!(list["method"], "session/list");
+        assert_eq!(list["params"], json!({"limit": 2, "search": "x"}));
+        peer.reply(&list, json!({"sessions": [], "nextCursor": "c2"}))
+            .await;
+        peer
+    });
+    let params = ListParams {
+        mode: None,
+        limit: Some(2),
+        cursor: None,
+        search: Some("x".into()),
+    };
+    let page: ListResult = handle
+        .call_typed::<call::SessionList>(&params)
+        .await
+        .expect("session/list");
+    assert_eq!(page.next_cursor.as_deref(), Some("c2"));
+    assert!(page.sessions.is_empty());
+    drop(daemon.await.expect("peer"));
+}

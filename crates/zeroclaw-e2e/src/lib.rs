@@ -23,14 +23,16 @@
 //! dev-dependency on `zeroclaw-daemon` turns its `test-hooks` feature on whenever the
 //! package's tests are built.
 //!
-//! A focused run must build the binary too:
+//! A focused run must build the binary first: `cargo test -p zeroclaw-e2e` builds no
+//! binary of another package (nor does `-p zeroclaw -p zeroclaw-e2e --test hooks`, which
+//! selects no integration test of `zeroclaw`):
 //!
 //! ```sh
-//! cargo test -p zeroclaw -p zeroclaw-e2e --test hooks
-//! # or: cargo build -p zeroclaw --features test-hooks && cargo test -p zeroclaw-e2e --test hooks
+//! cargo build -p zeroclaw --features test-hooks
+//! cargo test -p zeroclaw-e2e --test hooks
 //! ```
 //!
-//! (`cargo test -p zeroclaw-e2e` alone runs whatever `target/debug/zeroclaw` is there,
-//! which a plain `cargo build` leaves without the test hooks.)
+//! (A plain `cargo build` leaves a `target/debug/zeroclaw` without the test hooks; the tests
+//! that need them then fail.)
 
 #![forbid(unsafe_code)]

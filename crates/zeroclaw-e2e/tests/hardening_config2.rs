@@ -6,95 +6,37 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, Fake, TestDaemon, code, is_root, session_config, test_uid};
+use common::{BIN, Fake, TestDaemon, UidConn, code, is_root, session_config, test_uid};
 use serde_json::{Value, json};
 
-/// A connection made by a process running as `uid` (through `zeroclaw connect`) that
-/// passes over the notifications coming before an answer.
-struct Peer {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
+/// Connects as `uid` (through `zeroclaw connect`) and initializes as principal
+/// `user:<name>`.
+fn peer(daemon: &TestDaemon, uid: u32, name: &str) -> UidConn {
+    let mut peer = UidConn::open(&daemon.socket, uid);
+    let init = peer.call("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(
+        init["result"]["principal"],
+        json!({"id": format!("user:{name}"), "admin": false}),
+        "{init}"
+    );
+    peer
 }
 
-impl Peer {
-    /// Connects as `uid` and initializes as principal `user:<name>`.
-    fn open(daemon: &TestDaemon, uid: u32, name: &str) -> Peer {
-        let mut child = Command::new(BIN)
-            .args(["connect", "--socket", daemon.socket.to_str().unwrap()])
-            .uid(uid)
-            .gid(uid)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut peer = Peer {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        let init = peer.call("initialize", json!({"protocolVersion": 1}));
-        assert_eq!(
-            init["result"]["principal"],
-            json!({"id": format!("user:{name}"), "admin": false}),
-            "{init}"
-        );
-        peer
-    }
+/// `data` of a -32012 refusal.
+trait Refused {
+    fn refused(&mut self, method: &str, params: Value) -> Value;
+}
 
-    /// The answer to one call (notifications before it are passed over).
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .unwrap();
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "connection closed"
-            );
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                return v;
-            }
-        }
-    }
-
-    fn result(&mut self, method: &str, params: Value) -> Value {
-        let r = self.call(method, params.clone());
-        assert!(r.get("result").is_some(), "{method} {params}: {r}");
-        r["result"].clone()
-    }
-
-    /// `data` of a -32012 refusal.
+impl Refused for UidConn {
     fn refused(&mut self, method: &str, params: Value) -> Value {
-        let r = self.call(method, params.clone());
-        assert_eq!(code(&r["error"]), -32012, "{method} {params}: {r}");
-        r["error"]["data"].clone()
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let error = self.error(method, params.clone());
+        assert_eq!(code(&error), -32012, "{method} {params}: {error}");
+        error["data"].clone()
     }
 }
 
@@ -178,7 +120,7 @@ fn a_user_who_may_edit_agents_cannot_make_the_daemon_run_a_command() {
     );
     let before = config_bytes(&daemon);
 
-    let mut u = Peer::open(&daemon, uid, "tester");
+    let mut u = peer(&daemon, uid, "tester");
     let server_prop = "agents.default.mcp_servers.evil";
     // by its own path, in each method
     assert_eq!(
@@ -248,7 +190,7 @@ fn a_user_who_may_edit_agents_cannot_make_the_daemon_run_a_command() {
         );
     }
     // `agents` whole, by a user whose paths cover everything
-    let mut wide = Peer::open(&daemon, uid + 1, "wide");
+    let mut wide = peer(&daemon, uid + 1, "wide");
     assert_eq!(
         wide.refused(
             "config/set",
@@ -507,7 +449,7 @@ fn models_list_shows_only_the_providers_of_usable_agents() {
         ),
     );
     let daemon = open_daemon(config);
-    let mut u = Peer::open(&daemon, uid, "viewer");
+    let mut u = peer(&daemon, uid, "viewer");
     let r = u.result("models/list", json!({}));
     assert_eq!(
         r["models"],
@@ -545,7 +487,7 @@ fn a_user_who_may_write_users_cannot_take_another_identity() {
          [users.bert]\nuid = {b_uid}\npermission_profiles = [\"member\"]\n"
     ));
     // bert's private transcript
-    let mut b = Peer::open(&daemon, b_uid, "bert");
+    let mut b = peer(&daemon, b_uid, "bert");
     let sid = b.result("session/new", json!({"agentAlias": "default"}))["sessionId"].clone();
     let answer = b.result(
         "session/prompt",
@@ -556,7 +498,7 @@ fn a_user_who_may_write_users_cannot_take_another_identity() {
     let before = config_bytes(&daemon);
 
     // anna swaps their uids (equal rights: no escalation, but bert's identity taken)
-    let mut a = Peer::open(&daemon, a_uid, "anna");
+    let mut a = peer(&daemon, a_uid, "anna");
     assert_eq!(
         a.refused(
             "config/set-many",
@@ -584,7 +526,7 @@ fn a_user_who_may_write_users_cannot_take_another_identity() {
     let r = a.call("session/messages", json!({"sessionId": sid}));
     assert!(r.get("error").is_some(), "{r}");
     assert!(!r.to_string().contains("hunter2"), "{r}");
-    let mut b = Peer::open(&daemon, b_uid, "bert");
+    let mut b = peer(&daemon, b_uid, "bert");
     let r = b.result("session/messages", json!({"sessionId": sid}));
     assert!(r.to_string().contains("hunter2"), "{r}");
     drop(b);
@@ -646,7 +588,7 @@ fn a_batch_is_blamed_on_the_entry_that_escalates() {
          config_write_paths = [\"permission_profiles.*\"]\n\
          [users.tester]\nuid = {uid}\npermission_profiles = [\"editor\"]\n"
     ));
-    let mut u = Peer::open(&daemon, uid, "tester");
+    let mut u = peer(&daemon, uid, "tester");
     let before = config_bytes(&daemon);
     // entry 0 alone gives the new profile what the writer holds; entry 1 makes it admin
     assert_eq!(

@@ -534,7 +534,7 @@ fn a_cancel_kills_the_running_hook_with_its_children() {
     assert!(!cwd.join("ran.txt").exists(), "the tool never ran");
 }
 
-/// `cargo test -p zeroclaw --test hooks -- --ignored --nocapture bench_`: p50 and p95 of the
+/// `cargo test -p zeroclaw-e2e --test hooks -- --ignored --nocapture bench_`: p50 and p95 of the
 /// time from a call's `tool_call` update to its `tool_result` (a `read_file`), without a
 /// hook and with one no-op `pre_tool_use` hook (`true`), as the client sees it.
 #[test]

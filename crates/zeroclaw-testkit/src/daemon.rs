@@ -612,6 +612,24 @@ impl UidConn {
             return v;
         }
     }
+
+    /// The `result` of a call, panicking with the error otherwise.
+    pub fn result(&mut self, method: &str, params: Value) -> Value {
+        let resp = self.call(method, params.clone());
+        match resp.get("result") {
+            Some(result) => result.clone(),
+            None => panic!("{method} {params} failed: {resp}"),
+        }
+    }
+
+    /// The `error` of a call, panicking on success.
+    pub fn error(&mut self, method: &str, params: Value) -> Value {
+        let resp = self.call(method, params.clone());
+        match resp.get("error") {
+            Some(error) => error.clone(),
+            None => panic!("{method} {params} unexpectedly succeeded: {resp}"),
+        }
+    }
 }
 
 impl Drop for UidConn {

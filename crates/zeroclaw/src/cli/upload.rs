@@ -10,8 +10,9 @@ use base64::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use zeroclaw_client::protocol::call;
 use zeroclaw_client::protocol::files::{
-    UploadBeginParams, UploadBeginResult, UploadChunkParams, UploadChunkResult, UploadCommitParams,
+    UploadBeginParams, UploadChunkParams, UploadChunkResult, UploadCommitParams,
 };
 use zeroclaw_client::{ClientError, ClientHandle, Method};
 
@@ -78,8 +79,8 @@ async fn upload_one(
         filename: filename.clone(),
         sha256: Some(sha256),
     };
-    let begin: UploadBeginResult = client
-        .request(Method::FileUploadBegin, &begin)
+    let begin = client
+        .call_typed::<call::FileUploadBegin>(&begin)
         .await
         .map_err(CliError::from_client)?;
     let upload_id = begin.upload_id;
