@@ -9,27 +9,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, TestDaemon, streamed_text, updates};
+use common::{Conn, Served, TestDaemon, streamed_text, updates};
 use serde_json::{Value, json};
 use zeroclaw_testkit::{FakeAnthropic, Reply};
 
 /// The fake server and the runtime serving it.
-struct Claude {
-    server: FakeAnthropic,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Claude {
-    fn start() -> Claude {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let server = rt.block_on(FakeAnthropic::start()).expect("fake anthropic");
-        Claude { server, _rt: rt }
-    }
-}
+type Claude = Served<FakeAnthropic>;
 
 fn start(claude: &Claude, timeout_secs: u64) -> TestDaemon {
     let config = format!(

@@ -8,26 +8,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, TestDaemon, streamed_text, updates};
+use common::{Conn, Served, TestDaemon, streamed_text, updates};
 use serde_json::{Value, json};
 use zeroclaw_testkit::{FakeGemini, GeminiReply};
 
-struct Gemini {
-    server: FakeGemini,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Gemini {
-    fn start() -> Gemini {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let server = rt.block_on(FakeGemini::start()).expect("fake gemini");
-        Gemini { server, _rt: rt }
-    }
-}
+/// The fake server and the runtime serving it.
+type Gemini = Served<FakeGemini>;
 
 fn start(gemini: &Gemini, timeout_secs: u64) -> TestDaemon {
     let config = format!(

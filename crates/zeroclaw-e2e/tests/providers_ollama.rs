@@ -8,26 +8,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, TestDaemon, streamed_text, updates};
+use common::{Conn, Served, TestDaemon, streamed_text, updates};
 use serde_json::{Value, json};
 use zeroclaw_testkit::{FakeOllama, OllamaReply};
 
-struct Llama {
-    server: FakeOllama,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Llama {
-    fn start() -> Llama {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let server = rt.block_on(FakeOllama::start()).expect("fake ollama");
-        Llama { server, _rt: rt }
-    }
-}
+/// The fake server and the runtime serving it.
+type Llama = Served<FakeOllama>;
 
 fn start(llama: &Llama, timeout_secs: u64) -> TestDaemon {
     let config = format!(

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub use crate::fake::Fake;
+pub use crate::fake::{Fake, Served};
 pub use crate::frames::{roles, streamed_text, update_types, updates, updates_of};
 
 /// The `zeroclaw` binary the tests run, usable wherever a program's path is:

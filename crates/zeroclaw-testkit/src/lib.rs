@@ -6,7 +6,7 @@
 //! without a network. [`FakeAnthropic`] does the same for Anthropic's Messages API,
 //! [`FakeOllama`] for Ollama's `/api/chat` and [`FakeGemini`] for Gemini's
 //! `streamGenerateContent`, each in its own wire format. [`Fake`] is a [`FakeOpenAi`] with
-//! the runtime that serves it.
+//! the runtime that serves it ([`Served`] does the same for the other fakes).
 //!
 //! The shared test client (Unix): [`daemon`] starts the real `zeroclaw` binary and speaks
 //! to it ([`daemon::TestDaemon`], [`daemon::Conn`], [`daemon::UidConn`]); [`ws`] is a
@@ -29,7 +29,7 @@ pub mod screen;
 #[cfg(unix)]
 pub mod ws;
 
-pub use fake::Fake;
+pub use fake::{Fake, Served};
 pub use fake_anthropic::{FakeAnthropic, FakeUsage, Reply};
 pub use fake_gemini::{FakeGemini, GeminiReply};
 pub use fake_ollama::{FakeOllama, OllamaReply};
