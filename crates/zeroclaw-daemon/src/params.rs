@@ -71,9 +71,10 @@ pub fn session_id(params: Option<&RawValue>) -> Option<String> {
     scan::string(raw)
 }
 
+/// Decodes `text` as it is; a failure is -32602 with the vocabulary's text for it (a word's
+/// own refusal such as an unknown `autonomy`, else `invalid params: ` and serde's message).
 fn from_text<T: DeserializeOwned>(text: &str) -> Result<T, ErrorObject> {
-    serde_json::from_str(text)
-        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+    zeroclaw_protocol::decode_text(text).map_err(|e| ErrorObject::invalid_params(e.0))
 }
 
 /// The object `text` with its snake_case keys renamed to camelCase (a snake key whose

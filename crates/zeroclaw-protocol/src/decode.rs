@@ -9,6 +9,8 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::refusal::decoding;
+
 /// `session_id` → `sessionId`, `data_b64` → `dataB64`; names without `_` are unchanged.
 pub fn camel_case(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -46,7 +48,9 @@ pub fn normalize_keys(obj: Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-/// Why params could not be decoded; the text is what a -32602 error carries.
+/// Why params could not be decoded; the text is what a -32602 error carries: a refusal in
+/// the vocabulary's words as it is ([`crate::refusal`]), else `invalid params: ` and
+/// serde's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamsError(pub String);
 
@@ -73,5 +77,11 @@ pub fn decode_value<T: DeserializeOwned>(value: Value) -> Result<T, ParamsError>
         }
         other => other,
     };
-    serde_json::from_value(value).map_err(|e| ParamsError(format!("invalid params: {e}")))
+    decoding(|| serde_json::from_value(value)).map_err(ParamsError)
+}
+
+/// Decodes params written as JSON text, as they are (no key is renamed): the daemon's
+/// decoder, which renames keys on the text itself, ends here.
+pub fn decode_text<T: DeserializeOwned>(text: &str) -> Result<T, ParamsError> {
+    decoding(|| serde_json::from_str(text)).map_err(ParamsError)
 }

@@ -24,6 +24,7 @@ pub mod error_code;
 pub mod files;
 pub mod history;
 pub mod method;
+mod refusal;
 pub mod schema;
 pub mod session;
 pub mod stream;
@@ -32,8 +33,9 @@ pub mod types;
 mod unchecked;
 pub mod update;
 pub mod validate;
+mod word;
 
-pub use decode::{ParamsError, camel_case, decode, decode_value, normalize_keys};
+pub use decode::{ParamsError, camel_case, decode, decode_text, decode_value, normalize_keys};
 pub use error_code::{ErrorCode, code};
 pub use method::{Call, ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE, call};
 pub use types::{

@@ -1,14 +1,21 @@
 //! The small closed vocabularies that appear inside params, results and updates: session
 //! mode, autonomy, approval decisions, turn outcomes, transcript roles. Each spelling is
-//! the exact wire name (snake_case).
+//! the exact wire name (snake_case). They are read as serde reads a unit-only enum
+//! ([`crate::word`]); `autonomy` and `decision` refuse an unknown word in the daemon's own
+//! sentence (issue 26), the others with serde's.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::word::{self, Word};
 
 macro_rules! wire_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }) => {
+    (
+        $(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }
+        $(unknown($word:ident) => $sentence:expr)?
+    ) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
         pub enum $name { $($(#[$vm])* #[serde(rename = $s)] $var),+ }
 
         impl $name {
@@ -23,6 +30,27 @@ macro_rules! wire_enum {
             /// The value spelled `s` on the wire.
             pub fn parse(s: &str) -> Option<$name> {
                 match s { $($s => Some(Self::$var),)+ _ => None }
+            }
+        }
+
+        impl Word for $name {
+            const NAME: &'static str = stringify!($name);
+            const WORDS: &'static [&'static str] = &[$($s),+];
+
+            fn parse(s: &str) -> Option<$name> {
+                $name::parse(s)
+            }
+
+            $(
+                fn unknown<E: serde::de::Error>($word: &str) -> E {
+                    crate::refusal::refuse($sentence)
+                }
+            )?
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                word::deserialize(d)
             }
         }
 
@@ -43,6 +71,7 @@ wire_enum!(
 wire_enum!(
     /// How freely an agent's tools run (`supervised`: `bash` and `write_file` ask first).
     Autonomy { Supervised = "supervised", Full = "full", ReadOnly = "read_only" }
+    unknown(a) => format!("unknown autonomy {a:?}: expected supervised, full or read_only")
 );
 
 wire_enum!(
@@ -55,6 +84,9 @@ wire_enum!(
         /// Refuse the call as proposed; with `replacement` arguments the tool runs with those.
         RejectWithEdit = "reject_with_edit",
     }
+    unknown(d) => format!(
+        "decision {d:?}: expected allow_once, allow_always, reject or reject_with_edit"
+    )
 );
 
 wire_enum!(
@@ -113,5 +145,103 @@ mod tests {
         assert_eq!(Autonomy::parse("read_only"), Some(Autonomy::ReadOnly));
         assert_eq!(Outcome::parse("done"), None);
         assert!(serde_json::from_str::<Mode>("\"ACP\"").is_err());
+    }
+
+    #[test]
+    fn autonomy_and_decision_refuse_an_unknown_word_in_their_own_sentence() {
+        let e = crate::decode_text::<Autonomy>(r#""wild""#).expect_err("unknown");
+        assert_eq!(
+            e.0,
+            r#"unknown autonomy "wild": expected supervised, full or read_only"#
+        );
+        let e = crate::decode_text::<Decision>(r#""may\"be""#).expect_err("unknown");
+        assert_eq!(
+            e.0,
+            r#"decision "may\"be": expected allow_once, allow_always, reject or reject_with_edit"#
+        );
+        // Read by plain serde, the same sentence, placed.
+        let e = serde_json::from_str::<Autonomy>(r#""wild""#).expect_err("unknown");
+        assert_eq!(
+            e.to_string(),
+            r#"unknown autonomy "wild": expected supervised, full or read_only at line 1 column 6"#
+        );
+        assert_eq!(
+            serde_json::from_str::<Autonomy>(r#""read_only""#).ok(),
+            Some(Autonomy::ReadOnly)
+        );
+    }
+
+    /// What serde's derive makes of `Mode` and `Autonomy`: every other outcome is its.
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    enum DerivedMode {
+        #[serde(rename = "acp")]
+        Acp,
+        #[serde(rename = "chat")]
+        Chat,
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    enum DerivedAutonomy {
+        #[serde(rename = "supervised")]
+        Supervised,
+        #[serde(rename = "full")]
+        Full,
+        #[serde(rename = "read_only")]
+        ReadOnly,
+    }
+
+    #[test]
+    fn every_other_outcome_is_serdes_derive() {
+        fn same<
+            T: for<'de> Deserialize<'de> + std::fmt::Debug,
+            U: for<'de> Deserialize<'de> + std::fmt::Debug,
+        >(
+            text: &str,
+        ) {
+            let ours = serde_json::from_str::<T>(text).map_err(|e| e.to_string());
+            let derived = serde_json::from_str::<U>(text).map_err(|e| e.to_string());
+            assert_eq!(
+                format!("{ours:?}"),
+                format!("{derived:?}").replace("Derived", ""),
+                "{text}"
+            );
+            let value: serde_json::Value = match serde_json::from_str(text) {
+                Ok(v) => v,
+                Err(_) => return,
+            };
+            let ours = serde_json::from_value::<T>(value.clone()).map_err(|e| e.to_string());
+            let derived = serde_json::from_value::<U>(value).map_err(|e| e.to_string());
+            assert_eq!(
+                format!("{ours:?}"),
+                format!("{derived:?}").replace("Derived", ""),
+                "{text}"
+            );
+        }
+        for text in [
+            r#""acp""#,
+            r#""nope""#,
+            "5",
+            "null",
+            "[]",
+            r#"["acp"]"#,
+            r#"{"chat":null}"#,
+            r#"{"chat":1}"#,
+            r#"{"x":null}"#,
+            "{}",
+            r#""ACP""#,
+            "true",
+        ] {
+            same::<Mode, DerivedMode>(text);
+        }
+        for text in [
+            "5",
+            "null",
+            r#"{"full":null}"#,
+            r#"{"full":[]}"#,
+            r#"["full"]"#,
+            "1.5",
+        ] {
+            same::<Autonomy, DerivedAutonomy>(text);
+        }
     }
 }
