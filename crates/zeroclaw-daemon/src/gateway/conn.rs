@@ -54,25 +54,28 @@ pub(crate) async fn serve<S>(
             false => accepted_at + INITIALIZE_WITHIN,
             true => Instant::now() + KEEP_ALIVE_IDLE,
         };
-        let head =
-            match tokio::time::timeout_at(deadline, http::read_head(&mut stream, &mut buf)).await {
-                Ok(Ok(head)) => head,
-                Ok(Err(HeadError::TooLarge)) => {
-                    let r = Response::text(431, "request head too large").closing();
-                    let _ = send(&mut stream, &r, false, false).await;
-                    break;
-                }
-                Ok(Err(HeadError::Malformed)) => {
-                    let r = Response::text(400, "not an HTTP/1.1 request").closing();
-                    let _ = send(&mut stream, &r, false, false).await;
-                    break;
-                }
-                Ok(Err(HeadError::Closed | HeadError::Io)) => break,
-                Err(_) => {
-                    tracing::debug!(peer = %addr, "closing: no complete request in time");
-                    break;
-                }
-            };
+        let read = tokio::select! {
+            read = tokio::time::timeout_at(deadline, http::read_head(&mut stream, &mut buf)) => read,
+            () = daemon.shutdown.cancelled() => break,
+        };
+        let head = match read {
+            Ok(Ok(head)) => head,
+            Ok(Err(HeadError::TooLarge)) => {
+                let r = Response::text(431, "request head too large").closing();
+                let _ = send(&mut stream, &r, false, false).await;
+                break;
+            }
+            Ok(Err(HeadError::Malformed)) => {
+                let r = Response::text(400, "not an HTTP/1.1 request").closing();
+                let _ = send(&mut stream, &r, false, false).await;
+                break;
+            }
+            Ok(Err(HeadError::Closed | HeadError::Io)) => break,
+            Err(_) => {
+                tracing::debug!(peer = %addr, "closing: no complete request in time");
+                break;
+            }
+        };
         let keep_alive = head.keep_alive();
         let head_only = head.method == "HEAD";
         if upgrade::is_upgrade(&head) {
