@@ -308,6 +308,10 @@ fn config_temp_files_left_by_a_crash_are_swept_at_start() {
         std::fs::write(dir.join(".config.toml.bak~"), "mine too").unwrap();
     });
     let dir = daemon.config_dir();
+    // The socket is bound before the sweep (the sweep waits until this daemon holds the
+    // endpoint), but nothing is served before it: one answered call orders the two.
+    let mut c = daemon.client();
+    c.result("status", json!({}));
     assert!(!dir.join(".config.toml.abc123").exists());
     assert!(!dir.join(".config.toml.Zz9Yy8").exists());
     assert_eq!(
@@ -317,7 +321,6 @@ fn config_temp_files_left_by_a_crash_are_swept_at_start() {
     assert!(dir.join(".config.toml.bak~").exists());
     assert!(dir.join("config.toml").exists());
     // the writer's own temp files follow the swept pattern: none is left after a write
-    let mut c = daemon.client();
     c.result("config/set", json!({"prop": "users.x.uid", "value": 4242}));
     let leftovers: Vec<String> = std::fs::read_dir(dir)
         .unwrap()

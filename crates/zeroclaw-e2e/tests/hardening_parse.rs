@@ -217,9 +217,17 @@ fn pipelined_prompts_spelled_session_id_keep_sending_order() {
             .map(|i| prompt_line(base + i, &sid, &format!("p{i:02}")))
             .collect();
         c.stream.write_all(burst.as_bytes()).unwrap();
+        // The order the prompts took effect is the order their turns started: each turn
+        // begins with its `user_message`. Answers match by id and may overtake each other
+        // (SPEC §14 "Order": they come from the requests' own tasks).
+        let mut started = Vec::new();
         let mut answered = Vec::new();
         while answered.len() < 30 {
             let msg = c.recv();
+            if msg["method"] == "session/update" && msg["params"]["type"] == "user_message" {
+                started.push(msg["params"]["text"].as_str().unwrap_or_default().to_string());
+                continue;
+            }
             let Some(id) = msg["id"].as_u64().filter(|_| msg.get("method").is_none()) else {
                 continue;
             };
@@ -230,10 +238,10 @@ fn pipelined_prompts_spelled_session_id_keep_sending_order() {
             );
             answered.push(id - base);
         }
-        assert!(
-            answered.windows(2).all(|w| w[0] < w[1]),
-            "round {round}: answers out of order: {answered:?}"
-        );
+        answered.sort_unstable();
+        assert_eq!(answered, (0..30).collect::<Vec<u64>>(), "round {round}");
+        let expected: Vec<String> = (0..30).map(|i| format!("p{i:02}")).collect();
+        assert_eq!(started, expected, "round {round}: turns out of sending order");
     }
 }
 
