@@ -28,7 +28,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use tokio::sync::Notify;
 use zeroclaw_protocol::update::{REPLAY_GAP, TURN_COMPLETE};
 use zeroclaw_protocol::{SESSION_UPDATE, UpdateKind};
@@ -203,18 +203,58 @@ impl SessionStream {
     }
 
     /// [`emit`](Self::emit) of a typed update: the vocabulary's `type` and fields, so the
-    /// wire names are written once, in `zeroclaw-protocol`.
+    /// wire names are written once, in `zeroclaw-protocol`. The update is serialized
+    /// straight into the line (no intermediate JSON tree): its own `{"type":"…"` opening is
+    /// replaced by the envelope.
     pub fn emit_update(&self, update: &UpdateKind) {
-        match serde_json::to_value(update) {
-            // `emit` puts `type` right after `sessionId`; the fields keep their order.
-            Ok(fields) => self.emit(update.type_name(), fields),
-            Err(e) => tracing::error!(session = %self.session_id, "cannot encode an update: {e}"),
-        }
+        let kind = update.type_name();
+        self.emit_with(kind, |line| {
+            let start = line.len();
+            // Writing into memory cannot fail but for a map with non-string keys, which
+            // no update has; such an update would be logged and sent without fields.
+            if let Err(e) = serde_json::to_writer(&mut *line, update) {
+                tracing::error!("cannot encode an update: {e}");
+                line.truncate(start);
+                return;
+            }
+            let opening = [&br#"{"type":""#[..], kind.as_bytes(), b"\""].concat();
+            if line[start..].starts_with(&opening) {
+                line.drain(start..start + opening.len());
+            } else {
+                // Not the internally tagged shape expected: keep its members after the
+                // envelope's (an object's own `{` dropped).
+                line.drain(start..start + 1);
+                if line.get(start) != Some(&b'}') {
+                    line.insert(start, b',');
+                }
+            }
+            // What is left is `,…}` or `}`: the members after the envelope, and the end
+            // of `params`.
+            line.pop();
+        });
     }
 
     /// Numbers, buffers and fans out one update of the running turn: `{sessionId, type,
-    /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn.
-    pub fn emit(&self, kind: &str, fields: Value) {
+    /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn. (The daemon emits
+    /// typed updates; the tests write theirs as literals.)
+    #[cfg(test)]
+    pub fn emit(&self, kind: &str, fields: serde_json::Value) {
+        self.emit_with(kind, |line| {
+            if let serde_json::Value::Object(fields) = &fields {
+                for (key, value) in fields {
+                    line.push(b',');
+                    // Writing a `Value` into memory cannot fail.
+                    let _ = serde_json::to_writer(&mut *line, key);
+                    line.push(b':');
+                    let _ = serde_json::to_writer(&mut *line, value);
+                }
+            }
+        });
+    }
+
+    /// [`emit`](Self::emit) with the fields written by `members` (each preceded by `,`)
+    /// after the envelope, in the stream's reused line buffer.
+    fn emit_with(&self, kind: &str, members: impl FnOnce(&mut Vec<u8>)) {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let Some(turn) = inner.turns.back_mut().filter(|t| !t.done) else {
@@ -223,21 +263,21 @@ impl SessionStream {
         };
         let seq = turn.next_seq;
         turn.next_seq += 1;
-        let mut params = Map::new();
-        params.insert("sessionId".into(), Value::String(self.session_id.clone()));
-        params.insert("type".into(), Value::String(kind.to_owned()));
-        params.insert("turnId".into(), Value::String(turn.turn_id.clone()));
-        params.insert("eventSeq".into(), Value::from(seq));
-        if let Value::Object(fields) = fields {
-            params.extend(fields);
-        }
-        let params = Value::Object(params);
         // Written in a reused buffer, then copied once into an allocation of its size.
         let scratch = &mut inner.scratch;
         scratch.clear();
         write_update_line(scratch, |line| {
-            // Writing a `Value` into memory cannot fail.
-            let _ = serde_json::to_writer(line, &params);
+            // Strings into memory: cannot fail.
+            line.extend_from_slice(br#"{"sessionId":"#);
+            let _ = serde_json::to_writer(&mut *line, &self.session_id);
+            line.extend_from_slice(br#","type":"#);
+            let _ = serde_json::to_writer(&mut *line, kind);
+            line.extend_from_slice(br#","turnId":"#);
+            let _ = serde_json::to_writer(&mut *line, &turn.turn_id);
+            line.extend_from_slice(br#","eventSeq":"#);
+            let _ = serde_json::to_writer(&mut *line, &seq);
+            members(line);
+            line.push(b'}');
         });
         let line = bytes::Bytes::copy_from_slice(scratch);
         if scratch.capacity() > SCRATCH_KEPT {
@@ -468,6 +508,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Map, Value};
     use crate::session::link::AskError;
     use async_trait::async_trait;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -678,7 +719,7 @@ mod tests {
     }
 
     #[test]
-    fn a_typed_update_keeps_the_wire_text_of_the_literal_it_replaced() {
+    fn a_typed_update_is_the_object_of_the_literal_it_replaced() {
         use zeroclaw_protocol::Outcome;
         use zeroclaw_protocol::session::TurnUsage;
         let s = SessionStream::new("s1");
@@ -716,22 +757,33 @@ mod tests {
             .iter()
             .map(|e| std::str::from_utf8(e.params()).unwrap())
             .collect();
-        assert_eq!(
-            params,
-            [
-                literal(
-                    "tool_call",
-                    1,
-                    json!({"toolCallId": "c1", "name": "bash", "rawInput": {"command": "ls"}})
-                ),
-                literal(
-                    "turn_complete",
-                    2,
-                    json!({"turnId": "t1", "outcome": "completed", "content": "done",
-                           "usage": {"inputTokens": 1, "outputTokens": 2}})
-                ),
-            ]
-        );
+        // The same object (members in any order: a build may or may not keep serde_json's
+        // insertion order), the envelope written first.
+        let parsed: Vec<Value> = params
+            .iter()
+            .map(|p| serde_json::from_str(p).unwrap())
+            .collect();
+        let expected: Vec<Value> = [
+            literal(
+                "tool_call",
+                1,
+                json!({"toolCallId": "c1", "name": "bash", "rawInput": {"command": "ls"}}),
+            ),
+            literal(
+                "turn_complete",
+                2,
+                json!({"turnId": "t1", "outcome": "completed", "content": "done",
+                       "usage": {"inputTokens": 1, "outputTokens": 2}}),
+            ),
+        ]
+        .iter()
+        .map(|p| serde_json::from_str(p).unwrap())
+        .collect();
+        assert_eq!(parsed, expected);
+        assert!(params[0].starts_with(
+            r#"{"sessionId":"s1","type":"tool_call","turnId":"t1","eventSeq":1,"toolCallId""#
+        ));
+        assert!(params[1].ends_with(r#""eventSeq":2,"outcome":"completed","content":"done","usage":{"inputTokens":1,"outputTokens":2}}"#));
         assert!(inner.turns[0].done, "turn_complete ends the turn");
     }
 
