@@ -120,7 +120,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an array of choices")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstChoice<'de>, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<FirstChoice<'de>, A::Error> {
                 let first = seq.next_element::<Choice<'de>>()?;
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(FirstChoice(first))
@@ -161,7 +164,11 @@ mod tests {
         let delta = choice.delta.unwrap();
         assert!(delta.content.0.is_none() && delta.reasoning.0.is_none());
         assert!(choice.finish_reason.is_some());
-        let c: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"content":"a\"b"}}]}"#).unwrap();
-        assert_eq!(c.choices.0.unwrap().delta.unwrap().content.non_empty(), Some("a\"b"));
+        let c: Chunk =
+            serde_json::from_str(r#"{"choices":[{"delta":{"content":"a\"b"}}]}"#).unwrap();
+        assert_eq!(
+            c.choices.0.unwrap().delta.unwrap().content.non_empty(),
+            Some("a\"b")
+        );
     }
 }

@@ -83,6 +83,41 @@ impl Event {
     }
 }
 
+/// What one buffered event holds in memory, counted against [`BUFFER_BYTES`]: its line
+/// and its slot in the turn's queue (a 100,000-chunk turn has lines of ~150 bytes, where
+/// the 72-byte slot is not negligible).
+fn held(line: &bytes::Bytes) -> usize {
+    line.len() + std::mem::size_of::<Event>()
+}
+
+/// The smallest and largest block that lines are packed into.
+const FIRST_BLOCK: usize = 4 * 1024;
+const LAST_BLOCK: usize = 64 * 1024;
+
+/// Update lines packed side by side into shared blocks: one allocation and one reference
+/// count per block instead of an allocation per line and another for its reference count
+/// once it is shared (a line is small: the two cost about as much as its bytes). Blocks
+/// grow from [`FIRST_BLOCK`] to [`LAST_BLOCK`] within a turn, so a short turn pins little;
+/// a line longer than the block gets one of its own size. A block is freed when its last
+/// line is dropped (lines leave the buffer in order, so blocks do too).
+#[derive(Default)]
+struct LineBlocks {
+    block: bytes::BytesMut,
+    next: usize,
+}
+
+impl LineBlocks {
+    fn pack(&mut self, line: &[u8]) -> bytes::Bytes {
+        if self.block.capacity() < line.len() {
+            let size = self.next.clamp(FIRST_BLOCK, LAST_BLOCK);
+            self.next = (size * 2).min(LAST_BLOCK);
+            self.block = bytes::BytesMut::with_capacity(size.max(line.len()));
+        }
+        self.block.extend_from_slice(line);
+        self.block.split().freeze()
+    }
+}
+
 struct TurnLog {
     turn_id: String,
     next_seq: u64,
@@ -109,8 +144,9 @@ struct Inner {
     turns: VecDeque<TurnLog>,
     bytes: usize,
     subscribers: Vec<Subscriber>,
-    /// Where the next update line is written before it gets its own buffer.
+    /// Where the next update line is written before it is packed into `blocks`.
     scratch: Vec<u8>,
+    blocks: LineBlocks,
     next_order: u64,
 }
 
@@ -182,9 +218,11 @@ impl SessionStream {
         }
         while inner.turns.len() > 1 {
             if let Some(old) = inner.turns.pop_front() {
-                inner.bytes -= old.events.iter().map(|e| e.line.len()).sum::<usize>();
+                inner.bytes -= old.events.iter().map(|e| held(&e.line)).sum::<usize>();
             }
         }
+        // Small blocks again: a short turn keeps little more than its lines.
+        inner.blocks = LineBlocks::default();
         inner.turns.push_back(TurnLog {
             turn_id: turn_id.to_owned(),
             next_seq: 1,
@@ -279,14 +317,19 @@ impl SessionStream {
             members(line);
             line.push(b'}');
         });
-        let line = bytes::Bytes::copy_from_slice(scratch);
+        let line = inner.blocks.pack(scratch);
         if scratch.capacity() > SCRATCH_KEPT {
             *scratch = Vec::new();
         }
         if kind == TURN_COMPLETE {
             turn.done = true;
         }
-        let size = line.len();
+        let size = held(&line);
+        if turn.events.len() == turn.events.capacity() {
+            // Grown by a quarter rather than doubled: the slots are memory the buffer
+            // holds, and a doubling could leave most of them empty.
+            turn.events.reserve_exact(turn.events.len() / 4 + 16);
+        }
         turn.events.push_back(Event {
             seq,
             line: line.clone(),
@@ -461,7 +504,7 @@ impl Inner {
                 return;
             };
             if let Some(old) = turn.events.pop_front() {
-                self.bytes -= old.line.len();
+                self.bytes -= held(&old.line);
                 turn.first_seq = old.seq + 1;
             }
         }
@@ -508,9 +551,9 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Map, Value};
     use crate::session::link::AskError;
     use async_trait::async_trait;
+    use serde_json::{Map, Value};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     #[derive(Default)]
