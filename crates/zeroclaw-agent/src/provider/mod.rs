@@ -33,6 +33,7 @@ mod http;
 pub mod models;
 pub mod ollama;
 pub mod openai;
+mod openai_chunk;
 pub mod retry;
 pub mod settings;
 pub mod sse;

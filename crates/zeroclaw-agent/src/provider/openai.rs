@@ -24,6 +24,7 @@ use futures_util::{Stream, StreamExt, stream};
 use serde_json::{Value, json};
 
 use super::http;
+use super::openai_chunk::Chunk;
 use super::sse::SseDecoder;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -236,10 +237,11 @@ impl SseState {
         self.finished = true;
     }
 
-    /// Handles one `data:` payload (not `[DONE]`).
+    /// Handles one `data:` payload (not `[DONE]`): read as a typed [`Chunk`], the text of
+    /// its delta taken from the event without an intermediate tree.
     fn on_chunk(&mut self, data: &str) {
-        let v: Value = match serde_json::from_str(data) {
-            Ok(v) => v,
+        let chunk: Chunk = match serde_json::from_str(data) {
+            Ok(c) => c,
             Err(e) => {
                 let shown: String = data.chars().take(200).collect();
                 return self.fail(ProviderError::Stream(format!(
@@ -247,7 +249,7 @@ impl SseState {
                 )));
             }
         };
-        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        if let Some(err) = chunk.error.filter(|e| !e.is_null()) {
             let msg = err
                 .get("message")
                 .and_then(Value::as_str)
@@ -255,72 +257,32 @@ impl SseState {
                 .unwrap_or_else(|| err.to_string());
             return self.fail(ProviderError::Api(msg));
         }
-        if let Some(choice) = v
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        {
-            if let Some(delta) = choice.get("delta") {
-                for key in ["reasoning_content", "reasoning"] {
-                    if let Some(t) = delta.get(key).and_then(Value::as_str)
-                        && !t.is_empty()
-                    {
-                        self.pending
-                            .push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
-                        break;
-                    }
-                }
-                if let Some(t) = delta.get("content").and_then(Value::as_str)
-                    && !t.is_empty()
-                {
+        if let Some(choice) = chunk.choices.0 {
+            if let Some(delta) = choice.delta {
+                let thought = delta
+                    .reasoning_content
+                    .non_empty()
+                    .or_else(|| delta.reasoning.non_empty());
+                if let Some(t) = thought {
                     self.pending
-                        .push_back(Ok(ProviderEvent::TextDelta(t.to_string())));
+                        .push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
                 }
-                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                    for (pos, frag) in calls.iter().enumerate() {
-                        let index = frag
-                            .get("index")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(pos as u64);
-                        let entry = self.calls.entry(index).or_default();
-                        if let Some(id) = frag.get("id").and_then(Value::as_str)
-                            && !id.is_empty()
-                            && entry.id.is_empty()
-                        {
-                            entry.id = id.to_string();
-                        }
-                        if let Some(f) = frag.get("function") {
-                            if let Some(n) = f.get("name").and_then(Value::as_str)
-                                && !n.is_empty()
-                                && entry.name.is_empty()
-                            {
-                                entry.name = n.to_string();
-                            }
-                            let before = entry.arguments.len();
-                            match f.get("arguments") {
-                                Some(Value::String(a)) => entry.arguments.push_str(a),
-                                // Some servers send the arguments as an object.
-                                Some(a @ Value::Object(_)) => {
-                                    entry.arguments.push_str(&a.to_string())
-                                }
-                                _ => {}
-                            }
-                            self.arguments += entry.arguments.len() - before;
-                            if self.arguments > MAX_ARGUMENTS {
-                                return self.fail(ProviderError::Stream(format!(
-                                    "tool call arguments exceed {MAX_ARGUMENTS} bytes"
-                                )));
-                            }
-                        }
-                    }
+                if let Some(t) = delta.content.0.filter(|t| !t.is_empty()) {
+                    self.pending
+                        .push_back(Ok(ProviderEvent::TextDelta(t.into_owned())));
+                }
+                if let Some(calls) = delta.tool_calls.as_ref().and_then(Value::as_array)
+                    && let Err(e) = self.on_tool_calls(calls)
+                {
+                    return self.fail(e);
                 }
             }
-            if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
+            if choice.finish_reason.is_some() {
                 self.saw_finish = true;
                 self.flush_calls();
             }
         }
-        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+        if let Some(u) = chunk.usage.filter(Value::is_object) {
             self.pending.push_back(Ok(ProviderEvent::Usage(Usage {
                 prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64),
                 completion_tokens: u.get("completion_tokens").and_then(Value::as_u64),
@@ -331,6 +293,45 @@ impl SseState {
                 cache_write_tokens: None,
             })));
         }
+    }
+
+    /// Adds the `tool_calls` fragments of one delta to the calls being assembled.
+    fn on_tool_calls(&mut self, calls: &[Value]) -> Result<(), ProviderError> {
+        for (pos, frag) in calls.iter().enumerate() {
+            let index = frag
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(pos as u64);
+            let entry = self.calls.entry(index).or_default();
+            if let Some(id) = frag.get("id").and_then(Value::as_str)
+                && !id.is_empty()
+                && entry.id.is_empty()
+            {
+                entry.id = id.to_string();
+            }
+            if let Some(f) = frag.get("function") {
+                if let Some(n) = f.get("name").and_then(Value::as_str)
+                    && !n.is_empty()
+                    && entry.name.is_empty()
+                {
+                    entry.name = n.to_string();
+                }
+                let before = entry.arguments.len();
+                match f.get("arguments") {
+                    Some(Value::String(a)) => entry.arguments.push_str(a),
+                    // Some servers send the arguments as an object.
+                    Some(a @ Value::Object(_)) => entry.arguments.push_str(&a.to_string()),
+                    _ => {}
+                }
+                self.arguments += entry.arguments.len() - before;
+                if self.arguments > MAX_ARGUMENTS {
+                    return Err(ProviderError::Stream(format!(
+                        "tool call arguments exceed {MAX_ARGUMENTS} bytes"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn on_end(&mut self) {

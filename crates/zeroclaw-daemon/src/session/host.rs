@@ -83,7 +83,11 @@ impl SessionHost<'_> {
     }
 
     fn update(&self, update: UpdateKind) {
-        self.session.stream.emit_update(&update);
+        self.update_ref(&update);
+    }
+
+    fn update_ref(&self, update: &UpdateKind) {
+        self.session.stream.emit_update(update);
     }
 
     /// Who should be asked now: the prompting connection if it can answer, else the
@@ -101,8 +105,13 @@ impl TurnHost for SessionHost<'_> {
     async fn emit(&self, event: TurnEvent) {
         match event {
             TurnEvent::MessageChunk { text } => {
-                self.update(UpdateKind::AgentMessageChunk { text: text.clone() });
-                self.persist(Op::Chunk(text)).await;
+                // The update is written from the text, which then goes on to the persister
+                // (no copy of it).
+                let update = UpdateKind::AgentMessageChunk { text };
+                self.update_ref(&update);
+                if let UpdateKind::AgentMessageChunk { text } = update {
+                    self.persist(Op::Chunk(text)).await;
+                }
             }
             TurnEvent::ThoughtChunk { text } => {
                 self.update(UpdateKind::AgentThoughtChunk { text });

@@ -28,7 +28,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use tokio::sync::Notify;
 use zeroclaw_protocol::update::{REPLAY_GAP, TURN_COMPLETE};
 use zeroclaw_protocol::{SESSION_UPDATE, UpdateKind};
@@ -83,6 +83,41 @@ impl Event {
     }
 }
 
+/// What one buffered event holds in memory, counted against [`BUFFER_BYTES`]: its line
+/// and its slot in the turn's queue (a 100,000-chunk turn has lines of ~150 bytes, where
+/// the 72-byte slot is not negligible).
+fn held(line: &bytes::Bytes) -> usize {
+    line.len() + std::mem::size_of::<Event>()
+}
+
+/// The smallest and largest block that lines are packed into.
+const FIRST_BLOCK: usize = 4 * 1024;
+const LAST_BLOCK: usize = 64 * 1024;
+
+/// Update lines packed side by side into shared blocks: one allocation and one reference
+/// count per block instead of an allocation per line and another for its reference count
+/// once it is shared (a line is small: the two cost about as much as its bytes). Blocks
+/// grow from [`FIRST_BLOCK`] to [`LAST_BLOCK`] within a turn, so a short turn pins little;
+/// a line longer than the block gets one of its own size. A block is freed when its last
+/// line is dropped (lines leave the buffer in order, so blocks do too).
+#[derive(Default)]
+struct LineBlocks {
+    block: bytes::BytesMut,
+    next: usize,
+}
+
+impl LineBlocks {
+    fn pack(&mut self, line: &[u8]) -> bytes::Bytes {
+        if self.block.capacity() < line.len() {
+            let size = self.next.clamp(FIRST_BLOCK, LAST_BLOCK);
+            self.next = (size * 2).min(LAST_BLOCK);
+            self.block = bytes::BytesMut::with_capacity(size.max(line.len()));
+        }
+        self.block.extend_from_slice(line);
+        self.block.split().freeze()
+    }
+}
+
 struct TurnLog {
     turn_id: String,
     next_seq: u64,
@@ -109,8 +144,9 @@ struct Inner {
     turns: VecDeque<TurnLog>,
     bytes: usize,
     subscribers: Vec<Subscriber>,
-    /// Where the next update line is written before it gets its own buffer.
+    /// Where the next update line is written before it is packed into `blocks`.
     scratch: Vec<u8>,
+    blocks: LineBlocks,
     next_order: u64,
 }
 
@@ -182,9 +218,11 @@ impl SessionStream {
         }
         while inner.turns.len() > 1 {
             if let Some(old) = inner.turns.pop_front() {
-                inner.bytes -= old.events.iter().map(|e| e.line.len()).sum::<usize>();
+                inner.bytes -= old.events.iter().map(|e| held(&e.line)).sum::<usize>();
             }
         }
+        // Small blocks again: a short turn keeps little more than its lines.
+        inner.blocks = LineBlocks::default();
         inner.turns.push_back(TurnLog {
             turn_id: turn_id.to_owned(),
             next_seq: 1,
@@ -203,18 +241,58 @@ impl SessionStream {
     }
 
     /// [`emit`](Self::emit) of a typed update: the vocabulary's `type` and fields, so the
-    /// wire names are written once, in `zeroclaw-protocol`.
+    /// wire names are written once, in `zeroclaw-protocol`. The update is serialized
+    /// straight into the line (no intermediate JSON tree): its own `{"type":"…"` opening is
+    /// replaced by the envelope.
     pub fn emit_update(&self, update: &UpdateKind) {
-        match serde_json::to_value(update) {
-            // `emit` puts `type` right after `sessionId`; the fields keep their order.
-            Ok(fields) => self.emit(update.type_name(), fields),
-            Err(e) => tracing::error!(session = %self.session_id, "cannot encode an update: {e}"),
-        }
+        let kind = update.type_name();
+        self.emit_with(kind, |line| {
+            let start = line.len();
+            // Writing into memory cannot fail but for a map with non-string keys, which
+            // no update has; such an update would be logged and sent without fields.
+            if let Err(e) = serde_json::to_writer(&mut *line, update) {
+                tracing::error!("cannot encode an update: {e}");
+                line.truncate(start);
+                return;
+            }
+            let opening = [&br#"{"type":""#[..], kind.as_bytes(), b"\""].concat();
+            if line[start..].starts_with(&opening) {
+                line.drain(start..start + opening.len());
+            } else {
+                // Not the internally tagged shape expected: keep its members after the
+                // envelope's (an object's own `{` dropped).
+                line.drain(start..start + 1);
+                if line.get(start) != Some(&b'}') {
+                    line.insert(start, b',');
+                }
+            }
+            // What is left is `,…}` or `}`: the members after the envelope, and the end
+            // of `params`.
+            line.pop();
+        });
     }
 
     /// Numbers, buffers and fans out one update of the running turn: `{sessionId, type,
-    /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn.
-    pub fn emit(&self, kind: &str, fields: Value) {
+    /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn. (The daemon emits
+    /// typed updates; the tests write theirs as literals.)
+    #[cfg(test)]
+    pub fn emit(&self, kind: &str, fields: serde_json::Value) {
+        self.emit_with(kind, |line| {
+            if let serde_json::Value::Object(fields) = &fields {
+                for (key, value) in fields {
+                    line.push(b',');
+                    // Writing a `Value` into memory cannot fail.
+                    let _ = serde_json::to_writer(&mut *line, key);
+                    line.push(b':');
+                    let _ = serde_json::to_writer(&mut *line, value);
+                }
+            }
+        });
+    }
+
+    /// [`emit`](Self::emit) with the fields written by `members` (each preceded by `,`)
+    /// after the envelope, in the stream's reused line buffer.
+    fn emit_with(&self, kind: &str, members: impl FnOnce(&mut Vec<u8>)) {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let Some(turn) = inner.turns.back_mut().filter(|t| !t.done) else {
@@ -223,30 +301,35 @@ impl SessionStream {
         };
         let seq = turn.next_seq;
         turn.next_seq += 1;
-        let mut params = Map::new();
-        params.insert("sessionId".into(), Value::String(self.session_id.clone()));
-        params.insert("type".into(), Value::String(kind.to_owned()));
-        params.insert("turnId".into(), Value::String(turn.turn_id.clone()));
-        params.insert("eventSeq".into(), Value::from(seq));
-        if let Value::Object(fields) = fields {
-            params.extend(fields);
-        }
-        let params = Value::Object(params);
         // Written in a reused buffer, then copied once into an allocation of its size.
         let scratch = &mut inner.scratch;
         scratch.clear();
         write_update_line(scratch, |line| {
-            // Writing a `Value` into memory cannot fail.
-            let _ = serde_json::to_writer(line, &params);
+            // Strings into memory: cannot fail.
+            line.extend_from_slice(br#"{"sessionId":"#);
+            let _ = serde_json::to_writer(&mut *line, &self.session_id);
+            line.extend_from_slice(br#","type":"#);
+            let _ = serde_json::to_writer(&mut *line, kind);
+            line.extend_from_slice(br#","turnId":"#);
+            let _ = serde_json::to_writer(&mut *line, &turn.turn_id);
+            line.extend_from_slice(br#","eventSeq":"#);
+            let _ = serde_json::to_writer(&mut *line, &seq);
+            members(line);
+            line.push(b'}');
         });
-        let line = bytes::Bytes::copy_from_slice(scratch);
+        let line = inner.blocks.pack(scratch);
         if scratch.capacity() > SCRATCH_KEPT {
             *scratch = Vec::new();
         }
         if kind == TURN_COMPLETE {
             turn.done = true;
         }
-        let size = line.len();
+        let size = held(&line);
+        if turn.events.len() == turn.events.capacity() {
+            // Grown by a quarter rather than doubled: the slots are memory the buffer
+            // holds, and a doubling could leave most of them empty.
+            turn.events.reserve_exact(turn.events.len() / 4 + 16);
+        }
         turn.events.push_back(Event {
             seq,
             line: line.clone(),
@@ -421,7 +504,7 @@ impl Inner {
                 return;
             };
             if let Some(old) = turn.events.pop_front() {
-                self.bytes -= old.line.len();
+                self.bytes -= held(&old.line);
                 turn.first_seq = old.seq + 1;
             }
         }
@@ -470,6 +553,7 @@ mod tests {
     use super::*;
     use crate::session::link::AskError;
     use async_trait::async_trait;
+    use serde_json::{Map, Value};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     #[derive(Default)]
@@ -678,7 +762,7 @@ mod tests {
     }
 
     #[test]
-    fn a_typed_update_keeps_the_wire_text_of_the_literal_it_replaced() {
+    fn a_typed_update_is_the_object_of_the_literal_it_replaced() {
         use zeroclaw_protocol::Outcome;
         use zeroclaw_protocol::session::TurnUsage;
         let s = SessionStream::new("s1");
@@ -716,22 +800,33 @@ mod tests {
             .iter()
             .map(|e| std::str::from_utf8(e.params()).unwrap())
             .collect();
-        assert_eq!(
-            params,
-            [
-                literal(
-                    "tool_call",
-                    1,
-                    json!({"toolCallId": "c1", "name": "bash", "rawInput": {"command": "ls"}})
-                ),
-                literal(
-                    "turn_complete",
-                    2,
-                    json!({"turnId": "t1", "outcome": "completed", "content": "done",
-                           "usage": {"inputTokens": 1, "outputTokens": 2}})
-                ),
-            ]
-        );
+        // The same object (members in any order: a build may or may not keep serde_json's
+        // insertion order), the envelope written first.
+        let parsed: Vec<Value> = params
+            .iter()
+            .map(|p| serde_json::from_str(p).unwrap())
+            .collect();
+        let expected: Vec<Value> = [
+            literal(
+                "tool_call",
+                1,
+                json!({"toolCallId": "c1", "name": "bash", "rawInput": {"command": "ls"}}),
+            ),
+            literal(
+                "turn_complete",
+                2,
+                json!({"turnId": "t1", "outcome": "completed", "content": "done",
+                       "usage": {"inputTokens": 1, "outputTokens": 2}}),
+            ),
+        ]
+        .iter()
+        .map(|p| serde_json::from_str(p).unwrap())
+        .collect();
+        assert_eq!(parsed, expected);
+        assert!(params[0].starts_with(
+            r#"{"sessionId":"s1","type":"tool_call","turnId":"t1","eventSeq":1,"toolCallId""#
+        ));
+        assert!(params[1].ends_with(r#""eventSeq":2,"outcome":"completed","content":"done","usage":{"inputTokens":1,"outputTokens":2}}"#));
         assert!(inner.turns[0].done, "turn_complete ends the turn");
     }
 
