@@ -27,6 +27,7 @@ export function sessionView(box, sessionId) {
   const t = new Transcript({
     canApprove: () => rpc.can("session/approve"),
     canRewind: () => rpc.can("session/rewind"),
+    me: () => rpc.info?.principal?.id,
     approve,
     rewind,
   });
@@ -120,6 +121,7 @@ export function sessionView(box, sessionId) {
       t.addRows(rows, false);
       t.setOlder(olderCount(r), loadOlder);
       error.textContent = "";
+      performance.mark("zeroclaw:transcript-drawn");
     } catch (e) {
       error.textContent = errText(e);
     }
@@ -257,6 +259,7 @@ export function sessionView(box, sessionId) {
         t.endTurn(u.turnId);
         if (u.outcome && u.outcome !== "completed") t.note(`Turn ${u.outcome}${u.outcome === "failed" && u.content ? `: ${u.content}` : ""}`, null, u.turnId);
         if (activeTurn === u.turnId) setRunning(null);
+        if (!u.replay) loadInfo();
         break;
       default:
         break;

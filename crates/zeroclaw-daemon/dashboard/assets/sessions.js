@@ -74,6 +74,8 @@ export function sessionsView(box) {
     } else {
       replace(list, shown.map(row));
     }
+    // For the first-paint figure in docs/BENCHMARKS.md.
+    if (!performance.getEntriesByName("zeroclaw:sessions-drawn").length) performance.mark("zeroclaw:sessions-drawn");
     replace(pager,
       h("button", { type: "button", disabled: page === 0, onclick: () => { page--; draw(); } }, "‹ Newer"),
       h("span.muted", null, `${page + 1} / ${pages} · ${sessions.length} sessions`),

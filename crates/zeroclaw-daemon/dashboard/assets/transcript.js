@@ -11,7 +11,7 @@ const LIVE_MARKDOWN_MS = 120;
 
 export class Transcript {
   constructor(actions) {
-    this.actions = actions; // {approve(block, decision), rewind(turnId), canApprove, canRewind}
+    this.actions = actions; // {approve(block, decision), rewind(turnId), canApprove, canRewind, me}
     this.el = h("div.transcript", { role: "log", "aria-live": "polite" });
     this.top = h("div.older");
     this.list = h("div.blocks");
@@ -205,7 +205,9 @@ export class Transcript {
   }
 
   fillUser(b) {
-    const head = h("header", null, h("span.who", null, b.by ? `You · ${b.by}` : "You"));
+    const mine = !b.by || b.by === this.actions.me();
+    const head = h("header", null, h("span.who", null, mine ? "You" : b.by));
+    b.el.classList.toggle("other", !mine);
     if (b.turnId && this.actions.canRewind()) {
       head.append(h("button.link.rewind", { type: "button", title: "Go back to before this prompt and edit it", onclick: () => this.actions.rewind(b.turnId) }, "Rewind here"));
     }

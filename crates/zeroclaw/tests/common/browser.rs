@@ -6,6 +6,8 @@
 //! The CDP client is small on purpose: numbered commands answered through oneshot
 //! channels, events of each page kept in a bounded buffer, every wait with a timeout.
 
+#![allow(dead_code)]
+
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
