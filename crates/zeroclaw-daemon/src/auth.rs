@@ -13,6 +13,7 @@ use zeroclaw_protocol::{Method, Requirement};
 
 pub(crate) use zeroclaw_config::policy::Principal;
 
+use crate::gateway::logins::{LoginError, Logins};
 use crate::pairing::{PairingError, TokenStore};
 
 /// Why a caller may not make a call.
@@ -28,6 +29,15 @@ pub enum AuthError {
     /// A token that is unknown or revoked.
     #[error(transparent)]
     Token(#[from] PairingError),
+    /// A dashboard login code or session token that is unknown, used or expired (SPEC §20).
+    #[error(transparent)]
+    Login(#[from] LoginError),
+    /// Too many failed logins from this address (SPEC §20).
+    #[error("too many failed logins from {ip}: try again in {retry_after_secs} s")]
+    RateLimited {
+        ip: std::net::IpAddr,
+        retry_after_secs: u64,
+    },
     /// The policy knows nobody by this credential, or the principal lacks a grant.
     #[error(transparent)]
     Policy(#[from] PolicyError),
@@ -55,17 +65,31 @@ impl Presented<'_> {
     }
 }
 
-/// The credential behind what a caller presented: its peer uid locally, its token's user
-/// over WebSocket (a missing, unknown or revoked token is refused).
+/// Where bearer tokens are looked up: pairing tokens, and dashboard session tokens.
+#[derive(Clone, Copy)]
+pub(crate) struct Bearers<'a> {
+    pub tokens: &'a TokenStore,
+    pub logins: &'a Logins,
+}
+
+/// The credential behind what a caller presented: its peer uid locally; over the network
+/// its pairing token's user, or the credential its dashboard session stands for (a
+/// missing, unknown, revoked or expired token is refused).
 pub(crate) fn credential(
-    tokens: &TokenStore,
+    bearers: Bearers<'_>,
     presented: &Presented,
 ) -> Result<Credential, AuthError> {
     match *presented {
         Presented::Local { uid } => local_credential(uid),
         Presented::WebSocket { token } => {
             let token = token.ok_or(AuthError::NoToken)?;
-            Ok(tokens.resolve(token)?)
+            if Logins::is_session_token(token) {
+                return bearers
+                    .logins
+                    .session(token)
+                    .ok_or(AuthError::Token(PairingError::UnknownToken));
+            }
+            Ok(bearers.tokens.resolve(token)?)
         }
     }
 }
@@ -87,11 +111,11 @@ fn local_credential(_uid: Option<u32>) -> Result<Credential, AuthError> {
 /// `daemon_uid` is the daemon's own uid.
 pub(crate) fn principal(
     config: &Config,
-    tokens: &TokenStore,
+    bearers: Bearers<'_>,
     daemon_uid: u32,
     presented: &Presented,
 ) -> Result<Principal, AuthError> {
-    let cred = credential(tokens, presented)?;
+    let cred = credential(bearers, presented)?;
     Ok(policy::resolve(config, &cred, daemon_uid)?)
 }
 

@@ -46,6 +46,7 @@ impl Harness {
             sessions,
             files: files::commit::FileLocks::default(),
             uploads: files::UploadManager::default(),
+            gateway: crate::gateway::control::Gateway::default(),
         });
         Ok(Harness { daemon })
     }
@@ -68,6 +69,7 @@ impl Harness {
             label: "harness".to_string(),
             uid: Some(daemon.uid),
             kind: TransportKind::Local,
+            ip: None,
         };
         tokio::spawn(connection::serve(
             Arc::clone(daemon),

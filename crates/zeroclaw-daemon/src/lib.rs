@@ -26,6 +26,7 @@ mod client_link;
 mod connection;
 mod dispatch;
 mod files;
+mod gateway;
 #[cfg(feature = "test-hooks")]
 pub mod harness;
 mod methods;
@@ -139,7 +140,11 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let sessions = open_sessions(&dirs).await?;
     let wss = config.current().wss.clone();
     let ws = match wss.enabled {
-        true => Some(ws::WsListener::bind(&wss).await.map_err(StartupError)?),
+        true => Some(
+            gateway::listener::GatewayListener::bind(&wss)
+                .await
+                .map_err(StartupError)?,
+        ),
         false => None,
     };
     tracing::info!(endpoint = %endpoint.display(), config = %dirs.config_file().display(), "serving");
@@ -148,6 +153,9 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let stall_timeout = outbound::DEFAULT_STALL_TIMEOUT;
     #[cfg(feature = "test-hooks")]
     let stall_timeout = test_hooks::stall_timeout_from_env().unwrap_or(stall_timeout);
+    let code_ttl = gateway::logins::CODE_TTL;
+    #[cfg(feature = "test-hooks")]
+    let code_ttl = test_hooks::login_code_ttl_from_env().unwrap_or(code_ttl);
     let daemon = Arc::new(Daemon {
         dirs,
         endpoint,
@@ -162,7 +170,11 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         sessions,
         files: files::commit::FileLocks::default(),
         uploads: files::UploadManager::default(),
+        gateway: gateway::control::Gateway::with_logins(gateway::logins::Logins::with_code_ttl(
+            code_ttl,
+        )),
     });
+    install_gateway_starter(&daemon);
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
     #[cfg(feature = "test-hooks")]
     test_hooks::start(&daemon);
@@ -180,9 +192,13 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     if options.ephemeral {
         tokio::spawn(server::watch_ephemeral(Arc::clone(&daemon)));
     }
-    let ws_task = ws.map(|ws| tokio::spawn(ws::serve(Arc::clone(&daemon), ws)));
+    if let Some(ws) = ws {
+        let url = ws.base_url();
+        let task = tokio::spawn(gateway::listener::serve(Arc::clone(&daemon), ws));
+        daemon.gateway.started(gateway_url(&url), task);
+    }
     server::serve_local(Arc::clone(&daemon), listener).await;
-    if let Some(task) = ws_task {
+    if let Some(task) = daemon.gateway.take_task() {
         let _ = task.await;
     }
     daemon.sessions.cancel_all();
@@ -191,6 +207,30 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     daemon.sessions.wait_idle(left).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Lets `gateway/start` serve a loopback listener it bound (SPEC §20).
+fn install_gateway_starter(daemon: &Arc<Daemon>) {
+    let weak = Arc::downgrade(daemon);
+    daemon.gateway.set_starter(Box::new(move |listener| {
+        let daemon = weak
+            .upgrade()
+            .ok_or_else(|| "the daemon is stopping".to_string())?;
+        let listener = gateway::listener::GatewayListener::from_std(listener)
+            .map_err(|e| format!("gateway: {e}"))?;
+        let url = listener.base_url();
+        Ok((
+            url,
+            tokio::spawn(gateway::listener::serve(daemon, listener)),
+        ))
+    }));
+}
+
+/// The URL a browser on this host opens: an unspecified bind address (`0.0.0.0`, `::`)
+/// is reached at the loopback address.
+fn gateway_url(url: &str) -> String {
+    url.replace("://0.0.0.0:", "://127.0.0.1:")
+        .replace("://[::]:", "://[::1]:")
 }
 
 /// Raises the open-files soft limit to the hard limit (SPEC §17), so a flood of

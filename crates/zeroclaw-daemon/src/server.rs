@@ -132,6 +132,7 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection, accepted: Insta
         label: peer.label,
         uid: peer.uid,
         kind: TransportKind::Local,
+        ip: None,
     };
     let (source, sink) = (StreamSource::new(reader), StreamSink::new(writer));
     connection::serve(daemon, id, identity, admission, accepted, source, sink).await;

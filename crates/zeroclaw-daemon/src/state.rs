@@ -9,9 +9,10 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_config::{Config, ConfigStore};
 use zeroclaw_ipc::Dirs;
 
-use crate::auth::{self, AuthError, Presented, Principal};
+use crate::auth::{self, AuthError, Bearers, Presented, Principal};
 use crate::files::UploadManager;
 use crate::files::commit::{FileLocks, Stores};
+use crate::gateway::control::Gateway;
 use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
 use crate::session::SessionManager;
@@ -38,6 +39,8 @@ pub struct Daemon {
     pub files: FileLocks,
     /// Chunked uploads being staged.
     pub uploads: UploadManager,
+    /// The gateway: whether it runs, its logins (SPEC §20).
+    pub gateway: Gateway,
 }
 
 impl Daemon {
@@ -46,7 +49,7 @@ impl Daemon {
         Stores {
             sessions: &self.sessions,
             config: &self.config,
-            tokens: &self.tokens,
+            bearers: self.bearers(),
             locks: &self.files,
             daemon_uid: self.uid,
         }
@@ -64,7 +67,15 @@ impl Daemon {
         config: &Config,
         presented: &Presented,
     ) -> Result<Principal, AuthError> {
-        auth::principal(config, &self.tokens, self.uid, presented)
+        auth::principal(config, self.bearers(), self.uid, presented)
+    }
+
+    /// Where bearer tokens are looked up.
+    pub fn bearers(&self) -> Bearers<'_> {
+        Bearers {
+            tokens: &self.tokens,
+            logins: &self.gateway.logins,
+        }
     }
 
     pub fn begin_shutdown(&self, reason: &str) {

@@ -13,6 +13,9 @@
 //! - `ZEROCLAW_TEST_NO_LANDLOCK=1` makes the sandbox (SPEC §21.2) behave as on a system
 //!   without Landlock: `read_only` refuses `bash`, `session/status` says `unavailable`.
 //!
+//! - `ZEROCLAW_TEST_LOGIN_CODE_TTL_MS` shortens the 60 s life of a dashboard login code
+//!   (SPEC §20), so a test sees one expire.
+//!
 //! - `ZEROCLAW_TEST_PANIC_METHOD=NAME` makes the handler of method `NAME` panic, so tests
 //!   see what a client gets from a handler that panics.
 //!
@@ -40,6 +43,11 @@ fn ms(name: &str) -> Option<Duration> {
 /// The stalled-reader timeout override, if any.
 pub(crate) fn stall_timeout_from_env() -> Option<Duration> {
     ms("ZEROCLAW_TEST_STALL_TIMEOUT_MS")
+}
+
+/// The dashboard login code lifetime override, if any.
+pub(crate) fn login_code_ttl_from_env() -> Option<Duration> {
+    ms("ZEROCLAW_TEST_LOGIN_CODE_TTL_MS")
 }
 
 /// Panics when `method` is the one `ZEROCLAW_TEST_PANIC_METHOD` names.

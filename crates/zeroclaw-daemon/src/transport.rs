@@ -27,6 +27,8 @@ pub struct PeerIdentity {
     /// Local peer uid, when the OS told us.
     pub uid: Option<u32>,
     pub kind: TransportKind,
+    /// A network peer's address (what failed logins are counted by, SPEC §20).
+    pub ip: Option<std::net::IpAddr>,
 }
 
 /// A boxed future: keeps the traits object-safe-ish and spawnable from generic code (the

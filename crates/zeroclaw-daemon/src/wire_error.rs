@@ -14,6 +14,7 @@ use zeroclaw_store::StoreError;
 
 use crate::auth::AuthError;
 use crate::files::error::FilesError;
+use crate::gateway::logins::LoginError;
 use crate::pairing::PairingError;
 use crate::session::error::SessionError;
 
@@ -93,6 +94,15 @@ impl From<AuthError> for ErrorObject {
                 ErrorObject::not_initialized(e.to_string())
             }
             AuthError::Token(e) => e.into(),
+            AuthError::Login(LoginError::TooManyCodes | LoginError::TooManySessions) => {
+                ErrorObject::new(zeroclaw_rpc::code::LIMIT_EXCEEDED, e.to_string())
+            }
+            AuthError::Login(LoginError::Random(_)) => ErrorObject::internal(e.to_string()),
+            AuthError::Login(_) => ErrorObject::not_initialized(e.to_string()),
+            AuthError::RateLimited {
+                retry_after_secs, ..
+            } => ErrorObject::not_initialized(e.to_string())
+                .with_data(json!({"retryAfterSecs": retry_after_secs})),
             AuthError::Policy(e) => policy(e),
             AuthError::NotAdmin { .. } => ErrorObject::forbidden(e.to_string()),
             AuthError::LocalOnly(method) => {

@@ -1,14 +1,11 @@
-//! The WebSocket transport (SPEC §10): a TCP listener (TLS via rustls when a certificate is
-//! configured, mandatory off loopback) whose connections are upgraded at path `/` and then
-//! served by the same connection loop as the local socket. Each text message is one
-//! JSON-RPC message; a binary message is refused with -32600 and the connection stays open;
-//! a message over 8 MiB closes the connection with status 1009. An upgrade carrying an
-//! `Origin` header is refused with HTTP 403 unless that origin is allowed (cross-site
-//! WebSocket hijacking).
+//! The WebSocket transport (SPEC §10): an upgraded gateway connection ([`crate::gateway`]
+//! answers the HTTP upgrade) served by the same connection loop as the local socket. Each
+//! text message is one JSON-RPC message; a binary message is refused with -32600 and the
+//! connection stays open; a message over 8 MiB closes the connection with status 1009.
 //!
-//! A TCP connection takes a slot of `[limits] unauthenticated_ws` as it is accepted (none
-//! left: it is closed at once) and keeps it until `initialize` names its principal; TLS,
-//! upgrade and `initialize` must all finish within 10 s of the accept (SPEC §17).
+//! The connection keeps the slot of `[limits] unauthenticated_ws` it took at the TCP accept
+//! until `initialize` names its principal; `initialize` must finish within 10 s of that
+//! accept (SPEC §17).
 
 use std::io;
 use std::net::SocketAddr;
@@ -18,209 +15,35 @@ use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
-use zeroclaw_config::Wss;
 use zeroclaw_rpc::MAX_FRAME_BYTES;
 
-use crate::connection::{self, INITIALIZE_WITHIN};
+use crate::connection;
 use crate::read_gate::{Gated, ReadGate};
 use crate::registry::Admission;
-use crate::server::{AcceptBackoff, next_connection_id, wait_for_connections};
+use crate::server::next_connection_id;
 use crate::state::Daemon;
 use crate::transport::{
     BoxFuture, FrameSink, FrameSource, Incoming, PRE_INITIALIZE_FRAME_BYTES, PeerIdentity,
     TransportKind,
 };
 
-/// A bound WebSocket listener, ready to serve.
-pub struct WsListener {
-    listener: TcpListener,
-    tls: Option<TlsAcceptor>,
-    allowed_origins: Arc<Vec<String>>,
-}
-
-impl WsListener {
-    /// Binds `[wss]`; refuses a non-loopback address without TLS.
-    pub async fn bind(wss: &Wss) -> Result<WsListener, String> {
-        let tls = match (wss.cert_path.is_empty(), wss.key_path.is_empty()) {
-            (true, true) => None,
-            (false, false) => Some(tls_acceptor(&wss.cert_path, &wss.key_path)?),
-            _ => return Err("wss: cert_path and key_path must be set together".into()),
-        };
-        if tls.is_none() && !wss.is_loopback() {
-            return Err(format!(
-                "wss: refusing to serve {} without TLS: set wss.cert_path and wss.key_path, or bind a loopback address",
-                wss.bind
-            ));
-        }
-        let addr = format!("{}:{}", wss.bind, wss.port);
-        let listener = TcpListener::bind(&addr)
-            .await
-            .map_err(|e| format!("wss: cannot listen on {addr}: {e}"))?;
-        let scheme = if tls.is_some() { "wss" } else { "ws" };
-        tracing::info!(
-            "websocket listening on {scheme}://{}/",
-            listener.local_addr().map_or(addr, |a| a.to_string())
-        );
-        Ok(WsListener {
-            listener,
-            tls,
-            allowed_origins: Arc::new(wss.allowed_origins.clone()),
-        })
-    }
-}
-
-fn tls_acceptor(cert_path: &str, key_path: &str) -> Result<TlsAcceptor, String> {
-    use rustls::pki_types::pem::{self, PemObject};
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    // Opening or reading a file names it; a malformed PEM names the file and the problem.
-    let fail = |path: &str, e: pem::Error| match e {
-        pem::Error::Io(e) => format!("wss: cannot read {path}: {e}"),
-        e => format!("wss: {path}: {e}"),
-    };
-    let certs = CertificateDer::pem_file_iter(cert_path)
-        .map_err(|e| fail(cert_path, e))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| fail(cert_path, e))?;
-    if certs.is_empty() {
-        return Err(format!("wss: {cert_path}: no certificate found"));
-    }
-    let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| match e {
-        pem::Error::NoItemsFound => format!("wss: {key_path}: no private key found"),
-        e => fail(key_path, e),
-    })?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("wss: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("wss: {cert_path}: {e}"))?;
-    Ok(TlsAcceptor::from(Arc::new(config)))
-}
-
-/// Accepts WebSocket connections until shutdown; returns once they have all ended (or
-/// the shutdown bound has passed).
-pub async fn serve(daemon: Arc<Daemon>, ws: WsListener) {
-    let WsListener {
-        listener,
-        tls,
-        allowed_origins,
-    } = ws;
-    let mut connections = JoinSet::new();
-    let mut backoff = AcceptBackoff::default();
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = daemon.shutdown.cancelled() => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-        };
-        match accepted {
-            Ok((tcp, addr)) => {
-                backoff.reset();
-                let accepted_at = Instant::now();
-                let limits = daemon.config.current().limits.clone();
-                let Some(admission) = daemon.connections.admit_unauthenticated(
-                    limits.unauthenticated_ws as usize,
-                    limits.connections_total as usize,
-                ) else {
-                    // Too many peers that have not authenticated: hang up at once.
-                    tracing::debug!(peer = %addr, "refused: unauthenticated_ws limit");
-                    drop(tcp);
-                    continue;
-                };
-                let _ = tcp.set_nodelay(true);
-                let daemon = Arc::clone(&daemon);
-                let tls = tls.clone();
-                let origins = Arc::clone(&allowed_origins);
-                let deadline = accepted_at + INITIALIZE_WITHIN;
-                connections.spawn(async move {
-                    let peer = Peer {
-                        addr,
-                        admission,
-                        accepted_at,
-                    };
-                    match tls {
-                        Some(tls) => match tokio::time::timeout_at(deadline, tls.accept(tcp)).await
-                        {
-                            Ok(Ok(stream)) => upgrade(daemon, stream, peer, origins).await,
-                            Ok(Err(e)) => tracing::info!(peer = %addr, "tls handshake failed: {e}"),
-                            Err(_) => tracing::info!(peer = %addr, "tls handshake timed out"),
-                        },
-                        None => upgrade(daemon, tcp, peer, origins).await,
-                    }
-                });
-            }
-            Err(e) => backoff.wait(&e).await,
-        }
-    }
-    drop(listener);
-    wait_for_connections(&mut connections).await;
-}
-
-/// An accepted TCP peer on its way to the connection loop.
-struct Peer {
+/// Serves an upgraded WebSocket until it closes: the connection loop over its messages.
+/// `gate` is the read allowance before `initialize` the socket's stream draws on.
+pub(crate) async fn serve<S>(
+    daemon: Arc<Daemon>,
+    socket: WebSocketStream<Gated<S>>,
+    gate: Arc<ReadGate>,
     addr: SocketAddr,
-    /// Its slot in the unauthenticated pool.
     admission: Admission,
     accepted_at: Instant,
-}
-
-fn refuse(status: StatusCode, why: &str) -> ErrorResponse {
-    let mut response = ErrorResponse::new(Some(why.to_string()));
-    *response.status_mut() = status;
-    response
-}
-
-// The upgrade callback's `Result<Response, ErrorResponse>` is tungstenite's signature.
-#[allow(clippy::result_large_err)]
-async fn upgrade<S>(daemon: Arc<Daemon>, stream: S, peer: Peer, origins: Arc<Vec<String>>)
-where
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let Peer {
-        addr,
-        admission,
-        accepted_at,
-    } = peer;
-    let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
-        if req.uri().path() != "/" {
-            return Err(refuse(StatusCode::NOT_FOUND, "the websocket endpoint is /"));
-        }
-        if let Some(origin) = req.headers().get("origin") {
-            let allowed = origin
-                .to_str()
-                .is_ok_and(|o| origins.iter().any(|a| a == o));
-            if !allowed {
-                return Err(refuse(StatusCode::FORBIDDEN, "origin not allowed"));
-            }
-        }
-        Ok(resp)
-    };
-    let mut config = WebSocketConfig::default();
-    config.max_message_size = Some(MAX_FRAME_BYTES);
-    config.max_frame_size = Some(MAX_FRAME_BYTES);
-    let gate = Arc::new(ReadGate::default());
-    let stream = Gated::new(stream, Arc::clone(&gate));
-    let upgraded = tokio::time::timeout_at(
-        accepted_at + INITIALIZE_WITHIN,
-        tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)),
-    )
-    .await;
-    let socket = match upgraded {
-        Ok(Ok(socket)) => socket,
-        Ok(Err(e)) => return tracing::info!(peer = %addr, "websocket upgrade refused: {e}"),
-        Err(_) => return tracing::info!(peer = %addr, "websocket upgrade timed out"),
-    };
     let label = format!("ws:{}:{}", addr.ip(), addr.port());
     let id = next_connection_id();
     tracing::info!(conn = id, peer = %label, "accepted connection");
@@ -228,6 +51,7 @@ where
         label,
         uid: None,
         kind: TransportKind::WebSocket,
+        ip: Some(addr.ip()),
     };
     let close = Arc::new(Mutex::new(None));
     // The upgrade request has its own limits; the allowance is for the first message.
@@ -339,52 +163,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> FrameSink for WsSink<S>
             let _ = self.tx.send(Message::Close(Some(frame))).await;
             let _ = self.tx.close().await;
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tls_acceptor;
-
-    fn err(cert: &str, key: &str) -> String {
-        match tls_acceptor(cert, key) {
-            Ok(_) => panic!("accepted {cert} / {key}"),
-            Err(e) => e,
-        }
-    }
-
-    #[test]
-    fn unusable_pem_files_are_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let empty = dir.path().join("empty.pem");
-        std::fs::write(&empty, "not pem at all\n").unwrap();
-        let broken = dir.path().join("broken.pem");
-        std::fs::write(&broken, "-----BEGIN CERTIFICATE-----\nAAAA\n").unwrap();
-        let (empty, broken) = (empty.to_str().unwrap(), broken.to_str().unwrap());
-        let missing = dir.path().join("missing.pem");
-        let missing = missing.to_str().unwrap();
-        assert!(
-            err(missing, empty).starts_with(&format!("wss: cannot read {missing}: ")),
-            "{}",
-            err(missing, empty)
-        );
-        assert_eq!(
-            err(empty, empty),
-            format!("wss: {empty}: no certificate found")
-        );
-        assert!(err(broken, empty).starts_with(&format!("wss: {broken}: ")));
-        // A certificate-shaped section only, no key: the key file is named.
-        let cert = dir.path().join("cert.pem");
-        std::fs::write(
-            &cert,
-            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-        )
-        .unwrap();
-        let cert = cert.to_str().unwrap();
-        assert_eq!(
-            err(cert, empty),
-            format!("wss: {empty}: no private key found")
-        );
-        assert!(err(cert, missing).starts_with(&format!("wss: cannot read {missing}: ")));
     }
 }

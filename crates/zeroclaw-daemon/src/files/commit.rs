@@ -20,8 +20,7 @@ use zeroclaw_store::SessionKey;
 use super::error::FilesError;
 use super::staging::UploadTarget;
 use super::workspace::{self, FileIndex, StoredFile};
-use crate::auth::{self, Presented};
-use crate::pairing::TokenStore;
+use crate::auth::{self, Bearers, Presented};
 use crate::session::{LiveSession, SessionManager, may_touch};
 
 /// One file to store.
@@ -43,7 +42,7 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
 pub struct Stores<'a> {
     pub sessions: &'a SessionManager,
     pub config: &'a ConfigStore,
-    pub tokens: &'a TokenStore,
+    pub bearers: Bearers<'a>,
     pub locks: &'a FileLocks,
     /// The daemon's own uid (a local credential is resolved against it).
     pub daemon_uid: u32,
@@ -141,10 +140,17 @@ pub async fn commit(
     let frozen = stores.config.freeze().await;
     // Only a token credential depends on the pairing file; a local uid does not wait on it.
     let tokens = match caller.is_token() {
-        true => Some(stores.tokens.hold().await.map_err(FilesError::TokensHeld)?),
+        true => Some(
+            stores
+                .bearers
+                .tokens
+                .hold()
+                .await
+                .map_err(FilesError::TokensHeld)?,
+        ),
         false => None,
     };
-    let principal = auth::principal(frozen.config(), stores.tokens, stores.daemon_uid, caller)
+    let principal = auth::principal(frozen.config(), stores.bearers, stores.daemon_uid, caller)
         .map_err(FilesError::Denied)?;
     auth::authorize(&principal, Method::FileAttach).map_err(FilesError::Denied)?;
     check_access(&principal, &live)?;

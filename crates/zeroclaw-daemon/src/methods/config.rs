@@ -144,7 +144,7 @@ async fn writer(
     conn: &ConnectionContext,
     method: Method,
 ) -> Result<impl FnOnce(&Config) -> Result<Writer, Wire> + use<>, ErrorObject> {
-    let cred: Credential = auth::credential(&daemon.tokens, &conn.presented())?;
+    let cred: Credential = auth::credential(daemon.bearers(), &conn.presented())?;
     let uid = daemon.uid;
     let name_in_use = names_in_use(daemon).await?;
     Ok(move |config: &Config| {

@@ -1,0 +1,179 @@
+//! One gateway connection (SPEC §20): reads HTTP/1.1 requests off the socket (keep-alive and
+//! pipelining: one head after another, in order) and answers each by its route — the
+//! dashboard's files, `/healthz`, `POST /rpc` — or hands the socket to the WebSocket
+//! transport when the request is an upgrade on `/` or `/rpc`.
+//!
+//! Every wait ends: until a request authenticates (a bearer on `POST /rpc`, or the
+//! WebSocket's `initialize`), every request head must be in within 10 s of the TCP accept
+//! (SPEC §17), so a peer that trickles a header or idles holds its unauthenticated slot
+//! no longer than that; once authenticated, it may idle 10 s between requests. A body has
+//! 30 s, a response 10 s to be written.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+
+use super::assets;
+use super::http::{self, HeadError, RequestHead, Response};
+use super::post::{self, PostState};
+use super::upgrade;
+use crate::connection::INITIALIZE_WITHIN;
+use crate::registry::Admission;
+use crate::state::Daemon;
+
+/// Idle time allowed between requests once the connection has authenticated.
+const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(10);
+/// Time to send a response.
+pub(crate) const WRITE_WITHIN: Duration = Duration::from_secs(10);
+
+/// An accepted TCP peer on its way to being served.
+pub(crate) struct Peer {
+    pub addr: SocketAddr,
+    /// Its slot in the unauthenticated pool (then, once authenticated, in the total).
+    pub admission: Admission,
+    pub accepted_at: Instant,
+}
+
+/// What every connection of one listener shares.
+pub(crate) struct Settings {
+    /// `wss.allowed_origins`, besides the page's own origin.
+    pub allowed_origins: Vec<String>,
+    /// Served over TLS (the page's origin is `https://…`).
+    pub tls: bool,
+}
+
+/// What one request came to.
+enum Next {
+    /// Answer, then read the next request (unless the response or the client closes).
+    Answer(Response),
+    /// The socket went to the WebSocket transport, or is done.
+    Done,
+}
+
+/// Serves one connection until it closes, times out, or is upgraded.
+pub(crate) async fn serve<S>(
+    daemon: Arc<Daemon>,
+    mut stream: S,
+    peer: Peer,
+    settings: Arc<Settings>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let Peer {
+        addr,
+        admission,
+        accepted_at,
+    } = peer;
+    let mut buf = Vec::new();
+    let mut state = PostState::new(addr, admission);
+    loop {
+        let deadline = match state.is_authenticated() {
+            false => accepted_at + INITIALIZE_WITHIN,
+            true => Instant::now() + KEEP_ALIVE_IDLE,
+        };
+        let head =
+            match tokio::time::timeout_at(deadline, http::read_head(&mut stream, &mut buf)).await {
+                Ok(Ok(head)) => head,
+                Ok(Err(HeadError::TooLarge)) => {
+                    let r = Response::text(431, "request head too large").closing();
+                    let _ = send(&mut stream, &r, false, false).await;
+                    break;
+                }
+                Ok(Err(HeadError::Malformed)) => {
+                    let r = Response::text(400, "not an HTTP/1.1 request").closing();
+                    let _ = send(&mut stream, &r, false, false).await;
+                    break;
+                }
+                Ok(Err(HeadError::Closed | HeadError::Io(_))) => break,
+                Err(_) => {
+                    tracing::debug!(peer = %addr, "closing: no complete request in time");
+                    break;
+                }
+            };
+        let keep_alive = head.keep_alive();
+        let head_only = head.method == "HEAD";
+        if upgrade::is_upgrade(&head) {
+            let Some(admission) = state.take_for_upgrade() else {
+                // Upgrading a connection that already authenticated a bearer: refused.
+                let r = Response::text(400, "upgrade on a fresh connection").closing();
+                let _ = send(&mut stream, &r, false, false).await;
+                break;
+            };
+            let peer = Peer {
+                addr,
+                admission,
+                accepted_at,
+            };
+            let leftover = std::mem::take(&mut buf);
+            upgrade::upgrade(daemon, stream, head, leftover, peer, &settings).await;
+            return;
+        }
+        let next = route(&daemon, &mut stream, &mut buf, &head, &mut state).await;
+        let Next::Answer(response) = next else { break };
+        // A request whose body was not read leaves the stream unusable: close after it.
+        let body_left = !post::reads_body(&head) && head.body_length() != Ok(0);
+        let keep = keep_alive && !response.close && !body_left && !daemon.shutdown.is_cancelled();
+        if send(&mut stream, &response, keep, head_only).await.is_err() || !keep {
+            break;
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
+    state.finish();
+}
+
+/// Writes a response within [`WRITE_WITHIN`].
+async fn send<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    response: &Response,
+    keep_alive: bool,
+    head_only: bool,
+) -> Result<(), ()> {
+    match tokio::time::timeout(WRITE_WITHIN, response.write(stream, keep_alive, head_only)).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(()),
+    }
+}
+
+/// Answers one request that is not an upgrade.
+async fn route<S>(
+    daemon: &Arc<Daemon>,
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    head: &RequestHead,
+    state: &mut PostState,
+) -> Next
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let path = head.path();
+    let method = head.method.as_str();
+    let read_only = matches!(method, "GET" | "HEAD");
+    match path {
+        "/rpc" if method == "POST" => match post::handle(daemon, stream, buf, head, state).await {
+            Some(response) => Next::Answer(response),
+            None => Next::Done,
+        },
+        "/rpc" => Next::Answer(
+            Response::text(405, "POST a JSON-RPC request, or upgrade to a WebSocket")
+                .with_header("Allow", "POST"),
+        ),
+        "/healthz" if read_only => Next::Answer(Response::text(200, "ok")),
+        "/healthz" => Next::Answer(not_allowed()),
+        _ => match assets::lookup(path) {
+            Some(asset) if read_only => Next::Answer(Response::new(
+                200,
+                asset.content_type,
+                http::Body::Static(asset.content),
+            )),
+            Some(_) => Next::Answer(not_allowed()),
+            None => Next::Answer(Response::text(404, "not found")),
+        },
+    }
+}
+
+fn not_allowed() -> Response {
+    Response::text(405, "method not allowed").with_header("Allow", "GET, HEAD")
+}

@@ -1,0 +1,203 @@
+//! Dashboard logins (SPEC §20): one-time codes that `dashboard/login` hands a local caller,
+//! and the session tokens `initialize {authCode}` exchanges them for. A code is random
+//! (192 bits), valid [`CODE_TTL`], usable once, and stands for the credential of the caller
+//! that asked for it; the session token stands for that same credential for
+//! [`SESSION_TTL`] or until the daemon stops. Both live in memory only, kept by their
+//! SHA-256; the tables are bounded.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+use zeroclaw_config::policy::Credential;
+
+/// How long a login code may be used.
+pub const CODE_TTL: Duration = Duration::from_secs(60);
+/// How long a dashboard session token is good for.
+pub const SESSION_TTL: Duration = Duration::from_secs(12 * 60 * 60);
+/// Codes kept at once (used ones are kept until they expire, to say so).
+const MAX_CODES: usize = 256;
+/// Session tokens kept at once.
+const MAX_SESSIONS: usize = 1024;
+const CODE_PREFIX: &str = "zcl_";
+const SESSION_PREFIX: &str = "zcs_";
+
+/// Why a login code or session could not be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoginError {
+    #[error("authentication failed: unknown login code")]
+    UnknownCode,
+    #[error(
+        "authentication failed: this login code was used already (run `zeroclaw dashboard` for a new one)"
+    )]
+    UsedCode,
+    #[error(
+        "authentication failed: this login code has expired (run `zeroclaw dashboard` for a new one)"
+    )]
+    ExpiredCode,
+    #[error("too many login codes outstanding; try again in a minute")]
+    TooManyCodes,
+    #[error("too many dashboard sessions; try again later")]
+    TooManySessions,
+    #[error("no randomness available: {0}")]
+    Random(String),
+}
+
+struct Code {
+    credential: Credential,
+    expires: Instant,
+    used: bool,
+}
+
+struct Session {
+    credential: Credential,
+    expires: Instant,
+}
+
+/// A code handed out.
+#[derive(Debug, Clone)]
+pub struct IssuedCode {
+    pub code: String,
+    /// Unix milliseconds.
+    pub expires_at: i64,
+}
+
+/// Outstanding login codes and live dashboard sessions.
+pub struct Logins {
+    codes: Mutex<HashMap<String, Code>>,
+    sessions: Mutex<HashMap<String, Session>>,
+    code_ttl: Duration,
+}
+
+impl Default for Logins {
+    fn default() -> Self {
+        Logins::with_code_ttl(CODE_TTL)
+    }
+}
+
+fn digest(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+fn random(prefix: &str, bytes: usize) -> Result<String, LoginError> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| LoginError::Random(e.to_string()))?;
+    Ok(format!("{prefix}{}", hex::encode(buf)))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Logins {
+    /// Codes valid `code_ttl` instead of [`CODE_TTL`] (a test hook shortens it).
+    pub fn with_code_ttl(code_ttl: Duration) -> Logins {
+        Logins {
+            codes: Mutex::default(),
+            sessions: Mutex::default(),
+            code_ttl,
+        }
+    }
+
+    /// A fresh one-time code standing for `credential`.
+    pub fn issue(&self, credential: Credential) -> Result<IssuedCode, LoginError> {
+        let code = random(CODE_PREFIX, 24)?;
+        let now = Instant::now();
+        let mut codes = lock(&self.codes);
+        codes.retain(|_, c| now < c.expires);
+        if codes.len() >= MAX_CODES {
+            return Err(LoginError::TooManyCodes);
+        }
+        codes.insert(
+            digest(&code),
+            Code {
+                credential,
+                expires: now + self.code_ttl,
+                used: false,
+            },
+        );
+        let wall = SystemTime::now() + self.code_ttl;
+        let expires_at = wall
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Ok(IssuedCode { code, expires_at })
+    }
+
+    /// Uses `code` up: a new session token and the credential it stands for.
+    pub fn redeem(&self, code: &str) -> Result<(String, Credential), LoginError> {
+        let now = Instant::now();
+        let credential = {
+            let mut codes = lock(&self.codes);
+            let entry = codes
+                .get_mut(&digest(code))
+                .ok_or(LoginError::UnknownCode)?;
+            if now >= entry.expires {
+                return Err(LoginError::ExpiredCode);
+            }
+            if std::mem::replace(&mut entry.used, true) {
+                return Err(LoginError::UsedCode);
+            }
+            entry.credential.clone()
+        };
+        let token = random(SESSION_PREFIX, 32)?;
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|_, s| now < s.expires);
+        if sessions.len() >= MAX_SESSIONS {
+            return Err(LoginError::TooManySessions);
+        }
+        sessions.insert(
+            digest(&token),
+            Session {
+                credential: credential.clone(),
+                expires: now + SESSION_TTL,
+            },
+        );
+        Ok((token, credential))
+    }
+
+    /// Whether `token` looks like a dashboard session token (not a pairing token).
+    pub fn is_session_token(token: &str) -> bool {
+        token.starts_with(SESSION_PREFIX)
+    }
+
+    /// The credential a live session token stands for.
+    pub fn session(&self, token: &str) -> Option<Credential> {
+        let sessions = lock(&self.sessions);
+        let s = sessions.get(&digest(token))?;
+        (Instant::now() < s.expires).then(|| s.credential.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_code_works_once_and_not_after_it_expires() {
+        let logins = Logins::default();
+        let issued = logins.issue(Credential::LocalUid(7)).expect("code");
+        assert!(issued.code.len() >= 4 + 32, "at least 128 bits");
+        let (token, cred) = logins.redeem(&issued.code).expect("first use");
+        assert_eq!(cred, Credential::LocalUid(7));
+        assert!(Logins::is_session_token(&token));
+        assert_eq!(logins.session(&token), Some(Credential::LocalUid(7)));
+        assert_eq!(
+            logins.redeem(&issued.code).err(),
+            Some(LoginError::UsedCode)
+        );
+        assert_eq!(
+            logins.redeem("zcl_nope").err(),
+            Some(LoginError::UnknownCode)
+        );
+        let late = logins.issue(Credential::LocalUid(7)).expect("code");
+        tokio::time::advance(CODE_TTL).await;
+        assert_eq!(
+            logins.redeem(&late.code).err(),
+            Some(LoginError::ExpiredCode)
+        );
+        tokio::time::advance(SESSION_TTL).await;
+        assert_eq!(logins.session(&token), None, "sessions expire too");
+    }
+}

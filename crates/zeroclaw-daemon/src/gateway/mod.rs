@@ -1,0 +1,21 @@
+//! The gateway (SPEC §10, §20): one TCP port serving the web dashboard's files, `/healthz`,
+//! JSON-RPC over WebSocket (`/rpc` and `/`) and over `POST /rpc`, with the security headers
+//! on every response, Origin checks on upgrades and failed logins rate-limited per address.
+//!
+//! - [`listener`]: binding (`[wss]`, TLS via [`tls`]) and the accept loop;
+//! - [`conn`]: one connection's HTTP/1.1 loop and its routes, over [`http`] (request heads,
+//!   bodies, responses);
+//! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
+//! - [`control`]: whether it runs (`gateway/start`), with [`logins`] (`dashboard/login`
+//!   codes and session tokens) and [`rate`] (failed logins per address).
+
+pub(crate) mod assets;
+pub(crate) mod conn;
+pub mod control;
+pub(crate) mod http;
+pub mod listener;
+pub mod logins;
+pub(crate) mod post;
+pub mod rate;
+pub(crate) mod tls;
+pub(crate) mod upgrade;

@@ -1,0 +1,310 @@
+//! `POST /rpc` (SPEC §20): one JSON-RPC request as the body, its response as the body
+//! (`application/json`, HTTP 200 also for a JSON-RPC error; 204 for a notification), under
+//! `Authorization: Bearer TOKEN` — a pairing token or a dashboard session token — else 401.
+//!
+//! The bearer is checked before the body is read, and a refused one counts as a failed
+//! login of the peer's address ([`super::rate`]: past the limit, 429 until the window
+//! passes). An authenticated connection gets one caller context (its slot moves from the
+//! unauthenticated pool to the token's count, as a WebSocket's does at `initialize`); the
+//! call runs through the same front door as every other ([`crate::dispatch`]) and waits
+//! for its result (`session/prompt`: the turn's end). Notifications the call causes are
+//! written to nowhere: the context's queue is drained and dropped.
+
+use std::io;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::task::JoinHandle;
+use zeroclaw_protocol::Method;
+use zeroclaw_rpc::message::{error_line, response_line};
+use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
+
+use super::http::{self, BodyError, RequestHead, Response};
+use crate::auth::{AuthError, Presented};
+use crate::caller::{ConnectionContext, Handshake};
+use crate::dispatch;
+use crate::outbound::{self, Outbound};
+use crate::registry::Admission;
+use crate::server::next_connection_id;
+use crate::session::link::collect_after_answer;
+use crate::state::Daemon;
+use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
+
+/// Time for a body to arrive once its head has.
+const BODY_WITHIN: Duration = Duration::from_secs(30);
+/// How long a call may go on once the daemon stops (its turn is cancelled meanwhile).
+const CALL_ON_SHUTDOWN: Duration = Duration::from_secs(3);
+
+/// What `POST /rpc` keeps per connection.
+pub(crate) struct PostState {
+    addr: SocketAddr,
+    /// The connection's slot, until a caller context takes it.
+    admission: Option<Admission>,
+    /// Once a bearer was accepted: the token and the context calls run in.
+    caller: Option<Caller>,
+}
+
+struct Caller {
+    token: String,
+    ctx: Arc<ConnectionContext>,
+    writer: JoinHandle<()>,
+}
+
+impl PostState {
+    pub fn new(addr: SocketAddr, admission: Admission) -> PostState {
+        PostState {
+            addr,
+            admission: Some(admission),
+            caller: None,
+        }
+    }
+
+    /// Whether a bearer was accepted on this connection.
+    pub fn is_authenticated(&self) -> bool {
+        self.caller.is_some()
+    }
+
+    /// The slot, for a WebSocket upgrade: only a connection that has not authenticated a
+    /// bearer may upgrade.
+    pub fn take_for_upgrade(&mut self) -> Option<Admission> {
+        match self.caller {
+            Some(_) => None,
+            None => self.admission.take(),
+        }
+    }
+
+    /// The connection is gone: it stops counting now.
+    pub fn finish(self) {
+        if let Some(caller) = self.caller {
+            caller.ctx.out.close();
+            caller.ctx.pending.close();
+            caller
+                .ctx
+                .admission
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .release();
+            caller.writer.abort();
+        }
+    }
+}
+
+/// Whether this route reads the request's body (others close the connection after a
+/// request that has one).
+pub(crate) fn reads_body(head: &RequestHead) -> bool {
+    head.method == "POST" && head.path() == "/rpc"
+}
+
+/// The token of `Authorization: Bearer TOKEN`.
+fn bearer(head: &RequestHead) -> Option<&str> {
+    let value = head.header("authorization")?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn unauthorized(why: &str) -> Response {
+    Response::text(401, why)
+        .with_header("WWW-Authenticate", "Bearer")
+        .closing()
+}
+
+/// Answers one `POST /rpc`; `None` when the connection must close without an answer (the
+/// body did not arrive).
+pub(crate) async fn handle<S>(
+    daemon: &Arc<Daemon>,
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    head: &RequestHead,
+    state: &mut PostState,
+) -> Option<Response>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let ctx = match authenticate(daemon, head, state) {
+        Ok(ctx) => ctx,
+        Err(response) => return Some(response),
+    };
+    let len = match head.body_length() {
+        Ok(len) if len > MAX_FRAME_BYTES => {
+            let why = format!("the body exceeds {MAX_FRAME_BYTES} bytes");
+            return Some(Response::text(413, &why).closing());
+        }
+        Ok(len) => len,
+        Err(BodyError::Chunked) => {
+            return Some(Response::text(411, "send the body with a Content-Length").closing());
+        }
+        Err(BodyError::BadLength) => {
+            return Some(Response::text(400, "bad Content-Length").closing());
+        }
+    };
+    let body = match tokio::time::timeout(BODY_WITHIN, http::read_body(stream, buf, len)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => {
+            tracing::debug!(peer = %state.addr, "POST /rpc: {e}");
+            return None;
+        }
+        Err(_) => {
+            tracing::info!(peer = %state.addr, "POST /rpc: the body did not arrive in time");
+            return None;
+        }
+    };
+    let line = match zeroclaw_rpc::classify(&body) {
+        Inbound::Request(request) => run(daemon, &ctx, request).await,
+        Inbound::Reject { id, error } => Some(error_line(&id, &error)),
+        Inbound::Response(_) | Inbound::DropInvalidResponse(_) => Some(error_line(
+            &Value::Null,
+            &ErrorObject::invalid_request("POST /rpc takes a request, not a response"),
+        )),
+    };
+    Some(match line {
+        Some(mut line) => {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            Response::json(200, line)
+        }
+        None => Response::new(204, "application/json", http::Body::Static(b"")),
+    })
+}
+
+/// Checks the bearer (and the address's failed logins) and returns the caller context,
+/// made on the first accepted bearer of the connection.
+fn authenticate(
+    daemon: &Arc<Daemon>,
+    head: &RequestHead,
+    state: &mut PostState,
+) -> Result<Arc<ConnectionContext>, Response> {
+    let ip = state.addr.ip();
+    let failures = &daemon.gateway.failures;
+    if let Err(wait) = failures.check(ip) {
+        let secs = wait.as_secs().max(1);
+        let why = format!("too many failed logins from {ip}: try again in {secs} s");
+        return Err(Response::text(429, &why)
+            .with_header("Retry-After", secs.to_string())
+            .closing());
+    }
+    let Some(token) = bearer(head) else {
+        return Err(unauthorized("Authorization: Bearer TOKEN is required"));
+    };
+    if let Some(caller) = &state.caller {
+        if caller.token == token {
+            return Ok(Arc::clone(&caller.ctx));
+        }
+        return Err(Response::text(400, "one bearer per connection").closing());
+    }
+    let presented = Presented::WebSocket { token: Some(token) };
+    let principal = match daemon.principal(&presented) {
+        Ok(principal) => principal,
+        Err(e @ (AuthError::Token(_) | AuthError::Login(_) | AuthError::NoToken)) => {
+            failures.failed(ip);
+            tracing::info!(peer = %state.addr, "POST /rpc refused: {e}");
+            return Err(unauthorized(&e.to_string()));
+        }
+        Err(e) => {
+            tracing::info!(peer = %state.addr, "POST /rpc refused: {e}");
+            return Err(Response::text(403, &e.to_string()).closing());
+        }
+    };
+    let Some(mut admission) = state.admission.take() else {
+        return Err(Response::text(500, "connection slot lost").closing());
+    };
+    let per_token = daemon.config.current().limits.connections_per_principal as usize;
+    let key = format!("token:{}", crate::pairing::fingerprint(token));
+    if let Err(error) = admission.assign(&key, per_token) {
+        return Err(Response::text(429, &error.message).closing());
+    }
+    let id = next_connection_id();
+    let label = format!("http:{}:{}", ip, state.addr.port());
+    tracing::info!(conn = id, peer = %label, principal = %principal.id, "accepted connection (POST /rpc)");
+    let peer = PeerIdentity {
+        label,
+        uid: None,
+        kind: TransportKind::WebSocket,
+        ip: Some(ip),
+    };
+    let (out, rx) = Outbound::new(daemon.stall_timeout);
+    out.count_in(daemon.connections.principal_queue(&principal.id));
+    let writer = tokio::spawn(outbound::run_writer(Nowhere, rx, out.clone()));
+    let ctx = Arc::new(ConnectionContext::new(id, peer, out, admission));
+    let handshake = Handshake {
+        auth_token: Some(token.to_owned()),
+        elicitation: false,
+    };
+    let _ = ctx.handshake.set(handshake);
+    state.caller = Some(Caller {
+        token: token.to_owned(),
+        ctx: Arc::clone(&ctx),
+        writer,
+    });
+    Ok(ctx)
+}
+
+/// Runs one request in `ctx`: its response line (none for a notification).
+async fn run(
+    daemon: &Arc<Daemon>,
+    ctx: &Arc<ConnectionContext>,
+    request: Request,
+) -> Option<Vec<u8>> {
+    let Request {
+        id,
+        method: name,
+        params,
+    } = request;
+    let method = Method::from_name(&name);
+    let call = async {
+        match method {
+            Some(Method::Initialize) => Err(ErrorObject::invalid_request(
+                "initialize is not used over POST /rpc: the bearer authenticates every request",
+            )),
+            Some(method) => dispatch::call(daemon, ctx, method, params).await,
+            None => Err(ErrorObject::method_not_found(&name)),
+        }
+    };
+    let guarded = async {
+        match AssertUnwindSafe(call).catch_unwind().await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                tracing::error!(method = %name, "handler panicked (POST /rpc)");
+                Err(ErrorObject::internal(format!(
+                    "internal error while running {name}"
+                )))
+            }
+        }
+    };
+    let stopping = async {
+        daemon.shutdown.cancelled().await;
+        tokio::time::sleep(CALL_ON_SHUTDOWN).await;
+    };
+    let (outcome, after) = collect_after_answer(async {
+        tokio::select! {
+            outcome = guarded => outcome,
+            () = stopping => Err(ErrorObject::internal("the daemon is stopping")),
+        }
+    })
+    .await;
+    after.run();
+    if method == Some(Method::DaemonShutdown) && outcome.is_ok() {
+        daemon.begin_shutdown(Method::DaemonShutdown.name());
+    }
+    id.map(|id| response_line(&id, &outcome))
+}
+
+/// A sink that drops what it is given: notifications are not delivered over `POST /rpc`.
+struct Nowhere;
+
+impl FrameSink for Nowhere {
+    fn send_lines<'a>(&'a mut self, _: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn shutdown(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
