@@ -4,9 +4,9 @@
 //! `cargo test --release -p zeroclaw --test dashboard_bench -- --ignored --nocapture
 //! --test-threads=1` (Chromium installed, e.g. by scripts/browser-test.sh).
 
-mod common;
 #[path = "common/browser.rs"]
 mod browser;
+mod common;
 
 use std::time::{Duration, Instant};
 
@@ -120,9 +120,13 @@ async fn dashboard_figures() {
     page.goto(&login_url(&daemon)).await;
     page.wait_for("document.querySelector('ul.sessions li')", WAIT)
         .await;
-    page.eval(&format!("location.hash = '#/session/{sid}'")).await;
-    page.wait_for("performance.getEntriesByName('zeroclaw:transcript-drawn').length", WAIT)
+    page.eval(&format!("location.hash = '#/session/{sid}'"))
         .await;
+    page.wait_for(
+        "performance.getEntriesByName('zeroclaw:transcript-drawn').length",
+        WAIT,
+    )
+    .await;
     // The longest gap between two animation frames while the turn streams.
     page.eval("window.__gap = 0; (() => { let last = performance.now(); const tick = (t) => { window.__gap = Math.max(window.__gap, t - last); last = t; if (!window.__stopFrames) requestAnimationFrame(tick); }; requestAnimationFrame(tick); })()").await;
     let heap_before = heap_mb(&page).await;
@@ -142,7 +146,10 @@ async fn dashboard_figures() {
         if done == json!(true) && last_chunk.is_some() {
             break;
         }
-        assert!(Instant::now() < deadline, "the turn did not finish in 300 s ({len} chars)");
+        assert!(
+            Instant::now() < deadline,
+            "the turn did not finish in 300 s ({len} chars)"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let finished = started.elapsed();
@@ -169,21 +176,27 @@ async fn dashboard_figures() {
     for i in 0..5_000 {
         admin.prompt(&big, &format!("message {i}"));
     }
-    println!("(filled 10,000 messages in {:.1} s)", fill.elapsed().as_secs_f64());
+    println!(
+        "(filled 10,000 messages in {:.1} s)",
+        fill.elapsed().as_secs_f64()
+    );
     let page = browser.page(1280, 800).await;
     page.goto(&login_url(&daemon)).await;
     page.wait_for("document.querySelector('ul.sessions li')", WAIT)
         .await;
     let heap_before = heap_mb(&page).await;
     let t0 = mark(&page.eval("performance.now()").await);
-    page.eval(&format!("location.hash = '#/session/{big}'")).await;
+    page.eval(&format!("location.hash = '#/session/{big}'"))
+        .await;
     let at = page
         .wait_for(
             "performance.getEntriesByName('zeroclaw:transcript-drawn')[0]?.startTime",
             WAIT,
         )
         .await;
-    let blocks = page.eval("document.querySelectorAll('.block').length").await;
+    let blocks = page
+        .eval("document.querySelectorAll('.block').length")
+        .await;
     let heap_after = heap_mb(&page).await;
     println!(
         "FIGURE 10,000-message session opened: transcript drawn {:.0} ms after the click; {} blocks in the page; JS heap {:.1} MB → {:.1} MB",
@@ -192,5 +205,8 @@ async fn dashboard_figures() {
         heap_before,
         heap_after
     );
-    assert!(blocks.as_u64().unwrap_or(u64::MAX) <= 200, "{blocks} blocks drawn");
+    assert!(
+        blocks.as_u64().unwrap_or(u64::MAX) <= 200,
+        "{blocks} blocks drawn"
+    );
 }

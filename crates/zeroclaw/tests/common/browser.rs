@@ -171,7 +171,10 @@ impl Browser {
         }
         let (tx, rx) = oneshot::channel();
         self.pending.lock().expect("pending").insert(id, tx);
-        self.out.send(frame.to_string()).await.expect("devtools open");
+        self.out
+            .send(frame.to_string())
+            .await
+            .expect("devtools open");
         let answer = tokio::time::timeout(COMMAND_TIMEOUT, rx)
             .await
             .unwrap_or_else(|_| panic!("{method}: no answer in time"))
@@ -187,7 +190,10 @@ impl Browser {
         let ctx = self
             .send(None, "Target.createBrowserContext", json!({}))
             .await;
-        let context = ctx["browserContextId"].as_str().expect("context").to_string();
+        let context = ctx["browserContextId"]
+            .as_str()
+            .expect("context")
+            .to_string();
         let target = self
             .send(
                 None,
@@ -208,7 +214,12 @@ impl Browser {
             browser: self,
             session,
         };
-        for domain in ["Page.enable", "Runtime.enable", "Log.enable", "Network.enable"] {
+        for domain in [
+            "Page.enable",
+            "Runtime.enable",
+            "Log.enable",
+            "Network.enable",
+        ] {
             page.call(domain, json!({})).await;
         }
         // Collects CSP violations in every document, before any of its scripts run.
@@ -260,8 +271,11 @@ impl Page<'_> {
 
     pub async fn goto(&self, url: &str) {
         self.call("Page.navigate", json!({"url": url})).await;
-        self.wait_for("document.readyState === 'complete'", Duration::from_secs(20))
-            .await;
+        self.wait_for(
+            "document.readyState === 'complete'",
+            Duration::from_secs(20),
+        )
+        .await;
     }
 
     /// Evaluates `expr` (awaiting a promise) and returns its JSON value; panics on an
@@ -320,7 +334,10 @@ impl Page<'_> {
                 json!({"expression": expr, "returnByValue": true}),
             )
             .await;
-        r["result"]["value"].as_str().unwrap_or_default().to_string()
+        r["result"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// Clicks the element matching `selector` (through the DOM, as a user's click would
@@ -381,7 +398,12 @@ impl Page<'_> {
     pub fn events(&self, method: &str) -> Vec<Value> {
         let all = self.browser.events.lock().expect("events");
         all.get(&self.session)
-            .map(|q| q.iter().filter(|e| e["method"] == method).cloned().collect())
+            .map(|q| {
+                q.iter()
+                    .filter(|e| e["method"] == method)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -391,7 +413,8 @@ impl Page<'_> {
         let mut out: Vec<String> = Vec::new();
         for e in self.events("Log.entryAdded") {
             let text = e["params"]["entry"]["text"].as_str().unwrap_or_default();
-            if text.contains("Content Security Policy") || text.contains("Content-Security-Policy") {
+            if text.contains("Content Security Policy") || text.contains("Content-Security-Policy")
+            {
                 out.push(text.to_string());
             }
         }
@@ -427,7 +450,9 @@ impl Relay {
     /// Listens now; relays to the port given to [`Relay::to`] (so a test can name the
     /// relay's origin in the daemon's config before the daemon starts).
     pub async fn start() -> Relay {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind relay");
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind relay");
         let port = listener.local_addr().expect("addr").port();
         let conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
         let upstream = Arc::new(AtomicU16::new(0));
