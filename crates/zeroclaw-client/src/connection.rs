@@ -180,6 +180,7 @@ impl ClientHandle {
                 .into()
             }),
             auth_token: None,
+            auth_code: None,
         };
         self.send(Method::Initialize, &params, self.timeout).await
     }

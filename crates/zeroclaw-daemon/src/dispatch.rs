@@ -16,7 +16,9 @@ use zeroclaw_rpc::{ErrorObject, Request};
 
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
-use crate::methods::{config, configure, file, history, initialize, models, session, status};
+use crate::methods::{
+    config, configure, file, gateway, history, initialize, models, session, status,
+};
 use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
@@ -41,6 +43,10 @@ pub(crate) async fn call(
         Method::Initialize => Err(ErrorObject::invalid_request("already initialized")),
         Method::Status => now::<c::Status>(params, |q| status::status(daemon, p, q)),
         Method::DaemonShutdown => now::<c::DaemonShutdown>(params, status::shutdown),
+        Method::GatewayStart => now::<c::GatewayStart>(params, |q| gateway::start(daemon, q)),
+        Method::DashboardLogin => {
+            now::<c::DashboardLogin>(params, |q| gateway::login(daemon, conn, q))
+        }
         Method::ModelsList => run::<c::ModelsList, _>(params, |q| models::list(daemon, p, q)).await,
         Method::ConfigGet => now::<c::ConfigGet>(params, |q| config::get(daemon, q)),
         Method::ConfigSet => run::<c::ConfigSet, _>(params, |q| config::set(daemon, conn, q)).await,

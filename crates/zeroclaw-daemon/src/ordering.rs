@@ -95,9 +95,8 @@ fn addresses_session(method: Method) -> bool {
         | SessionUnsubscribe | SessionStatus | SessionConfigure | SessionRewind | SessionFork
         | SessionSetTitle | SessionCompact => true,
         Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete | ModelsList
-        | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown => {
-            false
-        }
+        | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown
+        | GatewayStart | DashboardLogin => false,
     }
 }
 

@@ -7,7 +7,7 @@
 //! - Typed params (camelCase with snake_case aliases; [`decode`] settles objects that carry
 //!   both spellings, camelCase winning) and results (exact wire names), one module per
 //!   method group: [`system`], [`config`], [`session`], [`stream`], [`files`],
-//!   [`history`], [`compact`]; [`Unchecked`] marks a field kept as sent and checked later.
+//!   [`history`], [`compact`], [`gateway`]; [`Unchecked`] marks a field kept as sent and checked later.
 //! - [`SessionUpdate`] / [`UpdateKind`]: the `session/update` events.
 //! - [`ErrorCode`] / [`code`]: the error codes of SPEC §3.4.
 //! - [`schema::document`]: the JSON Schema of all of it (`zeroclaw schema`), and
@@ -22,6 +22,7 @@ pub mod config;
 mod decode;
 pub mod error_code;
 pub mod files;
+pub mod gateway;
 pub mod history;
 pub mod method;
 pub mod schema;

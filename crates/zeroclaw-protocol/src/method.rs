@@ -18,6 +18,7 @@ use crate::files::{
     AttachParams, AttachResult, StoredFile, UploadBeginParams, UploadBeginResult,
     UploadChunkParams, UploadChunkResult, UploadCommitParams,
 };
+use crate::gateway::{DashboardLoginResult, GatewayInfo};
 use crate::history::{
     ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
 };
@@ -205,17 +206,28 @@ methods! {
         params UploadChunkParams, result UploadChunkResult;
     FileUploadCommit = "file/upload/commit" => grant("files", "create"),
         params UploadCommitParams, result StoredFile;
+    /// SPEC §20: starts the gateway on 127.0.0.1 (local only).
+    GatewayStart = "gateway/start" => grant("system", "read"),
+        params NoParams, result GatewayInfo;
+    /// SPEC §20: a one-time code for the web dashboard (local only).
+    DashboardLogin = "dashboard/login" => grant("system", "read"),
+        params NoParams, result DashboardLoginResult;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult;
 }
 
 impl Method {
-    /// Served on the local endpoint only; refused over WebSocket with -32012 (SPEC §8.2).
+    /// Served on the local endpoint only; refused over WebSocket with -32012 (SPEC §8.2,
+    /// §20).
     pub const fn local_only(self) -> bool {
         matches!(
             self,
-            Method::FileUploadBegin | Method::FileUploadChunk | Method::FileUploadCommit
+            Method::FileUploadBegin
+                | Method::FileUploadChunk
+                | Method::FileUploadCommit
+                | Method::GatewayStart
+                | Method::DashboardLogin
         )
     }
 
@@ -243,7 +255,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 29);
+        assert_eq!(Method::ALL.len(), 31);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);
@@ -266,8 +278,11 @@ mod tests {
         assert_eq!(g(Method::ConfigDelete), "config:delete");
         assert_eq!(g(Method::FileUploadChunk), "files:create");
         let local: Vec<_> = Method::ALL.iter().filter(|m| m.local_only()).collect();
-        assert_eq!(local.len(), 3);
-        assert!(local.iter().all(|m| m.name().starts_with("file/upload/")));
+        assert_eq!(local.len(), 5);
+        assert!(local.iter().all(|m| m.name().starts_with("file/upload/")
+            || matches!(m, Method::GatewayStart | Method::DashboardLogin)));
+        assert_eq!(g(Method::GatewayStart), "system:read");
+        assert_eq!(g(Method::DashboardLogin), "system:read");
         assert!(Method::Status.answers_in_place() && Method::ConfigGet.answers_in_place());
         assert!(!Method::SessionPrompt.answers_in_place());
     }

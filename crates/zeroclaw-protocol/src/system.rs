@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::gateway::GatewayInfo;
 use crate::unchecked::Unchecked;
 
 /// The only protocol version this vocabulary speaks.
@@ -42,9 +43,14 @@ pub struct InitializeParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub client_capabilities: Option<Unchecked<ClientCapabilities>>,
-    /// A pairing token (required over WebSocket).
+    /// A pairing token or a dashboard session token (over WebSocket, this or `authCode`
+    /// is required).
     #[serde(default, alias = "auth_token", skip_serializing_if = "Option::is_none")]
     pub auth_token: Option<String>,
+    /// A one-time code from `dashboard/login` (SPEC §20), exchanged for a session token
+    /// answered as `authToken`. WebSocket only.
+    #[serde(default, alias = "auth_code", skip_serializing_if = "Option::is_none")]
+    pub auth_code: Option<String>,
 }
 
 /// Who the client is (logged, not checked).
@@ -97,6 +103,10 @@ pub struct InitializeResult {
     /// Every client → daemon method this connection may call, `initialize` included.
     pub capabilities: Vec<String>,
     pub limits: Limits,
+    /// The dashboard session token `authCode` was exchanged for (SPEC §20): present it as
+    /// `authToken` (or `Authorization: Bearer`) from now on. Only when `authCode` was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_token: Option<String>,
 }
 
 impl InitializeResult {
@@ -116,6 +126,7 @@ impl InitializeResult {
             principal,
             capabilities,
             limits: Limits::default(),
+            auth_token: None,
         }
     }
 }
@@ -177,6 +188,9 @@ pub struct StatusResult {
     pub active_sessions: u64,
     /// Ids of the live sessions the caller may see (each once).
     pub session_ids: Vec<String>,
+    /// The gateway (SPEC §20), or null when none runs.
+    #[serde(default)]
+    pub gateway: Option<GatewayInfo>,
 }
 
 /// `daemon/shutdown` result; the daemon then stops gracefully.

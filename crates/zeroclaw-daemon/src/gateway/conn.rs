@@ -87,7 +87,7 @@ pub(crate) async fn serve<S>(
                     let _ = send(&mut stream, &r, false, false).await;
                     break;
                 }
-                Ok(Err(HeadError::Closed | HeadError::Io(_))) => break,
+                Ok(Err(HeadError::Closed | HeadError::Io)) => break,
                 Err(_) => {
                     tracing::debug!(peer = %addr, "closing: no complete request in time");
                     break;

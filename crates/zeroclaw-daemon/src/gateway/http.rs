@@ -114,7 +114,7 @@ pub(crate) enum HeadError {
     TooLarge,
     /// Not HTTP/1.x.
     Malformed,
-    Io(io::Error),
+    Io,
 }
 
 /// Reads one request head from `stream`, starting with the bytes already in `buf`; on
@@ -155,7 +155,7 @@ pub(crate) async fn read_head<S: AsyncRead + Unpin>(
         let n = stream
             .read(&mut chunk[..room])
             .await
-            .map_err(HeadError::Io)?;
+            .map_err(|_| HeadError::Io)?;
         if n == 0 {
             return Err(HeadError::Closed);
         }

@@ -1,5 +1,7 @@
 //! `initialize`: the handshake (SPEC §4). Checks the protocol version, authenticates the
-//! peer (local uid, or a pairing token over WebSocket) and records what the client can do.
+//! peer (local uid; over WebSocket a pairing token, a dashboard session token, or a
+//! dashboard login code exchanged here for a session token, SPEC §20) and records what the
+//! client can do. Failed logins over WebSocket count against the peer's address.
 
 use serde_json::json;
 use zeroclaw_protocol::system::{
@@ -7,7 +9,7 @@ use zeroclaw_protocol::system::{
 };
 use zeroclaw_rpc::ErrorObject;
 
-use crate::auth;
+use crate::auth::{self, AuthError};
 use crate::caller::{ConnectionContext, Handshake};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
@@ -31,12 +33,18 @@ pub(crate) async fn initialize(
     if requested.as_u64() != Some(PROTOCOL_VERSION) {
         return Err(ErrorObject::version_mismatch(PROTOCOL_VERSION, &requested));
     }
-    let principal = daemon.principal(&conn.presenting(p.auth_token.as_deref()))?;
-    if let Some(token) = p
-        .auth_token
-        .as_deref()
-        .filter(|_| conn.peer.kind == TransportKind::WebSocket)
-    {
+    let remote = conn.peer.kind == TransportKind::WebSocket;
+    let (auth_token, issued) = credentials(daemon, conn, p.auth_token, p.auth_code)?;
+    let principal = match daemon.principal(&conn.presenting(auth_token.as_deref())) {
+        Ok(principal) => principal,
+        Err(e) => {
+            if remote && counts_as_failed_login(&e) {
+                failed_login(daemon, conn);
+            }
+            return Err(e.into());
+        }
+    };
+    if let Some(token) = auth_token.as_deref().filter(|_| remote) {
         // WebSocket peers are counted per token from here on.
         let per_token = daemon.config.current().limits.connections_per_principal as usize;
         let key = format!("token:{}", &crate::pairing::fingerprint(token));
@@ -55,7 +63,7 @@ pub(crate) async fn initialize(
         .as_ref()
         .is_some_and(|c| c.elicitation());
     let handshake = Handshake {
-        auth_token: p.auth_token,
+        auth_token,
         elicitation,
     };
     if conn.handshake.set(handshake).is_err() {
@@ -63,7 +71,7 @@ pub(crate) async fn initialize(
     }
     tracing::info!(conn = conn.id, peer = %conn.peer.label, principal = %principal.id, "initialized");
     let capabilities = auth::capabilities(&principal, conn.peer.kind == TransportKind::Local);
-    Ok(InitializeResult::new(
+    let mut result = InitializeResult::new(
         env!("CARGO_PKG_VERSION"),
         daemon.pid,
         PrincipalInfo {
@@ -71,5 +79,66 @@ pub(crate) async fn initialize(
             admin: principal.admin,
         },
         capabilities.into_iter().map(str::to_owned).collect(),
-    ))
+    );
+    result.auth_token = issued;
+    Ok(result)
+}
+
+/// The token this connection will present from now on, and the dashboard session token to
+/// answer when `authCode` was exchanged for it (SPEC §20). Over WebSocket, an address past
+/// its failed logins is refused first, whatever it sends; a bad code counts as a failure.
+fn credentials(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    auth_token: Option<String>,
+    auth_code: Option<String>,
+) -> Result<(Option<String>, Option<String>), ErrorObject> {
+    if conn.peer.kind != TransportKind::WebSocket {
+        if auth_code.is_some() {
+            return Err(ErrorObject::invalid_params(
+                "authCode is for WebSocket connections (the local endpoint knows its peer)",
+            ));
+        }
+        return Ok((auth_token, None));
+    }
+    if let Some(ip) = conn.peer.ip
+        && let Err(wait) = daemon.gateway.failures.check(ip)
+    {
+        let retry_after_secs = wait.as_secs().max(1);
+        return Err(AuthError::RateLimited {
+            ip,
+            retry_after_secs,
+        }
+        .into());
+    }
+    let Some(code) = auth_code else {
+        return Ok((auth_token, None));
+    };
+    if auth_token.is_some() {
+        return Err(ErrorObject::invalid_params(
+            "send authToken or authCode, not both",
+        ));
+    }
+    match daemon.gateway.logins.redeem(&code) {
+        Ok((token, _)) => Ok((Some(token.clone()), Some(token))),
+        Err(e) => {
+            failed_login(daemon, conn);
+            Err(AuthError::from(e).into())
+        }
+    }
+}
+
+/// Whether a refusal is a bad or missing credential (not, say, a missing grant).
+fn counts_as_failed_login(e: &AuthError) -> bool {
+    matches!(
+        e,
+        AuthError::NoToken | AuthError::Token(_) | AuthError::Login(_)
+    )
+}
+
+fn failed_login(daemon: &Daemon, conn: &ConnectionContext) {
+    if let Some(ip) = conn.peer.ip {
+        tracing::info!(conn = conn.id, peer = %conn.peer.label, "failed login");
+        daemon.gateway.failures.failed(ip);
+    }
 }

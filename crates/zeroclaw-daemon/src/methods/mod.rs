@@ -9,6 +9,7 @@
 pub(crate) mod config;
 pub(crate) mod configure;
 pub(crate) mod file;
+pub(crate) mod gateway;
 pub(crate) mod history;
 pub(crate) mod initialize;
 pub(crate) mod models;

@@ -1,6 +1,7 @@
 //! `status`: what the daemon is and what it serves right now (SPEC §5); and the answer to
 //! `daemon/shutdown` (the connection loop starts the stop once that answer is queued).
 
+use zeroclaw_protocol::gateway::GatewayInfo;
 use zeroclaw_protocol::system::{NoParams, PROTOCOL_VERSION, ShutdownResult, StatusResult};
 use zeroclaw_rpc::ErrorObject;
 
@@ -45,6 +46,9 @@ fn result(daemon: &Daemon, principal: &Principal) -> StatusResult {
         connections: daemon.connections.open_count() as u64,
         active_sessions: visible.len() as u64,
         session_ids,
+        gateway: daemon.gateway.url().map(|url| GatewayInfo {
+            url: format!("{url}/"),
+        }),
     }
 }
 

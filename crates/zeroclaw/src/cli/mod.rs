@@ -3,6 +3,7 @@
 mod chat;
 mod config;
 mod connect;
+mod dashboard;
 mod error;
 mod human;
 mod pair;
@@ -113,6 +114,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Open the web dashboard: start the gateway on 127.0.0.1 if needed, print a one-time
+    /// login link, and open it in the desktop's browser.
+    Dashboard {
+        /// Only print the link (also when `ZEROCLAW_NO_BROWSER=1`).
+        #[arg(long)]
+        no_open: bool,
+        /// Socket to connect to (default: the resolved endpoint).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// Print the raw `dashboard/login` result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make a WebSocket pairing token for a configured user (printed once).
     Pair {
         /// The user (a `[users.NAME]` entry of the configuration).
@@ -215,6 +229,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             socket,
             json,
         } => status::stop(cli.config_dir, socket, Duration::from_secs(timeout), json).await,
+        Command::Dashboard {
+            no_open,
+            socket,
+            json,
+        } => dashboard::run(cli.config_dir, socket, no_open, json).await,
         Command::Pair { user, json } => Ok(pair::pair(cli.config_dir, &user, json)?),
         Command::Unpair { user, token } => Ok(pair::unpair(cli.config_dir, user, token)?),
         Command::Upload {

@@ -64,6 +64,12 @@ pub fn describe(s: &Value) -> String {
         sessions.push_str(&format!(" ({})", ids.join(", ")));
     }
     rows.push(vec!["live sessions".into(), sessions]);
+    if s.get("gateway").is_some() {
+        rows.push(vec![
+            "gateway".into(),
+            super::dashboard::describe_gateway(s),
+        ]);
+    }
     let table = human::table(&["", ""], &rows);
     // The table's header row is empty: drop it.
     let body: String = table.lines().skip(1).map(|l| format!("  {l}\n")).collect();
