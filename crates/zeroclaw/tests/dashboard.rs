@@ -36,19 +36,40 @@ impl Dash {
         Dash { daemon, port }
     }
 
+    /// A daemon without `[wss]` whose gateway is started by `gateway/start`, as `zeroclaw
+    /// dashboard` does, with login codes that live `code_ttl_ms`.
+    fn started_by_call(code_ttl_ms: u64) -> Dash {
+        let ttl = code_ttl_ms.to_string();
+        let daemon = TestDaemon::start_env(
+            &[],
+            &[("ZEROCLAW_TEST_LOGIN_CODE_TTL_MS", ttl.as_str())],
+            |dir| {
+                std::fs::write(
+                    dir.join("config.toml"),
+                    "[providers.echo]\nkind = \"echo\"\n[agents.default]\nprovider = \"echo\"\n",
+                )
+                .expect("config")
+            },
+        );
+        let r = daemon.client().result("gateway/start", json!({}));
+        let url = r["url"].as_str().expect("gateway url").to_string();
+        let port = url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {url}"));
+        Dash { daemon, port }
+    }
+
     fn admin(&self) -> Conn {
         self.daemon.client()
     }
 
     /// A fresh one-time login URL for the operator (`dashboard/login`), pointed at `port`.
     fn login_url(&self, port: u16) -> String {
-        let r = self.admin().call("dashboard/login", json!({}));
-        if r.get("error").is_some() {
-            // TEMP until the gateway branch has dashboard/login.
-            let token = common::ws::pair(self.daemon.config_dir(), "root");
-            return format!("http://127.0.0.1:{port}/#token={token}");
-        }
-        let r = &r["result"];
+        let r = self.admin().result("dashboard/login", json!({}));
         let url = r["url"].as_str().expect("login url");
         assert!(
             url.starts_with(&format!("http://127.0.0.1:{}/#code=", self.port)),
@@ -74,10 +95,6 @@ grants = { sessions = ["create", "read", "update", "execute", "delete"], system 
 allowed_agents = ["default"]
 [users.bob]
 permission_profiles = ["own"]
-[permission_profiles.all]
-admin = true
-[users.root]
-permission_profiles = ["all"]
 "#,
     );
     if let Some(url) = fake {
@@ -100,18 +117,6 @@ max_tool_iterations = 5
 
 /// Opens `url` and waits until the sessions view is drawn.
 async fn login(page: &Page<'_>, url: &str) {
-    if let Some((base, token)) = url.split_once("#token=") {
-        page.goto(base).await;
-        page.eval(&format!(
-            "sessionStorage.setItem('zeroclaw.token', {})",
-            json!(token)
-        ))
-        .await;
-        page.goto(base).await;
-        page.wait_for("document.querySelector('ul.sessions li')", WAIT)
-            .await;
-        return;
-    }
     page.goto(url).await;
     page.wait_for("document.querySelector('ul.sessions li')", WAIT)
         .await;
@@ -253,6 +258,21 @@ async fn login_with_a_code_then_stream_an_echo_answer() {
             WAIT,
         )
         .await;
+
+    // An expired code does not log in either (a daemon whose codes live 1.5 s, its
+    // gateway started by `gateway/start` as `zeroclaw dashboard` does).
+    let short = Dash::started_by_call(1500);
+    let stale = short.login_url(short.port);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    other.goto(&stale).await;
+    other
+        .wait_for(
+            "document.querySelector('form.login .error')?.textContent.includes('expired')",
+            WAIT,
+        )
+        .await;
+    let fresh = browser.page(1280, 800).await;
+    login(&fresh, &short.login_url(short.port)).await;
 
     // A new session from the sessions view, and an answer streamed into it.
     page.click("form.new button").await;
