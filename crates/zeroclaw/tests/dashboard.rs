@@ -510,7 +510,18 @@ async fn two_browsers_and_a_socket_client_share_a_session_and_its_approvals() {
     assert_eq!(user["text"], "please run the tool");
     assert!(seen.iter().any(|u| u["type"] == "approval_resolved"));
 
-    // The sessions view, both sizes.
+    // The sessions view, both sizes, with a few more sessions in it.
+    for prompt in [
+        "Summarize yesterday's build failures",
+        "Draft release notes for 0.2",
+        "Why does the parser reject trailing commas?",
+    ] {
+        let s = admin.new_session(json!({"agentAlias": "default"}))["sessionId"]
+            .as_str()
+            .expect("sid")
+            .to_string();
+        admin.prompt(&s, prompt);
+    }
     for (page, name) in [(&a, "sessions-desktop.png"), (&b, "sessions-phone.png")] {
         page.eval("location.hash = '#/sessions'").await;
         page.wait_for("document.querySelector('ul.sessions li.session')", WAIT)

@@ -78,7 +78,7 @@ export function sessionsView(box) {
     if (!performance.getEntriesByName("zeroclaw:sessions-drawn").length) performance.mark("zeroclaw:sessions-drawn");
     replace(pager,
       h("button", { type: "button", disabled: page === 0, onclick: () => { page--; draw(); } }, "‹ Newer"),
-      h("span.muted", null, `${page + 1} / ${pages} · ${sessions.length} sessions`),
+      h("span.muted", null, `${page + 1} / ${pages} · ${sessions.length} session${sessions.length === 1 ? "" : "s"}`),
       h("button", { type: "button", disabled: page >= pages - 1, onclick: () => { page++; draw(); } }, "Older ›"));
   }
 
