@@ -797,3 +797,126 @@ async fn an_admin_edits_one_config_property_and_sees_the_daemons_error_there() {
     assert_eq!(r["value"], json!(7));
     no_csp_problems(&page).await;
 }
+
+/// Clicks the first `selector` element whose text is `text`.
+async fn click_text(page: &Page<'_>, selector: &str, text: &str) {
+    let ok = page
+        .eval(&format!(
+            "(() => {{ const e = [...document.querySelectorAll({})].find(e => e.textContent.trim() === {}); if (!e) return false; e.click(); return true; }})()",
+            json!(selector),
+            json!(text)
+        ))
+        .await;
+    assert_eq!(ok, json!(true), "no {selector} reading {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
+async fn rename_compact_rewind_fork_cancel_and_ask_user_from_the_page() {
+    let fake = FakeOpenAi::start().await.expect("fake openai");
+    let dash = Dash::start(&config(Some(&fake.base_url()), ""));
+    let browser = Browser::launch().await;
+    let page = browser.page(1280, 800).await;
+    login(&page, &dash.login_url(dash.port)).await;
+    let mut admin = dash.admin();
+    let sid = admin.new_session(json!({"agentAlias": "default"}))["sessionId"]
+        .as_str()
+        .expect("sid")
+        .to_string();
+    for i in 1..=4 {
+        admin.prompt(&sid, &format!("prompt number {i}"));
+    }
+    open_session(&page, dash.port, &sid).await;
+    page.wait_for(
+        "document.querySelectorAll('.block.user').length === 4",
+        WAIT,
+    )
+    .await;
+
+    // Rename.
+    click_text(&page, ".tools button", "Rename").await;
+    page.eval("document.querySelector('form.rename input').value = 'Renamed in the page'; document.querySelector('form.rename').requestSubmit()").await;
+    page.wait_for(
+        "document.querySelector('.session-head .title')?.textContent === 'Renamed in the page'",
+        WAIT,
+    )
+    .await;
+    let list = admin.result("session/list", json!({"search": "renamed in"}));
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(1), "{list}");
+
+    // Compact: the page shows what the daemon announced.
+    click_text(&page, ".tools button", "Compact").await;
+    page.wait_for("[...document.querySelectorAll('.block.note')].some(e => e.textContent.includes('Context compacted'))", WAIT)
+        .await;
+
+    // Rewind: the last prompt leaves the transcript and comes back to the composer.
+    click_text(&page, ".tools button", "Rewind").await;
+    page.wait_for(
+        "document.querySelector('form.composer textarea').value === 'prompt number 4'",
+        WAIT,
+    )
+    .await;
+    page.wait_for("document.querySelectorAll('.block.user').length === 3 && !document.querySelector('.blocks').textContent.includes('prompt number 4')", WAIT)
+        .await;
+
+    // Fork: a new session with the transcript so far.
+    click_text(&page, ".tools button", "Fork").await;
+    page.wait_for(
+        &format!(
+            "location.hash.startsWith('#/session/') && !location.hash.includes({})",
+            json!(sid)
+        ),
+        WAIT,
+    )
+    .await;
+    page.wait_for(
+        "document.querySelectorAll('.block.user').length === 3",
+        WAIT,
+    )
+    .await;
+
+    // Esc cancels a running turn (a slow answer from the fake provider).
+    let slow = admin.new_session(json!({"agentAlias": "tools"}))["sessionId"]
+        .as_str()
+        .expect("sid")
+        .to_string();
+    fake.push(Scripted::chunks(
+        (0..400).map(|i| format!("slow{i} ")),
+        Duration::from_millis(25),
+    ));
+    open_session(&page, dash.port, &slow).await;
+    send_prompt(&page, "take your time").await;
+    page.wait_for(
+        "document.querySelector('.block.assistant .md')?.textContent.includes('slow5 ')",
+        WAIT,
+    )
+    .await;
+    page.key("Escape", 0).await;
+    page.wait_for("[...document.querySelectorAll('.block.note')].some(e => e.textContent.includes('Turn cancelled'))", WAIT)
+        .await;
+    assert!(!page.text(".block.assistant").await.contains("slow399"));
+
+    // An ask_user question becomes a form; its answer goes back to the model.
+    fake.push(Scripted::tool_call(
+        "tc_ask",
+        "ask_user",
+        json!({"question": "Which colour?", "choices": ["red", "green"]}),
+    ));
+    fake.push(Scripted::chunks(["noted"], Duration::from_millis(5)));
+    send_prompt(&page, "ask me something").await;
+    page.wait_for(
+        "document.querySelector('form.ask')?.textContent.includes('Which colour?')",
+        WAIT,
+    )
+    .await;
+    page.eval("document.querySelector('form.ask input[value=green]').click(); document.querySelector('form.ask').requestSubmit()").await;
+    page.wait_for("!document.querySelector('form.ask') && [...document.querySelectorAll('.block.assistant:not(.streaming)')].some(e => e.textContent.includes('noted'))", WAIT)
+        .await;
+    let asked = fake.requests();
+    let last = asked.last().expect("a request").to_string();
+    assert!(
+        last.contains("green"),
+        "the answer reached the model: {last}"
+    );
+    no_csp_problems(&page).await;
+}

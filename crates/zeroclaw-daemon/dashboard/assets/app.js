@@ -10,6 +10,7 @@ import { configView } from "./config.js";
 import { statusView } from "./status.js";
 import { installAsk } from "./ask.js";
 
+performance.mark("zeroclaw:modules-loaded");
 const app = document.getElementById("app");
 const nav = document.getElementById("nav");
 const conn = document.getElementById("conn");

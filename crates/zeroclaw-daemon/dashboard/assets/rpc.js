@@ -63,6 +63,7 @@ export class Rpc extends EventTarget {
   async connect(auth) {
     this.stopped = false;
     const ws = await this.open();
+    performance.mark("zeroclaw:socket-open");
     const params = {
       protocolVersion: 1,
       clientInfo: { name: "zeroclaw-dashboard", version: "1" },
@@ -82,6 +83,7 @@ export class Rpc extends EventTarget {
     else if (auth.authToken) this.token = auth.authToken;
     this.info = result;
     this.backoff = 500;
+    performance.mark("zeroclaw:initialized");
     this.setState("online");
     this.dispatchEvent(new CustomEvent("ready", { detail: result }));
     return result;

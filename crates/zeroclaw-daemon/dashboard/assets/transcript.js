@@ -6,6 +6,8 @@ import { h, replace, markdown, show, ago } from "./dom.js";
 
 /** Past this many characters a streaming answer is drawn as text until its turn ends. */
 const LIVE_MARKDOWN_MAX = 20_000;
+/** Past this many characters an answer stays text: its markdown would freeze the page. */
+const FINAL_MARKDOWN_MAX = 200_000;
 /** Re-render a streaming answer's markdown at most this often. */
 const LIVE_MARKDOWN_MS = 120;
 
@@ -224,7 +226,10 @@ export class Transcript {
     }
     b.el.classList.toggle("streaming", !b.final);
     const now = performance.now();
-    if (b.final || (b.text.length <= LIVE_MARKDOWN_MAX && now - (b.mdAt || 0) >= LIVE_MARKDOWN_MS)) {
+    const markdownNow = b.final
+      ? b.text.length <= FINAL_MARKDOWN_MAX
+      : b.text.length <= LIVE_MARKDOWN_MAX && now - (b.mdAt || 0) >= LIVE_MARKDOWN_MS;
+    if (markdownNow) {
       b.body.replaceChildren(markdown(b.text));
       b.mdAt = now;
       b.plain = null;
@@ -232,12 +237,13 @@ export class Transcript {
       b.body.classList.remove("plain");
       return;
     }
-    if (b.text.length <= LIVE_MARKDOWN_MAX) {
+    if (!b.final && b.text.length <= LIVE_MARKDOWN_MAX) {
       // Markdown again soon: make sure the last chunk shows then.
       if (!b.timer) b.timer = setTimeout(() => { b.timer = 0; this.mark(b); }, LIVE_MARKDOWN_MS);
       return;
     }
-    // Long live answers: append only what is new, as text, until the turn ends.
+    // Long answers: append only what is new, as text (until the turn ends, or for good
+    // past FINAL_MARKDOWN_MAX).
     if (!b.plain) {
       b.plain = document.createTextNode(b.text);
       b.body.replaceChildren(b.plain);
