@@ -23,6 +23,7 @@ export function sessionView(box, sessionId) {
   let info = { mode: undefined, agentAlias: "" };
   let reloadPending = false;
   let loadedRows = 0; // transcript rows fetched so far, for "N more"
+  let generation = 0; // the latest open(): an older one still loading gives up
 
   const t = new Transcript({
     canApprove: () => rpc.can("session/approve"),
@@ -103,6 +104,8 @@ export function sessionView(box, sessionId) {
   // ---- loading ----
 
   async function open() {
+    const gen = ++generation;
+    const stale = () => disposed || gen !== generation;
     loading = true;
     queued = [];
     seen = new Map();
@@ -111,10 +114,10 @@ export function sessionView(box, sessionId) {
     t.clear();
     try {
       const sub = await rpc.call("session/subscribe", { sessionId });
-      if (disposed) return;
+      if (stale()) return;
       activeTurn = sub.activeTurnId || null;
       const r = await rpc.call("session/messages", { sessionId, limit: PAGE, beforeSeq: sub.lastTranscriptSeq + 1 });
-      if (disposed) return;
+      if (stale()) return;
       // The running turn's rows are replayed as events: draw them once, from the events.
       const rows = (r.messages || []).filter((m) => !activeTurn || m.turnId !== activeTurn);
       oldestSeq = r.messages && r.messages.length ? r.messages[0].seq : null;
@@ -123,6 +126,7 @@ export function sessionView(box, sessionId) {
       error.textContent = "";
       performance.mark("zeroclaw:transcript-drawn");
     } catch (e) {
+      if (stale()) return;
       error.textContent = errText(e);
     }
     loading = false;

@@ -76,6 +76,7 @@ impl Browser {
                 "--disable-background-networking",
                 "--disable-component-update",
                 "--disable-sync",
+                "--disable-breakpad",
                 "--hide-scrollbars",
                 "--mute-audio",
             ])
