@@ -140,14 +140,13 @@ async fn answers(page: &Page<'_>) -> Vec<String> {
         .collect()
 }
 
-/// Waits for the session view of the page to show `sel`.
-async fn open_session(page: &Page<'_>, port: u16, sid: &str) {
+/// Opens session `sid` in the page and waits until its transcript is drawn.
+async fn open_session(page: &Page<'_>, sid: &str) {
     page.eval(&format!(
         "location.hash = {}",
         json!(format!("#/session/{sid}"))
     ))
     .await;
-    let _ = port;
     page.wait_for(
         "document.querySelector('.session-view .older') && document.querySelector('.older').textContent !== ''",
         WAIT,
@@ -379,7 +378,7 @@ async fn every_response_carries_the_security_headers() {
         .expect("sid")
         .to_string();
     admin.prompt(&sid, "a `code` answer\n\n| a | b |\n|---|---|\n| 1 | 2 |");
-    open_session(&page, port, &sid).await;
+    open_session(&page, &sid).await;
     page.wait_for("document.querySelector('.block.assistant .md table')", WAIT)
         .await;
     for view in ["#/config", "#/status", "#/sessions"] {
@@ -412,8 +411,8 @@ async fn two_browsers_and_a_socket_client_share_a_session_and_its_approvals() {
         "session/set_title",
         json!({"sessionId": sid, "title": "Shared session"}),
     );
-    open_session(&a, dash.port, &sid).await;
-    open_session(&b, dash.port, &sid).await;
+    open_session(&a, &sid).await;
+    open_session(&b, &sid).await;
 
     // A prompt from the socket client shows in both browsers, with its answer.
     fake.push(Scripted::chunks(
@@ -556,7 +555,7 @@ async fn a_connection_cut_mid_turn_resumes_with_nothing_lost_or_doubled() {
         .as_str()
         .expect("sid")
         .to_string();
-    open_session(&page, relay.port, &sid).await;
+    open_session(&page, &sid).await;
     send_prompt(&page, "count for me").await;
     page.wait_for(
         "document.querySelector('.block.assistant .md')?.textContent.includes('w40 ')",
@@ -617,7 +616,7 @@ async fn hostile_answers_file_names_and_titles_render_inert() {
         "session/set_title",
         json!({"sessionId": sid, "title": "<script>window.__pwned='title'</script>"}),
     );
-    open_session(&page, dash.port, &sid).await;
+    open_session(&page, &sid).await;
     // The echo provider answers with the prompt itself: the hostile markup is the model's
     // output; the attachment's name comes back in user_message.
     use base64::Engine;
@@ -826,7 +825,7 @@ async fn rename_compact_rewind_fork_cancel_and_ask_user_from_the_page() {
     for i in 1..=4 {
         admin.prompt(&sid, &format!("prompt number {i}"));
     }
-    open_session(&page, dash.port, &sid).await;
+    open_session(&page, &sid).await;
     page.wait_for(
         "document.querySelectorAll('.block.user').length === 4",
         WAIT,
@@ -884,7 +883,7 @@ async fn rename_compact_rewind_fork_cancel_and_ask_user_from_the_page() {
         (0..400).map(|i| format!("slow{i} ")),
         Duration::from_millis(25),
     ));
-    open_session(&page, dash.port, &slow).await;
+    open_session(&page, &slow).await;
     send_prompt(&page, "take your time").await;
     page.wait_for(
         "document.querySelector('.block.assistant .md')?.textContent.includes('slow5 ')",
