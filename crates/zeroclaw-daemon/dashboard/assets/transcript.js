@@ -8,6 +8,8 @@ import { h, replace, markdown, show, ago } from "./dom.js";
 const LIVE_MARKDOWN_MAX = 20_000;
 /** Past this many characters an answer stays text: its markdown would freeze the page. */
 const FINAL_MARKDOWN_MAX = 200_000;
+/** Characters in one laid-out piece of a long plain-text answer. */
+const PIECE = 4096;
 /** Re-render a streaming answer's markdown at most this often. */
 const LIVE_MARKDOWN_MS = 120;
 
@@ -232,7 +234,7 @@ export class Transcript {
     if (markdownNow) {
       b.body.replaceChildren(markdown(b.text));
       b.mdAt = now;
-      b.plain = null;
+      b.plain = false;
       b.drawn = b.text.length;
       b.body.classList.remove("plain");
       return;
@@ -243,13 +245,30 @@ export class Transcript {
       return;
     }
     // Long answers: append only what is new, as text (until the turn ends, or for good
-    // past FINAL_MARKDOWN_MAX).
+    // past FINAL_MARKDOWN_MAX), in pieces of about PIECE characters cut after a line
+    // break, so a frame lays out the last piece and not the whole answer.
     if (!b.plain) {
-      b.plain = document.createTextNode(b.text);
-      b.body.replaceChildren(b.plain);
+      b.plain = true;
+      b.piece = null;
+      b.drawn = 0;
+      b.body.replaceChildren();
       b.body.classList.add("plain");
-    } else if (b.drawn < b.text.length) {
-      b.plain.appendData(b.text.slice(b.drawn));
+    }
+    let rest = b.text.slice(b.drawn);
+    while (rest) {
+      if (!b.piece || b.piece.length >= PIECE) {
+        b.piece = document.createTextNode("");
+        b.body.appendChild(h("div.piece", null, b.piece));
+      }
+      let take = rest;
+      const room = PIECE - b.piece.length;
+      if (take.length > room) {
+        const cut = rest.lastIndexOf("\n", room);
+        take = rest.slice(0, cut > 0 ? cut + 1 : room);
+      }
+      b.piece.appendData(take);
+      if (take.length < rest.length) b.piece = null;
+      rest = rest.slice(take.length);
     }
     b.drawn = b.text.length;
   }
