@@ -79,13 +79,39 @@ fn handshake_and_daemon_methods() {
         json!({"protocolVersion": 1, "serverVersion": "0.1.0", "serverPid": 7,
                "uptimeSecs": 3, "endpoint": "/d/daemon.sock", "configDir": "/c",
                "dataDir": "/c/data", "connections": 2, "activeSessions": 1,
-               "sessionIds": ["s1"]}),
+               "sessionIds": ["s1"], "gateway": null}),
     );
     // A non-admin principal is not shown the host fields.
     let _: StatusResult = result(
         "status",
         json!({"protocolVersion": 1, "serverVersion": "0.1.0", "uptimeSecs": 3,
-               "connections": 2, "activeSessions": 0, "sessionIds": []}),
+               "connections": 2, "activeSessions": 0, "sessionIds": [],
+               "gateway": {"url": "http://127.0.0.1:9781/"}}),
+    );
+    // SPEC §20: the dashboard's login.
+    let p: InitializeParams = params(
+        "initialize",
+        json!({"protocolVersion": 1, "authCode": "zcl_00"}),
+    );
+    assert_eq!(p.auth_code.as_deref(), Some("zcl_00"));
+    let r: InitializeResult = result(
+        "initialize",
+        json!({"protocolVersion": 1, "serverVersion": "0.1.0", "protocol_version": 1,
+               "server_version": "0.1.0", "serverPid": 42,
+               "principal": {"id": "operator", "admin": true},
+               "capabilities": ["initialize"],
+               "limits": {"maxFrameBytes": 8388608, "maxUploadBytes": 10485760,
+                          "uploadChunkBytes": 1048576},
+               "authToken": "zcs_11"}),
+    );
+    assert_eq!(r.auth_token.as_deref(), Some("zcs_11"));
+    let _: NoParams = params("gateway/start", json!({}));
+    let _: zeroclaw_protocol::gateway::GatewayInfo =
+        result("gateway/start", json!({"url": "http://127.0.0.1:9781/"}));
+    let _: zeroclaw_protocol::gateway::DashboardLoginResult = result(
+        "dashboard/login",
+        json!({"url": "http://127.0.0.1:9781/#code=zcl_00", "code": "zcl_00",
+               "expiresAt": 1764860400000_i64}),
     );
     let _: ShutdownResult = result("daemon/shutdown", json!({"shuttingDown": true}));
     let _: ModelsListParams = params("models/list", json!({"agentAlias": "default"}));

@@ -183,6 +183,7 @@ fn status_reports_the_daemon() {
     assert!(s["uptimeSecs"].is_u64());
     assert_eq!(s["activeSessions"], 0);
     assert_eq!(s["sessionIds"], json!([]));
+    assert_eq!(s["gateway"], Value::Null, "no gateway runs");
     // The members come in the order they always had (StatusResult's).
     let members: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
@@ -197,7 +198,8 @@ fn status_reports_the_daemon() {
             "dataDir",
             "connections",
             "activeSessions",
-            "sessionIds"
+            "sessionIds",
+            "gateway",
         ]
     );
     // audit line for each accepted connection

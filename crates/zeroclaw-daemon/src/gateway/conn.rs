@@ -9,7 +9,6 @@
 //! no longer than that; once authenticated, it may idle 10 s between requests. A body has
 //! 30 s, a response 10 s to be written.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,33 +17,14 @@ use tokio::time::Instant;
 
 use super::assets;
 use super::http::{self, HeadError, RequestHead, Response};
+use super::peer::{Peer, Settings, WRITE_WITHIN};
 use super::post::{self, PostState};
 use super::upgrade;
 use crate::connection::INITIALIZE_WITHIN;
-use crate::registry::Admission;
 use crate::state::Daemon;
 
 /// Idle time allowed between requests once the connection has authenticated.
 const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(10);
-/// Time to send a response.
-pub(crate) const WRITE_WITHIN: Duration = Duration::from_secs(10);
-
-/// An accepted TCP peer on its way to being served.
-pub(crate) struct Peer {
-    pub addr: SocketAddr,
-    /// Its slot in the unauthenticated pool (then, once authenticated, in the total).
-    pub admission: Admission,
-    pub accepted_at: Instant,
-}
-
-/// What every connection of one listener shares.
-pub(crate) struct Settings {
-    /// `wss.allowed_origins`, besides the page's own origin.
-    pub allowed_origins: Vec<String>,
-    /// Served over TLS (the page's origin is `https://…`).
-    pub tls: bool,
-}
-
 /// What one request came to.
 enum Next {
     /// Answer, then read the next request (unless the response or the client closes).
@@ -74,25 +54,28 @@ pub(crate) async fn serve<S>(
             false => accepted_at + INITIALIZE_WITHIN,
             true => Instant::now() + KEEP_ALIVE_IDLE,
         };
-        let head =
-            match tokio::time::timeout_at(deadline, http::read_head(&mut stream, &mut buf)).await {
-                Ok(Ok(head)) => head,
-                Ok(Err(HeadError::TooLarge)) => {
-                    let r = Response::text(431, "request head too large").closing();
-                    let _ = send(&mut stream, &r, false, false).await;
-                    break;
-                }
-                Ok(Err(HeadError::Malformed)) => {
-                    let r = Response::text(400, "not an HTTP/1.1 request").closing();
-                    let _ = send(&mut stream, &r, false, false).await;
-                    break;
-                }
-                Ok(Err(HeadError::Closed | HeadError::Io)) => break,
-                Err(_) => {
-                    tracing::debug!(peer = %addr, "closing: no complete request in time");
-                    break;
-                }
-            };
+        let read = tokio::select! {
+            read = tokio::time::timeout_at(deadline, http::read_head(&mut stream, &mut buf)) => read,
+            () = daemon.shutdown.cancelled() => break,
+        };
+        let head = match read {
+            Ok(Ok(head)) => head,
+            Ok(Err(HeadError::TooLarge)) => {
+                let r = Response::text(431, "request head too large").closing();
+                let _ = send(&mut stream, &r, false, false).await;
+                break;
+            }
+            Ok(Err(HeadError::Malformed)) => {
+                let r = Response::text(400, "not an HTTP/1.1 request").closing();
+                let _ = send(&mut stream, &r, false, false).await;
+                break;
+            }
+            Ok(Err(HeadError::Closed | HeadError::Io)) => break,
+            Err(_) => {
+                tracing::debug!(peer = %addr, "closing: no complete request in time");
+                break;
+            }
+        };
         let keep_alive = head.keep_alive();
         let head_only = head.method == "HEAD";
         if upgrade::is_upgrade(&head) {

@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use zeroclaw_config::Wss;
 
-use super::conn::{self, Peer, Settings};
+use super::conn;
+use super::peer::{Peer, Settings};
 use super::tls::tls_acceptor;
 use crate::connection::INITIALIZE_WITHIN;
 use crate::server::{AcceptBackoff, wait_for_connections};

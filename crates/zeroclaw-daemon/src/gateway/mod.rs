@@ -4,7 +4,7 @@
 //!
 //! - [`listener`]: binding (`[wss]`, TLS via [`tls`]) and the accept loop;
 //! - [`conn`]: one connection's HTTP/1.1 loop and its routes, over [`http`] (request heads,
-//!   bodies, responses);
+//!   bodies, responses) and [`peer`] (what an accepted connection carries);
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
 //! - [`control`]: whether it runs (`gateway/start`), with [`logins`] (`dashboard/login`
 //!   codes and session tokens) and [`rate`] (failed logins per address).
@@ -15,6 +15,7 @@ pub mod control;
 pub(crate) mod http;
 pub mod listener;
 pub mod logins;
+pub(crate) mod peer;
 pub(crate) mod post;
 pub mod rate;
 pub(crate) mod tls;

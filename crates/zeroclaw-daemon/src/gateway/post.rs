@@ -182,6 +182,15 @@ fn authenticate(
     state: &mut PostState,
 ) -> Result<Arc<ConnectionContext>, Response> {
     let ip = state.addr.ip();
+    let token = bearer(head);
+    // A connection that logged in already is not logging in again.
+    if let Some(caller) = &state.caller {
+        return match token {
+            Some(token) if caller.token == token => Ok(Arc::clone(&caller.ctx)),
+            Some(_) => Err(Response::text(400, "one bearer per connection").closing()),
+            None => Err(unauthorized("Authorization: Bearer TOKEN is required")),
+        };
+    }
     let failures = &daemon.gateway.failures;
     if let Err(wait) = failures.check(ip) {
         let secs = wait.as_secs().max(1);
@@ -190,15 +199,9 @@ fn authenticate(
             .with_header("Retry-After", secs.to_string())
             .closing());
     }
-    let Some(token) = bearer(head) else {
+    let Some(token) = token else {
         return Err(unauthorized("Authorization: Bearer TOKEN is required"));
     };
-    if let Some(caller) = &state.caller {
-        if caller.token == token {
-            return Ok(Arc::clone(&caller.ctx));
-        }
-        return Err(Response::text(400, "one bearer per connection").closing());
-    }
     let presented = Presented::WebSocket { token: Some(token) };
     let principal = match daemon.principal(&presented) {
         Ok(principal) => principal,

@@ -12,8 +12,8 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use zeroclaw_rpc::MAX_FRAME_BYTES;
 
-use super::conn::{Peer, Settings, WRITE_WITHIN};
 use super::http::{self, RequestHead, Response};
+use super::peer::{Peer, Settings, WRITE_WITHIN};
 use crate::read_gate::{Gated, ReadGate};
 use crate::state::Daemon;
 use crate::ws;
