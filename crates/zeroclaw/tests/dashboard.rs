@@ -843,6 +843,23 @@ async fn rename_compact_rewind_fork_cancel_and_ask_user_from_the_page() {
     let list = admin.result("session/list", json!({"search": "renamed in"}));
     assert_eq!(list["sessions"].as_array().map(Vec::len), Some(1), "{list}");
 
+    // The autonomy picker configures the live session.
+    page.wait_for(
+        "document.querySelector('.tools select[aria-label=Autonomy]')?.value === 'supervised'",
+        WAIT,
+    )
+    .await;
+    page.eval("(() => { const s = document.querySelector('.tools select[aria-label=Autonomy]'); s.value = 'read_only'; s.dispatchEvent(new Event('change')); })()").await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let st = admin.result("session/status", json!({"sessionId": sid}));
+        if st["autonomy"] == "read_only" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "autonomy not configured: {st}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
     // Compact: the page shows what the daemon announced.
     click_text(&page, ".tools button", "Compact").await;
     page.wait_for("[...document.querySelectorAll('.block.note')].some(e => e.textContent.includes('Context compacted'))", WAIT)
