@@ -1,0 +1,101 @@
+// The dashboard's entry: logs in (a one-time code from the address bar, a kept session
+// token, or a pasted pairing token), then routes `#/sessions`, `#/session/ID`, `#/config`
+// and `#/status` to their views. Each view gets a container and returns a `dispose()`.
+import { rpc, AuthError } from "./rpc.js";
+import { h, replace, errText } from "./dom.js";
+import { loginView } from "./login.js";
+import { sessionsView } from "./sessions.js";
+import { sessionView } from "./session.js";
+import { configView } from "./config.js";
+import { statusView } from "./status.js";
+import { installAsk } from "./ask.js";
+
+performance.mark("zeroclaw:modules-loaded");
+const app = document.getElementById("app");
+const nav = document.getElementById("nav");
+const conn = document.getElementById("conn");
+let current = null;
+
+rpc.addEventListener("state", (ev) => {
+  const { state } = ev.detail;
+  conn.textContent = state === "online" ? "" : state === "connecting" ? "connecting…" : "offline, reconnecting…";
+  conn.dataset.state = state;
+});
+rpc.addEventListener("loggedout", (ev) => showLogin(ev.detail));
+
+installAsk(rpc);
+
+function showLogin(message) {
+  dispose();
+  nav.hidden = true;
+  app.dataset.view = "login";
+  replace(app, loginView(async (auth) => {
+    await rpc.connect(auth);
+    afterLogin();
+  }, message));
+}
+
+function afterLogin() {
+  nav.hidden = false;
+  nav.querySelector('[data-view="config"]').hidden = !rpc.can("config/get");
+  nav.querySelector('[data-view="status"]').hidden = !rpc.can("status");
+  if (!location.hash.startsWith("#/")) history.replaceState(null, "", "#/sessions");
+  route();
+}
+
+function dispose() {
+  if (current && current.dispose) current.dispose();
+  current = null;
+}
+
+function route() {
+  if (!rpc.info) return;
+  const hash = location.hash || "#/sessions";
+  const [, view, arg] = hash.match(/^#\/([a-z]+)(?:\/(.*))?$/) || [];
+  dispose();
+  const box = h("div.view");
+  replace(app, box);
+  app.dataset.view = view || "sessions";
+  for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.view === app.dataset.view);
+  if (view === "session" && arg) current = sessionView(box, decodeURIComponent(arg));
+  else if (view === "config" && rpc.can("config/get")) current = configView(box);
+  else if (view === "status") current = statusView(box);
+  else current = sessionsView(box);
+}
+
+window.addEventListener("hashchange", () => {
+  if (location.hash.startsWith("#code=")) boot();
+  else route();
+});
+
+async function boot() {
+  const code = new URLSearchParams(location.hash.slice(1)).get("code");
+  if (code) {
+    // The code works once: take it out of the address bar and history before using it.
+    history.replaceState(null, "", location.pathname + location.search + "#/sessions");
+    try {
+      await rpc.connect({ authCode: code });
+      afterLogin();
+    } catch (e) {
+      const why = e instanceof AuthError
+        ? "This login link was already used or has expired. Run `zeroclaw dashboard` again, or paste a pairing token."
+        : errText(e);
+      showLogin(why);
+    }
+    return;
+  }
+  if (rpc.token) {
+    try {
+      await rpc.connect({ authToken: rpc.token });
+      afterLogin();
+      return;
+    } catch (e) {
+      if (e instanceof AuthError) rpc.token = null;
+      showLogin(e instanceof AuthError ? "Your session has ended; log in again." : errText(e));
+      return;
+    }
+  }
+  showLogin();
+}
+
+boot();

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the dashboard's browser tests (SPEC §20; crates/zeroclaw-e2e/tests/dashboard.rs) in a
+# real headless Chromium: installs Debian's `chromium` when it is missing, then runs every
+# test of that file with --ignored (they are ignored in a plain `cargo test` because they
+# need the browser) and fails when any fails or none ran. Exits 77 (skip) only when the
+# browser cannot be installed. Safe without a terminal (CI=true, no stdin).
+#
+# The tests write screenshots to target/dashboard-screenshots/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+export DEBIAN_FRONTEND=noninteractive
+
+have_chromium() { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }
+
+if ! have_chromium; then
+  echo "browser-test: installing chromium"
+  sudo=()
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo=(sudo -n); else
+      echo "SKIP browser-test: chromium is not installed and there is no root to install it"
+      exit 77
+    fi
+  fi
+  mkdir -p "$repo/target"
+  if ! { timeout 600 "${sudo[@]}" apt-get update -q </dev/null &&
+         timeout 1200 "${sudo[@]}" apt-get install -y -q chromium </dev/null; } \
+       >"$repo/target/browser-apt.log" 2>&1 || ! have_chromium; then
+    tail -20 "$repo/target/browser-apt.log"
+    echo "SKIP browser-test: could not install chromium (log: target/browser-apt.log)"
+    exit 77
+  fi
+fi
+echo "browser-test: $( (chromium --version || chromium-browser --version) 2>/dev/null | head -1)"
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+# The e2e tests start target/debug/zeroclaw, which `cargo test -p zeroclaw-e2e` does not
+# build (crates/zeroclaw-e2e/src/lib.rs): build it, with the test hooks the tests use.
+cargo build -p zeroclaw --features test-hooks
+# One test at a time: each starts a daemon and a browser, and the machine may be small.
+cargo test -p zeroclaw-e2e --test dashboard -- --ignored --test-threads=1 2>&1 | tee "$log" || status=$?
+if ! grep -qE '^test result: ok\. [1-9][0-9]* passed; 0 failed' "$log"; then
+  echo "browser-test: FAILED (or no test ran)" >&2
+  exit 1
+fi
+exit "$status"
