@@ -936,3 +936,142 @@ async fn rename_compact_rewind_fork_cancel_and_ask_user_from_the_page() {
     );
     no_csp_problems(&page).await;
 }
+
+/// Waits until the session has `n` subscribers (the browser's page and a chat window).
+fn wait_subscribers(c: &mut Conn, session: &str, n: u64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let list = c.result("session/list", json!({}));
+        let subscribers = list["sessions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["sessionId"] == session))
+            .map(|s| s["subscribers"].clone())
+            .unwrap_or_default();
+        if subscribers == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{list}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `zeroclaw chat --session SID` on a pseudo-terminal: waits for `needle` in what it wrote,
+/// and shows the screen (as a terminal draws it) when it never comes.
+struct ChatWindow {
+    pty: rexpect::session::PtySession,
+    seen: String,
+}
+
+impl ChatWindow {
+    fn open(config_dir: &std::path::Path, sid: &str) -> ChatWindow {
+        let mut cmd = std::process::Command::new(common::BIN);
+        cmd.arg("chat")
+            .arg("--config-dir")
+            .arg(config_dir)
+            .args(["--session", sid])
+            .env_remove("ZEROCLAW_SOCKET")
+            .env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            .env("RUST_LOG", "warn");
+        let pty = rexpect::session::spawn_command(cmd, Some(20_000)).expect("chat on a pty");
+        ChatWindow {
+            pty,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits for `needle` (rexpect reads the output a byte per char, so the needle is
+    /// matched the same way).
+    fn expect(&mut self, needle: &str) {
+        let raw: String = needle.bytes().map(char::from).collect();
+        match self.pty.exp_string(&raw) {
+            Ok(before) => {
+                self.seen.push_str(&before);
+                self.seen.push_str(&raw);
+            }
+            Err(e) => panic!(
+                "the chat never showed {needle:?}; its screen:\n{}\n({e})",
+                self.lines().join("\n")
+            ),
+        }
+    }
+
+    fn send_line(&mut self, line: &str) {
+        self.pty.send(&format!("{line}\r")).expect("keys");
+        self.pty.flush().expect("flush");
+    }
+
+    /// The lines on the screen now.
+    fn lines(&self) -> Vec<String> {
+        let bytes: Vec<u8> = self.seen.chars().map(|c| c as u8).collect();
+        common::screen::Screen::of(&String::from_utf8_lossy(&bytes)).lines()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
+async fn a_terminal_chat_and_a_browser_see_each_others_prompts_and_answers() {
+    let dash = Dash::start(&config(None, ""));
+    let browser = Browser::launch().await;
+    let page = browser.page(1280, 800).await;
+    login(&page, &dash.login_url(dash.port)).await;
+    let mut admin = dash.admin();
+    let sid = admin.new_session(json!({"agentAlias": "default"}))["sessionId"]
+        .as_str()
+        .expect("sid")
+        .to_string();
+    open_session(&page, &sid).await;
+    let dir = dash.daemon.config_dir().to_path_buf();
+    let mut chat = tokio::task::block_in_place(|| {
+        let mut chat = ChatWindow::open(&dir, &sid);
+        chat.expect("> ");
+        wait_subscribers(&mut admin, &sid, 2);
+        // Typed in the terminal: the echo agent streams the words back.
+        chat.send_line("typed in the terminal");
+        chat.expect(" out · context ");
+        chat
+    });
+    page.wait_for(
+        "[...document.querySelectorAll('.block.user .prompt')].some(e => e.textContent === 'typed in the terminal')",
+        WAIT,
+    )
+    .await;
+    page.wait_for(
+        "[...document.querySelectorAll('.block.assistant:not(.streaming)')].some(e => e.textContent.includes('typed in the terminal'))",
+        WAIT,
+    )
+    .await;
+
+    // Typed in the browser: the terminal shows the prompt with its sender, then the answer.
+    send_prompt(&page, "sent from the browser").await;
+    let screen = tokio::task::block_in_place(|| {
+        chat.expect("sent from the browser");
+        chat.expect(" out · context ");
+        chat.lines()
+    });
+    assert!(
+        screen
+            .iter()
+            .any(|l| l.starts_with("> sent from the browser ·")),
+        "the prompt with its sender: {screen:#?}"
+    );
+    assert!(
+        screen.iter().any(|l| l == "sent from the browser"),
+        "the echoed answer: {screen:#?}"
+    );
+    page.wait_for(
+        "[...document.querySelectorAll('.block.assistant:not(.streaming)')].some(e => e.textContent.includes('sent from the browser'))",
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        answers(&page)
+            .await
+            .iter()
+            .map(|a| a.trim().to_string())
+            .collect::<Vec<_>>(),
+        ["typed in the terminal", "sent from the browser"],
+        "each answer once, in order"
+    );
+    no_csp_problems(&page).await;
+}
