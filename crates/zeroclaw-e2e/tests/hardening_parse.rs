@@ -225,7 +225,12 @@ fn pipelined_prompts_spelled_session_id_keep_sending_order() {
         while answered.len() < 30 {
             let msg = c.recv();
             if msg["method"] == "session/update" && msg["params"]["type"] == "user_message" {
-                started.push(msg["params"]["text"].as_str().unwrap_or_default().to_string());
+                started.push(
+                    msg["params"]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                );
                 continue;
             }
             let Some(id) = msg["id"].as_u64().filter(|_| msg.get("method").is_none()) else {
@@ -241,7 +246,10 @@ fn pipelined_prompts_spelled_session_id_keep_sending_order() {
         answered.sort_unstable();
         assert_eq!(answered, (0..30).collect::<Vec<u64>>(), "round {round}");
         let expected: Vec<String> = (0..30).map(|i| format!("p{i:02}")).collect();
-        assert_eq!(started, expected, "round {round}: turns out of sending order");
+        assert_eq!(
+            started, expected,
+            "round {round}: turns out of sending order"
+        );
     }
 }
 

@@ -366,8 +366,21 @@ impl Store {
         covers_seq: i64,
         messages: Value,
     ) -> Result<i64> {
+        let json = serde_json::to_string(&messages)?;
+        drop(messages);
+        self.save_snapshot_json(key, covers_seq, json).await
+    }
+
+    /// [`Store::save_snapshot`] with the messages already encoded as a JSON array (a large
+    /// context is then never held as a `Value` tree as well as its text).
+    pub async fn save_snapshot_json(
+        &self,
+        key: &SessionKey,
+        covers_seq: i64,
+        messages_json: String,
+    ) -> Result<i64> {
         let key = key.clone();
-        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages))
+        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages_json))
             .await
     }
 

@@ -3,7 +3,6 @@
 //! snapshots of the retained provider context. Each call is one transaction.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
@@ -232,12 +231,11 @@ pub(crate) fn save_snapshot(
     db: &mut Db,
     key: &SessionKey,
     covers_seq: i64,
-    messages: &Value,
+    messages_json: &str,
 ) -> Result<i64> {
-    let json = serde_json::to_string(messages)?;
     db.write(|conn| {
         let (pk, _) = db::require_live(conn, key)?;
-        insert_snapshot(conn, pk, covers_seq, &json)
+        insert_snapshot(conn, pk, covers_seq, messages_json)
     })
 }
 

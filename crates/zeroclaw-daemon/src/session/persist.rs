@@ -301,16 +301,15 @@ pub(crate) fn context_from(restored: &RestoredContext) -> Vec<ChatMessage> {
     provider_safe(&out)
 }
 
-/// A trim of the retained context.
+/// A trim of the retained context: the messages before `dropped` leave it.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Trim {
-    pub kept: Vec<ChatMessage>,
     pub dropped: usize,
 }
 
 /// When `context` is over `max_tokens`, drops the oldest whole turns (a turn starts at a
 /// user message) until it fits, always keeping the latest turn. `None` when nothing needs
-/// to or can be dropped.
+/// to or can be dropped. Nothing is copied: the kept messages are `context[dropped..]`.
 pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Trim> {
     if estimate_tokens(context) <= max_tokens {
         return None;
@@ -328,11 +327,34 @@ pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Tr
             break;
         }
     }
-    let cut = cut?;
-    Some(Trim {
-        kept: context[cut..].to_vec(),
-        dropped: cut,
-    })
+    Some(Trim { dropped: cut? })
+}
+
+/// Counts the bytes written to it and keeps none.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The JSON of a context snapshot, written straight from the messages into a buffer of
+/// exactly its size (measured by a first pass): no `Value` tree of the context and no
+/// spare capacity, so a snapshot of a large context costs its own size once (SPEC §17).
+pub(crate) fn snapshot_json(messages: &[ChatMessage]) -> serde_json::Result<String> {
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, messages)?;
+    let mut out = Vec::with_capacity(count.0);
+    serde_json::to_writer(&mut out, messages)?;
+    // serde_json writes UTF-8 only; the check is a scan, not a copy.
+    String::from_utf8(out)
+        .map_err(|e| serde_json::Error::io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 #[cfg(test)]
@@ -436,7 +458,6 @@ mod tests {
         assert_eq!(plan_trim(&ctx, 100_000), None);
         let t = plan_trim(&ctx, 1).expect("trim");
         assert_eq!(t.dropped, 4);
-        assert_eq!(t.kept, ctx[4..].to_vec());
         let t = plan_trim(&ctx, estimate_tokens(&ctx[2..])).expect("trim");
         assert_eq!(t.dropped, 2);
         assert_eq!(
@@ -444,5 +465,15 @@ mod tests {
             None,
             "a single turn is never dropped"
         );
+    }
+
+    #[test]
+    fn snapshot_json_is_the_messages_json_at_its_exact_size() {
+        let ctx = turn_messages();
+        let json = snapshot_json(&ctx).expect("encodes");
+        assert_eq!(json, serde_json::to_string(&ctx).expect("encodes"));
+        assert_eq!(json.capacity(), json.len());
+        let back: Vec<ChatMessage> = serde_json::from_str(&json).expect("decodes");
+        assert_eq!(back, ctx);
     }
 }
