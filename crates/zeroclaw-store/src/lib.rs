@@ -44,6 +44,7 @@ mod compaction;
 mod db;
 mod error;
 mod history;
+mod json;
 mod recovery;
 mod rewind;
 mod schema;
@@ -64,6 +65,7 @@ use tokio::sync::{mpsc, oneshot};
 pub use compaction::CompactionCommit;
 pub use error::{Result, StoreError};
 pub use history::{char_floor, json_size as message_json_size};
+pub use json::to_json_exact;
 pub use recovery::provider_safe;
 pub use rewind::ToMessages;
 pub use schema::SCHEMA_VERSION;
@@ -366,7 +368,7 @@ impl Store {
         covers_seq: i64,
         messages: Value,
     ) -> Result<i64> {
-        let json = serde_json::to_string(&messages)?;
+        let json = json::to_json_exact(&messages)?;
         drop(messages);
         self.save_snapshot_json(key, covers_seq, json).await
     }

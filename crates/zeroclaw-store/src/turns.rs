@@ -99,7 +99,7 @@ pub(crate) fn record_progress(
     progress: &Progress,
 ) -> Result<u32> {
     db::require_acp(key)?;
-    let payload = serde_json::to_string(progress)?;
+    let payload = crate::json::to_json_exact(progress)?;
     let event_key = progress.event_key();
     db.write(|conn| {
         let (pk, _) = db::require_session(conn, key)?;

@@ -121,6 +121,9 @@ impl Writer {
                 tool_calls,
             } => {
                 self.dirty_since = None;
+                // The step's whole text is in `content`: the streamed copy (and its
+                // capacity) goes before that is written.
+                self.text = String::new();
                 if !content.is_empty() {
                     let segment = self.segment;
                     self.record(Progress::Text {
@@ -130,7 +133,6 @@ impl Writer {
                     .await;
                 }
                 self.segment += 1;
-                self.text.clear();
                 for call in &tool_calls {
                     self.record(Progress::ToolCall(tool_call_of(call))).await;
                 }
@@ -330,31 +332,11 @@ pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Tr
     Some(Trim { dropped: cut? })
 }
 
-/// Counts the bytes written to it and keeps none.
-struct Count(usize);
-
-impl std::io::Write for Count {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The JSON of a context snapshot, written straight from the messages into a buffer of
-/// exactly its size (measured by a first pass): no `Value` tree of the context and no
-/// spare capacity, so a snapshot of a large context costs its own size once (SPEC §17).
+/// The JSON of a context snapshot, written straight from the messages at its exact size:
+/// no `Value` tree of the context and no spare capacity, so a snapshot of a large context
+/// costs its own size once (SPEC §17).
 pub(crate) fn snapshot_json(messages: &[ChatMessage]) -> serde_json::Result<String> {
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, messages)?;
-    let mut out = Vec::with_capacity(count.0);
-    serde_json::to_writer(&mut out, messages)?;
-    // serde_json writes UTF-8 only; the check is a scan, not a copy.
-    String::from_utf8(out)
-        .map_err(|e| serde_json::Error::io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+    zeroclaw_store::to_json_exact(messages)
 }
 
 #[cfg(test)]
