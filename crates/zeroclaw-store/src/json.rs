@@ -41,4 +41,19 @@ mod tests {
         assert_eq!(s, serde_json::to_string(&v).expect("encodes"));
         assert_eq!(s.capacity(), s.len());
     }
+
+    #[test]
+    fn borrowed_text_encodes_as_progress_text() {
+        use crate::Progress;
+        use crate::turns::EncodedProgress;
+        let text = "a \"long\" text\n";
+        let owned = Progress::Text {
+            segment: 3,
+            text: text.to_owned(),
+        };
+        let encoded = EncodedProgress::text(3, text).expect("encodes");
+        assert_eq!(encoded.payload, to_json_exact(&owned).expect("encodes"));
+        assert_eq!(encoded.event_key, owned.event_key());
+        assert_eq!(encoded.kind, owned.kind());
+    }
 }

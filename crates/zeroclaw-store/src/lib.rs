@@ -332,6 +332,22 @@ impl Store {
             .await
     }
 
+    /// [`Store::record_progress`] of `Progress::Text { segment, text }` encoded from the
+    /// borrowed `text`: a persister that keeps accumulating a long streamed text hands the
+    /// store only its JSON, never a copy of the text as well.
+    pub async fn record_text(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        segment: u32,
+        text: &str,
+    ) -> Result<u32> {
+        let encoded = turns::EncodedProgress::text(segment, text)?;
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
+        self.call(move |db| turns::record_encoded(db, &key, &turn_id, &encoded))
+            .await
+    }
+
     /// One transaction appending the turn's final rows (build them with
     /// [`Progress::to_row`] / [`NewRow`] helpers) and closing its checkpoint with `status`
     /// (`Completed`, `Cancelled` or `Failed`). Returns the rows' seqs. Fails with
@@ -382,7 +398,7 @@ impl Store {
         messages_json: String,
     ) -> Result<i64> {
         let key = key.clone();
-        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages_json))
+        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, messages_json))
             .await
     }
 

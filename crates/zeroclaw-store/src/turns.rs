@@ -2,6 +2,8 @@
 //! (checkpoint events, upserted by key), `finish_turn` (final rows + closed checkpoint), and
 //! snapshots of the retained provider context. Each call is one transaction.
 
+use std::borrow::Cow;
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::{self, Db, now_ms};
@@ -98,9 +100,49 @@ pub(crate) fn record_progress(
     turn_id: &str,
     progress: &Progress,
 ) -> Result<u32> {
-    db::require_acp(key)?;
     let payload = crate::json::to_json_exact(progress)?;
-    let event_key = progress.event_key();
+    let encoded = EncodedProgress {
+        kind: progress.kind(),
+        event_key: progress.event_key(),
+        payload,
+    };
+    record_encoded(db, key, turn_id, &encoded)
+}
+
+/// A step already encoded: its `kind`, upsert key and JSON payload (as [`Progress`]
+/// serializes).
+pub(crate) struct EncodedProgress {
+    pub kind: &'static str,
+    pub event_key: String,
+    pub payload: String,
+}
+
+impl EncodedProgress {
+    /// The accumulated text of `segment`, encoded from a borrowed text: the caller keeps
+    /// its text and only the JSON is handed to the store (no copy of a long text first).
+    pub fn text(segment: u32, text: &str) -> Result<EncodedProgress> {
+        #[derive(serde::Serialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        enum Borrowed<'a> {
+            Text { segment: u32, text: &'a str },
+        }
+        Ok(EncodedProgress {
+            kind: "text",
+            event_key: format!("text:{segment}"),
+            payload: crate::json::to_json_exact(&Borrowed::Text { segment, text })?,
+        })
+    }
+}
+
+/// [`record_progress`] of an [`EncodedProgress`].
+pub(crate) fn record_encoded(
+    db: &mut Db,
+    key: &SessionKey,
+    turn_id: &str,
+    progress: &EncodedProgress,
+) -> Result<u32> {
+    db::require_acp(key)?;
+    let (event_key, payload) = (&progress.event_key, &progress.payload);
     db.write(|conn| {
         let (pk, _) = db::require_session(conn, key)?;
         require_open(conn, pk, key, turn_id)?;
@@ -132,7 +174,7 @@ pub(crate) fn record_progress(
                      (session, turn_id, n, event_key, kind, payload, updated_at) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )?
-                .execute(params![pk, turn_id, n, event_key, progress.kind(), payload, now])?;
+                .execute(params![pk, turn_id, n, event_key, progress.kind, payload, now])?;
                 n
             }
         };
@@ -231,11 +273,11 @@ pub(crate) fn save_snapshot(
     db: &mut Db,
     key: &SessionKey,
     covers_seq: i64,
-    messages_json: &str,
+    messages_json: String,
 ) -> Result<i64> {
     db.write(|conn| {
         let (pk, _) = db::require_live(conn, key)?;
-        insert_snapshot(conn, pk, covers_seq, messages_json)
+        insert_snapshot_text(conn, pk, covers_seq, Cow::Owned(messages_json))
     })
 }
 
@@ -246,6 +288,17 @@ pub(crate) fn insert_snapshot(
     pk: i64,
     covers_seq: i64,
     messages_json: &str,
+) -> Result<i64> {
+    insert_snapshot_text(conn, pk, covers_seq, Cow::Borrowed(messages_json))
+}
+
+/// [`insert_snapshot`]; an owned text is dropped as soon as SQLite has its bound copy,
+/// before the row's record is built, so a large snapshot is not held three times.
+fn insert_snapshot_text(
+    conn: &Connection,
+    pk: i64,
+    covers_seq: i64,
+    messages_json: Cow<'_, str>,
 ) -> Result<i64> {
     let last = db::last_seq(conn, pk)?;
     if !(0..=last).contains(&covers_seq) {
@@ -259,11 +312,18 @@ pub(crate) fn insert_snapshot(
         [pk],
         |r| r.get(0),
     )?;
-    conn.execute(
+    let mut insert = conn.prepare_cached(
         "INSERT INTO snapshots (session, id, covers_seq, messages, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![pk, id, covers_seq, messages_json, now_ms()],
     )?;
+    insert.raw_bind_parameter(1, pk)?;
+    insert.raw_bind_parameter(2, id)?;
+    insert.raw_bind_parameter(3, covers_seq)?;
+    insert.raw_bind_parameter(4, messages_json.as_ref())?;
+    insert.raw_bind_parameter(5, now_ms())?;
+    drop(messages_json);
+    insert.raw_execute()?;
+    drop(insert);
     // Only the latest snapshot is read for the current context, and the ones a turn start
     // names for a rewind (SPEC §18); the rest would only grow the file with each trim.
     conn.execute(

@@ -104,11 +104,15 @@ impl Writer {
 
     async fn flush_text(&mut self) {
         if self.dirty_since.take().is_some() && !self.text.is_empty() {
-            let progress = Progress::Text {
-                segment: self.segment,
-                text: self.text.clone(),
-            };
-            self.record(progress).await;
+            // Encoded from the borrowed text: the text keeps growing here, only its JSON
+            // goes to the store.
+            if let Err(e) = self
+                .store
+                .record_text(&self.key, &self.turn_id, self.segment, &self.text)
+                .await
+            {
+                tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+            }
         }
     }
 

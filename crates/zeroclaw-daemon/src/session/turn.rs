@@ -273,16 +273,17 @@ impl Runner {
             input_tokens: result.usage.input_tokens,
             output_tokens: result.usage.output_tokens,
         };
-        self.trim(session, agent.max_context_tokens, covers_seq)
-            .await;
-
         let outcome = match result.outcome {
             TurnOutcome::Completed => Outcome::Completed,
             TurnOutcome::Cancelled => Outcome::Cancelled,
             TurnOutcome::Failed => Outcome::Failed,
         };
+        // The answer is cut for the wire and the whole text let go before a trim writes
+        // its snapshot: the context holds that text already.
         let (content, truncated) = text::cut(&result.content);
         drop(result);
+        self.trim(session, agent.max_context_tokens, covers_seq)
+            .await;
         let complete = UpdateKind::TurnComplete {
             outcome,
             content,
