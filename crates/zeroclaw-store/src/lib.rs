@@ -334,18 +334,24 @@ impl Store {
 
     /// [`Store::record_progress`] of `Progress::Text { segment, text }` encoded from the
     /// borrowed `text`: a persister that keeps accumulating a long streamed text hands the
-    /// store only its JSON, never a copy of the text as well.
-    pub async fn record_text(
+    /// store only its JSON, never a copy of the text as well. The text is encoded when
+    /// this is called, not when the returned future is first polled.
+    pub fn record_text(
         &self,
         key: &SessionKey,
         turn_id: &str,
         segment: u32,
         text: &str,
-    ) -> Result<u32> {
-        let encoded = turns::EncodedProgress::text(segment, text)?;
-        let (key, turn_id) = (key.clone(), turn_id.to_owned());
-        self.call(move |db| turns::record_encoded(db, &key, &turn_id, &encoded))
-            .await
+    ) -> impl std::future::Future<Output = Result<u32>> + Send + 'static {
+        // Encoded now, so the caller may drop its text before awaiting the write.
+        let encoded = turns::EncodedProgress::text(segment, text);
+        let (store, key, turn_id) = (self.clone(), key.clone(), turn_id.to_owned());
+        async move {
+            let encoded = encoded?;
+            store
+                .call(move |db| turns::record_encoded(db, &key, &turn_id, encoded))
+                .await
+        }
     }
 
     /// One transaction appending the turn's final rows (build them with

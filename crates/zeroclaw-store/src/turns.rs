@@ -106,7 +106,7 @@ pub(crate) fn record_progress(
         event_key: progress.event_key(),
         payload,
     };
-    record_encoded(db, key, turn_id, &encoded)
+    record_encoded(db, key, turn_id, encoded)
 }
 
 /// A step already encoded: its `kind`, upsert key and JSON payload (as [`Progress`]
@@ -139,10 +139,14 @@ pub(crate) fn record_encoded(
     db: &mut Db,
     key: &SessionKey,
     turn_id: &str,
-    progress: &EncodedProgress,
+    progress: EncodedProgress,
 ) -> Result<u32> {
     db::require_acp(key)?;
-    let (event_key, payload) = (&progress.event_key, &progress.payload);
+    let EncodedProgress {
+        kind,
+        event_key,
+        payload,
+    } = progress;
     db.write(|conn| {
         let (pk, _) = db::require_session(conn, key)?;
         require_open(conn, pk, key, turn_id)?;
@@ -153,14 +157,15 @@ pub(crate) fn record_encoded(
             )?
             .query_row(params![pk, turn_id, event_key], |r| r.get(0))
             .optional()?;
-        let n = match existing {
+        let (n, mut write) = match existing {
             Some(n) => {
-                conn.prepare_cached(
+                let mut update = conn.prepare_cached(
                     "UPDATE checkpoint_events SET payload = ?4, updated_at = ?5 \
                      WHERE session = ?1 AND turn_id = ?2 AND n = ?3",
-                )?
-                .execute(params![pk, turn_id, n, payload, now])?;
-                n
+                )?;
+                update.raw_bind_parameter(4, payload.as_str())?;
+                update.raw_bind_parameter(5, now)?;
+                (n, update)
             }
             None => {
                 let n: u32 = conn
@@ -169,15 +174,26 @@ pub(crate) fn record_encoded(
                          WHERE session = ?1 AND turn_id = ?2",
                     )?
                     .query_row(params![pk, turn_id], |r| r.get(0))?;
-                conn.prepare_cached(
+                let mut insert = conn.prepare_cached(
                     "INSERT INTO checkpoint_events \
                      (session, turn_id, n, event_key, kind, payload, updated_at) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )?
-                .execute(params![pk, turn_id, n, event_key, progress.kind, payload, now])?;
-                n
+                )?;
+                insert.raw_bind_parameter(4, event_key.as_str())?;
+                insert.raw_bind_parameter(5, kind)?;
+                insert.raw_bind_parameter(6, payload.as_str())?;
+                insert.raw_bind_parameter(7, now)?;
+                (n, insert)
             }
         };
+        write.raw_bind_parameter(1, pk)?;
+        write.raw_bind_parameter(2, turn_id)?;
+        write.raw_bind_parameter(3, n)?;
+        // SQLite holds its own copy of the payload now: a long text's JSON is not kept
+        // while the row's record is built from it.
+        drop(payload);
+        write.raw_execute()?;
+        drop(write);
         conn.prepare_cached(
             "UPDATE checkpoints SET updated_at = ?3 WHERE session = ?1 AND turn_id = ?2",
         )?

@@ -129,12 +129,14 @@ impl Writer {
                 // capacity) goes before that is written.
                 self.text = String::new();
                 if !content.is_empty() {
-                    let segment = self.segment;
-                    self.record(Progress::Text {
-                        segment,
-                        text: content,
-                    })
-                    .await;
+                    // Encoded now; the text itself goes before the write is awaited.
+                    let write =
+                        self.store
+                            .record_text(&self.key, &self.turn_id, self.segment, &content);
+                    drop(content);
+                    if let Err(e) = write.await {
+                        tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+                    }
                 }
                 self.segment += 1;
                 for call in &tool_calls {
