@@ -483,9 +483,15 @@ impl Turn<'_> {
                 tools,
             };
             calls_made += 1;
-            let step = self.stream_step(&req).await;
+            // The request is handed to the provider (its messages are the one copy of the
+            // context a call costs); the input estimate is taken from the context, which
+            // is what it was built from until the step's messages are appended below.
+            let tools = req.tools.clone();
+            let step = self.stream_step(req).await;
             if step.started {
-                let call = usage::of_call(step.usage, &req, &step.text, &step.calls);
+                let (system, context) = (&self.spec.system_prompt, &*self.context);
+                let input = || usage::estimate_input_of(system, context, &tools);
+                let call = usage::of_call(step.usage, input, &step.text, &step.calls);
                 self.usage.add(call);
                 self.host.emit(TurnEvent::Usage { usage: call }).await;
             }
@@ -594,17 +600,28 @@ impl Turn<'_> {
             .collect()
     }
 
-    async fn stream_step(&mut self, req: &ProviderRequest) -> Step {
+    async fn stream_step(&mut self, req: ProviderRequest) -> Step {
         let mut step = Step::default();
         let mut retries = 0u32;
+        // The first attempt takes `req`; a retry sends a copy of it rebuilt from the
+        // context (unchanged while no byte was streamed), so no second copy of a large
+        // context is held while the provider streams.
+        let (model, tools) = (req.model.clone(), req.tools.clone());
+        let mut first = Some(req);
         let mut stream = loop {
+            let attempt = first.take().unwrap_or_else(|| ProviderRequest {
+                model: model.clone(),
+                system_prompt: self.spec.system_prompt.clone(),
+                messages: self.context.clone(),
+                tools: tools.clone(),
+            });
             let started = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
                     step.cancelled = true;
                     return step;
                 }
-                r = self.spec.provider.stream(req.clone()) => r,
+                r = self.spec.provider.stream(attempt) => r,
             };
             let error = match started {
                 Ok(s) => break s,

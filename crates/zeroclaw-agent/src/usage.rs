@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::ToolCallRequest;
-use crate::provider::{ProviderRequest, Usage};
+use crate::message::{ChatMessage, ToolCallRequest};
+use crate::provider::{ProviderRequest, ToolSchema, Usage};
 
 /// Bytes per token of the estimate.
 const BYTES_PER_TOKEN: usize = 4;
@@ -47,9 +47,34 @@ fn tokens_of(bytes: usize) -> u64 {
 
 /// The estimated input of a request: system prompt, messages and tool schemas as sent.
 pub fn estimate_input(req: &ProviderRequest) -> u64 {
-    let messages = serde_json::to_string(&req.messages).map_or(0, |s| s.len());
-    let tools = serde_json::to_string(&req.tools).map_or(0, |s| s.len());
-    tokens_of(req.system_prompt.len() + messages + tools)
+    estimate_input_of(&req.system_prompt, &req.messages, &req.tools)
+}
+
+/// [`estimate_input`] from the parts of a request (the request itself may have been
+/// handed to the provider). The JSON is counted, never built: a context holding a large
+/// prompt is not serialized into a second copy just to be measured.
+pub fn estimate_input_of(
+    system_prompt: &str,
+    messages: &[ChatMessage],
+    tools: &[ToolSchema],
+) -> u64 {
+    tokens_of(system_prompt.len() + json_len(messages) + json_len(tools))
+}
+
+/// Bytes of the compact JSON of `value` (0 if it cannot be encoded).
+fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(0, |_| count.0)
 }
 
 /// The estimated output of a response: its text and tool calls.
@@ -61,7 +86,7 @@ pub fn estimate_output(text: &str, calls: &[ToolCallRequest]) -> u64 {
 /// The usage of one call: the provider's report when it has both numbers, else estimated.
 pub fn of_call(
     reported: Option<Usage>,
-    req: &ProviderRequest,
+    input: impl FnOnce() -> u64,
     text: &str,
     calls: &[ToolCallRequest],
 ) -> CallUsage {
@@ -80,7 +105,7 @@ pub fn of_call(
             cache_write_tokens,
         },
         _ => CallUsage {
-            input_tokens: estimate_input(req),
+            input_tokens: input(),
             output_tokens: estimate_output(text, calls),
             estimated: true,
             cache_read_tokens: None,
@@ -92,7 +117,6 @@ pub fn of_call(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ChatMessage;
 
     fn req() -> ProviderRequest {
         ProviderRequest {
@@ -112,7 +136,7 @@ mod tests {
                 total_tokens: Some(10),
                 ..Usage::default()
             }),
-            &req(),
+            || estimate_input(&req()),
             "x",
             &[],
         );
@@ -129,7 +153,7 @@ mod tests {
 
     #[test]
     fn estimate_when_missing() {
-        let u = of_call(None, &req(), "12345678", &[]);
+        let u = of_call(None, || estimate_input(&req()), "12345678", &[]);
         assert!(u.estimated);
         assert_eq!(u.output_tokens, 2);
         assert!(u.input_tokens >= 4, "{u:?}");
@@ -139,7 +163,7 @@ mod tests {
             total_tokens: None,
             ..Usage::default()
         };
-        assert!(of_call(Some(partial), &req(), "", &[]).estimated);
+        assert!(of_call(Some(partial), || estimate_input(&req()), "", &[]).estimated);
         let mut t = TurnUsage::default();
         t.add(u);
         t.add(u);

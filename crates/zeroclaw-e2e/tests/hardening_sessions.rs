@@ -129,9 +129,12 @@ fn one_big_echo_prompt_is_not_amplified() {
         growth / MIB
     );
     // Before the echo provider streamed lazily this was about 34 x the prompt (every word
-    // a String and an event; debug build); now about 20 x: the prompt and the answer are
-    // held a few times over (request line, context, store writes, the answer being
-    // assembled and checkpointed) plus the bounded outbound and progress queues.
+    // a String and an event; debug build); then about 17 x (138 MiB); since the trim
+    // snapshot, the provider request and the checkpoint writes stopped copying the text
+    // 100-116 MiB (12-14.5 x, RSS moves by about 15 MiB run to run): the prompt and the
+    // answer are still held a few times over (context, the provider's copy, the answer
+    // assembled by the turn and by the persister, SQLite's bound copy and record) plus
+    // the bounded outbound queue. Breakdown in docs/BENCHMARKS.md (item 4).
     assert!(
         growth < 24 * len,
         "peak RSS grew by {growth} bytes for a {len}-byte prompt"
@@ -148,7 +151,8 @@ fn four_big_echo_prompts_at_once_are_not_amplified() {
         growth / MIB
     );
     assert!(
-        // Before: over 880 MiB (still growing when stopped); now about 346 MiB.
+        // Before: over 880 MiB (still growing when stopped); then about 346 MiB; now
+        // 247-285 MiB (debug build, three runs).
         growth < 4 * 16 * len,
         "peak RSS grew by {growth} bytes for four {len}-byte prompts"
     );

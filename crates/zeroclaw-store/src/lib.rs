@@ -44,6 +44,7 @@ mod compaction;
 mod db;
 mod error;
 mod history;
+mod json;
 mod recovery;
 mod rewind;
 mod schema;
@@ -64,6 +65,7 @@ use tokio::sync::{mpsc, oneshot};
 pub use compaction::CompactionCommit;
 pub use error::{Result, StoreError};
 pub use history::{char_floor, json_size as message_json_size};
+pub use json::to_json_exact;
 pub use recovery::provider_safe;
 pub use rewind::ToMessages;
 pub use schema::SCHEMA_VERSION;
@@ -330,6 +332,28 @@ impl Store {
             .await
     }
 
+    /// [`Store::record_progress`] of `Progress::Text { segment, text }` encoded from the
+    /// borrowed `text`: a persister that keeps accumulating a long streamed text hands the
+    /// store only its JSON, never a copy of the text as well. The text is encoded when
+    /// this is called, not when the returned future is first polled.
+    pub fn record_text(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        segment: u32,
+        text: &str,
+    ) -> impl std::future::Future<Output = Result<u32>> + Send + 'static {
+        // Encoded now, so the caller may drop its text before awaiting the write.
+        let encoded = turns::EncodedProgress::text(segment, text);
+        let (store, key, turn_id) = (self.clone(), key.clone(), turn_id.to_owned());
+        async move {
+            let encoded = encoded?;
+            store
+                .call(move |db| turns::record_encoded(db, &key, &turn_id, encoded))
+                .await
+        }
+    }
+
     /// One transaction appending the turn's final rows (build them with
     /// [`Progress::to_row`] / [`NewRow`] helpers) and closing its checkpoint with `status`
     /// (`Completed`, `Cancelled` or `Failed`). Returns the rows' seqs. Fails with
@@ -366,8 +390,21 @@ impl Store {
         covers_seq: i64,
         messages: Value,
     ) -> Result<i64> {
+        let json = json::to_json_exact(&messages)?;
+        drop(messages);
+        self.save_snapshot_json(key, covers_seq, json).await
+    }
+
+    /// [`Store::save_snapshot`] with the messages already encoded as a JSON array (a large
+    /// context is then never held as a `Value` tree as well as its text).
+    pub async fn save_snapshot_json(
+        &self,
+        key: &SessionKey,
+        covers_seq: i64,
+        messages_json: String,
+    ) -> Result<i64> {
         let key = key.clone();
-        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages))
+        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, messages_json))
             .await
     }
 

@@ -2,8 +2,9 @@
 //! (checkpoint events, upserted by key), `finish_turn` (final rows + closed checkpoint), and
 //! snapshots of the retained provider context. Each call is one transaction.
 
+use std::borrow::Cow;
+
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
@@ -99,9 +100,53 @@ pub(crate) fn record_progress(
     turn_id: &str,
     progress: &Progress,
 ) -> Result<u32> {
+    let payload = crate::json::to_json_exact(progress)?;
+    let encoded = EncodedProgress {
+        kind: progress.kind(),
+        event_key: progress.event_key(),
+        payload,
+    };
+    record_encoded(db, key, turn_id, encoded)
+}
+
+/// A step already encoded: its `kind`, upsert key and JSON payload (as [`Progress`]
+/// serializes).
+pub(crate) struct EncodedProgress {
+    pub kind: &'static str,
+    pub event_key: String,
+    pub payload: String,
+}
+
+impl EncodedProgress {
+    /// The accumulated text of `segment`, encoded from a borrowed text: the caller keeps
+    /// its text and only the JSON is handed to the store (no copy of a long text first).
+    pub fn text(segment: u32, text: &str) -> Result<EncodedProgress> {
+        #[derive(serde::Serialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        enum Borrowed<'a> {
+            Text { segment: u32, text: &'a str },
+        }
+        Ok(EncodedProgress {
+            kind: "text",
+            event_key: format!("text:{segment}"),
+            payload: crate::json::to_json_exact(&Borrowed::Text { segment, text })?,
+        })
+    }
+}
+
+/// [`record_progress`] of an [`EncodedProgress`].
+pub(crate) fn record_encoded(
+    db: &mut Db,
+    key: &SessionKey,
+    turn_id: &str,
+    progress: EncodedProgress,
+) -> Result<u32> {
     db::require_acp(key)?;
-    let payload = serde_json::to_string(progress)?;
-    let event_key = progress.event_key();
+    let EncodedProgress {
+        kind,
+        event_key,
+        payload,
+    } = progress;
     db.write(|conn| {
         let (pk, _) = db::require_session(conn, key)?;
         require_open(conn, pk, key, turn_id)?;
@@ -112,14 +157,15 @@ pub(crate) fn record_progress(
             )?
             .query_row(params![pk, turn_id, event_key], |r| r.get(0))
             .optional()?;
-        let n = match existing {
+        let (n, mut write) = match existing {
             Some(n) => {
-                conn.prepare_cached(
+                let mut update = conn.prepare_cached(
                     "UPDATE checkpoint_events SET payload = ?4, updated_at = ?5 \
                      WHERE session = ?1 AND turn_id = ?2 AND n = ?3",
-                )?
-                .execute(params![pk, turn_id, n, payload, now])?;
-                n
+                )?;
+                update.raw_bind_parameter(4, payload.as_str())?;
+                update.raw_bind_parameter(5, now)?;
+                (n, update)
             }
             None => {
                 let n: u32 = conn
@@ -128,15 +174,26 @@ pub(crate) fn record_progress(
                          WHERE session = ?1 AND turn_id = ?2",
                     )?
                     .query_row(params![pk, turn_id], |r| r.get(0))?;
-                conn.prepare_cached(
+                let mut insert = conn.prepare_cached(
                     "INSERT INTO checkpoint_events \
                      (session, turn_id, n, event_key, kind, payload, updated_at) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )?
-                .execute(params![pk, turn_id, n, event_key, progress.kind(), payload, now])?;
-                n
+                )?;
+                insert.raw_bind_parameter(4, event_key.as_str())?;
+                insert.raw_bind_parameter(5, kind)?;
+                insert.raw_bind_parameter(6, payload.as_str())?;
+                insert.raw_bind_parameter(7, now)?;
+                (n, insert)
             }
         };
+        write.raw_bind_parameter(1, pk)?;
+        write.raw_bind_parameter(2, turn_id)?;
+        write.raw_bind_parameter(3, n)?;
+        // SQLite holds its own copy of the payload now: a long text's JSON is not kept
+        // while the row's record is built from it.
+        drop(payload);
+        write.raw_execute()?;
+        drop(write);
         conn.prepare_cached(
             "UPDATE checkpoints SET updated_at = ?3 WHERE session = ?1 AND turn_id = ?2",
         )?
@@ -232,12 +289,11 @@ pub(crate) fn save_snapshot(
     db: &mut Db,
     key: &SessionKey,
     covers_seq: i64,
-    messages: &Value,
+    messages_json: String,
 ) -> Result<i64> {
-    let json = serde_json::to_string(messages)?;
     db.write(|conn| {
         let (pk, _) = db::require_live(conn, key)?;
-        insert_snapshot(conn, pk, covers_seq, &json)
+        insert_snapshot_text(conn, pk, covers_seq, Cow::Owned(messages_json))
     })
 }
 
@@ -248,6 +304,17 @@ pub(crate) fn insert_snapshot(
     pk: i64,
     covers_seq: i64,
     messages_json: &str,
+) -> Result<i64> {
+    insert_snapshot_text(conn, pk, covers_seq, Cow::Borrowed(messages_json))
+}
+
+/// [`insert_snapshot`]; an owned text is dropped as soon as SQLite has its bound copy,
+/// before the row's record is built, so a large snapshot is not held three times.
+fn insert_snapshot_text(
+    conn: &Connection,
+    pk: i64,
+    covers_seq: i64,
+    messages_json: Cow<'_, str>,
 ) -> Result<i64> {
     let last = db::last_seq(conn, pk)?;
     if !(0..=last).contains(&covers_seq) {
@@ -261,11 +328,18 @@ pub(crate) fn insert_snapshot(
         [pk],
         |r| r.get(0),
     )?;
-    conn.execute(
+    let mut insert = conn.prepare_cached(
         "INSERT INTO snapshots (session, id, covers_seq, messages, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![pk, id, covers_seq, messages_json, now_ms()],
     )?;
+    insert.raw_bind_parameter(1, pk)?;
+    insert.raw_bind_parameter(2, id)?;
+    insert.raw_bind_parameter(3, covers_seq)?;
+    insert.raw_bind_parameter(4, messages_json.as_ref())?;
+    insert.raw_bind_parameter(5, now_ms())?;
+    drop(messages_json);
+    insert.raw_execute()?;
+    drop(insert);
     // Only the latest snapshot is read for the current context, and the ones a turn start
     // names for a rewind (SPEC §18); the rest would only grow the file with each trim.
     conn.execute(

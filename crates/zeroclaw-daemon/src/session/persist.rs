@@ -104,11 +104,15 @@ impl Writer {
 
     async fn flush_text(&mut self) {
         if self.dirty_since.take().is_some() && !self.text.is_empty() {
-            let progress = Progress::Text {
-                segment: self.segment,
-                text: self.text.clone(),
-            };
-            self.record(progress).await;
+            // Encoded from the borrowed text: the text keeps growing here, only its JSON
+            // goes to the store.
+            if let Err(e) = self
+                .store
+                .record_text(&self.key, &self.turn_id, self.segment, &self.text)
+                .await
+            {
+                tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+            }
         }
     }
 
@@ -121,16 +125,20 @@ impl Writer {
                 tool_calls,
             } => {
                 self.dirty_since = None;
+                // The step's whole text is in `content`: the streamed copy (and its
+                // capacity) goes before that is written.
+                self.text = String::new();
                 if !content.is_empty() {
-                    let segment = self.segment;
-                    self.record(Progress::Text {
-                        segment,
-                        text: content,
-                    })
-                    .await;
+                    // Encoded now; the text itself goes before the write is awaited.
+                    let write =
+                        self.store
+                            .record_text(&self.key, &self.turn_id, self.segment, &content);
+                    drop(content);
+                    if let Err(e) = write.await {
+                        tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+                    }
                 }
                 self.segment += 1;
-                self.text.clear();
                 for call in &tool_calls {
                     self.record(Progress::ToolCall(tool_call_of(call))).await;
                 }
@@ -301,16 +309,15 @@ pub(crate) fn context_from(restored: &RestoredContext) -> Vec<ChatMessage> {
     provider_safe(&out)
 }
 
-/// A trim of the retained context.
+/// A trim of the retained context: the messages before `dropped` leave it.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Trim {
-    pub kept: Vec<ChatMessage>,
     pub dropped: usize,
 }
 
 /// When `context` is over `max_tokens`, drops the oldest whole turns (a turn starts at a
 /// user message) until it fits, always keeping the latest turn. `None` when nothing needs
-/// to or can be dropped.
+/// to or can be dropped. Nothing is copied: the kept messages are `context[dropped..]`.
 pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Trim> {
     if estimate_tokens(context) <= max_tokens {
         return None;
@@ -328,11 +335,14 @@ pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Tr
             break;
         }
     }
-    let cut = cut?;
-    Some(Trim {
-        kept: context[cut..].to_vec(),
-        dropped: cut,
-    })
+    Some(Trim { dropped: cut? })
+}
+
+/// The JSON of a context snapshot, written straight from the messages at its exact size:
+/// no `Value` tree of the context and no spare capacity, so a snapshot of a large context
+/// costs its own size once (SPEC §17).
+pub(crate) fn snapshot_json(messages: &[ChatMessage]) -> serde_json::Result<String> {
+    zeroclaw_store::to_json_exact(messages)
 }
 
 #[cfg(test)]
@@ -436,7 +446,6 @@ mod tests {
         assert_eq!(plan_trim(&ctx, 100_000), None);
         let t = plan_trim(&ctx, 1).expect("trim");
         assert_eq!(t.dropped, 4);
-        assert_eq!(t.kept, ctx[4..].to_vec());
         let t = plan_trim(&ctx, estimate_tokens(&ctx[2..])).expect("trim");
         assert_eq!(t.dropped, 2);
         assert_eq!(
@@ -444,5 +453,15 @@ mod tests {
             None,
             "a single turn is never dropped"
         );
+    }
+
+    #[test]
+    fn snapshot_json_is_the_messages_json_at_its_exact_size() {
+        let ctx = turn_messages();
+        let json = snapshot_json(&ctx).expect("encodes");
+        assert_eq!(json, serde_json::to_string(&ctx).expect("encodes"));
+        assert_eq!(json.capacity(), json.len());
+        let back: Vec<ChatMessage> = serde_json::from_str(&json).expect("decodes");
+        assert_eq!(back, ctx);
     }
 }

@@ -273,16 +273,17 @@ impl Runner {
             input_tokens: result.usage.input_tokens,
             output_tokens: result.usage.output_tokens,
         };
-        self.trim(session, agent.max_context_tokens, covers_seq)
-            .await;
-
         let outcome = match result.outcome {
             TurnOutcome::Completed => Outcome::Completed,
             TurnOutcome::Cancelled => Outcome::Cancelled,
             TurnOutcome::Failed => Outcome::Failed,
         };
+        // The answer is cut for the wire and the whole text let go before a trim writes
+        // its snapshot: the context holds that text already.
         let (content, truncated) = text::cut(&result.content);
         drop(result);
+        self.trim(session, agent.max_context_tokens, covers_seq)
+            .await;
         let complete = UpdateKind::TurnComplete {
             outcome,
             content,
@@ -310,8 +311,10 @@ impl Runner {
         let Some(trim) = persist::plan_trim(&self.context, max_tokens) else {
             return;
         };
-        let messages = match serde_json::to_value(&trim.kept) {
-            Ok(v) => v,
+        // The kept messages are encoded where they are, at the JSON's exact size: a trim
+        // of a context holding a large prompt and its answer does not copy them again.
+        let messages = match persist::snapshot_json(&self.context[trim.dropped..]) {
+            Ok(json) => json,
             Err(e) => {
                 tracing::error!("cannot encode a context snapshot: {e}");
                 return;
@@ -321,13 +324,13 @@ impl Runner {
             Err(StoreError::InjectedFailure)
         } else {
             self.store
-                .save_snapshot(&session.key, covers_seq, messages)
+                .save_snapshot_json(&session.key, covers_seq, messages)
                 .await
         };
         match saved {
             Ok(_) => {
-                let kept = trim.kept.len();
-                self.context = trim.kept;
+                self.context.drain(..trim.dropped);
+                let kept = self.context.len();
                 session.stream.emit_update(&UpdateKind::HistoryTrimmed {
                     dropped_messages: trim.dropped as u64,
                     kept_messages: kept as u64,
