@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use browser::{Browser, Page, Relay, screenshot_dir};
 use common::{Conn, TestDaemon};
 use serde_json::{Value, json};
+use zeroclaw_testkit::chat_window::ChatWindow;
 use zeroclaw_testkit::{FakeOpenAi, Scripted};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -955,59 +956,6 @@ fn wait_subscribers(c: &mut Conn, session: &str, n: u64) {
     }
 }
 
-/// `zeroclaw chat --session SID` on a pseudo-terminal: waits for `needle` in what it wrote,
-/// and shows the screen (as a terminal draws it) when it never comes.
-struct ChatWindow {
-    pty: rexpect::session::PtySession,
-    seen: String,
-}
-
-impl ChatWindow {
-    fn open(config_dir: &std::path::Path, sid: &str) -> ChatWindow {
-        let mut cmd = std::process::Command::new(common::BIN);
-        cmd.arg("chat")
-            .arg("--config-dir")
-            .arg(config_dir)
-            .args(["--session", sid])
-            .env_remove("ZEROCLAW_SOCKET")
-            .env("NO_COLOR", "1")
-            .env("TERM", "xterm")
-            .env("RUST_LOG", "warn");
-        let pty = rexpect::session::spawn_command(cmd, Some(20_000)).expect("chat on a pty");
-        ChatWindow {
-            pty,
-            seen: String::new(),
-        }
-    }
-
-    /// Waits for `needle` (rexpect reads the output a byte per char, so the needle is
-    /// matched the same way).
-    fn expect(&mut self, needle: &str) {
-        let raw: String = needle.bytes().map(char::from).collect();
-        match self.pty.exp_string(&raw) {
-            Ok(before) => {
-                self.seen.push_str(&before);
-                self.seen.push_str(&raw);
-            }
-            Err(e) => panic!(
-                "the chat never showed {needle:?}; its screen:\n{}\n({e})",
-                self.lines().join("\n")
-            ),
-        }
-    }
-
-    fn send_line(&mut self, line: &str) {
-        self.pty.send(&format!("{line}\r")).expect("keys");
-        self.pty.flush().expect("flush");
-    }
-
-    /// The lines on the screen now.
-    fn lines(&self) -> Vec<String> {
-        let bytes: Vec<u8> = self.seen.chars().map(|c| c as u8).collect();
-        common::screen::Screen::of(&String::from_utf8_lossy(&bytes)).lines()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
 async fn a_terminal_chat_and_a_browser_see_each_others_prompts_and_answers() {
@@ -1023,11 +971,11 @@ async fn a_terminal_chat_and_a_browser_see_each_others_prompts_and_answers() {
     open_session(&page, &sid).await;
     let dir = dash.daemon.config_dir().to_path_buf();
     let mut chat = tokio::task::block_in_place(|| {
-        let mut chat = ChatWindow::open(&dir, &sid);
+        let mut chat = ChatWindow::open(&dir, &["--session", &sid]);
         chat.expect("> ");
         wait_subscribers(&mut admin, &sid, 2);
         // Typed in the terminal: the echo agent streams the words back.
-        chat.send_line("typed in the terminal");
+        chat.send("typed in the terminal\r");
         chat.expect(" out · context ");
         chat
     });
@@ -1047,7 +995,7 @@ async fn a_terminal_chat_and_a_browser_see_each_others_prompts_and_answers() {
     let screen = tokio::task::block_in_place(|| {
         chat.expect("sent from the browser");
         chat.expect(" out · context ");
-        chat.lines()
+        chat.screen()
     });
     assert!(
         screen

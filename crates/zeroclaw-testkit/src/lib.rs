@@ -18,6 +18,8 @@
 #![deny(unsafe_code)]
 
 #[cfg(unix)]
+pub mod chat_window;
+#[cfg(unix)]
 pub mod daemon;
 mod fake;
 mod fake_anthropic;

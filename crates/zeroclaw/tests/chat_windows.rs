@@ -6,103 +6,15 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::screen::Screen;
-use common::{BIN, Conn, Fake, TestDaemon};
-use rexpect::process::WaitStatus;
-use rexpect::session::{PtySession, spawn_command};
+use common::{Conn, Fake, TestDaemon};
 use serde_json::json;
 use zeroclaw_testkit::Scripted;
+use zeroclaw_testkit::chat_window::ChatWindow;
 
 const ENTER: &str = "\r";
-
-/// A chat on a pty, and everything it wrote so far.
-struct Window {
-    p: PtySession,
-    seen: String,
-}
-
-impl Window {
-    /// `zeroclaw chat` on a pty, without colours, waiting up to 20 s per expect.
-    fn open(config_dir: &Path, args: &[&str]) -> Window {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("chat")
-            .arg("--config-dir")
-            .arg(config_dir)
-            .args(args)
-            .env_remove("ZEROCLAW_SOCKET")
-            .env_remove("ZEROCLAW_CONFIG_DIR")
-            .env_remove("ZEROCLAW_DATA_DIR")
-            .env("NO_COLOR", "1")
-            .env("TERM", "xterm")
-            .env("RUST_LOG", "warn");
-        let p = spawn_command(cmd, Some(20_000)).expect("spawn chat on a pty");
-        Window {
-            p,
-            seen: String::new(),
-        }
-    }
-
-    /// Waits for `needle` in the output (bytes, as written); everything read is kept.
-    fn expect(&mut self, needle: &str) {
-        let raw: String = needle.bytes().map(char::from).collect();
-        match self.p.exp_string(&raw) {
-            Ok(before) => {
-                self.seen.push_str(&before);
-                self.seen.push_str(&raw);
-            }
-            Err(e) => panic!(
-                "expected {needle:?}; the screen shows:\n{}\n({e})",
-                self.screen().join("\n")
-            ),
-        }
-    }
-
-    /// The lines on the screen now.
-    fn screen(&self) -> Vec<String> {
-        let bytes: Vec<u8> = self.seen.chars().map(|c| c as u8).collect();
-        Screen::of(&String::from_utf8_lossy(&bytes)).lines()
-    }
-
-    fn send(&mut self, keys: &str) {
-        self.p.send(keys).expect("send keys");
-        self.p.flush().expect("flush keys");
-    }
-
-    /// Waits for the line editor's prompt.
-    fn prompt(&mut self) {
-        self.expect("> ");
-    }
-
-    /// Waits for the end of a turn: the token usage note comes last.
-    fn turn_end(&mut self) {
-        self.expect(" out · context ");
-        self.expect("]");
-    }
-
-    /// Ctrl-D at the prompt: the chat ends with status 0.
-    fn leave(mut self) {
-        self.p.send_control('d').expect("Ctrl-D");
-        self.exits();
-    }
-
-    /// The chat ends by itself with status 0.
-    fn exits(mut self) {
-        if let Err(e) = self.p.exp_eof() {
-            panic!(
-                "the chat did not end; the screen shows:\n{}\n({e})",
-                self.screen().join("\n")
-            );
-        }
-        match self.p.process_mut().wait().expect("wait") {
-            WaitStatus::Exited(_, 0) => {}
-            other => panic!("chat ended with {other:?}"),
-        }
-    }
-}
 
 /// Lines of `screen` that are exactly `line`, or start with it and go on with a space.
 fn count_lines(screen: &[String], line: &str) -> usize {
@@ -151,9 +63,9 @@ fn the_screen_model_drops_what_the_terminal_drops() {
 fn a_prompt_typed_in_one_window_appears_whole_in_the_other() {
     let daemon = TestDaemon::start();
     let dir = daemon.config_dir();
-    let mut one = Window::open(dir, &["--session", "two-windows"]);
+    let mut one = ChatWindow::open(dir, &["--session", "two-windows"]);
     one.prompt();
-    let mut two = Window::open(dir, &["--session", "two-windows"]);
+    let mut two = ChatWindow::open(dir, &["--session", "two-windows"]);
     two.prompt();
     let mut c = daemon.client();
     wait_subscribers(&mut c, "two-windows", 1);
@@ -217,7 +129,7 @@ fn a_prompt_typed_in_one_window_appears_whole_in_the_other() {
 #[test]
 fn lines_typed_ahead_run_in_order_then_quit() {
     let daemon = TestDaemon::start();
-    let mut w = Window::open(daemon.config_dir(), &["--session", "ahead"]);
+    let mut w = ChatWindow::open(daemon.config_dir(), &["--session", "ahead"]);
     w.prompt();
     // Typed fast: both lines arrive in one read of the terminal.
     w.send(&format!("zebra crossing{ENTER}/quit{ENTER}"));
@@ -237,7 +149,7 @@ fn lines_typed_while_a_turn_streams_wait_for_it() {
     let daemon = TestDaemon::start_with(&[], |dir| {
         std::fs::write(dir.join("config.toml"), config).unwrap();
     });
-    let mut w = Window::open(daemon.config_dir(), &["--session", "streaming"]);
+    let mut w = ChatWindow::open(daemon.config_dir(), &["--session", "streaming"]);
     w.prompt();
     w.send(&format!("one{ENTER}"));
     w.expect("slow ");
@@ -251,7 +163,7 @@ fn lines_typed_while_a_turn_streams_wait_for_it() {
 #[test]
 fn title_rewind_compact_and_fork_from_the_chat() {
     let daemon = TestDaemon::start();
-    let mut w = Window::open(daemon.config_dir(), &["--session", "cmds"]);
+    let mut w = ChatWindow::open(daemon.config_dir(), &["--session", "cmds"]);
     w.prompt();
     w.send(&format!("first prompt{ENTER}"));
     w.turn_end();
