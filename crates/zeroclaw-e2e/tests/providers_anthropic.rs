@@ -9,8 +9,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, Served, TestDaemon, streamed_text, updates};
+use common::{Conn, Served, TestDaemon, streamed_text};
 use serde_json::{Value, json};
+use zeroclaw_testkit::frames::updates_typed;
 use zeroclaw_testkit::{FakeAnthropic, Reply};
 
 /// The fake server and the runtime serving it.
@@ -45,15 +46,8 @@ fn new_session(c: &mut Conn) -> String {
     r["sessionId"].as_str().unwrap().to_string()
 }
 
-fn of_type(msgs: &[Value], t: &str) -> Vec<Value> {
-    updates(msgs)
-        .into_iter()
-        .filter(|u| u["type"] == t)
-        .collect()
-}
-
 fn thoughts(msgs: &[Value]) -> String {
-    of_type(msgs, "agent_thought_chunk")
+    updates_typed(msgs, "agent_thought_chunk")
         .iter()
         .map(|u| u["text"].as_str().unwrap_or_default().to_string())
         .collect()
@@ -140,7 +134,7 @@ fn a_streamed_answer_with_prompt_caching_and_cache_usage() {
     assert_eq!(tools, ["bash", "read_file", "write_file"]);
 
     // usage: input = new + cache read + cache written (12 + 50 + 100)
-    let usage = of_type(&msgs, "usage");
+    let usage = updates_typed(&msgs, "usage");
     assert_eq!(usage.len(), 1, "{msgs:?}");
     assert_eq!(usage[0]["inputTokens"], 162);
     assert_eq!(usage[0]["outputTokens"], 7);
@@ -187,12 +181,16 @@ fn two_tool_calls_with_thinking_kept_for_the_tool_loop_and_never_persisted() {
         thoughts(&msgs),
         "I should list the files first.Now I can answer."
     );
-    let calls = of_type(&msgs, "tool_call");
+    let calls = updates_typed(&msgs, "tool_call");
     assert_eq!(calls.len(), 2, "{msgs:?}");
     assert_eq!(calls[0]["toolCallId"], "toolu_01");
     assert_eq!(calls[0]["rawInput"], json!({"command": "echo from-bash"}));
     assert_eq!(calls[1]["toolCallId"], "toolu_02");
-    assert_eq!(of_type(&msgs, "approval_request").len(), 1, "bash only");
+    assert_eq!(
+        updates_typed(&msgs, "approval_request").len(),
+        1,
+        "bash only"
+    );
 
     // The second call sends the thinking back (with its signature) before the tool_use
     // blocks, and both results in one user message, as tool_result blocks.
@@ -290,7 +288,7 @@ fn an_error_event_mid_stream_fails_the_turn_with_its_message() {
     assert_eq!(resp["result"]["outcome"], "failed", "{resp}");
     assert_eq!(resp["result"]["content"], "provider error: Overloaded");
     assert_eq!(streamed_text(&msgs), "Partial answer ");
-    assert!(of_type(&msgs, "provider_retry").is_empty());
+    assert!(updates_typed(&msgs, "provider_retry").is_empty());
     assert_eq!(claude.server.pending(), 1, "retried after streaming began");
 }
 
@@ -329,7 +327,7 @@ fn a_529_then_success_is_retried() {
     let sid = new_session(&mut c);
     let (msgs, resp) = c.prompt(&sid, "hi");
     assert_eq!(resp["result"]["content"], "made it", "{resp}");
-    let r = of_type(&msgs, "provider_retry");
+    let r = updates_typed(&msgs, "provider_retry");
     assert_eq!(r.len(), 1, "{msgs:?}");
     assert_eq!(r[0]["attempt"], 1);
     assert_eq!(r[0]["delaySecs"], 0.0);
@@ -358,7 +356,7 @@ fn a_429_on_every_try_fails_after_three_retries() {
             .is_some_and(|s| s.contains("429") && s.contains("per-minute rate limit")),
         "{resp}"
     );
-    assert_eq!(of_type(&msgs, "provider_retry").len(), 3);
+    assert_eq!(updates_typed(&msgs, "provider_retry").len(), 3);
     assert_eq!(claude.server.messages_requests().len(), 4);
 }
 
@@ -487,7 +485,7 @@ fn cancel_during_a_back_off_wait_ends_the_turn_at_once() {
     let sid = new_session(&mut c);
     let id = c.send_call("session/prompt", json!({"sessionId": sid, "prompt": "hi"}));
     let mut seen = Vec::new();
-    while of_type(&seen, "provider_retry").is_empty() {
+    while updates_typed(&seen, "provider_retry").is_empty() {
         let m = c.recv();
         assert_ne!(m.get("id"), Some(&id), "answered before a retry: {m}");
         seen.push(m);

@@ -8,8 +8,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, Served, TestDaemon, streamed_text, updates};
-use serde_json::{Value, json};
+use common::{Conn, Served, TestDaemon, streamed_text};
+use serde_json::json;
+use zeroclaw_testkit::frames::updates_typed;
 use zeroclaw_testkit::{FakeGemini, GeminiReply};
 
 /// The fake server and the runtime serving it.
@@ -43,13 +44,6 @@ fn new_session(c: &mut Conn) -> String {
     r["sessionId"].as_str().unwrap().to_string()
 }
 
-fn of_type(msgs: &[Value], t: &str) -> Vec<Value> {
-    updates(msgs)
-        .into_iter()
-        .filter(|u| u["type"] == t)
-        .collect()
-}
-
 #[test]
 fn a_streamed_answer_with_thoughts_and_cached_usage() {
     let gemini = Gemini::start();
@@ -62,7 +56,7 @@ fn a_streamed_answer_with_thoughts_and_cached_usage() {
     let (msgs, resp) = c.prompt(&sid, "hello");
     assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
     assert_eq!(streamed_text(&msgs), "Here you go.");
-    let thought: String = of_type(&msgs, "agent_thought_chunk")
+    let thought: String = updates_typed(&msgs, "agent_thought_chunk")
         .iter()
         .map(|u| u["text"].as_str().unwrap_or_default().to_string())
         .collect();
@@ -86,7 +80,7 @@ fn a_streamed_answer_with_thoughts_and_cached_usage() {
         rec.body["contents"],
         json!([{"role": "user", "parts": [{"text": "hello"}]}])
     );
-    let usage = of_type(&msgs, "usage");
+    let usage = updates_typed(&msgs, "usage");
     assert_eq!(usage.len(), 1);
     assert_eq!(usage[0]["inputTokens"], 40);
     assert_eq!(usage[0]["outputTokens"], 10, "candidates + thoughts");
@@ -110,8 +104,8 @@ fn two_function_calls_go_back_with_their_thought_signatures() {
     let sid = new_session(&mut c);
     let (msgs, resp) = c.prompt(&sid, "go");
     assert_eq!(resp["result"]["content"], "Finished.", "{resp}");
-    assert_eq!(of_type(&msgs, "tool_call").len(), 2, "{msgs:?}");
-    assert_eq!(of_type(&msgs, "tool_result").len(), 2);
+    assert_eq!(updates_typed(&msgs, "tool_call").len(), 2, "{msgs:?}");
+    assert_eq!(updates_typed(&msgs, "tool_result").len(), 2);
     let reqs = gemini.server.generate_requests();
     assert_eq!(reqs.len(), 2);
     let contents = reqs[1]["contents"].as_array().unwrap();
@@ -188,7 +182,7 @@ fn errors_fail_the_turn_with_the_message_and_a_429_is_retried() {
     let sid = new_session(&mut c);
     let (msgs, resp) = c.prompt(&sid, "one");
     assert_eq!(resp["result"]["content"], "after the wait", "{resp}");
-    let r = of_type(&msgs, "provider_retry");
+    let r = updates_typed(&msgs, "provider_retry");
     assert_eq!(r.len(), 1);
     assert_eq!(
         r[0]["reason"],

@@ -8,8 +8,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, Served, TestDaemon, streamed_text, updates};
-use serde_json::{Value, json};
+use common::{Conn, Served, TestDaemon, streamed_text};
+use serde_json::json;
+use zeroclaw_testkit::frames::updates_typed;
 use zeroclaw_testkit::{FakeOllama, OllamaReply};
 
 /// The fake server and the runtime serving it.
@@ -44,13 +45,6 @@ fn new_session(c: &mut Conn) -> String {
     r["sessionId"].as_str().unwrap().to_string()
 }
 
-fn of_type(msgs: &[Value], t: &str) -> Vec<Value> {
-    updates(msgs)
-        .into_iter()
-        .filter(|u| u["type"] == t)
-        .collect()
-}
-
 #[test]
 fn a_streamed_answer_with_num_ctx_thinking_and_usage() {
     let llama = Llama::start();
@@ -63,7 +57,7 @@ fn a_streamed_answer_with_num_ctx_thinking_and_usage() {
     let (msgs, resp) = c.prompt(&sid, "hello");
     assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
     assert_eq!(streamed_text(&msgs), "Hi there!");
-    let thought: String = of_type(&msgs, "agent_thought_chunk")
+    let thought: String = updates_typed(&msgs, "agent_thought_chunk")
         .iter()
         .map(|u| u["text"].as_str().unwrap_or_default().to_string())
         .collect();
@@ -86,7 +80,7 @@ fn a_streamed_answer_with_num_ctx_thinking_and_usage() {
         json!([{"role": "system", "content": "Be brief."},
                {"role": "user", "content": "hello"}])
     );
-    let usage = of_type(&msgs, "usage");
+    let usage = updates_typed(&msgs, "usage");
     assert_eq!(usage.len(), 1);
     assert_eq!(usage[0]["inputTokens"], 26);
     assert_eq!(usage[0]["outputTokens"], 9);
@@ -109,10 +103,10 @@ fn two_tool_calls_in_one_response_and_their_results_sent_back() {
     let sid = new_session(&mut c);
     let (msgs, resp) = c.prompt(&sid, "go");
     assert_eq!(resp["result"]["content"], "Done.", "{resp}");
-    let calls = of_type(&msgs, "tool_call");
+    let calls = updates_typed(&msgs, "tool_call");
     assert_eq!(calls.len(), 2, "{msgs:?}");
     assert_eq!(calls[0]["rawInput"], json!({"command": "echo from-ollama"}));
-    let results = of_type(&msgs, "tool_result");
+    let results = updates_typed(&msgs, "tool_result");
     assert_eq!(results.len(), 2);
     let reqs = llama.server.chat_requests();
     assert_eq!(reqs.len(), 2);
@@ -189,7 +183,7 @@ fn errors_fail_the_turn_with_ollamas_message_and_a_503_is_retried() {
     assert_eq!(streamed_text(&msgs), "Half ");
     let (msgs, resp) = c.prompt(&sid, "three");
     assert_eq!(resp["result"]["content"], "back", "{resp}");
-    assert_eq!(of_type(&msgs, "provider_retry").len(), 1);
+    assert_eq!(updates_typed(&msgs, "provider_retry").len(), 1);
     let (_, resp) = c.prompt(&sid, "four");
     assert_eq!(resp["result"]["outcome"], "failed");
     assert!(

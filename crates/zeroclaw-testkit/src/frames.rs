@@ -20,6 +20,11 @@ pub fn updates_of<'a>(frames: &'a [Value], kind: &'a str) -> impl Iterator<Item 
         .map(|m| &m["params"])
 }
 
+/// The `session/update` params among `frames`, of type `kind`, as a list.
+pub fn updates_typed(frames: &[Value], kind: &str) -> Vec<Value> {
+    updates_of(frames, kind).cloned().collect()
+}
+
 /// The update types, in order.
 pub fn update_types(msgs: &[Value]) -> Vec<String> {
     updates(msgs)
