@@ -559,6 +559,31 @@ async fn a_login_code_works_once() {
     assert_eq!(code(&e), -32602, "{e}");
 }
 
+/// Eight connections present one code at the same moment: exactly one gets a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_code_raced_by_eight_connections_logs_in_once() {
+    let daemon = quiet_daemon(0, &[]);
+    let login = daemon.client().result("dashboard/login", json!({}));
+    let code_ = login["code"].as_str().unwrap().to_string();
+    let port = port_of(login["url"].as_str().unwrap());
+    let tries: Vec<_> = (0..8)
+        .map(|_| {
+            let code_ = code_.clone();
+            tokio::spawn(async move { ws_initialize(port, json!({"authCode": code_})).await })
+        })
+        .collect();
+    let mut won = 0;
+    for t in tries {
+        let answer = t.await.unwrap();
+        if answer["result"]["authToken"].is_string() {
+            won += 1;
+        } else {
+            assert_eq!(code(&answer["error"]), -32010, "{answer}");
+        }
+    }
+    assert_eq!(won, 1, "one code, one login");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_login_code_fails() {
     let daemon = quiet_daemon(0, &[("ZEROCLAW_TEST_LOGIN_CODE_TTL_MS", "300")]);
