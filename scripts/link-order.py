@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Regenerates crates/zeroclaw/link-order.txt, the order in which the linker lays out the
+functions of the release binary (issue 27: idle RSS).
+
+The kernel maps a program's code 64 KiB around every page it first touches, so a start that
+runs 2 MiB of functions scattered over 14 MiB of code keeps ~6 MiB of it resident. Listing
+those functions first in the link order puts them side by side. The list is the functions a
+release daemon runs while starting (first) and then while serving a client's usual calls
+(initialize, status, an echo session's prompt, list, messages, config), recorded with
+callgrind. Symbols that later disappear or change are skipped by the linker: a stale list
+only loses its benefit, which `scripts/check-memory.sh` (idle RSS) then reports.
+
+usage: scripts/link-order.py   (from anywhere; builds the release binary with symbols,
+                                needs valgrind; takes a few minutes)
+"""
+import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "crates", "zeroclaw", "link-order.txt")
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def wait_for(path, proc, limit=120.0):
+    t0 = time.monotonic()
+    while not os.path.exists(path):
+        if proc.poll() is not None or time.monotonic() - t0 > limit:
+            sys.exit(f"link-order: no socket at {path}")
+        time.sleep(0.05)
+
+
+class Client:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.s.settimeout(120)
+        self.f = self.s.makefile("rb")
+        self.next = 0
+
+    def call(self, method, params=None):
+        self.next += 1
+        msg = {"jsonrpc": "2.0", "id": self.next, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.s.sendall((json.dumps(msg) + "\n").encode())
+        while True:
+            line = self.f.readline()
+            if not line:
+                sys.exit(f"link-order: connection closed during {method}")
+            reply = json.loads(line)
+            if reply.get("id") == self.next and "method" not in reply:
+                if "error" in reply:
+                    sys.exit(f"link-order: {method} failed: {reply['error']}")
+                return reply["result"]
+
+
+def the_usual_calls(path):
+    c = Client(path)
+    c.call("initialize", {"protocolVersion": 1})
+    for _ in range(3):
+        c.call("status")
+    c.call("config/get", {})
+    c.call("session/new", {"agentAlias": "echo", "sessionId": "order"})
+    other = Client(path)
+    other.call("initialize", {"protocolVersion": 1})
+    other.call("session/subscribe", {"sessionId": "order"})
+    for words in ("hello", "a second turn " * 50):
+        c.call("session/prompt", {"sessionId": "order", "prompt": words})
+    c.call("session/list", {})
+    c.call("session/messages", {"sessionId": "order"})
+    c.call("session/status", {"sessionId": "order"})
+
+
+def functions(dump, binary):
+    """Mangled names of the functions of `binary` in a callgrind dump, in the dump's order."""
+    names, found = {}, []
+    ob = cob = None
+    for line in open(dump, errors="replace"):
+        m = re.match(r"^(ob|fn|cob|cfn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+        if not m:
+            continue
+        kind, ident, name = m.groups()
+        key = ("ob" if kind in ("ob", "cob") else "fn", ident)
+        if name:
+            names[key] = name
+        name = names.get(key)
+        if kind == "ob":
+            ob, cob = name, None
+        elif kind == "cob":
+            cob = name
+        else:
+            owner = (cob or ob) if kind == "cfn" else ob
+            cob = None
+            if owner == binary and name and not name.startswith("0x"):
+                found.append(re.sub(r"'\d+$", "", name))
+    return found
+
+
+def main():
+    if not shutil.which("valgrind"):
+        sys.exit("link-order: needs valgrind (apt-get install valgrind)")
+    run(["cargo", "rustc", "--release", "-p", "zeroclaw", "--bin", "zeroclaw", "--", "-C", "strip=none"], cwd=ROOT)
+    meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=ROOT,
+                                     check=True, capture_output=True, text=True).stdout)
+    tmp = tempfile.mkdtemp(prefix="zc-link-order-")
+    try:
+        binary = os.path.join(tmp, "zeroclaw")
+        shutil.copy(os.path.join(meta["target_directory"], "release", "zeroclaw"), binary)
+        cfg = os.path.join(tmp, "cfg")
+        os.makedirs(cfg, mode=0o700)
+        with open(os.path.join(cfg, "config.toml"), "w") as f:
+            f.write('[providers.echo]\nkind = "echo"\n\n[agents.echo]\nprovider = "echo"\n')
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ZEROCLAW_")}
+        env["RUST_LOG"] = "warn"
+        sock = os.path.join(cfg, "data", "daemon.sock")
+        # The first start writes the defaults and the store; the recorded one is the second,
+        # like every start after the first.
+        first = subprocess.Popen([binary, "daemon", "--config-dir", cfg], env=env, stderr=subprocess.DEVNULL)
+        wait_for(sock, first)
+        first.send_signal(signal.SIGTERM)
+        first.wait(30)
+        out = os.path.join(tmp, "callgrind.out")
+        daemon = subprocess.Popen(["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}",
+                                   binary, "daemon", "--config-dir", cfg], env=env, stderr=subprocess.DEVNULL)
+        wait_for(sock, daemon)
+        time.sleep(2)
+        run(["callgrind_control", "--dump=started", str(daemon.pid)], stdout=subprocess.DEVNULL)
+        time.sleep(1)
+        the_usual_calls(sock)
+        run(["callgrind_control", "--dump=served", str(daemon.pid)], stdout=subprocess.DEVNULL)
+        time.sleep(1)
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(60)
+        dumps = sorted((p for p in os.listdir(tmp) if p.startswith("callgrind.out.")), key=lambda p: int(p.rsplit(".", 1)[1]))
+        if len(dumps) < 2:
+            sys.exit(f"link-order: expected two callgrind dumps, found {dumps}")
+        order, seen = [], set()
+        for dump in dumps[:2]:
+            for name in functions(os.path.join(tmp, dump), binary):
+                if name not in seen:
+                    seen.add(name)
+                    order.append(name)
+        with open(OUT, "w") as f:
+            f.write("# Generated by scripts/link-order.py: functions the release daemon runs while starting,\n"
+                    "# then while serving the usual calls, laid out first by the linker (crates/zeroclaw/build.rs).\n")
+            f.write("\n".join(order) + "\n")
+        print(f"link-order: {len(order)} functions written to {os.path.relpath(OUT, ROOT)}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
