@@ -95,15 +95,28 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 () = daemon.shutdown.cancelled() => break,
             }
         }
-        let frame = tokio::select! {
-            frame = source.next_frame() => frame,
-            () = out.closed() => break,
-            () = daemon.shutdown.cancelled() => break,
-            () = tokio::time::sleep_until(initialize_by), if !conn.is_initialized() => {
-                tracing::info!(conn = id, "closing: no initialize within {INITIALIZE_WITHIN:?}");
-                out.close();
-                break;
-            }
+        // A frame already buffered (a pipelined burst) is taken without the wait below: its
+        // other branches only matter once the loop would wait, and are checked here first.
+        let buffered = match conn.is_initialized()
+            && source.has_buffered()
+            && !out.is_closed()
+            && !daemon.shutdown.is_cancelled()
+        {
+            true => source.next_frame().now_or_never(),
+            false => None,
+        };
+        let frame = match buffered {
+            Some(frame) => frame,
+            None => tokio::select! {
+                frame = source.next_frame() => frame,
+                () = out.closed() => break,
+                () = daemon.shutdown.cancelled() => break,
+                () = tokio::time::sleep_until(initialize_by), if !conn.is_initialized() => {
+                    tracing::info!(conn = id, "closing: no initialize within {INITIALIZE_WITHIN:?}");
+                    out.close();
+                    break;
+                }
+            },
         };
         let line = match frame {
             Ok(Some(Incoming::Message(line))) => line,

@@ -179,8 +179,11 @@ pub(crate) async fn answer_in_place(
     } = request;
     if let (Some(Method::Status), Some(id)) = (method, &id) {
         let written = admit(daemon, conn, Method::Status).and_then(|principal| {
-            push_result_line_with(buf, id, |buf| status::write(daemon, &principal, buf))
-                .map_err(|e| ErrorObject::internal(format!("status: {e}")))
+            push_result_line_with(buf, id, |buf| {
+                status::write(daemon, &principal, buf);
+                Ok(())
+            })
+            .map_err(|e| ErrorObject::internal(format!("status: {e}")))
         });
         if let Err(error) = written {
             push_response_line(buf, id, &Err(error));

@@ -47,6 +47,7 @@ impl Harness {
             files: files::commit::FileLocks::default(),
             uploads: files::UploadManager::default(),
             gateway: crate::gateway::control::Gateway::default(),
+            status_text: Default::default(),
         });
         Ok(Harness { daemon })
     }

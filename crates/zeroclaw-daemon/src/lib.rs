@@ -39,6 +39,7 @@ mod registry;
 mod server;
 mod session;
 mod state;
+mod status_text;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
 mod transport;
@@ -173,6 +174,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         gateway: gateway::control::Gateway::with_logins(gateway::logins::Logins::with_code_ttl(
             code_ttl,
         )),
+        status_text: Default::default(),
     });
     install_gateway_starter(&daemon);
     tokio::spawn(signals.watch(Arc::clone(&daemon)));

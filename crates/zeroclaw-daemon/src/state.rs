@@ -2,7 +2,7 @@
 //! sessions and the shutdown signal. One [`Daemon`] is shared by every connection and handler.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -16,6 +16,7 @@ use crate::gateway::control::Gateway;
 use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
 use crate::session::SessionManager;
+use crate::status_text::FixedText;
 
 pub struct Daemon {
     pub dirs: Dirs,
@@ -41,6 +42,8 @@ pub struct Daemon {
     pub uploads: UploadManager,
     /// The gateway: whether it runs, its logins (SPEC §20).
     pub gateway: Gateway,
+    /// What `status` answers that never changes, encoded at its first call.
+    pub status_text: OnceLock<FixedText>,
 }
 
 impl Daemon {
