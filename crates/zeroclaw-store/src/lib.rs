@@ -372,6 +372,27 @@ impl Store {
             .await
     }
 
+    /// [`Store::finish_turn`] that hands `rows` back once written: a caller that moved large
+    /// texts out of its own messages into the rows puts them back, so a long answer is not
+    /// held twice while it is written. The rows come back `None` only when the store is
+    /// closed (the result is then [`StoreError::Closed`]).
+    pub async fn finish_turn_lent(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        status: CheckpointStatus,
+        rows: Vec<NewRow>,
+    ) -> (Result<Vec<i64>>, Option<Vec<NewRow>>) {
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
+        let outcome = self
+            .call(move |db| Ok((turns::finish_turn(db, &key, &turn_id, status, &rows), rows)))
+            .await;
+        match outcome {
+            Ok((written, rows)) => (written, Some(rows)),
+            Err(e) => (Err(e), None),
+        }
+    }
+
     /// A turn's checkpoint and events (`None` if the turn is unknown).
     pub async fn checkpoint(&self, key: &SessionKey, turn_id: &str) -> Result<Option<Checkpoint>> {
         let (key, turn_id) = (key.clone(), turn_id.to_owned());

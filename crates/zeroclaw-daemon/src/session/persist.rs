@@ -255,6 +255,72 @@ pub(crate) fn visible_rows(messages: &[ChatMessage]) -> Vec<NewRow> {
     rows
 }
 
+/// The transcript rows of [`visible_rows`] with the assistant texts moved out of
+/// `messages` rather than copied (a long answer is then held once while the store writes
+/// it); [`Lent::give_back`] puts them back.
+pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> Lent {
+    let mut rows = Vec::new();
+    let mut from = Vec::new();
+    for (i, m) in messages.iter_mut().enumerate() {
+        match m {
+            ChatMessage::User { .. } => {}
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                if !content.is_empty() {
+                    from.push((i, rows.len()));
+                    rows.push(NewRow::assistant(std::mem::take(content)));
+                }
+                for c in tool_calls.iter() {
+                    rows.push(NewRow::tool_call(&tool_call_of(c)));
+                }
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                name,
+                content,
+            } => rows.push(NewRow::tool_result(&ToolResult {
+                tool_call_id: tool_call_id.clone(),
+                name: name.clone(),
+                raw_output: Value::String(content.clone()),
+            })),
+        }
+    }
+    Lent { rows, from }
+}
+
+/// Rows whose assistant texts were moved out of the messages they were built from.
+pub(crate) struct Lent {
+    pub rows: Vec<NewRow>,
+    /// (message index, row index) of every moved text.
+    from: Vec<(usize, usize)>,
+}
+
+impl Lent {
+    /// The moved texts of `rows` (as handed back by the store) put back into `messages`,
+    /// the slice `lend_rows` took them from.
+    pub(crate) fn give_back(
+        from: &[(usize, usize)],
+        messages: &mut [ChatMessage],
+        rows: Vec<NewRow>,
+    ) {
+        let mut rows: Vec<Option<NewRow>> = rows.into_iter().map(Some).collect();
+        for &(i, r) in from {
+            if let (Some(ChatMessage::Assistant { content, .. }), Some(row)) =
+                (messages.get_mut(i), rows.get_mut(r).and_then(Option::take))
+            {
+                *content = row.content;
+            }
+        }
+    }
+
+    /// Splits into the rows and where their moved texts go back.
+    pub(crate) fn into_parts(self) -> (Vec<NewRow>, Vec<(usize, usize)>) {
+        (self.rows, self.from)
+    }
+}
+
 /// The provider context of a restored session: the snapshot's messages, then the rows
 /// after its boundary (tool calls joined to the assistant message they follow), with
 /// every unmatched tool call or result removed.
@@ -398,6 +464,17 @@ mod tests {
             rows,
         };
         assert_eq!(context_from(&restored), msgs);
+    }
+
+    #[test]
+    fn lent_rows_are_the_visible_rows_and_go_back() {
+        let msgs = turn_messages();
+        let mut lent_from = msgs.clone();
+        let (rows, from) = lend_rows(&mut lent_from[1..]).into_parts();
+        assert_eq!(rows, visible_rows(&msgs[1..]));
+        assert_ne!(lent_from, msgs, "the texts were moved out");
+        Lent::give_back(&from, &mut lent_from[1..], rows);
+        assert_eq!(lent_from, msgs);
     }
 
     #[test]
