@@ -63,6 +63,7 @@ use crate::message::{ChatMessage, ToolCallRequest};
 use crate::provider::retry::{self, RetryDecision};
 use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, Usage};
 use crate::sandbox::{self, Plan, SandboxSettings, Scratch};
+use crate::step_text::StepText;
 use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
 use crate::usage::{self, CallUsage, TurnUsage};
 
@@ -153,6 +154,9 @@ impl std::fmt::Debug for AgentSpec {
 pub enum TurnEvent {
     MessageChunk {
         text: String,
+        /// The call's whole text so far, this chunk included (shared, not copied: a host
+        /// that records progress reads it rather than accumulating its own copy).
+        so_far: StepText,
     },
     ThoughtChunk {
         text: String,
@@ -600,7 +604,16 @@ impl Turn<'_> {
             .collect()
     }
 
+    /// One provider call. The text streams into a [`StepText`] shared with the host's
+    /// chunk events and is taken from it, whole, when the call ends.
     async fn stream_step(&mut self, req: ProviderRequest) -> Step {
+        let so_far = StepText::default();
+        let mut step = self.stream_into(req, &so_far).await;
+        step.text = so_far.take();
+        step
+    }
+
+    async fn stream_into(&mut self, req: ProviderRequest, so_far: &StepText) -> Step {
         let mut step = Step::default();
         let mut retries = 0u32;
         // The first attempt takes `req`; a retry sends a copy of it rebuilt from the
@@ -670,8 +683,13 @@ impl Turn<'_> {
                         )));
                         return step;
                     }
-                    step.text.push_str(&text);
-                    self.host.emit(TurnEvent::MessageChunk { text }).await;
+                    so_far.push_str(&text);
+                    self.host
+                        .emit(TurnEvent::MessageChunk {
+                            text,
+                            so_far: so_far.clone(),
+                        })
+                        .await;
                 }
                 Some(Ok(ProviderEvent::ThoughtDelta(text))) => {
                     self.host.emit(TurnEvent::ThoughtChunk { text }).await;

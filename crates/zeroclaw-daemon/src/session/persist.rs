@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zeroclaw_agent::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
+use zeroclaw_agent::{ChatMessage, StepText, ToolCallRequest, estimate_tokens, provider_safe};
 use zeroclaw_store::{
     NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError, ToolCall, ToolResult,
 };
@@ -30,7 +30,8 @@ const TICK: Duration = Duration::from_millis(25);
 
 /// What the turn reports to its persister.
 pub(crate) enum Op {
-    Chunk(String),
+    /// Text streamed: the provider call's text so far, shared with the turn.
+    Chunk(StepText),
     Step(ChatMessage),
 }
 
@@ -87,7 +88,8 @@ struct Writer {
     key: SessionKey,
     turn_id: String,
     segment: u32,
-    text: String,
+    /// The running provider call's text, shared with the turn (empty once it ended).
+    text: StepText,
     dirty_since: Option<Instant>,
 }
 
@@ -104,13 +106,14 @@ impl Writer {
 
     async fn flush_text(&mut self) {
         if self.dirty_since.take().is_some() && !self.text.is_empty() {
-            // Encoded from the borrowed text: the text keeps growing here, only its JSON
-            // goes to the store.
-            if let Err(e) = self
-                .store
-                .record_text(&self.key, &self.turn_id, self.segment, &self.text)
-                .await
-            {
+            // Encoded from the turn's text while it is looked at (the turn waits that
+            // long to append); only the JSON goes to the store. Once the call ended the
+            // text is empty and its final version comes with the step.
+            let write = self.text.with(|text| {
+                self.store
+                    .record_text(&self.key, &self.turn_id, self.segment, text)
+            });
+            if let Err(e) = write.await {
                 tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
             }
         }
@@ -125,9 +128,8 @@ impl Writer {
                 tool_calls,
             } => {
                 self.dirty_since = None;
-                // The step's whole text is in `content`: the streamed copy (and its
-                // capacity) goes before that is written.
-                self.text = String::new();
+                // The step's whole text is in `content`.
+                self.text = StepText::default();
                 if !content.is_empty() {
                     // Encoded now; the text itself goes before the write is awaited.
                     let write =
@@ -167,7 +169,7 @@ async fn run(
     mut rx: mpsc::Receiver<Op>,
 ) {
     if let Some((prompt, began)) = begin {
-        let outcome = store.begin_turn(&key, &turn_id, &prompt).await;
+        let outcome = store.begin_turn_owned(&key, &turn_id, prompt).await;
         let ok = outcome.is_ok();
         let _ = began.send(outcome);
         if !ok {
@@ -181,7 +183,7 @@ async fn run(
         key,
         turn_id,
         segment: 0,
-        text: String::new(),
+        text: StepText::default(),
         dirty_since: None,
     };
     let mut tick = tokio::time::interval(TICK);
@@ -191,7 +193,7 @@ async fn run(
             op = rx.recv() => match op {
                 None => break,
                 Some(Op::Chunk(text)) => {
-                    w.text.push_str(&text);
+                    w.text = text;
                     let since = *w.dirty_since.get_or_insert_with(Instant::now);
                     if since.elapsed() >= FLUSH_AFTER {
                         w.flush_text().await;
