@@ -381,17 +381,19 @@ impl Turn<'_> {
     }
 
     /// Runs the hooks of `event` (none configured: an empty verdict at once), reports each
-    /// run, and gives up when the turn is cancelled (the running hook is killed).
+    /// run, and gives up when the turn is cancelled (the running hook is killed). The
+    /// hooks' input `fields` is only built when a hook will run (it may copy the prompt).
     async fn hooks(
         &self,
         event: HookEvent,
         tool: Option<&str>,
-        fields: serde_json::Map<String, Value>,
+        fields: impl FnOnce() -> serde_json::Map<String, Value> + Send,
     ) -> Option<Verdict> {
         let set = self.spec.hooks.as_ref()?;
         if !set.has(event, tool) {
             return None;
         }
+        let fields = fields();
         let verdict = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return None,
@@ -410,11 +412,9 @@ impl Turn<'_> {
     async fn run(&mut self, prompt: String) -> (TurnOutcome, String, u32, u32) {
         let mut prompt = prompt;
         if let Some(v) = self
-            .hooks(
-                HookEvent::UserPromptSubmit,
-                None,
-                fields([("prompt", Value::from(prompt.as_str()))]),
-            )
+            .hooks(HookEvent::UserPromptSubmit, None, || {
+                fields([("prompt", Value::from(prompt.as_str()))])
+            })
             .await
         {
             if let Some(reason) = v.deny {
@@ -441,11 +441,9 @@ impl Turn<'_> {
                 return (outcome, content, calls, rounds);
             }
             let verdict = self
-                .hooks(
-                    HookEvent::Stop,
-                    None,
-                    fields([("outcome", Value::from(outcome.as_str()))]),
-                )
+                .hooks(HookEvent::Stop, None, || {
+                    fields([("outcome", Value::from(outcome.as_str()))])
+                })
                 .await;
             match verdict.and_then(|v| v.continue_with) {
                 Some(reason)
@@ -726,14 +724,12 @@ impl Turn<'_> {
         let mut input = raw_input.clone();
         let mut allowed = false;
         if let Some(v) = self
-            .hooks(
-                HookEvent::PreToolUse,
-                Some(&call.name),
+            .hooks(HookEvent::PreToolUse, Some(&call.name), || {
                 fields([
                     ("toolName", Value::from(call.name.as_str())),
                     ("toolInput", raw_input.clone()),
-                ]),
-            )
+                ])
+            })
             .await
         {
             if let Some(reason) = v.deny {
@@ -755,16 +751,14 @@ impl Turn<'_> {
             return out;
         };
         if let Some(v) = self
-            .hooks(
-                HookEvent::PostToolUse,
-                Some(&call.name),
+            .hooks(HookEvent::PostToolUse, Some(&call.name), || {
                 fields([
                     ("toolName", Value::from(call.name.as_str())),
                     ("toolInput", input),
                     ("toolOutput", Value::from(text.as_str())),
                     ("isError", Value::from(is_error(&text))),
-                ]),
-            )
+                ])
+            })
             .await
         {
             for ctx in v.additional_context {

@@ -6,8 +6,10 @@
 //!   an older text can never overwrite a newer one. Text is written at every step boundary
 //!   and, while it streams, as soon as unsaved text is [`FLUSH_AFTER`] old (a 25 ms tick
 //!   catches streams that pause), so a crash loses at most about the last 250 ms of it.
+//!   The streamed text is read from the turn's own buffer ([`StepText`]), not copied.
 //! - [`visible_rows`]: the transcript rows a finished turn appends, in context order
-//!   (assistant text, then its tool calls, then their results).
+//!   (assistant text, then its tool calls, then their results); [`lend_rows`] the same
+//!   rows with the assistant texts moved out of the context (and put back after the write).
 //! - [`context_from`]: the provider context rebuilt from a snapshot plus transcript rows;
 //!   the inverse of `visible_rows`, made provider-safe.
 //! - [`plan_trim`]: which oldest whole turns leave the retained context.
