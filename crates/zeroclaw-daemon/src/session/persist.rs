@@ -261,8 +261,8 @@ pub(crate) fn visible_rows(messages: &[ChatMessage]) -> Vec<NewRow> {
 
 /// The transcript rows of [`visible_rows`] with the assistant texts moved out of
 /// `messages` rather than copied (a long answer is then held once while the store writes
-/// it); [`Lent::give_back`] puts them back.
-pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> Lent {
+/// it), and where those texts go back ([`LentTexts::give_back`]).
+pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> (Vec<NewRow>, LentTexts) {
     let mut rows = Vec::new();
     let mut from = Vec::new();
     for (i, m) in messages.iter_mut().enumerate() {
@@ -291,37 +291,24 @@ pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> Lent {
             })),
         }
     }
-    Lent { rows, from }
+    (rows, LentTexts(from))
 }
 
-/// Rows whose assistant texts were moved out of the messages they were built from.
-pub(crate) struct Lent {
-    pub rows: Vec<NewRow>,
-    /// (message index, row index) of every moved text.
-    from: Vec<(usize, usize)>,
-}
+/// Where [`lend_rows`] took each assistant text from: (message index, row index).
+pub(crate) struct LentTexts(Vec<(usize, usize)>);
 
-impl Lent {
-    /// The moved texts of `rows` (as handed back by the store) put back into `messages`,
-    /// the slice `lend_rows` took them from.
-    pub(crate) fn give_back(
-        from: &[(usize, usize)],
-        messages: &mut [ChatMessage],
-        rows: Vec<NewRow>,
-    ) {
+impl LentTexts {
+    /// Puts the texts of `rows` (as the store handed them back) back into `messages`, the
+    /// slice `lend_rows` took them from.
+    pub(crate) fn give_back(self, messages: &mut [ChatMessage], rows: Vec<NewRow>) {
         let mut rows: Vec<Option<NewRow>> = rows.into_iter().map(Some).collect();
-        for &(i, r) in from {
+        for (i, r) in self.0 {
             if let (Some(ChatMessage::Assistant { content, .. }), Some(row)) =
                 (messages.get_mut(i), rows.get_mut(r).and_then(Option::take))
             {
                 *content = row.content;
             }
         }
-    }
-
-    /// Splits into the rows and where their moved texts go back.
-    pub(crate) fn into_parts(self) -> (Vec<NewRow>, Vec<(usize, usize)>) {
-        (self.rows, self.from)
     }
 }
 
@@ -474,10 +461,10 @@ mod tests {
     fn lent_rows_are_the_visible_rows_and_go_back() {
         let msgs = turn_messages();
         let mut lent_from = msgs.clone();
-        let (rows, from) = lend_rows(&mut lent_from[1..]).into_parts();
+        let (rows, from) = lend_rows(&mut lent_from[1..]);
         assert_eq!(rows, visible_rows(&msgs[1..]));
         assert_ne!(lent_from, msgs, "the texts were moved out");
-        Lent::give_back(&from, &mut lent_from[1..], rows);
+        from.give_back(&mut lent_from[1..], rows);
         assert_eq!(lent_from, msgs);
     }
 

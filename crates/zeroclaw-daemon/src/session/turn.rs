@@ -241,13 +241,13 @@ impl Runner {
             // The answer's text is lent to the store, not copied, and comes back into the
             // context once written. Should the store be closed the rows are lost with it;
             // the turn then fails to save and the context is reloaded before the next one.
-            let (rows, from) = persist::lend_rows(&mut self.context[appended..]).into_parts();
+            let (rows, from) = persist::lend_rows(&mut self.context[appended..]);
             let (written, back) = self
                 .store
                 .finish_turn_lent(key, turn_id, status, rows)
                 .await;
             if let Some(rows) = back {
-                persist::Lent::give_back(&from, &mut self.context[appended..], rows);
+                from.give_back(&mut self.context[appended..], rows);
             }
             written
         } else {
