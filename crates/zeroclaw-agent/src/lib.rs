@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod message;
 pub mod provider;
 pub mod sandbox;
+pub mod step_text;
 pub mod tools;
 pub mod turn;
 pub mod usage;
@@ -28,6 +29,7 @@ pub use provider::{
     OllamaProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError, ProviderEvent,
     ProviderRequest, ProviderStream, ToolSchema, Usage,
 };
+pub use step_text::StepText;
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{
     AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, LiveSettings, MAX_TURN_TEXT, TurnEvent,

@@ -63,6 +63,7 @@ use crate::message::{ChatMessage, ToolCallRequest};
 use crate::provider::retry::{self, RetryDecision};
 use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, Usage};
 use crate::sandbox::{self, Plan, SandboxSettings, Scratch};
+use crate::step_text::StepText;
 use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
 use crate::usage::{self, CallUsage, TurnUsage};
 
@@ -153,6 +154,9 @@ impl std::fmt::Debug for AgentSpec {
 pub enum TurnEvent {
     MessageChunk {
         text: String,
+        /// The call's whole text so far, this chunk included (shared, not copied: a host
+        /// that records progress reads it rather than accumulating its own copy).
+        so_far: StepText,
     },
     ThoughtChunk {
         text: String,
@@ -377,17 +381,19 @@ impl Turn<'_> {
     }
 
     /// Runs the hooks of `event` (none configured: an empty verdict at once), reports each
-    /// run, and gives up when the turn is cancelled (the running hook is killed).
+    /// run, and gives up when the turn is cancelled (the running hook is killed). The
+    /// hooks' input `fields` is only built when a hook will run (it may copy the prompt).
     async fn hooks(
         &self,
         event: HookEvent,
         tool: Option<&str>,
-        fields: serde_json::Map<String, Value>,
+        fields: impl FnOnce() -> serde_json::Map<String, Value> + Send,
     ) -> Option<Verdict> {
         let set = self.spec.hooks.as_ref()?;
         if !set.has(event, tool) {
             return None;
         }
+        let fields = fields();
         let verdict = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return None,
@@ -406,11 +412,9 @@ impl Turn<'_> {
     async fn run(&mut self, prompt: String) -> (TurnOutcome, String, u32, u32) {
         let mut prompt = prompt;
         if let Some(v) = self
-            .hooks(
-                HookEvent::UserPromptSubmit,
-                None,
-                fields([("prompt", Value::from(prompt.as_str()))]),
-            )
+            .hooks(HookEvent::UserPromptSubmit, None, || {
+                fields([("prompt", Value::from(prompt.as_str()))])
+            })
             .await
         {
             if let Some(reason) = v.deny {
@@ -437,11 +441,9 @@ impl Turn<'_> {
                 return (outcome, content, calls, rounds);
             }
             let verdict = self
-                .hooks(
-                    HookEvent::Stop,
-                    None,
-                    fields([("outcome", Value::from(outcome.as_str()))]),
-                )
+                .hooks(HookEvent::Stop, None, || {
+                    fields([("outcome", Value::from(outcome.as_str()))])
+                })
                 .await;
             match verdict.and_then(|v| v.continue_with) {
                 Some(reason)
@@ -600,7 +602,16 @@ impl Turn<'_> {
             .collect()
     }
 
+    /// One provider call. The text streams into a [`StepText`] shared with the host's
+    /// chunk events and is taken from it, whole, when the call ends.
     async fn stream_step(&mut self, req: ProviderRequest) -> Step {
+        let so_far = StepText::default();
+        let mut step = self.stream_into(req, &so_far).await;
+        step.text = so_far.take();
+        step
+    }
+
+    async fn stream_into(&mut self, req: ProviderRequest, so_far: &StepText) -> Step {
         let mut step = Step::default();
         let mut retries = 0u32;
         // The first attempt takes `req`; a retry sends a copy of it rebuilt from the
@@ -670,8 +681,13 @@ impl Turn<'_> {
                         )));
                         return step;
                     }
-                    step.text.push_str(&text);
-                    self.host.emit(TurnEvent::MessageChunk { text }).await;
+                    so_far.push_str(&text);
+                    self.host
+                        .emit(TurnEvent::MessageChunk {
+                            text,
+                            so_far: so_far.clone(),
+                        })
+                        .await;
                 }
                 Some(Ok(ProviderEvent::ThoughtDelta(text))) => {
                     self.host.emit(TurnEvent::ThoughtChunk { text }).await;
@@ -708,14 +724,12 @@ impl Turn<'_> {
         let mut input = raw_input.clone();
         let mut allowed = false;
         if let Some(v) = self
-            .hooks(
-                HookEvent::PreToolUse,
-                Some(&call.name),
+            .hooks(HookEvent::PreToolUse, Some(&call.name), || {
                 fields([
                     ("toolName", Value::from(call.name.as_str())),
                     ("toolInput", raw_input.clone()),
-                ]),
-            )
+                ])
+            })
             .await
         {
             if let Some(reason) = v.deny {
@@ -737,16 +751,14 @@ impl Turn<'_> {
             return out;
         };
         if let Some(v) = self
-            .hooks(
-                HookEvent::PostToolUse,
-                Some(&call.name),
+            .hooks(HookEvent::PostToolUse, Some(&call.name), || {
                 fields([
                     ("toolName", Value::from(call.name.as_str())),
                     ("toolInput", input),
                     ("toolOutput", Value::from(text.as_str())),
                     ("isError", Value::from(is_error(&text))),
-                ]),
-            )
+                ])
+            })
             .await
         {
             for ctx in v.additional_context {

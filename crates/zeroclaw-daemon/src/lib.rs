@@ -15,8 +15,9 @@
 //!
 //! Unsafe code is denied but for libc calls std does not wrap, each `#[allow]`ed where it
 //! is made: `geteuid` (the daemon's own uid, which the policy trusts) and
-//! `getrlimit`/`setrlimit` (raising the open-files limit at start), on Unix; a test makes
-//! a FIFO with `mkfifo`.
+//! `getrlimit`/`setrlimit` (raising the open-files limit at start), on Unix; `mallopt`
+//! (fixing glibc's mmap threshold at start, `malloc_tuning`), on Linux with glibc; a test
+//! makes a FIFO with `mkfifo`.
 
 #![deny(unsafe_code)]
 
@@ -29,6 +30,7 @@ mod files;
 mod gateway;
 #[cfg(feature = "test-hooks")]
 pub mod harness;
+mod malloc_tuning;
 mod methods;
 mod ordering;
 mod outbound;
@@ -126,6 +128,7 @@ fn startup<E: std::fmt::Display>(e: E) -> StartupError {
 pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let started = Instant::now();
     raise_open_files_limit();
+    malloc_tuning::fix_mmap_threshold();
     let signals = server::StopSignals::install()
         .map_err(|e| StartupError(format!("cannot install signal handlers: {e}")))?;
     let dirs = Dirs::resolve(options.config_dir.as_deref()).map_err(startup)?;

@@ -312,7 +312,18 @@ impl Store {
     /// a session whose previous turn is still open ([`StoreError::TurnStillOpen`]: call
     /// [`Store::recover`] first).
     pub async fn begin_turn(&self, key: &SessionKey, turn_id: &str, prompt: &str) -> Result<i64> {
-        let (key, turn_id, prompt) = (key.clone(), turn_id.to_owned(), prompt.to_owned());
+        self.begin_turn_owned(key, turn_id, prompt.to_owned()).await
+    }
+
+    /// [`Store::begin_turn`] of a prompt the caller hands over (a large prompt is then not
+    /// copied once more for the write).
+    pub async fn begin_turn_owned(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        prompt: String,
+    ) -> Result<i64> {
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
         self.call(move |db| turns::begin_turn(db, &key, &turn_id, &prompt))
             .await
     }
@@ -342,7 +353,7 @@ impl Store {
         turn_id: &str,
         segment: u32,
         text: &str,
-    ) -> impl std::future::Future<Output = Result<u32>> + Send + 'static {
+    ) -> impl std::future::Future<Output = Result<u32>> + Send + 'static + use<> {
         // Encoded now, so the caller may drop its text before awaiting the write.
         let encoded = turns::EncodedProgress::text(segment, text);
         let (store, key, turn_id) = (self.clone(), key.clone(), turn_id.to_owned());
@@ -370,6 +381,27 @@ impl Store {
         let (key, turn_id) = (key.clone(), turn_id.to_owned());
         self.call(move |db| turns::finish_turn(db, &key, &turn_id, status, &rows))
             .await
+    }
+
+    /// [`Store::finish_turn`] that hands `rows` back once written: a caller that moved large
+    /// texts out of its own messages into the rows puts them back, so a long answer is not
+    /// held twice while it is written. The rows come back `None` only when the store is
+    /// closed (the result is then [`StoreError::Closed`]).
+    pub async fn finish_turn_lent(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        status: CheckpointStatus,
+        rows: Vec<NewRow>,
+    ) -> (Result<Vec<i64>>, Option<Vec<NewRow>>) {
+        let (key, turn_id) = (key.clone(), turn_id.to_owned());
+        let outcome = self
+            .call(move |db| Ok((turns::finish_turn(db, &key, &turn_id, status, &rows), rows)))
+            .await;
+        match outcome {
+            Ok((written, rows)) => (written, Some(rows)),
+            Err(e) => (Err(e), None),
+        }
     }
 
     /// A turn's checkpoint and events (`None` if the turn is unknown).

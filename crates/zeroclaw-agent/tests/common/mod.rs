@@ -78,7 +78,7 @@ impl TestHost {
         self.log()
             .into_iter()
             .filter_map(|r| match r {
-                Rec::Event(TurnEvent::MessageChunk { text }) => Some(text),
+                Rec::Event(TurnEvent::MessageChunk { text, .. }) => Some(text),
                 _ => None,
             })
             .collect()

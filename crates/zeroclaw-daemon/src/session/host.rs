@@ -104,14 +104,11 @@ impl SessionHost<'_> {
 impl TurnHost for SessionHost<'_> {
     async fn emit(&self, event: TurnEvent) {
         match event {
-            TurnEvent::MessageChunk { text } => {
-                // The update is written from the text, which then goes on to the persister
-                // (no copy of it).
-                let update = UpdateKind::AgentMessageChunk { text };
-                self.update_ref(&update);
-                if let UpdateKind::AgentMessageChunk { text } = update {
-                    self.persist(Op::Chunk(text)).await;
-                }
+            TurnEvent::MessageChunk { text, so_far } => {
+                // The persister records the call's text from the turn's own (shared)
+                // buffer, so it keeps no copy of the streamed text.
+                self.update(UpdateKind::AgentMessageChunk { text });
+                self.persist(Op::Chunk(so_far)).await;
             }
             TurnEvent::ThoughtChunk { text } => {
                 self.update(UpdateKind::AgentThoughtChunk { text });
@@ -134,6 +131,11 @@ impl TurnHost for SessionHost<'_> {
                 name,
                 raw_output: Value::String(raw_output),
             }),
+            // A user message is not progress (the prompt row was written by `begin_turn`):
+            // it is let go here rather than queued behind that write.
+            TurnEvent::ContextAppended {
+                message: ChatMessage::User { .. },
+            } => {}
             TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)).await,
             TurnEvent::Usage { usage } => {
                 let totals = self

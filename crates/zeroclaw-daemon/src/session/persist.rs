@@ -6,8 +6,10 @@
 //!   an older text can never overwrite a newer one. Text is written at every step boundary
 //!   and, while it streams, as soon as unsaved text is [`FLUSH_AFTER`] old (a 25 ms tick
 //!   catches streams that pause), so a crash loses at most about the last 250 ms of it.
+//!   The streamed text is read from the turn's own buffer ([`StepText`]), not copied.
 //! - [`visible_rows`]: the transcript rows a finished turn appends, in context order
-//!   (assistant text, then its tool calls, then their results).
+//!   (assistant text, then its tool calls, then their results); [`lend_rows`] the same
+//!   rows with the assistant texts moved out of the context (and put back after the write).
 //! - [`context_from`]: the provider context rebuilt from a snapshot plus transcript rows;
 //!   the inverse of `visible_rows`, made provider-safe.
 //! - [`plan_trim`]: which oldest whole turns leave the retained context.
@@ -18,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zeroclaw_agent::{ChatMessage, ToolCallRequest, estimate_tokens, provider_safe};
+use zeroclaw_agent::{ChatMessage, StepText, ToolCallRequest, estimate_tokens, provider_safe};
 use zeroclaw_store::{
     NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError, ToolCall, ToolResult,
 };
@@ -30,7 +32,8 @@ const TICK: Duration = Duration::from_millis(25);
 
 /// What the turn reports to its persister.
 pub(crate) enum Op {
-    Chunk(String),
+    /// Text streamed: the provider call's text so far, shared with the turn.
+    Chunk(StepText),
     Step(ChatMessage),
 }
 
@@ -87,7 +90,8 @@ struct Writer {
     key: SessionKey,
     turn_id: String,
     segment: u32,
-    text: String,
+    /// The running provider call's text, shared with the turn (empty once it ended).
+    text: StepText,
     dirty_since: Option<Instant>,
 }
 
@@ -104,13 +108,14 @@ impl Writer {
 
     async fn flush_text(&mut self) {
         if self.dirty_since.take().is_some() && !self.text.is_empty() {
-            // Encoded from the borrowed text: the text keeps growing here, only its JSON
-            // goes to the store.
-            if let Err(e) = self
-                .store
-                .record_text(&self.key, &self.turn_id, self.segment, &self.text)
-                .await
-            {
+            // Encoded from the turn's text while it is looked at (the turn waits that
+            // long to append); only the JSON goes to the store. Once the call ended the
+            // text is empty and its final version comes with the step.
+            let write = self.text.with(|text| {
+                self.store
+                    .record_text(&self.key, &self.turn_id, self.segment, text)
+            });
+            if let Err(e) = write.await {
                 tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
             }
         }
@@ -125,9 +130,8 @@ impl Writer {
                 tool_calls,
             } => {
                 self.dirty_since = None;
-                // The step's whole text is in `content`: the streamed copy (and its
-                // capacity) goes before that is written.
-                self.text = String::new();
+                // The step's whole text is in `content`.
+                self.text = StepText::default();
                 if !content.is_empty() {
                     // Encoded now; the text itself goes before the write is awaited.
                     let write =
@@ -167,7 +171,7 @@ async fn run(
     mut rx: mpsc::Receiver<Op>,
 ) {
     if let Some((prompt, began)) = begin {
-        let outcome = store.begin_turn(&key, &turn_id, &prompt).await;
+        let outcome = store.begin_turn_owned(&key, &turn_id, prompt).await;
         let ok = outcome.is_ok();
         let _ = began.send(outcome);
         if !ok {
@@ -181,7 +185,7 @@ async fn run(
         key,
         turn_id,
         segment: 0,
-        text: String::new(),
+        text: StepText::default(),
         dirty_since: None,
     };
     let mut tick = tokio::time::interval(TICK);
@@ -191,7 +195,7 @@ async fn run(
             op = rx.recv() => match op {
                 None => break,
                 Some(Op::Chunk(text)) => {
-                    w.text.push_str(&text);
+                    w.text = text;
                     let since = *w.dirty_since.get_or_insert_with(Instant::now);
                     if since.elapsed() >= FLUSH_AFTER {
                         w.flush_text().await;
@@ -253,6 +257,59 @@ pub(crate) fn visible_rows(messages: &[ChatMessage]) -> Vec<NewRow> {
         }
     }
     rows
+}
+
+/// The transcript rows of [`visible_rows`] with the assistant texts moved out of
+/// `messages` rather than copied (a long answer is then held once while the store writes
+/// it), and where those texts go back ([`LentTexts::give_back`]).
+pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> (Vec<NewRow>, LentTexts) {
+    let mut rows = Vec::new();
+    let mut from = Vec::new();
+    for (i, m) in messages.iter_mut().enumerate() {
+        match m {
+            ChatMessage::User { .. } => {}
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                if !content.is_empty() {
+                    from.push((i, rows.len()));
+                    rows.push(NewRow::assistant(std::mem::take(content)));
+                }
+                for c in tool_calls.iter() {
+                    rows.push(NewRow::tool_call(&tool_call_of(c)));
+                }
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                name,
+                content,
+            } => rows.push(NewRow::tool_result(&ToolResult {
+                tool_call_id: tool_call_id.clone(),
+                name: name.clone(),
+                raw_output: Value::String(content.clone()),
+            })),
+        }
+    }
+    (rows, LentTexts(from))
+}
+
+/// Where [`lend_rows`] took each assistant text from: (message index, row index).
+pub(crate) struct LentTexts(Vec<(usize, usize)>);
+
+impl LentTexts {
+    /// Puts the texts of `rows` (as the store handed them back) back into `messages`, the
+    /// slice `lend_rows` took them from.
+    pub(crate) fn give_back(self, messages: &mut [ChatMessage], rows: Vec<NewRow>) {
+        let mut rows: Vec<Option<NewRow>> = rows.into_iter().map(Some).collect();
+        for (i, r) in self.0 {
+            if let (Some(ChatMessage::Assistant { content, .. }), Some(row)) =
+                (messages.get_mut(i), rows.get_mut(r).and_then(Option::take))
+            {
+                *content = row.content;
+            }
+        }
+    }
 }
 
 /// The provider context of a restored session: the snapshot's messages, then the rows
@@ -398,6 +455,17 @@ mod tests {
             rows,
         };
         assert_eq!(context_from(&restored), msgs);
+    }
+
+    #[test]
+    fn lent_rows_are_the_visible_rows_and_go_back() {
+        let msgs = turn_messages();
+        let mut lent_from = msgs.clone();
+        let (rows, from) = lend_rows(&mut lent_from[1..]);
+        assert_eq!(rows, visible_rows(&msgs[1..]));
+        assert_ne!(lent_from, msgs, "the texts were moved out");
+        from.give_back(&mut lent_from[1..], rows);
+        assert_eq!(lent_from, msgs);
     }
 
     #[test]

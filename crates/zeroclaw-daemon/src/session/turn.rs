@@ -208,7 +208,7 @@ impl Runner {
             }
             outcome.map(Some)
         };
-        let (result, began) = tokio::join!(
+        let (mut result, began) = tokio::join!(
             run_turn(&agent.spec, &mut self.context, prompt, &host, cancel,),
             watch_begin
         );
@@ -226,18 +226,33 @@ impl Runner {
             }
         }
 
+        // The answer is cut for the wire now and the turn's own copy of it let go: the
+        // context holds that text already (a long answer is not held twice while it is
+        // written below or while a trim writes its snapshot).
+        let (content, truncated) = text::cut(&result.content);
+        result.content = String::new();
         let appended = self.context.len() - result.appended;
-        let rows = persist::visible_rows(&self.context[appended..]);
         let written = if acp {
             let status = match result.outcome {
                 TurnOutcome::Completed => CheckpointStatus::Completed,
                 TurnOutcome::Cancelled => CheckpointStatus::Cancelled,
                 TurnOutcome::Failed => CheckpointStatus::Failed,
             };
-            self.store.finish_turn(key, turn_id, status, rows).await
+            // The answer's text is lent to the store, not copied, and comes back into the
+            // context once written. Should the store be closed the rows are lost with it;
+            // the turn then fails to save and the context is reloaded before the next one.
+            let (rows, from) = persist::lend_rows(&mut self.context[appended..]);
+            let (written, back) = self
+                .store
+                .finish_turn_lent(key, turn_id, status, rows)
+                .await;
+            if let Some(rows) = back {
+                from.give_back(&mut self.context[appended..], rows);
+            }
+            written
         } else {
             let mut all = vec![NewRow::user(chat_prompt.unwrap_or_default())];
-            all.extend(rows);
+            all.extend(persist::visible_rows(&self.context[appended..]));
             self.store.append_rows(key, Some(turn_id), all).await
         };
         let seqs = match written {
@@ -278,9 +293,6 @@ impl Runner {
             TurnOutcome::Cancelled => Outcome::Cancelled,
             TurnOutcome::Failed => Outcome::Failed,
         };
-        // The answer is cut for the wire and the whole text let go before a trim writes
-        // its snapshot: the context holds that text already.
-        let (content, truncated) = text::cut(&result.content);
         drop(result);
         self.trim(session, agent.max_context_tokens, covers_seq)
             .await;
