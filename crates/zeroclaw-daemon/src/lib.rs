@@ -238,6 +238,30 @@ fn gateway_url(url: &str) -> String {
         .replace("://[::]:", "://[::1]:")
 }
 
+/// glibc malloc arenas the process may use (`M_ARENA_MAX`), unless `MALLOC_ARENA_MAX`
+/// says otherwise. By default glibc gives each thread that meets contention an arena of
+/// its own (up to 8 per core), and a streamed turn's task moves between the runtime's
+/// workers: each arena then keeps its own freed blocks, and a long turn's peak RSS was
+/// 2.5–4 MiB higher than with one arena (docs/BENCHMARKS.md, item 3). Small blocks still
+/// come from each thread's cache without the arena lock.
+pub const MALLOC_ARENAS: i32 = 1;
+
+/// Limits glibc's malloc arenas to [`MALLOC_ARENAS`]; to be called first thing in `main`,
+/// before any thread is started (an arena a thread already has is kept). Nothing on other
+/// C libraries, or when `MALLOC_ARENA_MAX` is set (glibc applied it already).
+#[allow(unsafe_code)]
+pub fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+            // SAFETY: mallopt only sets a malloc parameter; no pointer is passed.
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+            }
+        }
+    }
+}
+
 /// Raises the open-files soft limit to the hard limit (SPEC §17), so a flood of
 /// connections meets the connection limits before the descriptor limit.
 #[allow(unsafe_code)]

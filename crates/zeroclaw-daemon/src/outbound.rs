@@ -26,7 +26,7 @@ use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::transport::FrameSink;
+use crate::transport::{FrameSink, MAX_SLICES};
 
 /// Bytes the queue may hold before producers wait.
 pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
@@ -353,9 +353,10 @@ impl Outbound {
     }
 }
 
-/// Moves what is queued now into `batch`, up to [`BATCH_BYTES`].
+/// Moves what is queued now into `batch`, up to [`BATCH_BYTES`] and one vectored write's
+/// lines ([`MAX_SLICES`]): the batch's own vector stays at most 32 KiB per connection.
 fn drain_into(rx: &mut mpsc::UnboundedReceiver<Bytes>, batch: &mut Vec<Bytes>, bytes: &mut usize) {
-    while *bytes < BATCH_BYTES {
+    while *bytes < BATCH_BYTES && batch.len() < MAX_SLICES {
         match rx.try_recv() {
             Ok(line) => {
                 *bytes += line.len();

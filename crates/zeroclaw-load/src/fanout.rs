@@ -1,6 +1,10 @@
 //! `fanout`: one long streamed turn watched by N subscribers (SPEC §14). Each subscriber
-//! reads its stream raw ([`crate::raw_watch`]); reported per subscriber: notifications/s
-//! while streaming and prompt → first chunk, plus the daemon's RSS growth during the turn,
+//! reads its stream raw on a thread of its own ([`crate::raw_watch`]); reported per
+//! subscriber: notifications/s while streaming and prompt → first chunk, how far the
+//! slowest one fell behind (chunks the provider had sent that it had not read yet, sampled
+//! every 10 ms: with `--bin`, where the provider is this tool's fake), plus the daemon's
+//! peak RSS growth during the turn (VmHWM, reset before the turn through
+//! `/proc/PID/clear_refs`; sampled VmRSS where that is not allowed),
 //! the largest replay buffer `session/status` reported while it ran (`replayBytes`, capped
 //! at 8 MiB per session), the daemon's CPU time per delivered
 //! notification (what fan-out costs the daemon, apart from the client's reading) and the
@@ -10,14 +14,15 @@
 //! deltas by the fake OpenAI server to a daemon started for the run.
 
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use zeroclaw_protocol::Method;
 
 use serde_json::{Value, json};
-use zeroclaw_testkit::Scripted;
+use zeroclaw_testkit::{FakeOpenAi, Scripted};
 
 use crate::error::Result;
-use crate::raw_watch::{RawConn, Seen};
+use crate::raw_watch::{Progress, RawConn, Seen};
 use crate::sys;
 use crate::turns::{RpcConn, median};
 use crate::turns_bench::{FakeProvider, start_daemon};
@@ -30,6 +35,13 @@ pub struct FanoutReport {
     /// Per-subscriber prompt → first chunk, ms, ascending.
     pub first_ms: Vec<f64>,
     pub rss_growth_kib: u64,
+    /// Whether `rss_growth_kib` is the kernel's peak (VmHWM) or the largest sample.
+    pub rss_from_hwm: bool,
+    /// The most chunks any subscriber was behind the provider (`None`: no provider to
+    /// compare with; then behind the subscriber furthest ahead).
+    pub max_lag: Option<usize>,
+    /// The most chunks any subscriber was behind the one furthest ahead.
+    pub max_spread: usize,
     /// Largest `replayBytes` that `session/status` reported during the turn.
     pub replay_peak_bytes: u64,
     /// Daemon CPU time spent on the turn, per delivered notification (all subscribers).
@@ -44,14 +56,22 @@ impl std::fmt::Display for FanoutReport {
         let first = |v: &[f64]| v.first().copied().unwrap_or(0.0);
         write!(
             f,
-            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; daemon RSS +{:.1} MiB at peak; replay buffer peak {:.2} MiB (cap 8); daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
+            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; slowest subscriber behind the provider by at most {} chunks, behind the fastest by {}; daemon RSS +{:.1} MiB at peak ({}); replay buffer peak {:.2} MiB (cap 8); daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
             self.subscribers,
             self.chunks,
             first(&self.rates),
             median(&self.rates),
             median(&self.first_ms),
             last(&self.first_ms),
+            self.max_lag
+                .map_or_else(|| "?".to_owned(), |l| l.to_string()),
+            self.max_spread,
             self.rss_growth_kib as f64 / 1024.0,
+            if self.rss_from_hwm {
+                "VmHWM"
+            } else {
+                "sampled VmRSS"
+            },
             self.replay_peak_bytes as f64 / (1024.0 * 1024.0),
             self.daemon_cpu_per_delivery.as_secs_f64() * 1e6,
             self.client_cpu_per_delivery.as_secs_f64() * 1e6
@@ -60,12 +80,14 @@ impl std::fmt::Display for FanoutReport {
 }
 
 /// One turn answering `prompt` on `agent`, watched by `subscribers` connections (the
-/// prompting one included).
+/// prompting one included); `provider`, when the turn streams from this tool's fake, is
+/// what the subscribers' lag is measured against.
 pub async fn fanout(
     socket: &Path,
     agent: &str,
     prompt: &str,
     subscribers: usize,
+    provider: Option<&FakeOpenAi>,
 ) -> Result<FanoutReport> {
     let prompt = serde_json::to_string(&json!({
         "jsonrpc": "2.0",
@@ -98,32 +120,49 @@ pub async fn fanout(
         others.push(conn);
     }
     let me = std::process::id();
+    // The kernel's peak from here on, if it lets us reset it; samples of VmRSS otherwise.
+    let rss_from_hwm = sys::reset_peak_rss(pid).is_ok();
     let rss_before = sys::vm_rss_kib(pid)?;
     let cpu_before = sys::cpu_time(pid)?;
     let client_before = sys::cpu_time(me)?;
+    let sent_before = provider.map(FakeOpenAi::text_chunks_sent);
     let start = Instant::now();
     prompter.send(&prompt).await?;
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(prompter.watch(start, 1));
-    for conn in others {
-        tasks.spawn(conn.watch(start, 0));
+    let mut watchers = Vec::new();
+    let mut progress: Vec<Progress> = Vec::new();
+    for (conn, answers) in std::iter::once((prompter, 1)).chain(others.into_iter().map(|c| (c, 0)))
+    {
+        let read = Progress::default();
+        watchers.push(conn.watch(start, answers, read.clone())?);
+        progress.push(read);
     }
     let mut peak = rss_before;
     let mut replay_peak = 0;
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
-    while !tasks.is_empty() {
-        tokio::select! {
-            done = tasks.join_next() => {
-                if let Some(done) = done {
-                    seen.push(done??);
-                }
-            }
-            _ = tick.tick() => {
-                peak = peak.max(sys::vm_rss_kib(pid)?);
-                replay_peak = replay_peak.max(replay_bytes(&mut control, &session).await?);
-            }
+    let (mut max_lag, mut max_spread) = (0, 0);
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    let mut ticks = 0u64;
+    while !watchers.iter().all(|w| w.is_finished()) {
+        tick.tick().await;
+        let sent = provider
+            .zip(sent_before)
+            .map(|(p, before)| p.text_chunks_sent() - before);
+        let read: Vec<usize> = progress.iter().map(|p| p.load(Ordering::Relaxed)).collect();
+        let ahead = read.iter().copied().max().unwrap_or(0);
+        let slowest = read.iter().copied().min().unwrap_or(0);
+        max_spread = max_spread.max(ahead - slowest);
+        max_lag = max_lag.max(sent.unwrap_or(ahead).saturating_sub(slowest));
+        peak = peak.max(sys::vm_rss_kib(pid)?);
+        ticks += 1;
+        if ticks.is_multiple_of(2) {
+            replay_peak = replay_peak.max(replay_bytes(&mut control, &session).await?);
         }
+    }
+    let mut seen: Vec<Seen> = Vec::new();
+    for w in watchers {
+        seen.push(w.join().map_err(|_| "a subscriber's thread panicked")??);
+    }
+    if rss_from_hwm {
+        peak = peak.max(sys::vm_hwm_kib(pid)?);
     }
     let cpu = sys::cpu_time(pid)?.saturating_sub(cpu_before);
     let client_cpu = sys::cpu_time(me)?.saturating_sub(client_before);
@@ -153,6 +192,9 @@ pub async fn fanout(
         rates,
         first_ms,
         rss_growth_kib: peak.saturating_sub(rss_before),
+        rss_from_hwm,
+        max_lag: provider.map(|_| max_lag),
+        max_spread,
         replay_peak_bytes: replay_peak,
         daemon_cpu_per_delivery: cpu / deliveries,
         client_cpu_per_delivery: client_cpu / deliveries,
@@ -185,8 +227,19 @@ pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize], rounds: us
                 (0..chunks).map(|i| format!("w{} ", i % 10)),
                 Duration::ZERO,
             ));
-            let report = rt.block_on(fanout(&daemon.socket, "default", "go", n))?;
+            let report = rt.block_on(fanout(
+                &daemon.socket,
+                "default",
+                "go",
+                n,
+                Some(provider.fake()),
+            ))?;
             println!("fanout: {report}");
+            if report.chunks != chunks {
+                return Err(
+                    format!("each subscriber read {} chunks of {chunks}", report.chunks).into(),
+                );
+            }
             round.push(report);
         }
         runs.push(round);

@@ -283,7 +283,7 @@ fn run(cli: Cli) -> Result<()> {
             let rt = sys::client_runtime()?;
             let prompt = turns::long_prompt(words);
             for n in subscribers {
-                let report = rt.block_on(fanout::fanout(&socket, &agent, &prompt, n))?;
+                let report = rt.block_on(fanout::fanout(&socket, &agent, &prompt, n, None))?;
                 println!("fanout: {report}");
             }
             Ok(())

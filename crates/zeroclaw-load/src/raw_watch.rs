@@ -3,8 +3,15 @@
 //! prefix of each line looked at. Two lines per turn are parsed as JSON: the first chunk
 //! and the `turn_complete` (their `turnId` and `eventSeq` check that nothing was lost), so
 //! the client spends as little as it can of the CPU it shares with the daemon under test.
+//!
+//! Set-up (initialize, subscribe) is async; the turn itself is read by [`RawConn::watch`]
+//! on an OS thread of its own with blocking reads, one thread per subscriber, so that
+//! subscribers keep up with the daemon instead of taking turns on one client thread. Each
+//! publishes the chunks it has read so far ([`Progress`]) for the lag to be measured.
 
+use std::io::Read;
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,15 +35,22 @@ const HEAD: usize = 192;
 /// The byte patterns a line is classified by (built once from the vocabulary's names).
 struct Needles {
     update: Vec<u8>,
-    chunk: Vec<u8>,
-    complete: Vec<u8>,
+    chunk: memchr::memmem::Finder<'static>,
+    complete: memchr::memmem::Finder<'static>,
+    method: memchr::memmem::Finder<'static>,
+    error: memchr::memmem::Finder<'static>,
 }
 
 static NEEDLES: LazyLock<Needles> = LazyLock::new(|| Needles {
     update: format!(r#"{{"jsonrpc":"2.0","method":"{SESSION_UPDATE}""#).into_bytes(),
-    chunk: format!(r#""type":"{AGENT_MESSAGE_CHUNK}""#).into_bytes(),
-    complete: format!(r#""type":"{TURN_COMPLETE}""#).into_bytes(),
+    chunk: memchr::memmem::Finder::new(&format!(r#""type":"{AGENT_MESSAGE_CHUNK}""#)).into_owned(),
+    complete: memchr::memmem::Finder::new(&format!(r#""type":"{TURN_COMPLETE}""#)).into_owned(),
+    method: memchr::memmem::Finder::new(br#""method""#).into_owned(),
+    error: memchr::memmem::Finder::new(br#""error""#).into_owned(),
 });
+
+/// Chunks one subscriber has read so far, published for the lag measurement.
+pub type Progress = std::sync::Arc<AtomicUsize>;
 
 /// What one subscriber saw of a turn.
 pub struct Seen {
@@ -63,14 +77,44 @@ impl Seen {
 /// One connection read raw.
 pub struct RawConn {
     stream: UnixStream,
+    lines: Lines,
+}
+
+/// The read buffer: unread bytes are `buf[start..end]`.
+struct Lines {
     buf: Vec<u8>,
-    /// Unread bytes are `buf[start..end]`.
     start: usize,
     end: usize,
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+impl Lines {
+    /// The next complete line (without `\n`), if one is buffered.
+    fn next(&mut self) -> Option<&[u8]> {
+        let nl = memchr::memchr(b'\n', &self.buf[self.start..self.end])?;
+        let line = &self.buf[self.start..self.start + nl];
+        self.start += nl + 1;
+        Some(line)
+    }
+
+    /// Room for the next read: the partial line moved to the front, the buffer grown only
+    /// for a line longer than a read.
+    fn room(&mut self) -> &mut [u8] {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        if self.buf.len() - self.end < READ_BYTES {
+            self.buf.resize(self.end + READ_BYTES, 0);
+        }
+        &mut self.buf[self.end..]
+    }
+
+    fn filled(&mut self, read: usize) -> Result<()> {
+        if read == 0 {
+            return Err("server closed the connection".into());
+        }
+        self.end += read;
+        Ok(())
+    }
 }
 
 fn head(line: &[u8]) -> &[u8] {
@@ -94,9 +138,11 @@ impl RawConn {
             .map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
         let mut conn = RawConn {
             stream,
-            buf: vec![0; READ_BYTES * 2],
-            start: 0,
-            end: 0,
+            lines: Lines {
+                buf: vec![0; READ_BYTES * 2],
+                start: 0,
+                end: 0,
+            },
         };
         conn.send(&initialize_line()).await?;
         conn.answers(1).await?;
@@ -115,8 +161,8 @@ impl RawConn {
         let mut left = n;
         let mut failed = None;
         self.scan(|line| {
-            if !contains(head(line), b"\"method\"") {
-                if contains(line, b"\"error\"") {
+            if NEEDLES.method.find(head(line)).is_none() {
+                if NEEDLES.error.find(line).is_some() {
                     failed = Some(String::from_utf8_lossy(line).into_owned());
                 }
                 left -= 1;
@@ -130,17 +176,60 @@ impl RawConn {
         }
     }
 
-    /// Reads one turn: until its `turn_complete` and `answers` more answers.
-    pub async fn watch(mut self, start: Instant, answers: usize) -> Result<Seen> {
-        let (mut chunks, mut updates, mut left) = (0usize, 0u64, answers);
-        let (mut first, mut last) = (None, start);
-        let mut turn_id = None;
-        let mut complete_seq = None;
-        self.scan(|line| {
+    /// Reads one turn on an OS thread of its own: until its `turn_complete` and `answers`
+    /// more answers; `progress` counts the chunks read as they come.
+    pub fn watch(
+        self,
+        start: Instant,
+        answers: usize,
+        progress: Progress,
+    ) -> Result<std::thread::JoinHandle<Result<Seen>>> {
+        let stream = self.stream.into_std()?;
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(READ_TIMEOUT))?;
+        let lines = self.lines;
+        Ok(std::thread::Builder::new()
+            .name("subscriber".into())
+            .spawn(move || watch_turn(stream, lines, start, answers, &progress))?)
+    }
+
+    /// Hands each complete line (without `\n`) to `f` until it returns `true`.
+    async fn scan(&mut self, mut f: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
+        loop {
+            while let Some(line) = self.lines.next() {
+                if !line.is_empty() && f(line)? {
+                    return Ok(());
+                }
+            }
+            let read = tokio::time::timeout(READ_TIMEOUT, self.stream.read(self.lines.room()))
+                .await
+                .map_err(|_| format!("nothing received within {READ_TIMEOUT:?}"))??;
+            self.lines.filled(read)?;
+        }
+    }
+}
+
+/// [`RawConn::watch`]'s thread: blocking reads of one subscriber's turn.
+fn watch_turn(
+    mut stream: std::os::unix::net::UnixStream,
+    mut lines: Lines,
+    start: Instant,
+    answers: usize,
+    progress: &AtomicUsize,
+) -> Result<Seen> {
+    let (mut chunks, mut updates, mut left) = (0usize, 0u64, answers);
+    let (mut first, mut last) = (None, start);
+    let mut turn_id = None;
+    let mut complete_seq = None;
+    'read: loop {
+        while let Some(line) = lines.next() {
+            if line.is_empty() {
+                continue;
+            }
             let h = head(line);
             if h.starts_with(&NEEDLES.update) {
                 updates += 1;
-                if contains(h, &NEEDLES.chunk) {
+                if NEEDLES.chunk.find(h).is_some() {
                     let now = Instant::now();
                     if first.is_none() {
                         first = Some(now);
@@ -148,54 +237,38 @@ impl RawConn {
                     }
                     last = now;
                     chunks += 1;
-                } else if contains(h, &NEEDLES.complete) {
+                } else if NEEDLES.complete.find(h).is_some() {
                     complete_seq = Some(position(line)?.1);
                 }
-            } else if !contains(h, b"\"method\"") {
+            } else if NEEDLES.method.find(h).is_none() {
                 left = left.saturating_sub(1);
             }
-            Ok(complete_seq.is_some() && left == 0)
-        })
-        .await?;
-        let first = first.ok_or("no chunk received")?;
-        Ok(Seen {
-            chunks,
-            updates,
-            first: first - start,
-            streaming: last - first,
-            turn_id: turn_id.unwrap_or_default(),
-            complete_seq: complete_seq.unwrap_or_default(),
-        })
-    }
-
-    /// Hands each complete line (without `\n`) to `f` until it returns `true`.
-    async fn scan(&mut self, mut f: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
-        loop {
-            while let Some(nl) = self.buf[self.start..self.end]
-                .iter()
-                .position(|b| *b == b'\n')
-            {
-                let line = &self.buf[self.start..self.start + nl];
-                self.start += nl + 1;
-                if !line.is_empty() && f(line)? {
-                    return Ok(());
-                }
+            if complete_seq.is_some() && left == 0 {
+                break 'read;
             }
-            // Keep the partial line, at the front; grow only for a line longer than a read.
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-            if self.buf.len() - self.end < READ_BYTES {
-                self.buf.resize(self.end + READ_BYTES, 0);
-            }
-            let read =
-                tokio::time::timeout(READ_TIMEOUT, self.stream.read(&mut self.buf[self.end..]))
-                    .await
-                    .map_err(|_| format!("nothing received within {READ_TIMEOUT:?}"))??;
-            if read == 0 {
-                return Err("server closed the connection".into());
-            }
-            self.end += read;
         }
+        progress.store(chunks, Ordering::Relaxed);
+        let read = match stream.read(lines.room()) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!("nothing received within {READ_TIMEOUT:?}").into());
+            }
+            read => read?,
+        };
+        lines.filled(read)?;
     }
+    progress.store(chunks, Ordering::Relaxed);
+    let first = first.ok_or("no chunk received")?;
+    Ok(Seen {
+        chunks,
+        updates,
+        first: first - start,
+        streaming: last - first,
+        turn_id: turn_id.unwrap_or_default(),
+        complete_seq: complete_seq.unwrap_or_default(),
+    })
 }

@@ -1,4 +1,4 @@
-//! Process plumbing: VmRSS, the open-files limit, the client runtime, and child processes
+//! Process plumbing: VmRSS and its peak, the open-files limit, the client runtime, and child processes
 //! that are always stopped (SIGTERM, then SIGKILL) when their guard is dropped, also on
 //! error or panic.
 
@@ -18,6 +18,26 @@ pub fn vm_rss_kib(pid: u32) -> Result<u64> {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
         .ok_or_else(|| format!("no VmRSS in /proc/{pid}/status").into())
+}
+
+/// The peak resident set size of `pid` in KiB (VmHWM), since start or the last
+/// [`reset_peak_rss`].
+pub fn vm_hwm_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .ok_or_else(|| format!("no VmHWM in /proc/{pid}/status").into())
+}
+
+/// Resets `pid`'s peak RSS to its RSS now (`5` into `/proc/PID/clear_refs`; needs the
+/// right to write there, e.g. the same user on a kernel that allows it).
+pub fn reset_peak_rss(pid: u32) -> Result<()> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .map_err(|e| format!("cannot reset the peak RSS of {pid}: {e}").into())
 }
 
 /// CPU time `pid` has used so far (user + system), from `/proc/PID/stat`.

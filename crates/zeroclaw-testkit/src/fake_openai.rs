@@ -233,6 +233,8 @@ struct State {
     /// How long `GET /models` waits before answering.
     models_delay: Mutex<Duration>,
     marks: Arc<Mutex<Vec<std::time::Instant>>>,
+    /// Text chunks written so far, all responses together.
+    text_sent: Arc<AtomicUsize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -261,6 +263,7 @@ impl FakeOpenAi {
             models: Mutex::new(Err(404)),
             models_delay: Mutex::new(Duration::ZERO),
             marks: Arc::default(),
+            text_sent: Arc::default(),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -329,6 +332,12 @@ impl FakeOpenAi {
     /// daemon's added latency up to its first `agent_message_chunk`).
     pub fn first_text_marks(&self) -> Vec<std::time::Instant> {
         lock(&self.state.marks).clone()
+    }
+
+    /// Text chunks written so far (`Scripted::Text`, all responses together): how far a
+    /// streamed reply has got, for measuring how far behind its readers are.
+    pub fn text_chunks_sent(&self) -> usize {
+        self.state.text_sent.load(Ordering::Relaxed)
     }
 
     /// Scripted responses not consumed yet.
@@ -496,6 +505,7 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         error_written: Arc::clone(&state.error_written),
         usage,
         marks: Arc::clone(&state.marks),
+        text_sent: Arc::clone(&state.text_sent),
     };
     if w.play(script).await.is_err() {
         state.aborted.fetch_add(1, Ordering::SeqCst);
@@ -567,6 +577,7 @@ struct Writer {
     /// End finished responses with a usage chunk.
     usage: bool,
     marks: Arc<Mutex<Vec<std::time::Instant>>>,
+    text_sent: Arc<AtomicUsize>,
 }
 
 impl Writer {
@@ -603,6 +614,7 @@ impl Writer {
                     // includes this server's own write.
                     let sent = std::time::Instant::now();
                     self.delta(json!({"content": c}), None).await?;
+                    self.text_sent.fetch_add(1, Ordering::Relaxed);
                     if i == 0 {
                         lock(&self.marks).push(sent);
                     }

@@ -11,6 +11,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Before any thread exists: the daemon's long turns keep less memory in one arena.
+    zeroclaw_daemon::limit_malloc_arenas();
     let args = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
