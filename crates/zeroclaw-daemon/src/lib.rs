@@ -16,7 +16,7 @@
 //! Unsafe code is denied but for libc calls std does not wrap, each `#[allow]`ed where it
 //! is made: `geteuid` (the daemon's own uid, which the policy trusts) and
 //! `getrlimit`/`setrlimit` (raising the open-files limit at start), on Unix; `mallopt`
-//! (fixing glibc's mmap threshold at start, `malloc_tuning`), on Linux with glibc; a test
+//! (glibc's mmap threshold and arena count, `malloc_tuning`), on Linux with glibc; a test
 //! makes a FIFO with `mkfifo`.
 
 #![deny(unsafe_code)]
@@ -31,6 +31,7 @@ mod gateway;
 #[cfg(feature = "test-hooks")]
 pub mod harness;
 mod malloc_tuning;
+pub use malloc_tuning::limit_malloc_arenas;
 mod methods;
 mod ordering;
 mod outbound;
@@ -236,30 +237,6 @@ fn install_gateway_starter(daemon: &Arc<Daemon>) {
 fn gateway_url(url: &str) -> String {
     url.replace("://0.0.0.0:", "://127.0.0.1:")
         .replace("://[::]:", "://[::1]:")
-}
-
-/// glibc malloc arenas the process may use (`M_ARENA_MAX`), unless `MALLOC_ARENA_MAX`
-/// says otherwise. By default glibc gives each thread that meets contention an arena of
-/// its own (up to 8 per core), and a streamed turn's task moves between the runtime's
-/// workers: each arena then keeps its own freed blocks, and a long turn's peak RSS was
-/// 2.5–4 MiB higher than with one arena (docs/BENCHMARKS.md, item 3). Small blocks still
-/// come from each thread's cache without the arena lock.
-pub const MALLOC_ARENAS: i32 = 1;
-
-/// Limits glibc's malloc arenas to [`MALLOC_ARENAS`]; to be called first thing in `main`,
-/// before any thread is started (an arena a thread already has is kept). Nothing on other
-/// C libraries, or when `MALLOC_ARENA_MAX` is set (glibc applied it already).
-#[allow(unsafe_code)]
-pub fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-            // SAFETY: mallopt only sets a malloc parameter; no pointer is passed.
-            unsafe {
-                libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
-            }
-        }
-    }
 }
 
 /// Raises the open-files soft limit to the hard limit (SPEC §17), so a flood of

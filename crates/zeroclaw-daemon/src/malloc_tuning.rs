@@ -1,4 +1,5 @@
-//! How the C allocator hands large blocks back (SPEC §17 "Memory is bounded by the input").
+//! How the C allocator holds memory (SPEC §17 "Memory is bounded by the input"): how it
+//! hands large blocks back, and how many arenas it keeps.
 //!
 //! glibc's malloc serves blocks above its mmap threshold (128 KiB at first) with their own
 //! mappings, returned to the kernel when freed. But each time such a block is freed the
@@ -24,6 +25,30 @@ pub fn fix_mmap_threshold() {
         let ok = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int) };
         if ok != 1 {
             tracing::debug!("cannot set the allocator's mmap threshold");
+        }
+    }
+}
+
+/// glibc malloc arenas the process may use (`M_ARENA_MAX`), unless `MALLOC_ARENA_MAX`
+/// says otherwise. By default glibc gives each thread that meets contention an arena of
+/// its own (up to 8 per core), and a streamed turn's task moves between the runtime's
+/// workers: each arena then keeps its own freed blocks, and a long turn's peak RSS was
+/// 2.5–4 MiB higher than with one arena (docs/BENCHMARKS.md, item 3). Small blocks still
+/// come from each thread's cache without the arena lock.
+pub const MALLOC_ARENAS: i32 = 1;
+
+/// Limits glibc's malloc arenas to [`MALLOC_ARENAS`]; to be called first thing in `main`,
+/// before any thread is started (an arena a thread already has is kept). Nothing on other
+/// C libraries, or when `MALLOC_ARENA_MAX` is set (glibc applied it already).
+#[allow(unsafe_code)]
+pub fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+            // SAFETY: mallopt only sets a malloc parameter; no pointer is passed.
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+            }
         }
     }
 }
