@@ -17,7 +17,7 @@
 // Unsafe only for two libc calls of the test client (a signal to a child, the euid).
 #![deny(unsafe_code)]
 
-#[cfg(unix)]
+#[cfg(all(unix, feature = "chat-window"))]
 pub mod chat_window;
 #[cfg(unix)]
 pub mod daemon;
