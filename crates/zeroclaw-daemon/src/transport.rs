@@ -199,7 +199,8 @@ impl<W: AsyncWrite + Send + Unpin + 'static> StreamSink<W> {
             if written == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
-            while written > 0 && next < lines.len() {
+            // Also steps over empty lines, which no write would ever take.
+            while next < lines.len() && (written > 0 || lines[next].len() == done) {
                 let left = lines[next].len() - done;
                 if written < left {
                     done += written;
@@ -289,6 +290,7 @@ mod tests {
             .map(|i| Bytes::from(format!("{{\"n\":{i}}}\n")))
             .collect();
         lines.insert(5, Bytes::new());
+        lines.push(Bytes::new());
         lines.insert(9, Bytes::from(vec![b'x'; GATHER_LINE_BYTES + 3]));
         let expected: Vec<u8> = lines.iter().flat_map(|l| l.iter().copied()).collect();
         for (step, vectored) in [(7, true), (4096, true), (usize::MAX, true), (7, false)] {
