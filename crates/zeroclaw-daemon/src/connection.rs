@@ -65,7 +65,7 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
     mut source: S,
     sink: K,
 ) {
-    let (out, rx) = Outbound::new(daemon.stall_timeout);
+    let (out, rx) = Outbound::with_write_now(daemon.stall_timeout, sink.write_now_handle());
     let writer = tokio::spawn(outbound::run_writer(sink, rx, out.clone()));
     let conn = Arc::new(ConnectionContext::new(id, peer, out.clone(), admission));
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));

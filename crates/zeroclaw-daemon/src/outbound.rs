@@ -17,6 +17,12 @@
 //!
 //! Lines are [`Bytes`]: a session update fanned out to many subscribers is one shared
 //! buffer, queued to each by reference.
+//!
+//! Where the transport offers a non-blocking second way to the socket ([`WriteNow`], an
+//! accepted Unix socket), [`Outbound::send`] writes a line itself when nothing is queued
+//! and the writer is idle: an answer leaves without waking the writer task. The socket's
+//! turn (who writes now) keeps the two from interleaving; the rest of a line only partly
+//! written that way is written first by the writer.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,6 +31,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
+
+use zeroclaw_ipc::WriteNow;
 
 use crate::transport::{FrameSink, MAX_SLICES};
 
@@ -98,6 +106,36 @@ struct Account {
     above_since: Option<tokio::time::Instant>,
     /// A high-water watchdog is running.
     watching: bool,
+    /// The unwritten rest of a line written partly by [`Outbound::send`]: the writer writes
+    /// it before anything else.
+    head: Option<Bytes>,
+}
+
+/// The socket's non-blocking way in, and whose turn it is to write to it.
+struct Direct {
+    socket: Arc<dyn WriteNow>,
+    /// Set while somebody writes: the writer task for a whole batch, or a producer for one
+    /// non-blocking write (never across an await).
+    writing: AtomicBool,
+}
+
+impl Direct {
+    fn try_take_turn(&self) -> bool {
+        self.writing
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// The writer's wait for its turn: a producer holds it for one system call at most.
+    async fn take_turn(&self) {
+        while !self.try_take_turn() {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    fn give_back_turn(&self) {
+        self.writing.store(false, Ordering::Release);
+    }
 }
 
 /// A cloneable handle for queueing lines to one connection.
@@ -114,11 +152,21 @@ pub struct Outbound {
     debt: Arc<AtomicUsize>,
     /// What is queued, for the high-water and per-principal rules.
     account: Arc<Mutex<Account>>,
+    /// The socket's non-blocking way in, where the transport has one.
+    direct: Option<Arc<Direct>>,
 }
 
 impl Outbound {
     /// Creates the queue; the receiving half goes to [`run_writer`].
     pub fn new(stall_timeout: Duration) -> (Outbound, mpsc::UnboundedReceiver<Bytes>) {
+        Outbound::with_write_now(stall_timeout, None)
+    }
+
+    /// The same, for a transport with a non-blocking second way to its socket.
+    pub fn with_write_now(
+        stall_timeout: Duration,
+        write_now: Option<Arc<dyn WriteNow>>,
+    ) -> (Outbound, mpsc::UnboundedReceiver<Bytes>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let out = Outbound {
             tx,
@@ -128,6 +176,12 @@ impl Outbound {
             stall_timeout,
             debt: Arc::default(),
             account: Arc::default(),
+            direct: write_now.map(|socket| {
+                Arc::new(Direct {
+                    socket,
+                    writing: AtomicBool::new(false),
+                })
+            }),
         };
         (out, rx)
     }
@@ -186,9 +240,12 @@ impl Outbound {
         }
     }
 
-    /// Queues one line (with its `\n`), waiting for room in the budget.
+    /// Queues one line (with its `\n`), waiting for room in the budget; or writes it at
+    /// once when nothing is queued before it (see the module doc).
     pub async fn send(&self, line: impl Into<Bytes>) -> Result<(), Closed> {
-        let line = line.into();
+        let Some(line) = self.write_at_once(line.into()) else {
+            return Ok(());
+        };
         let cost = cost_of(&line);
         // The common case: room in the queue, no timer needed.
         match self.budget.try_acquire_many(cost) {
@@ -205,10 +262,15 @@ impl Outbound {
     /// full is queued on credit; a peer whose queue stays above [`HIGH_WATER_BYTES`] for
     /// the stall timeout, or whose credit exceeds a second budget, is disconnected.
     pub fn push_now(&self, line: Bytes) -> Result<(), Closed> {
+        self.reserve_now(cost_of(&line))?;
+        self.tx.send(line).map_err(|_| Closed)
+    }
+
+    /// Counts `cost` bytes in the budget (on credit when it is full) and the account.
+    fn reserve_now(&self, cost: u32) -> Result<(), Closed> {
         if self.is_closed() {
             return Err(Closed);
         }
-        let cost = cost_of(&line);
         match self.budget.try_acquire_many(cost) {
             Ok(permit) => permit.forget(),
             Err(tokio::sync::TryAcquireError::Closed) => return Err(Closed),
@@ -221,8 +283,54 @@ impl Outbound {
                 }
             }
         }
-        self.charge(cost as usize)?;
-        self.tx.send(line).map_err(|_| Closed)
+        self.charge(cost as usize)
+    }
+
+    /// Writes `line` to the socket from the calling task when the transport allows it and
+    /// nothing is queued or being written: one non-blocking write, no task woken. Gives
+    /// the line back when that cannot be done; the rest of a partly written line is
+    /// queued ahead of everything else.
+    fn write_at_once(&self, line: Bytes) -> Option<Bytes> {
+        let Some(direct) = &self.direct else {
+            return Some(line);
+        };
+        if self.is_closed() || !direct.try_take_turn() {
+            return Some(line);
+        }
+        // Our turn: the writer task writes nothing until it is given back, and whatever it
+        // has taken from the queue still counts in the budget.
+        let written = match self.is_drained() {
+            // A failed write is the writer's to find and report; the line goes to it.
+            true => direct.socket.write_now(&line).unwrap_or(0),
+            false => 0,
+        };
+        let rest = match written {
+            0 => Some(line),
+            n if n >= line.len() => None,
+            n => {
+                self.queue_head(line.slice(n..));
+                None
+            }
+        };
+        direct.give_back_turn();
+        rest
+    }
+
+    /// Queues the unwritten rest of a line for the writer to write first; called holding
+    /// the turn, so the writer cannot have started on anything else.
+    fn queue_head(&self, rest: Bytes) {
+        if self.reserve_now(cost_of(&rest)).is_err() {
+            return;
+        }
+        self.account().head = Some(rest);
+        // An empty line wakes the writer (and costs one byte, like any other line).
+        let _ = self.push_now(Bytes::new());
+    }
+
+    /// The rest of a partly written line, if one waits.
+    fn take_head(&self) -> Option<Bytes> {
+        self.direct.as_ref()?;
+        self.account().head.take()
     }
 
     /// Watches the queue while it is above [`HIGH_WATER_BYTES`]: one that stays there for
@@ -318,6 +426,7 @@ impl Outbound {
         }
         account.queued = 0;
         account.above_since = None;
+        account.head = None;
     }
 
     /// Closes the connection once what is queued now (and the answer being built) had a
@@ -401,10 +510,19 @@ pub async fn run_writer<S: FrameSink>(
             tokio::task::yield_now().await;
             drain_into(&mut rx, &mut batch, &mut bytes);
         }
+        if let Some(direct) = &out.direct {
+            direct.take_turn().await;
+        }
+        if let Some(head) = out.take_head() {
+            batch.insert(0, head);
+        }
         let written = tokio::select! {
             r = sink.send_lines(&batch) => r,
             () = &mut closed => break,
         };
+        if let Some(direct) = &out.direct {
+            direct.give_back_turn();
+        }
         last_write = Some(Instant::now());
         let cost: u32 = batch.iter().map(|l| cost_of(l)).sum();
         batch.clear();
@@ -567,3 +685,6 @@ mod tests {
         assert!(out.is_closed());
     }
 }
+
+#[cfg(test)]
+mod write_at_once_tests;

@@ -104,6 +104,7 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection, accepted: Insta
         reader,
         mut writer,
         peer,
+        write_now,
     } = conn;
     let id = next_connection_id();
     let key = match peer.uid {
@@ -134,7 +135,8 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection, accepted: Insta
         kind: TransportKind::Local,
         ip: None,
     };
-    let (source, sink) = (StreamSource::new(reader), StreamSink::new(writer));
+    let source = StreamSource::new(reader);
+    let sink = StreamSink::with_write_now(writer, write_now);
     connection::serve(daemon, id, identity, admission, accepted, source, sink).await;
 }
 

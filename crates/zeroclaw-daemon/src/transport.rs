@@ -7,9 +7,11 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use zeroclaw_ipc::WriteNow;
 use zeroclaw_rpc::{Frame, FrameReader, MAX_FRAME_BYTES};
 
 /// Which kind of transport a connection came in on; some methods are local-only.
@@ -69,6 +71,12 @@ pub const PRE_INITIALIZE_FRAME_BYTES: usize = 64 * 1024;
 pub trait FrameSink: Send + 'static {
     fn send_lines<'a>(&'a mut self, lines: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>>;
     fn shutdown(&mut self) -> BoxFuture<'_, ()>;
+
+    /// A way to the same peer that never waits, usable while the sink is busy elsewhere,
+    /// where the transport has one (see [`crate::outbound::Outbound::send`]).
+    fn write_now_handle(&self) -> Option<Arc<dyn WriteNow>> {
+        None
+    }
 }
 
 /// Read buffer per local connection: small, so idle connections stay cheap (the buffer is
@@ -117,6 +125,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> FrameSource for StreamSource<R> {
 pub struct StreamSink<W> {
     writer: W,
     scratch: Vec<u8>,
+    write_now: Option<Arc<dyn WriteNow>>,
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> StreamSink<W> {
@@ -124,6 +133,15 @@ impl<W: AsyncWrite + Send + Unpin + 'static> StreamSink<W> {
         StreamSink {
             writer,
             scratch: Vec::new(),
+            write_now: None,
+        }
+    }
+
+    /// The same, with the stream's non-blocking second way in (an accepted Unix socket).
+    pub fn with_write_now(writer: W, write_now: Option<Arc<dyn WriteNow>>) -> Self {
+        StreamSink {
+            write_now,
+            ..StreamSink::new(writer)
         }
     }
 }
@@ -137,6 +155,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> FrameSink for StreamSink<W> {
         Box::pin(async {
             let _ = self.writer.shutdown().await;
         })
+    }
+
+    fn write_now_handle(&self) -> Option<Arc<dyn WriteNow>> {
+        self.write_now.clone()
     }
 }
 

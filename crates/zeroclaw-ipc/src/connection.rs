@@ -3,6 +3,8 @@
 //! (SPEC §11), plus who is on the other end for the audit log (SPEC §4).
 
 use std::fmt;
+use std::io;
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -68,6 +70,17 @@ pub struct LocalConnection {
     pub writer: Box<dyn AsyncWrite + Send + Unpin>,
     /// Who the peer is.
     pub peer: PeerInfo,
+    /// A second way to the peer that never waits, where the transport has one (an
+    /// accepted Unix socket): see [`WriteNow`].
+    pub write_now: Option<Arc<dyn WriteNow>>,
+}
+
+/// A non-blocking write on a connection's socket, usable while its write half is owned
+/// elsewhere. Whoever holds one must keep it from interleaving with the write half's
+/// writes; the socket only promises that each call's bytes go out in one piece, in order.
+pub trait WriteNow: Send + Sync {
+    /// Writes what fits now: how many bytes of `bytes` went out, or `WouldBlock`.
+    fn write_now(&self, bytes: &[u8]) -> io::Result<usize>;
 }
 
 impl fmt::Debug for LocalConnection {

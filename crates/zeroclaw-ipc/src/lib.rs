@@ -4,7 +4,7 @@
 //! - [`endpoint_path`]: the socket path or pipe name for a data dir;
 //! - [`LocalListener`] / [`connect`]: the Unix socket (or Windows named pipe) endpoint,
 //!   yielding [`LocalConnection`]s split into read and write halves with a [`PeerInfo`]
-//!   audit label (SPEC §4, §11);
+//!   audit label (SPEC §4, §11), and on an accepted Unix socket a [`WriteNow`] handle;
 //! - [`IpcError`]: everything that can go wrong, with messages naming paths.
 //!
 //! Framing, JSON-RPC and authorization live elsewhere; this crate only moves bytes.
@@ -24,7 +24,7 @@ mod unix;
 #[cfg(windows)]
 mod windows;
 
-pub use connection::{LocalConnection, PeerInfo};
+pub use connection::{LocalConnection, PeerInfo, WriteNow};
 pub use dirs::{DEFAULT_DIR_NAME, Dirs, ENV_CONFIG_DIR, ENV_DATA_DIR};
 pub use endpoint::{
     ENV_SOCKET, SOCKET_FILE_NAME, default_endpoint, endpoint_hash, endpoint_path,

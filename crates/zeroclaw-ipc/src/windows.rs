@@ -161,6 +161,7 @@ impl LocalListener {
             reader: Box::new(reader),
             writer: Box::new(writer),
             peer,
+            write_now: None,
         })
     }
 }
@@ -194,5 +195,6 @@ pub async fn connect(path: &Path) -> io::Result<LocalConnection> {
             uid: None,
             label: "pipe:server".to_string(),
         },
+        write_now: None,
     })
 }

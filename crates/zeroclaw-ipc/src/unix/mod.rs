@@ -5,10 +5,14 @@
 //! directory ([`prepare`]), exclusive lock on `<socket>.lock`, stale-socket check, race-free
 //! creation of a 0600 socket ([`create`]). The listener owns the lock for its whole life;
 //! dropping it unlinks the socket only if the path still holds the inode it created.
+//!
+//! An accepted stream is split by [`shared`], which adds a non-blocking write handle on the
+//! same socket ([`crate::WriteNow`]); a dialled one by tokio's owned halves.
 
 mod create;
 mod identity;
 mod prepare;
+mod shared;
 
 use std::fs::{self, File};
 use std::io;
@@ -135,7 +139,13 @@ impl LocalListener {
             ),
             Err(_) => PeerInfo::unix_unknown(),
         };
-        Ok(split(stream, peer))
+        let (reader, writer, write_now) = shared::split_shared(stream);
+        Ok(LocalConnection {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+            peer,
+            write_now: Some(write_now),
+        })
     }
 }
 
@@ -164,5 +174,6 @@ fn split(stream: UnixStream, peer: PeerInfo) -> LocalConnection {
         reader: Box::new(reader),
         writer: Box::new(writer),
         peer,
+        write_now: None,
     }
 }
