@@ -12,6 +12,7 @@
 //! Blocks below it (frames, chunks, lines) are unaffected.
 
 /// Blocks at least this large get a mapping of their own.
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
 pub const MMAP_THRESHOLD: usize = 1024 * 1024;
 
 /// Fixes glibc's mmap threshold at [`MMAP_THRESHOLD`] (which also turns off its dynamic
@@ -35,6 +36,7 @@ pub fn fix_mmap_threshold() {
 /// workers: each arena then keeps its own freed blocks, and a long turn's peak RSS was
 /// 2.5–4 MiB higher than with one arena (docs/BENCHMARKS.md, item 3). Small blocks still
 /// come from each thread's cache without the arena lock.
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
 pub const MALLOC_ARENAS: i32 = 1;
 
 /// Limits glibc's malloc arenas to [`MALLOC_ARENAS`]; to be called first thing in `main`,
