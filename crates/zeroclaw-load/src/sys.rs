@@ -10,27 +10,25 @@ use crate::error::Result;
 
 /// The resident set size of `pid` in KiB, from `/proc/PID/status`.
 pub fn vm_rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-        .ok_or_else(|| format!("no VmRSS in /proc/{pid}/status").into())
+    status_kib(pid, "VmRSS")
 }
 
 /// The peak resident set size of `pid` in KiB (VmHWM), since start or the last
 /// [`reset_peak_rss`].
 pub fn vm_hwm_kib(pid: u32) -> Result<u64> {
+    status_kib(pid, "VmHWM")
+}
+
+/// One `field:` of `/proc/PID/status`, in KiB.
+fn status_kib(pid: u32, field: &str) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
     status
         .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
-        .ok_or_else(|| format!("no VmHWM in /proc/{pid}/status").into())
+        .ok_or_else(|| format!("no {field} in /proc/{pid}/status").into())
 }
 
 /// Resets `pid`'s peak RSS to its RSS now (`5` into `/proc/PID/clear_refs`; needs the
