@@ -20,7 +20,8 @@ impl StepText {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn push_str(&self, text: &str) {
+    /// Appends a streamed delta (the turn does; a test of a reader may too).
+    pub fn push_str(&self, text: &str) {
         self.lock().push_str(text);
     }
 
@@ -42,6 +43,11 @@ impl StepText {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether both are the same call's text (not merely equal texts).
+    pub fn same_as(&self, other: &StepText) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -71,5 +77,7 @@ mod tests {
         assert_eq!(text.take(), "hello world");
         assert!(reader.is_empty(), "a reader sees the taken text as empty");
         assert_eq!(reader, text);
+        assert!(reader.same_as(&text));
+        assert!(!reader.same_as(&StepText::default()));
     }
 }

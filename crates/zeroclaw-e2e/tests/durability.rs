@@ -2,11 +2,13 @@
 //! crash recovery, trim, storage failures, kill/delete/close/resume, rehydration, and rows
 //! of other interaction surfaces.
 
+mod checkpointed;
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use checkpointed::wait_checkpointed;
 use common::{Conn, Fake, TestDaemon, code, roles, session_config, streamed_text, updates};
 use serde_json::{Value, json};
 use zeroclaw_testkit::Scripted;
@@ -88,24 +90,6 @@ fn dump(conn: &rusqlite::Connection, id: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// Waits until a checkpoint of session `id` holds `text` (streamed text is checkpointed
-/// within 250 ms), so that a crash from now on must recover at least that much.
-fn wait_checkpointed(daemon: &TestDaemon, id: &str, text: &str) {
-    let conn = db(daemon);
-    let sql = "SELECT count(*) FROM checkpoint_events \
-        WHERE session IN (SELECT pk FROM sessions WHERE session_id = ?1) \
-        AND kind = 'text' AND instr(payload, ?2) > 0";
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while conn
-        .query_row(sql, [id, text], |row| row.get::<_, i64>(0))
-        .unwrap_or(0)
-        == 0
-    {
-        assert!(Instant::now() < deadline, "{text:?} was not checkpointed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Creates (`on`) or removes a failure trigger file of the test hooks and waits until the

@@ -3,10 +3,10 @@
 //! checkpointed partial answer and one `[interrupted]` marker, and the session serves the
 //! next prompt on the same provider.
 
+mod checkpointed;
 mod common;
 
-use std::time::{Duration, Instant};
-
+use checkpointed::wait_checkpointed;
 use common::{Conn, TestDaemon, roles};
 use serde_json::json;
 use zeroclaw_testkit::{FakeAnthropic, FakeGemini, FakeOllama, GeminiReply, OllamaReply, Reply};
@@ -36,23 +36,6 @@ tools = []
     TestDaemon::start_with(&[], |dir| {
         std::fs::write(dir.join("config.toml"), config).unwrap();
     })
-}
-
-/// Waits until a checkpoint of session `id` holds `text`.
-fn wait_checkpointed(daemon: &TestDaemon, id: &str, text: &str) {
-    let conn = rusqlite::Connection::open(daemon.data_dir().join("zeroclaw.db")).unwrap();
-    let sql = "SELECT count(*) FROM checkpoint_events \
-        WHERE session IN (SELECT pk FROM sessions WHERE session_id = ?1) \
-        AND kind = 'text' AND instr(payload, ?2) > 0";
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while conn
-        .query_row(sql, [id, text], |row| row.get::<_, i64>(0))
-        .unwrap_or(0)
-        == 0
-    {
-        assert!(Instant::now() < deadline, "{text:?} was not checkpointed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Prompts, waits until "part one " streamed and was checkpointed, kills the daemon,

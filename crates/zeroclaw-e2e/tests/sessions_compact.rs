@@ -3,11 +3,13 @@
 //! prompts, a failed snapshot write, kill -9 during the summary call, auto-compaction, and
 //! ownership.
 
+mod checkpointed;
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
+use checkpointed::wait_checkpointed;
 use common::{Conn, Fake, TestDaemon, UidConn, code, is_root, session_config, test_uid, updates};
 use serde_json::{Value, json};
 use zeroclaw_testkit::Scripted;
@@ -610,23 +612,6 @@ fn a_tool_round_over_the_threshold_compacts_before_the_next_call() {
         )
         .unwrap();
     assert_eq!(covers, 4, "just before the turn's prompt row");
-}
-
-/// Waits until a text checkpoint of session `id` holds `text`.
-fn wait_checkpointed(daemon: &TestDaemon, id: &str, text: &str) {
-    let conn = db(daemon);
-    let sql = "SELECT count(*) FROM checkpoint_events \
-        WHERE session IN (SELECT pk FROM sessions WHERE session_id = ?1) \
-        AND kind = 'text' AND instr(payload, ?2) > 0";
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while conn
-        .query_row(sql, [id, text], |row| row.get::<_, i64>(0))
-        .unwrap_or(0)
-        == 0
-    {
-        assert!(Instant::now() < deadline, "{text:?} was not checkpointed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]

@@ -37,6 +37,11 @@ pub struct FanoutReport {
     pub rss_growth_kib: u64,
     /// Whether `rss_growth_kib` is the kernel's peak (VmHWM) or the largest sample.
     pub rss_from_hwm: bool,
+    /// The largest growth of the anonymous and of the file-backed resident set among the
+    /// samples (every 10 ms, so a lower bound): memory the turn allocated, and pages of
+    /// the binary it ran for the first time.
+    pub anon_growth_kib: u64,
+    pub file_growth_kib: u64,
     /// The most chunks any subscriber was behind the provider (`None`: no provider to
     /// compare with; then behind the subscriber furthest ahead).
     pub max_lag: Option<usize>,
@@ -56,7 +61,7 @@ impl std::fmt::Display for FanoutReport {
         let first = |v: &[f64]| v.first().copied().unwrap_or(0.0);
         write!(
             f,
-            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; slowest subscriber behind the provider by at most {} chunks, behind the fastest by {}; daemon RSS +{:.1} MiB at peak ({}); replay buffer peak {:.2} MiB (cap 8); daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
+            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; slowest subscriber behind the provider by at most {} chunks, behind the fastest by {}; daemon RSS +{:.1} MiB at peak ({}; sampled: anonymous +{:.1}, file-backed +{:.1}); replay buffer peak {:.2} MiB (cap 8); daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
             self.subscribers,
             self.chunks,
             first(&self.rates),
@@ -72,6 +77,8 @@ impl std::fmt::Display for FanoutReport {
             } else {
                 "sampled VmRSS"
             },
+            self.anon_growth_kib as f64 / 1024.0,
+            self.file_growth_kib as f64 / 1024.0,
             self.replay_peak_bytes as f64 / (1024.0 * 1024.0),
             self.daemon_cpu_per_delivery.as_secs_f64() * 1e6,
             self.client_cpu_per_delivery.as_secs_f64() * 1e6
@@ -123,6 +130,8 @@ pub async fn fanout(
     // The kernel's peak from here on, if it lets us reset it; samples of VmRSS otherwise.
     let rss_from_hwm = sys::reset_peak_rss(pid).is_ok();
     let rss_before = sys::vm_rss_kib(pid)?;
+    let parts_before = sys::rss_parts_kib(pid)?;
+    let mut parts_peak = parts_before;
     let cpu_before = sys::cpu_time(pid)?;
     let client_before = sys::cpu_time(me)?;
     let sent_before = provider.map(FakeOpenAi::text_chunks_sent);
@@ -152,6 +161,8 @@ pub async fn fanout(
         max_spread = max_spread.max(ahead - slowest);
         max_lag = max_lag.max(sent.unwrap_or(ahead).saturating_sub(slowest));
         peak = peak.max(sys::vm_rss_kib(pid)?);
+        let (anon, file) = sys::rss_parts_kib(pid)?;
+        parts_peak = (parts_peak.0.max(anon), parts_peak.1.max(file));
         ticks += 1;
         if ticks.is_multiple_of(2) {
             replay_peak = replay_peak.max(replay_bytes(&mut control, &session).await?);
@@ -193,6 +204,8 @@ pub async fn fanout(
         first_ms,
         rss_growth_kib: peak.saturating_sub(rss_before),
         rss_from_hwm,
+        anon_growth_kib: parts_peak.0.saturating_sub(parts_before.0),
+        file_growth_kib: parts_peak.1.saturating_sub(parts_before.1),
         max_lag: provider.map(|_| max_lag),
         max_spread,
         replay_peak_bytes: replay_peak,

@@ -19,6 +19,12 @@ pub fn vm_hwm_kib(pid: u32) -> Result<u64> {
     status_kib(pid, "VmHWM")
 }
 
+/// The anonymous and the file-backed part of `pid`'s resident set in KiB (RssAnon,
+/// RssFile): what the process allocated, and the pages of files it maps (its own code).
+pub fn rss_parts_kib(pid: u32) -> Result<(u64, u64)> {
+    Ok((status_kib(pid, "RssAnon")?, status_kib(pid, "RssFile")?))
+}
+
 /// One `field:` of `/proc/PID/status`, in KiB.
 fn status_kib(pid: u32, field: &str) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -365,6 +365,29 @@ impl Store {
         }
     }
 
+    /// [`Store::record_text`] of only the text streamed since the last write of `segment`:
+    /// `piece` is appended to what is recorded (one new row; nothing already written is
+    /// written again), so the checkpoint of a long answer costs what streamed since, not
+    /// the whole answer so far. The caller appends each piece once and in order, and only
+    /// after the previous write succeeded (a failed write appended nothing). Encoded when
+    /// called, like `record_text`.
+    pub fn append_text(
+        &self,
+        key: &SessionKey,
+        turn_id: &str,
+        segment: u32,
+        piece: &str,
+    ) -> impl std::future::Future<Output = Result<u32>> + Send + 'static + use<> {
+        let encoded = turns::EncodedProgress::text(segment, piece);
+        let (store, key, turn_id) = (self.clone(), key.clone(), turn_id.to_owned());
+        async move {
+            let encoded = encoded?;
+            store
+                .call(move |db| turns::append_text(db, &key, &turn_id, segment, encoded))
+                .await
+        }
+    }
+
     /// One transaction appending the turn's final rows (build them with
     /// [`Progress::to_row`] / [`NewRow`] helpers) and closing its checkpoint with `status`
     /// (`Completed`, `Cancelled` or `Failed`). Returns the rows' seqs. Fails with

@@ -1,8 +1,9 @@
 //! A turn's durable life: `begin_turn` (prompt row + open checkpoint), `record_progress`
-//! (checkpoint events, upserted by key), `finish_turn` (final rows + closed checkpoint), and
+//! (checkpoint events, upserted by key) and `append_text` (a streamed text's new part), `finish_turn` (final rows + closed checkpoint), and
 //! snapshots of the retained provider context. Each call is one transaction.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -128,10 +129,101 @@ impl EncodedProgress {
         }
         Ok(EncodedProgress {
             kind: "text",
-            event_key: format!("text:{segment}"),
+            event_key: text_key(segment),
             payload: crate::json::to_json_exact(&Borrowed::Text { segment, text })?,
         })
     }
+}
+
+/// The upsert key of segment `segment`'s text, and the prefix of its appended pieces' keys
+/// (`text:<segment>+<n>`, `n` the piece's own event number). `+` sorts just below `,`, so a
+/// segment's pieces are the keys in `("text:<segment>+", "text:<segment>,")`.
+pub(crate) fn text_key(segment: u32) -> String {
+    format!("text:{segment}")
+}
+
+/// Appends `piece` to segment `segment`'s recorded text without rewriting what is there: the
+/// first piece of a segment is its ordinary text event, each later one a row of its own
+/// that [`load_events`] joins back in order. A long streamed answer is then written once,
+/// in the pieces it arrived in, rather than whole again at every checkpoint. Returns the
+/// event number of the segment's text (the first piece's). `piece` is encoded as
+/// [`EncodedProgress::text`] encodes it.
+pub(crate) fn append_text(
+    db: &mut Db,
+    key: &SessionKey,
+    turn_id: &str,
+    segment: u32,
+    piece: EncodedProgress,
+) -> Result<u32> {
+    db::require_acp(key)?;
+    let payload = piece.payload;
+    db.write(|conn| {
+        let (pk, _) = db::require_session(conn, key)?;
+        require_open(conn, pk, key, turn_id)?;
+        let now = now_ms();
+        let base_key = text_key(segment);
+        let base: Option<u32> = conn
+            .prepare_cached(
+                "SELECT n FROM checkpoint_events WHERE session = ?1 AND turn_id = ?2 AND event_key = ?3",
+            )?
+            .query_row(params![pk, turn_id, base_key], |r| r.get(0))
+            .optional()?;
+        let n = next_event_n(conn, pk, turn_id)?;
+        let event_key = match base {
+            Some(_) => format!("{base_key}+{n}"),
+            None => base_key,
+        };
+        insert_event(conn, pk, turn_id, n, &event_key, "text", payload, now)?;
+        touch_checkpoint(conn, pk, turn_id, now)?;
+        Ok(base.unwrap_or(n))
+    })
+}
+
+fn next_event_n(conn: &Connection, pk: i64, turn_id: &str) -> Result<u32> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT COALESCE(MAX(n) + 1, 0) FROM checkpoint_events \
+             WHERE session = ?1 AND turn_id = ?2",
+        )?
+        .query_row(params![pk, turn_id], |r| r.get(0))?)
+}
+
+/// Inserts one event row; `payload` is dropped once SQLite has bound its own copy, so a
+/// long text's JSON is not kept while the row's record is built from it.
+#[allow(clippy::too_many_arguments)]
+fn insert_event(
+    conn: &Connection,
+    pk: i64,
+    turn_id: &str,
+    n: u32,
+    event_key: &str,
+    kind: &str,
+    payload: String,
+    now: i64,
+) -> Result<()> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO checkpoint_events \
+         (session, turn_id, n, event_key, kind, payload, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    insert.raw_bind_parameter(1, pk)?;
+    insert.raw_bind_parameter(2, turn_id)?;
+    insert.raw_bind_parameter(3, n)?;
+    insert.raw_bind_parameter(4, event_key)?;
+    insert.raw_bind_parameter(5, kind)?;
+    insert.raw_bind_parameter(6, payload.as_str())?;
+    insert.raw_bind_parameter(7, now)?;
+    drop(payload);
+    insert.raw_execute()?;
+    Ok(())
+}
+
+fn touch_checkpoint(conn: &Connection, pk: i64, turn_id: &str, now: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE checkpoints SET updated_at = ?3 WHERE session = ?1 AND turn_id = ?2",
+    )?
+    .execute(params![pk, turn_id, now])?;
+    Ok(())
 }
 
 /// [`record_progress`] of an [`EncodedProgress`].
@@ -157,47 +249,37 @@ pub(crate) fn record_encoded(
             )?
             .query_row(params![pk, turn_id, event_key], |r| r.get(0))
             .optional()?;
-        let (n, mut write) = match existing {
+        let n = match existing {
             Some(n) => {
                 let mut update = conn.prepare_cached(
                     "UPDATE checkpoint_events SET payload = ?4, updated_at = ?5 \
                      WHERE session = ?1 AND turn_id = ?2 AND n = ?3",
                 )?;
+                update.raw_bind_parameter(1, pk)?;
+                update.raw_bind_parameter(2, turn_id)?;
+                update.raw_bind_parameter(3, n)?;
                 update.raw_bind_parameter(4, payload.as_str())?;
                 update.raw_bind_parameter(5, now)?;
-                (n, update)
+                // SQLite holds its own copy of the payload now.
+                drop(payload);
+                update.raw_execute()?;
+                if kind == "text" {
+                    // The whole text replaces the pieces appended after it as well.
+                    conn.prepare_cached(
+                        "DELETE FROM checkpoint_events WHERE session = ?1 AND turn_id = ?2 \
+                         AND event_key > ?3 || '+' AND event_key < ?3 || ','",
+                    )?
+                    .execute(params![pk, turn_id, event_key])?;
+                }
+                n
             }
             None => {
-                let n: u32 = conn
-                    .prepare_cached(
-                        "SELECT COALESCE(MAX(n) + 1, 0) FROM checkpoint_events \
-                         WHERE session = ?1 AND turn_id = ?2",
-                    )?
-                    .query_row(params![pk, turn_id], |r| r.get(0))?;
-                let mut insert = conn.prepare_cached(
-                    "INSERT INTO checkpoint_events \
-                     (session, turn_id, n, event_key, kind, payload, updated_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )?;
-                insert.raw_bind_parameter(4, event_key.as_str())?;
-                insert.raw_bind_parameter(5, kind)?;
-                insert.raw_bind_parameter(6, payload.as_str())?;
-                insert.raw_bind_parameter(7, now)?;
-                (n, insert)
+                let n = next_event_n(conn, pk, turn_id)?;
+                insert_event(conn, pk, turn_id, n, &event_key, kind, payload, now)?;
+                n
             }
         };
-        write.raw_bind_parameter(1, pk)?;
-        write.raw_bind_parameter(2, turn_id)?;
-        write.raw_bind_parameter(3, n)?;
-        // SQLite holds its own copy of the payload now: a long text's JSON is not kept
-        // while the row's record is built from it.
-        drop(payload);
-        write.raw_execute()?;
-        drop(write);
-        conn.prepare_cached(
-            "UPDATE checkpoints SET updated_at = ?3 WHERE session = ?1 AND turn_id = ?2",
-        )?
-        .execute(params![pk, turn_id, now])?;
+        touch_checkpoint(conn, pk, turn_id, now)?;
         Ok(n)
     })
 }
@@ -245,14 +327,25 @@ pub(crate) fn load_events(
     let rows = stmt.query_map(params![pk, turn_id], |r| {
         Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?))
     })?;
-    rows.map(|r| {
-        let (n, payload) = r?;
-        Ok(CheckpointEvent {
-            n,
-            progress: serde_json::from_str(&payload)?,
-        })
-    })
-    .collect()
+    let mut events: Vec<CheckpointEvent> = Vec::new();
+    // Where each segment's text event is in `events`: later pieces are appended to it.
+    let mut text_at: HashMap<u32, usize> = HashMap::new();
+    for row in rows {
+        let (n, payload) = row?;
+        let progress: Progress = serde_json::from_str(&payload)?;
+        if let Progress::Text { segment, text } = &progress
+            && let Some(&at) = text_at.get(segment)
+            && let Progress::Text { text: whole, .. } = &mut events[at].progress
+        {
+            whole.push_str(text);
+            continue;
+        }
+        if let Progress::Text { segment, .. } = &progress {
+            text_at.insert(*segment, events.len());
+        }
+        events.push(CheckpointEvent { n, progress });
+    }
+    Ok(events)
 }
 
 pub(crate) fn checkpoint(

@@ -285,7 +285,9 @@ impl ToolResult {
 /// Events are upserted by a key, so re-recording is never a duplicate:
 /// - `Text` by `segment`: the daemon passes the text accumulated so far in the current text
 ///   segment (its own counter, 0, 1, … within the turn); a later call with the same segment
-///   replaces the earlier text in place and keeps its position;
+///   replaces the earlier text in place and keeps its position. A streaming text may
+///   instead be recorded in pieces ([`crate::Store::append_text`]); the checkpoint then
+///   shows the pieces joined as the segment's one text, at the first piece's position;
 /// - `ToolCall` / `ToolResult` by `tool_call_id`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -308,7 +310,7 @@ impl Progress {
     /// Upsert key within the turn.
     pub(crate) fn event_key(&self) -> String {
         match self {
-            Progress::Text { segment, .. } => format!("text:{segment}"),
+            Progress::Text { segment, .. } => crate::turns::text_key(*segment),
             Progress::ToolCall(c) => format!("call:{}", c.tool_call_id),
             Progress::ToolResult(r) => format!("result:{}", r.tool_call_id),
         }

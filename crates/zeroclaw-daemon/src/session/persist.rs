@@ -6,7 +6,8 @@
 //!   an older text can never overwrite a newer one. Text is written at every step boundary
 //!   and, while it streams, as soon as unsaved text is [`FLUSH_AFTER`] old (a 25 ms tick
 //!   catches streams that pause), so a crash loses at most about the last 250 ms of it.
-//!   The streamed text is read from the turn's own buffer ([`StepText`]), not copied.
+//!   The streamed text is read from the turn's own buffer ([`StepText`]), not copied, and
+//!   each write appends only what streamed since the last one (`Store::append_text`).
 //! - [`visible_rows`]: the transcript rows a finished turn appends, in context order
 //!   (assistant text, then its tool calls, then their results); [`lend_rows`] the same
 //!   rows with the assistant texts moved out of the context (and put back after the write).
@@ -36,6 +37,9 @@ pub(crate) enum Op {
     Chunk(StepText),
     Step(ChatMessage),
 }
+
+/// A checkpoint write, encoded and not yet awaited.
+type BoxedWrite = std::pin::Pin<Box<dyn Future<Output = Result<u32, StoreError>> + Send>>;
 
 /// The sending half handed to the turn's host.
 pub(crate) type ProgressTx = mpsc::Sender<Op>;
@@ -92,6 +96,8 @@ struct Writer {
     segment: u32,
     /// The running provider call's text, shared with the turn (empty once it ended).
     text: StepText,
+    /// Bytes of `text` already in the checkpoint: a flush appends only what follows.
+    written: usize,
     dirty_since: Option<Instant>,
 }
 
@@ -107,17 +113,36 @@ impl Writer {
     }
 
     async fn flush_text(&mut self) {
-        if self.dirty_since.take().is_some() && !self.text.is_empty() {
-            // Encoded from the turn's text while it is looked at (the turn waits that
-            // long to append); only the JSON goes to the store. Once the call ended the
-            // text is empty and its final version comes with the step.
-            let write = self.text.with(|text| {
-                self.store
-                    .record_text(&self.key, &self.turn_id, self.segment, text)
-            });
-            if let Err(e) = write.await {
-                tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+        if self.dirty_since.take().is_none() {
+            return;
+        }
+        // The new part is encoded from the turn's text while it is looked at (the turn
+        // waits that long to append) and appended to what is written; only its JSON goes
+        // to the store. Once the call ended the text is empty and the rest comes with the
+        // step.
+        let Some((write, len)) = self.text.with(|text| {
+            let piece = text.get(self.written..).filter(|p| !p.is_empty())?;
+            let write = self
+                .store
+                .append_text(&self.key, &self.turn_id, self.segment, piece);
+            Some((write, text.len()))
+        }) else {
+            return;
+        };
+        match write.await {
+            Ok(_) => self.written = len,
+            // Nothing was appended: the next flush writes this part again with the rest.
+            Err(e) => {
+                tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}")
             }
+        }
+    }
+
+    /// A new text of the running call: the part already written belongs to another.
+    fn streaming(&mut self, text: StepText) {
+        if !text.same_as(&self.text) {
+            self.text = text;
+            self.written = 0;
         }
     }
 
@@ -130,17 +155,32 @@ impl Writer {
                 tool_calls,
             } => {
                 self.dirty_since = None;
-                // The step's whole text is in `content`.
+                // The step's whole text is in `content`, and what was written of it
+                // while it streamed is its beginning: append the rest. Should it not
+                // be (a text shorter than what was written), write it whole instead.
                 self.text = StepText::default();
-                if !content.is_empty() {
-                    // Encoded now; the text itself goes before the write is awaited.
-                    let write =
-                        self.store
-                            .record_text(&self.key, &self.turn_id, self.segment, &content);
-                    drop(content);
-                    if let Err(e) = write.await {
-                        tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
-                    }
+                let written = std::mem::take(&mut self.written);
+                let write: Option<BoxedWrite> = match content.get(written..) {
+                    Some("") => None,
+                    Some(rest) if written > 0 => Some(Box::pin(self.store.append_text(
+                        &self.key,
+                        &self.turn_id,
+                        self.segment,
+                        rest,
+                    ))),
+                    _ => Some(Box::pin(self.store.record_text(
+                        &self.key,
+                        &self.turn_id,
+                        self.segment,
+                        &content,
+                    ))),
+                };
+                // Encoded now; the text itself goes before the write is awaited.
+                drop(content);
+                if let Some(write) = write
+                    && let Err(e) = write.await
+                {
+                    tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
                 }
                 self.segment += 1;
                 for call in &tool_calls {
@@ -186,6 +226,7 @@ async fn run(
         turn_id,
         segment: 0,
         text: StepText::default(),
+        written: 0,
         dirty_since: None,
     };
     let mut tick = tokio::time::interval(TICK);
@@ -195,7 +236,7 @@ async fn run(
             op = rx.recv() => match op {
                 None => break,
                 Some(Op::Chunk(text)) => {
-                    w.text = text;
+                    w.streaming(text);
                     let since = *w.dirty_since.get_or_insert_with(Instant::now);
                     if since.elapsed() >= FLUSH_AFTER {
                         w.flush_text().await;
@@ -401,6 +442,10 @@ pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Tr
 pub(crate) fn snapshot_json(messages: &[ChatMessage]) -> serde_json::Result<String> {
     zeroclaw_store::to_json_exact(messages)
 }
+
+#[cfg(test)]
+#[path = "persist_stream_tests.rs"]
+mod stream_tests;
 
 #[cfg(test)]
 mod tests {

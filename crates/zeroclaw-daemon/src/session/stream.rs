@@ -98,7 +98,8 @@ const LAST_BLOCK: usize = 64 * 1024;
 /// count per block instead of an allocation per line and another for its reference count
 /// once it is shared (a line is small: the two cost about as much as its bytes). Blocks
 /// grow from [`FIRST_BLOCK`] to [`LAST_BLOCK`] within a turn, so a short turn pins little;
-/// a line longer than the block gets one of its own size. A block is freed when its last
+/// a line longer than the block gets one of its own size (one over [`SCRATCH_KEPT`] is not
+/// packed at all: it keeps the buffer it was written in). A block is freed when its last
 /// line is dropped (lines leave the buffer in order, so blocks do too).
 #[derive(Default)]
 struct LineBlocks {
@@ -317,10 +318,18 @@ impl SessionStream {
             members(line);
             line.push(b'}');
         });
-        let line = inner.blocks.pack(scratch);
-        if scratch.capacity() > SCRATCH_KEPT {
-            *scratch = Vec::new();
-        }
+        let line = if scratch.len() > SCRATCH_KEPT {
+            // A long line (a turn's final answer) keeps the buffer it was written in, cut
+            // to its size, rather than being copied: the copy would double it for a while.
+            scratch.shrink_to_fit();
+            bytes::Bytes::from(std::mem::take(scratch))
+        } else {
+            let line = inner.blocks.pack(scratch);
+            if scratch.capacity() > SCRATCH_KEPT {
+                *scratch = Vec::new();
+            }
+            line
+        };
         if kind == TURN_COMPLETE {
             turn.done = true;
         }
@@ -828,6 +837,38 @@ mod tests {
         ));
         assert!(params[1].ends_with(r#""eventSeq":2,"outcome":"completed","content":"done","usage":{"inputTokens":1,"outputTokens":2}}"#));
         assert!(inner.turns[0].done, "turn_complete ends the turn");
+    }
+
+    #[test]
+    fn a_long_line_keeps_its_own_buffer_and_the_next_lines_are_packed_again() {
+        let s = SessionStream::new("s1");
+        let p = probe(1);
+        s.subscribe(p.clone(), "operator", false, &Cursor::default())
+            .expect("room");
+        s.release(p.id);
+        s.begin_turn("t1");
+        s.emit("agent_message_chunk", json!({"text": "before"}));
+        let long = "é\"x".repeat(100 * 1024);
+        s.emit("agent_message_chunk", json!({ "text": long }));
+        s.emit("agent_message_chunk", json!({"text": "after"}));
+        s.emit("agent_message_chunk", json!({"text": "again"}));
+        let texts: Vec<String> = p
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|v| v["text"].as_str().unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(texts, ["before", long.as_str(), "after", "again"]);
+        let pushed = p.pushed.lock().unwrap();
+        // Short lines share a block: the one after the long line starts where the line
+        // before it ends.
+        let end_of = |l: &bytes::Bytes| l.as_ptr() as usize + l.len();
+        assert_eq!(pushed[3].as_ptr() as usize, end_of(&pushed[2]));
+        assert!(
+            s.lock().scratch.capacity() <= SCRATCH_KEPT,
+            "the long buffer went with its line"
+        );
     }
 
     #[test]

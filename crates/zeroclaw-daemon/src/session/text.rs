@@ -14,6 +14,18 @@ pub fn cut(content: &str) -> (String, bool) {
     (content[..end].to_owned(), end < content.len())
 }
 
+/// [`cut`] of a text the caller is done with: kept as it is when it fits, cut in place
+/// otherwise, never copied (a turn's long answer is not held once more for the wire).
+pub fn cut_owned(mut content: String) -> (String, bool) {
+    let end = char_floor(&content, MAX_CONTENT);
+    let truncated = end < content.len();
+    if truncated {
+        content.truncate(end);
+        content.shrink_to_fit();
+    }
+    (content, truncated)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -30,5 +42,16 @@ mod tests {
 
         let odd = format!("x{}", "é".repeat(MAX_CONTENT / 2));
         assert_eq!(cut(&odd).0.len(), MAX_CONTENT - 1);
+
+        for text in ["hi".to_owned(), long, odd] {
+            assert_eq!(cut_owned(text.clone()), cut(&text));
+        }
+        let fits = "x".repeat(1000);
+        let at = fits.as_ptr();
+        assert_eq!(
+            cut_owned(fits).0.as_ptr(),
+            at,
+            "a text that fits is not copied"
+        );
     }
 }

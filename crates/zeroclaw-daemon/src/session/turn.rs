@@ -226,11 +226,10 @@ impl Runner {
             }
         }
 
-        // The answer is cut for the wire now and the turn's own copy of it let go: the
-        // context holds that text already (a long answer is not held twice while it is
-        // written below or while a trim writes its snapshot).
-        let (content, truncated) = text::cut(&result.content);
-        result.content = String::new();
+        // The answer is cut for the wire now, in place: the context holds the whole text
+        // already (a long answer is not held twice while it is written below or while a
+        // trim writes its snapshot), and one that fits is not copied at all.
+        let (content, truncated) = text::cut_owned(std::mem::take(&mut result.content));
         let appended = self.context.len() - result.appended;
         let written = if acp {
             let status = match result.outcome {

@@ -1,0 +1,145 @@
+//! The persister against a real store file: a streamed text is checkpointed in pieces
+//! while it streams, its step completes it, and recovery gets the whole text back.
+
+use std::path::Path;
+use std::time::Duration;
+
+use zeroclaw_agent::{ChatMessage, StepText, ToolCallRequest};
+use zeroclaw_store::{NewSession, RPC_SURFACE, SessionKey, Store};
+
+use super::{Op, Persister};
+
+/// `(event_key, text)` of every text event row in the file, in event order.
+fn text_rows(path: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(path).expect("open raw");
+    let mut stmt = conn
+        .prepare(
+            "SELECT event_key, json_extract(payload, '$.text') FROM checkpoint_events \
+             WHERE kind = 'text' ORDER BY n",
+        )
+        .expect("prepare");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows")
+}
+
+/// Waits until the checkpoint's text rows, joined, are `text`.
+async fn wait_for_text(path: &Path, text: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let joined: String = text_rows(path).into_iter().map(|r| r.1).collect();
+        if joined == text {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "checkpointed {joined:?}, waiting for {text:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A store at `path` with session `s` and its turn `t1` begun by its persister.
+async fn turn_started(path: &Path) -> (Store, SessionKey, Persister) {
+    let store = Store::open(path).await.expect("store");
+    let key = SessionKey::acp("s");
+    store
+        .open_session(NewSession {
+            key: key.clone(),
+            agent_alias: "default".into(),
+            owner: "operator".into(),
+            cwd: None,
+            interaction_surface: RPC_SURFACE.into(),
+        })
+        .await
+        .expect("session");
+    let (persister, began) =
+        Persister::spawn(store.clone(), key.clone(), "t1".into(), Some("q".into()));
+    let began = began.expect("began").await.expect("sent");
+    began.expect("begin_turn");
+    (store, key, persister)
+}
+
+#[tokio::test]
+async fn streamed_text_is_appended_in_pieces_and_its_step_writes_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("zeroclaw.db");
+    let (store, key, persister) = turn_started(&path).await;
+    let tx = persister.sender();
+
+    // Three deltas, each written once the persister flushed the one before.
+    let text = StepText::default();
+    for piece in ["Looking ", "at the ", "files é"] {
+        text.push_str(piece);
+        tx.send(Op::Chunk(text.clone())).await.expect("send");
+        let so_far = text.with(str::to_owned);
+        wait_for_text(&path, &so_far).await;
+    }
+    let keys: Vec<String> = text_rows(&path).into_iter().map(|r| r.0).collect();
+    assert_eq!(
+        keys,
+        ["text:0", "text:0+1", "text:0+2"],
+        "one row per piece"
+    );
+
+    // More streamed than was flushed: the step writes only the rest.
+    text.push_str(", then more");
+    tx.send(Op::Chunk(text.clone())).await.expect("send");
+    let call = ToolCallRequest {
+        id: "c1".into(),
+        name: "bash".into(),
+        arguments: "{}".into(),
+    };
+    tx.send(Op::Step(ChatMessage::Assistant {
+        content: "Looking at the files é, then more".into(),
+        tool_calls: vec![call],
+    }))
+    .await
+    .expect("send");
+    // The next call's text is segment 1, written whole at its step (it never flushed).
+    tx.send(Op::Step(ChatMessage::assistant("Done.")))
+        .await
+        .expect("send");
+    drop(tx);
+    persister.finish().await;
+
+    let rows = text_rows(&path);
+    let joined: String = rows[..rows.len() - 1]
+        .iter()
+        .map(|r| r.1.as_str())
+        .collect();
+    assert_eq!(joined, "Looking at the files é, then more");
+    assert_eq!(rows.last().map(|r| r.0.as_str()), Some("text:1"));
+
+    let recovered = store.recover(&key, RPC_SURFACE).await.expect("recover");
+    assert_eq!(recovered.appended_rows, 4, "text, call, text, marker");
+    let page = store
+        .messages(&key, Default::default())
+        .await
+        .expect("rows");
+    let texts: Vec<&str> = page.rows.iter().map(|r| r.content.as_str()).collect();
+    assert_eq!(texts[1], "Looking at the files é, then more");
+    assert_eq!(texts[3], "Done.");
+}
+
+#[tokio::test]
+async fn a_step_shorter_than_what_was_written_replaces_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("zeroclaw.db");
+    let (_store, _key, persister) = turn_started(&path).await;
+    let tx = persister.sender();
+    let text = StepText::default();
+    for piece in ["a long ", "streamed text"] {
+        text.push_str(piece);
+        tx.send(Op::Chunk(text.clone())).await.expect("send");
+        wait_for_text(&path, &text.with(str::to_owned)).await;
+    }
+    tx.send(Op::Step(ChatMessage::assistant("short")))
+        .await
+        .expect("send");
+    drop(tx);
+    persister.finish().await;
+    let rows = text_rows(&path);
+    assert_eq!(rows, [("text:0".to_owned(), "short".to_owned())]);
+}
