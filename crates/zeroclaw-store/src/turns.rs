@@ -1,6 +1,7 @@
 //! A turn's durable life: `begin_turn` (prompt row + open checkpoint), `record_progress`
-//! (checkpoint events, upserted by key) and `append_text` (a streamed text's new part), `finish_turn` (final rows + closed checkpoint), and
-//! snapshots of the retained provider context. Each call is one transaction.
+//! (checkpoint events, upserted by key), `append_text` (the new part of a streamed text),
+//! `finish_turn` (final rows + closed checkpoint), and snapshots of the retained provider
+//! context. Each call is one transaction.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
