@@ -12,6 +12,7 @@ use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
 use crate::types::{
     Checkpoint, CheckpointEvent, CheckpointStatus, NewRow, Progress, Role, SessionKey, Snapshot,
+    text_key,
 };
 
 /// Status of `turn_id`'s checkpoint, or `TurnNotFound`.
@@ -134,13 +135,6 @@ impl EncodedProgress {
             payload: crate::json::to_json_exact(&Borrowed::Text { segment, text })?,
         })
     }
-}
-
-/// The upsert key of segment `segment`'s text, and the prefix of its appended pieces' keys
-/// (`text:<segment>+<n>`, `n` the piece's own event number). `+` sorts just below `,`, so a
-/// segment's pieces are the keys in `("text:<segment>+", "text:<segment>,")`.
-pub(crate) fn text_key(segment: u32) -> String {
-    format!("text:{segment}")
 }
 
 /// Appends `piece` to segment `segment`'s recorded text without rewriting what is there: the

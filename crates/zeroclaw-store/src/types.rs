@@ -310,7 +310,7 @@ impl Progress {
     /// Upsert key within the turn.
     pub(crate) fn event_key(&self) -> String {
         match self {
-            Progress::Text { segment, .. } => crate::turns::text_key(*segment),
+            Progress::Text { segment, .. } => text_key(*segment),
             Progress::ToolCall(c) => format!("call:{}", c.tool_call_id),
             Progress::ToolResult(r) => format!("result:{}", r.tool_call_id),
         }
@@ -325,6 +325,13 @@ impl Progress {
             Progress::ToolResult(r) => Some(NewRow::tool_result(r)),
         }
     }
+}
+
+/// The upsert key of segment `segment`'s text, and the prefix of its appended pieces' keys
+/// (`text:<segment>+<n>`, `n` the piece's own event number). `+` sorts just below `,`, so a
+/// segment's pieces are the keys in `("text:<segment>+", "text:<segment>,")`.
+pub(crate) fn text_key(segment: u32) -> String {
+    format!("text:{segment}")
 }
 
 /// A recorded checkpoint event.
