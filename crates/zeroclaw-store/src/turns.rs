@@ -157,12 +157,7 @@ pub(crate) fn append_text(
         require_open(conn, pk, key, turn_id)?;
         let now = now_ms();
         let base_key = text_key(segment);
-        let base: Option<u32> = conn
-            .prepare_cached(
-                "SELECT n FROM checkpoint_events WHERE session = ?1 AND turn_id = ?2 AND event_key = ?3",
-            )?
-            .query_row(params![pk, turn_id, base_key], |r| r.get(0))
-            .optional()?;
+        let base = event_n(conn, pk, turn_id, &base_key)?;
         let n = next_event_n(conn, pk, turn_id)?;
         let event_key = match base {
             Some(_) => format!("{base_key}+{n}"),
@@ -172,6 +167,16 @@ pub(crate) fn append_text(
         touch_checkpoint(conn, pk, turn_id, now)?;
         Ok(base.unwrap_or(n))
     })
+}
+
+/// The number of the turn's event with upsert key `event_key`, if it has one.
+fn event_n(conn: &Connection, pk: i64, turn_id: &str, event_key: &str) -> Result<Option<u32>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT n FROM checkpoint_events WHERE session = ?1 AND turn_id = ?2 AND event_key = ?3",
+        )?
+        .query_row(params![pk, turn_id, event_key], |r| r.get(0))
+        .optional()?)
 }
 
 fn next_event_n(conn: &Connection, pk: i64, turn_id: &str) -> Result<u32> {
@@ -238,12 +243,7 @@ pub(crate) fn record_encoded(
         let (pk, _) = db::require_session(conn, key)?;
         require_open(conn, pk, key, turn_id)?;
         let now = now_ms();
-        let existing: Option<u32> = conn
-            .prepare_cached(
-                "SELECT n FROM checkpoint_events WHERE session = ?1 AND turn_id = ?2 AND event_key = ?3",
-            )?
-            .query_row(params![pk, turn_id, event_key], |r| r.get(0))
-            .optional()?;
+        let existing = event_n(conn, pk, turn_id, &event_key)?;
         let n = match existing {
             Some(n) => {
                 let mut update = conn.prepare_cached(

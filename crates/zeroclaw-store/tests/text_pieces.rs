@@ -26,13 +26,19 @@ fn event_rows(path: &Path) -> Vec<(u32, String, usize)> {
         .expect("rows")
 }
 
+/// A store with session `s` and its open turn `t1`, begun with `prompt`.
+async fn turn_begun(prompt: &str) -> (TestStore, SessionKey) {
+    let t = open().await;
+    let key = SessionKey::acp("s");
+    create(&t.store, &key).await;
+    t.store.begin_turn(&key, "t1", prompt).await.unwrap();
+    (t, key)
+}
+
 #[tokio::test]
 async fn pieces_are_one_text_at_the_first_piece_position() {
-    let t = open().await;
+    let (t, key) = turn_begun("list files").await;
     let s = &t.store;
-    let key = SessionKey::acp("s");
-    create(s, &key).await;
-    s.begin_turn(&key, "t1", "list files").await.unwrap();
 
     for piece in ["Let", " me", " look."] {
         assert_eq!(s.append_text(&key, "t1", 0, piece).await.unwrap(), 0);
@@ -103,11 +109,8 @@ async fn pieces_are_one_text_at_the_first_piece_position() {
 
 #[tokio::test]
 async fn recovery_appends_the_joined_text_once() {
-    let t = open().await;
+    let (t, key) = turn_begun("do it").await;
     let s = &t.store;
-    let key = SessionKey::acp("s");
-    create(s, &key).await;
-    s.begin_turn(&key, "t1", "do it").await.unwrap();
     s.append_text(&key, "t1", 0, "Working").await.unwrap();
     s.append_text(&key, "t1", 0, " on it").await.unwrap();
     s.record_progress(&key, "t1", Progress::ToolCall(call("tc1")))
@@ -146,11 +149,8 @@ async fn recovery_appends_the_joined_text_once() {
 /// text plus a small overhead per piece, not a rewrite of the text so far at every write.
 #[tokio::test]
 async fn a_long_text_is_written_once() {
-    let t = open().await;
+    let (t, key) = turn_begun("go").await;
     let s = &t.store;
-    let key = SessionKey::acp("s");
-    create(s, &key).await;
-    s.begin_turn(&key, "t1", "go").await.unwrap();
     let piece = "0123456789abcdef".repeat(64); // 1 KiB
     let pieces = 500;
     for _ in 0..pieces {
