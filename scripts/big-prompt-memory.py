@@ -8,6 +8,9 @@ hardening_sessions.rs::one_big_echo_prompt_is_not_amplified does), checks the wh
 prompt streamed back, reads VmHWM again and stops the daemon with SIGTERM (so a heap
 profiler writes its file). Prints the peak growth.
 
+With ZC_MAX_CONTEXT_TOKENS set, the echo agent gets that `max_context_tokens` (a large
+value keeps the auto-trim out of the measurement, to see the turn's own peak).
+
 usage: scripts/big-prompt-memory.py BIN [WRAPPER ARGS...]
 """
 import json, os, socket, subprocess, sys, tempfile, time, signal
@@ -21,7 +24,8 @@ provider = "echo"
 
 [agents.echo]
 provider = "echo"
-''')
+''' + (f"max_context_tokens = {int(os.environ['ZC_MAX_CONTEXT_TOKENS'])}\n"
+       if os.environ.get("ZC_MAX_CONTEXT_TOKENS") else ""))
 log = open(os.path.join(d, "daemon.log"), "w")
 p = subprocess.Popen(wrap + [binp, "daemon", "--config-dir", d], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                      env={k: v for k, v in os.environ.items() if not k.startswith("ZEROCLAW_")})

@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::error::{Result, StoreError};
+use crate::large_text;
 use crate::types::{
     DERIVED_TITLE_CHARS, ForkedFrom, ListCursor, ListQuery, MAX_LIST_LIMIT, Mode, Role, SessionKey,
     SessionPage, SessionRow,
@@ -63,7 +64,7 @@ const SESSION_COLUMNS: &str = "s.pk, s.mode, s.session_id, s.agent_alias, s.owne
      s.interaction_surface, s.created_at, s.last_activity, s.killed_at, \
      (SELECT COUNT(*) FROM transcript t WHERE t.session = s.pk AND t.rewound = 0), \
      s.title, \
-     (SELECT substr(t.content, 1, 320) FROM transcript t \
+     (SELECT substr(CAST(t.content AS TEXT), 1, 320) FROM transcript t \
       WHERE t.session = s.pk AND t.role = 'user' AND t.rewound = 0 ORDER BY t.seq LIMIT 1), \
      s.forked_from_session, s.forked_from_turn";
 
@@ -247,7 +248,8 @@ pub(crate) fn last_seq(conn: &Connection, pk: i64) -> Result<i64> {
     )?)
 }
 
-/// Appends one transcript row at the next seq and returns that seq.
+/// Appends one transcript row at the next seq and returns that seq. A large `content` is
+/// written into the row after the insert, never copied by SQLite (large_text.rs).
 pub(crate) fn append_row(
     conn: &Connection,
     pk: i64,
@@ -267,10 +269,17 @@ pub(crate) fn append_row(
         seq,
         turn_id,
         role.as_str(),
-        content,
+        large_text::bind(content)?,
         now,
         event_n
     ])?;
+    large_text::fill(
+        conn,
+        c"transcript",
+        c"content",
+        conn.last_insert_rowid(),
+        content,
+    )?;
     Ok(seq)
 }
 

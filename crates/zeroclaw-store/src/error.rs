@@ -96,6 +96,11 @@ pub enum StoreError {
     #[error("corrupt row: {0}")]
     Corrupt(String),
 
+    /// A large text could not be written into its row (incremental blob I/O); the
+    /// transaction was rolled back.
+    #[error("cannot write a large text into its row: {0}")]
+    LargeText(#[from] std::io::Error),
+
     /// Failure injected with `Store::set_fail_writes(true)`; the transaction was rolled back.
     #[error("injected write failure (transaction rolled back)")]
     InjectedFailure,

@@ -7,6 +7,7 @@ use rusqlite::params;
 
 use crate::db::{self, Db};
 use crate::error::Result;
+use crate::large_text::StoredText;
 use crate::types::{MessageRow, MessagesPage, MessagesQuery, SessionKey};
 
 /// Counts bytes written without keeping them.
@@ -88,7 +89,7 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
             let mut m = MessageRow {
                 seq: r.get(0)?,
                 role: r.get::<_, String>(1)?.parse()?,
-                content: r.get(2)?,
+                content: r.get::<_, StoredText>(2)?.0,
                 turn_id: r.get(3)?,
                 created_at: r.get(4)?,
                 rewound: r.get::<_, i64>(5)? != 0,

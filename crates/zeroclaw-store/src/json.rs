@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 /// Counts the bytes written to it and keeps none.
-struct Count(usize);
+pub(crate) struct Count(pub(crate) usize);
 
 impl std::io::Write for Count {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -45,6 +45,7 @@ mod db;
 mod error;
 mod history;
 mod json;
+mod large_text;
 mod recovery;
 mod rewind;
 mod schema;
@@ -59,6 +60,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -439,28 +441,40 @@ impl Store {
     /// `history_trimmed` then, never before). Older snapshots of the session are dropped.
     /// Take snapshots between turns: `covers_seq` is a transcript boundary, and rows after
     /// it are replayed on recovery.
-    pub async fn save_snapshot(
+    pub async fn save_snapshot<T: Serialize + Send + 'static>(
         &self,
         key: &SessionKey,
         covers_seq: i64,
-        messages: Value,
-    ) -> Result<i64> {
-        let json = json::to_json_exact(&messages)?;
-        drop(messages);
-        self.save_snapshot_json(key, covers_seq, json).await
-    }
-
-    /// [`Store::save_snapshot`] with the messages already encoded as a JSON array (a large
-    /// context is then never held as a `Value` tree as well as its text).
-    pub async fn save_snapshot_json(
-        &self,
-        key: &SessionKey,
-        covers_seq: i64,
-        messages_json: String,
+        messages: T,
     ) -> Result<i64> {
         let key = key.clone();
-        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, messages_json))
+        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages))
             .await
+    }
+
+    /// [`Store::save_snapshot`] that hands `messages` back once written: a caller moves its
+    /// retained context in and puts it back, and a large snapshot is encoded straight into
+    /// its row, so the context is never held a second time as JSON. The messages come back
+    /// `None` only when the store is closed (the result is then [`StoreError::Closed`]).
+    pub async fn save_snapshot_lent<T: Serialize + Send + 'static>(
+        &self,
+        key: &SessionKey,
+        covers_seq: i64,
+        messages: T,
+    ) -> (Result<i64>, Option<T>) {
+        let key = key.clone();
+        let outcome = self
+            .call(move |db| {
+                Ok((
+                    turns::save_snapshot(db, &key, covers_seq, &messages),
+                    messages,
+                ))
+            })
+            .await;
+        match outcome {
+            Ok((saved, messages)) => (saved, Some(messages)),
+            Err(e) => (Err(e), None),
+        }
     }
 
     /// A compaction (SPEC §18), in ONE transaction: the visible `compaction` row of

@@ -16,6 +16,7 @@ use rusqlite::{Connection, params};
 
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
+use crate::large_text::StoredText;
 use crate::turns;
 use crate::types::{
     ContextRow, INTERRUPTED, Mode, RecoveredSession, Recovery, RestoredContext, Role, SessionKey,
@@ -80,7 +81,12 @@ pub(crate) fn build_context(conn: &Connection, pk: i64) -> Result<RestoredContex
          AND role NOT IN ('interruption', 'compaction') ORDER BY seq",
     )?;
     let rows = stmt.query_map(params![pk, after], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?))
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, StoredText>(3)?.0,
+        ))
     })?;
     let rows = rows
         .map(|r| {

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
+use crate::large_text::StoredText;
 use crate::recovery::{build_context, provider_safe};
 use crate::turns;
 use crate::types::{
@@ -85,7 +86,12 @@ pub(crate) fn context_at(
          AND role NOT IN ('interruption', 'compaction') ORDER BY seq",
     )?;
     let rows = stmt.query_map(params![pk, after, before_seq], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?))
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, StoredText>(3)?.0,
+        ))
     })?;
     let rows = rows
         .map(|r| {
@@ -123,7 +129,7 @@ pub(crate) fn rewind(
         let prompt: String = conn.query_row(
             "SELECT content FROM transcript WHERE session = ?1 AND seq = ?2",
             params![pk, target.started_seq],
-            |r| r.get(0),
+            |r| r.get::<_, StoredText>(0).map(|t| t.0),
         )?;
         let mut stmt = conn.prepare_cached(&format!(
             "{TURN_START} AND c.started_seq >= ?2 ORDER BY c.started_seq"

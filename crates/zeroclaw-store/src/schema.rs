@@ -137,6 +137,48 @@ ALTER TABLE sessions ADD COLUMN title TEXT;
 ALTER TABLE sessions ADD COLUMN forked_from_session TEXT;
 ALTER TABLE sessions ADD COLUMN forked_from_turn TEXT;
 "#,
+    // 5: large texts written without SQLite copying them (issue 27): the transcript and
+    // the snapshots become rowid tables with their text as the LAST column. Incremental
+    // blob I/O needs a rowid, and only a trailing zeroblob is left out of the record SQLite
+    // builds, so a large text is inserted as zeroblob(len) and then written into the row
+    // in pieces (large_text.rs). A WITHOUT ROWID insert also read a neighbouring cell
+    // whole to compare keys, a third copy of a large row.
+    r#"
+CREATE TABLE transcript_v5 (
+    session    INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    turn_id    TEXT,
+    role       TEXT    NOT NULL
+               CHECK (role IN ('user', 'assistant', 'tool_call', 'tool_result', 'interruption',
+                               'compaction')),
+    created_at INTEGER NOT NULL,
+    event_n    INTEGER,
+    rewound    INTEGER NOT NULL DEFAULT 0 CHECK (rewound IN (0, 1)),
+    -- TEXT, or for a large text a BLOB of its UTF-8 bytes (large_text.rs).
+    content    TEXT    NOT NULL,
+    PRIMARY KEY (session, seq)
+);
+INSERT INTO transcript_v5 (session, seq, turn_id, role, created_at, event_n, rewound, content)
+    SELECT session, seq, turn_id, role, created_at, event_n, rewound, content FROM transcript;
+DROP TABLE transcript;
+ALTER TABLE transcript_v5 RENAME TO transcript;
+CREATE UNIQUE INDEX transcript_recovered_event
+    ON transcript (session, turn_id, event_n) WHERE event_n IS NOT NULL;
+
+CREATE TABLE snapshots_v5 (
+    session    INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+    id         INTEGER NOT NULL,
+    covers_seq INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    -- JSON text, or for a large snapshot a BLOB of its UTF-8 bytes (large_text.rs).
+    messages   TEXT    NOT NULL,
+    PRIMARY KEY (session, id)
+);
+INSERT INTO snapshots_v5 (session, id, covers_seq, created_at, messages)
+    SELECT session, id, covers_seq, created_at, messages FROM snapshots;
+DROP TABLE snapshots;
+ALTER TABLE snapshots_v5 RENAME TO snapshots;
+"#,
 ];
 
 /// Schema version this build writes.

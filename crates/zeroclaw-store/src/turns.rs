@@ -3,13 +3,15 @@
 //! `finish_turn` (final rows + closed checkpoint), and snapshots of the retained provider
 //! context. Each call is one transaction.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
+use rusqlite::types::ToSqlOutput;
 use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
 
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
+use crate::large_text::{self, Json, StoredText};
 use crate::types::{
     Checkpoint, CheckpointEvent, CheckpointStatus, NewRow, Progress, Role, SessionKey, Snapshot,
     text_key,
@@ -372,16 +374,24 @@ pub(crate) fn checkpoint(
     })
 }
 
-/// Inserts a snapshot covering transcript rows `..= covers_seq` and drops older ones.
-pub(crate) fn save_snapshot(
+/// Inserts a snapshot of `messages` covering transcript rows `..= covers_seq` and drops
+/// older ones. A large snapshot's JSON is encoded straight into its row (large_text.rs):
+/// it is never held whole in memory, by this process or by SQLite.
+pub(crate) fn save_snapshot<T: Serialize + ?Sized>(
     db: &mut Db,
     key: &SessionKey,
     covers_seq: i64,
-    messages_json: String,
+    messages: &T,
 ) -> Result<i64> {
+    let json = Json::of(messages)?;
     db.write(|conn| {
         let (pk, _) = db::require_live(conn, key)?;
-        insert_snapshot_text(conn, pk, covers_seq, Cow::Owned(messages_json))
+        let (id, rowid) = insert_snapshot_row(conn, pk, covers_seq, json.bind()?)?;
+        if let Json::Streamed(len) = json {
+            large_text::fill_json(conn, c"snapshots", c"messages", rowid, len, messages)?;
+        }
+        prune_snapshots(conn, pk, id)?;
+        Ok(id)
     })
 }
 
@@ -393,17 +403,19 @@ pub(crate) fn insert_snapshot(
     covers_seq: i64,
     messages_json: &str,
 ) -> Result<i64> {
-    insert_snapshot_text(conn, pk, covers_seq, Cow::Borrowed(messages_json))
+    let (id, rowid) = insert_snapshot_row(conn, pk, covers_seq, large_text::bind(messages_json)?)?;
+    large_text::fill(conn, c"snapshots", c"messages", rowid, messages_json)?;
+    prune_snapshots(conn, pk, id)?;
+    Ok(id)
 }
 
-/// [`insert_snapshot`]; an owned text is dropped as soon as SQLite has its bound copy,
-/// before the row's record is built, so a large snapshot is not held three times.
-fn insert_snapshot_text(
+/// Inserts the snapshot row with `messages` bound as given; returns its id and rowid.
+fn insert_snapshot_row(
     conn: &Connection,
     pk: i64,
     covers_seq: i64,
-    messages_json: Cow<'_, str>,
-) -> Result<i64> {
+    messages: ToSqlOutput<'_>,
+) -> Result<(i64, i64)> {
     let last = db::last_seq(conn, pk)?;
     if !(0..=last).contains(&covers_seq) {
         return Err(StoreError::InvalidBoundary {
@@ -416,26 +428,23 @@ fn insert_snapshot_text(
         [pk],
         |r| r.get(0),
     )?;
-    let mut insert = conn.prepare_cached(
+    conn.prepare_cached(
         "INSERT INTO snapshots (session, id, covers_seq, messages, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    insert.raw_bind_parameter(1, pk)?;
-    insert.raw_bind_parameter(2, id)?;
-    insert.raw_bind_parameter(3, covers_seq)?;
-    insert.raw_bind_parameter(4, messages_json.as_ref())?;
-    insert.raw_bind_parameter(5, now_ms())?;
-    drop(messages_json);
-    insert.raw_execute()?;
-    drop(insert);
-    // Only the latest snapshot is read for the current context, and the ones a turn start
-    // names for a rewind (SPEC §18); the rest would only grow the file with each trim.
+    )?
+    .execute(params![pk, id, covers_seq, messages, now_ms()])?;
+    Ok((id, conn.last_insert_rowid()))
+}
+
+/// Only the latest snapshot is read for the current context, and the ones a turn start
+/// names for a rewind (SPEC §18); the rest would only grow the file with each trim.
+fn prune_snapshots(conn: &Connection, pk: i64, latest: i64) -> Result<()> {
     conn.execute(
         "DELETE FROM snapshots WHERE session = ?1 AND id < ?2 AND id NOT IN \
          (SELECT snapshot_id FROM checkpoints WHERE session = ?1 AND snapshot_id IS NOT NULL)",
-        params![pk, id],
+        params![pk, latest],
     )?;
-    Ok(id)
+    Ok(())
 }
 
 /// Id of the session's latest snapshot.
@@ -453,7 +462,7 @@ pub(crate) fn snapshot_by_id(conn: &Connection, pk: i64, id: i64) -> Result<Opti
              WHERE session = ?1 AND id = ?2",
         )?
         .query_row(params![pk, id], |r| {
-            Ok((r.get(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get::<_, StoredText>(1)?.0, r.get(2)?))
         })
         .optional()?;
     row.map(|(covers_seq, messages, created_at)| {
@@ -474,7 +483,12 @@ pub(crate) fn latest_snapshot(conn: &Connection, pk: i64) -> Result<Option<Snaps
              WHERE session = ?1 ORDER BY id DESC LIMIT 1",
         )?
         .query_row([pk], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get::<_, StoredText>(2)?.0,
+                r.get(3)?,
+            ))
         })
         .optional()?;
     row.map(|(id, covers_seq, messages, created_at)| {

@@ -31,15 +31,23 @@ use zeroclaw_store::{
 pub const FLUSH_AFTER: Duration = Duration::from_millis(200);
 const TICK: Duration = Duration::from_millis(25);
 
+/// The most text one checkpoint write carries. A longer text is written in pieces of at
+/// most this many bytes, one transaction each, so a write costs a few times this (its
+/// JSON, SQLite's bound copy and record) however long the answer (issue 27).
+pub const MAX_PIECE: usize = 1024 * 1024;
+
+/// The first [`MAX_PIECE`] bytes of `text` or fewer, ending on a character boundary; not
+/// empty unless `text` is.
+fn next_piece(text: &str) -> &str {
+    &text[..text.floor_char_boundary(MAX_PIECE)]
+}
+
 /// What the turn reports to its persister.
 pub(crate) enum Op {
     /// Text streamed: the provider call's text so far, shared with the turn.
     Chunk(StepText),
     Step(ChatMessage),
 }
-
-/// A checkpoint write, encoded and not yet awaited.
-type BoxedWrite = std::pin::Pin<Box<dyn Future<Output = Result<u32, StoreError>> + Send>>;
 
 /// The sending half handed to the turn's host.
 pub(crate) type ProgressTx = mpsc::Sender<Op>;
@@ -113,24 +121,31 @@ impl Writer {
     }
 
     async fn flush_text(&mut self) {
-        if self.dirty_since.take().is_none() {
+        let Some(since) = self.dirty_since.take() else {
             return;
-        }
-        // The new part is encoded from the turn's text while it is looked at (the turn
-        // waits that long to append) and appended to what is written; only its JSON goes
-        // to the store. Once the call ended the text is empty and the rest comes with the
-        // step.
-        let Some((write, len)) = self.text.with(|text| {
-            let piece = text.get(self.written..).filter(|p| !p.is_empty())?;
+        };
+        // The new part (at most one piece of it) is encoded from the turn's text while it
+        // is looked at (the turn waits that long to append) and appended to what is
+        // written; only its JSON goes to the store. Once the call ended the text is empty
+        // and the rest comes with the step.
+        let Some((write, end)) = self.text.with(|text| {
+            let new = text.get(self.written..).filter(|p| !p.is_empty())?;
+            let piece = next_piece(new);
             let write = self
                 .store
                 .append_text(&self.key, &self.turn_id, self.segment, piece);
-            Some((write, text.len()))
+            Some((write, self.written + piece.len()))
         }) else {
             return;
         };
         match write.await {
-            Ok(_) => self.written = len,
+            Ok(_) => {
+                self.written = end;
+                if self.text.len() > end {
+                    // Still behind: the next piece goes at the next tick or chunk.
+                    self.dirty_since = Some(since);
+                }
+            }
             // Nothing was appended: the next flush writes this part again with the rest.
             Err(e) => {
                 tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}")
@@ -158,30 +173,29 @@ impl Writer {
                 // The step's whole text is in `content`, and what was written of it
                 // while it streamed is its beginning: append the rest. Should it not
                 // be (a text shorter than what was written), write it whole instead.
+                // Either way in pieces, each appended only once the one before is in.
                 self.text = StepText::default();
                 let written = std::mem::take(&mut self.written);
-                let write: Option<BoxedWrite> = match content.get(written..) {
-                    Some("") => None,
-                    Some(rest) if written > 0 => Some(Box::pin(self.store.append_text(
-                        &self.key,
-                        &self.turn_id,
-                        self.segment,
-                        rest,
-                    ))),
-                    _ => Some(Box::pin(self.store.record_text(
-                        &self.key,
-                        &self.turn_id,
-                        self.segment,
-                        &content,
-                    ))),
+                let (mut rest, mut whole) = match content.get(written..) {
+                    Some(rest) if written > 0 => (rest, false),
+                    _ => (content.as_str(), true),
                 };
-                // Encoded now; the text itself goes before the write is awaited.
-                drop(content);
-                if let Some(write) = write
-                    && let Err(e) = write.await
-                {
-                    tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+                while !rest.is_empty() {
+                    let piece = next_piece(rest);
+                    let (store, key, turn) = (&self.store, &self.key, &self.turn_id);
+                    let write = if whole {
+                        store.record_text(key, turn, self.segment, piece).await
+                    } else {
+                        store.append_text(key, turn, self.segment, piece).await
+                    };
+                    if let Err(e) = write {
+                        tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+                        break;
+                    }
+                    whole = false;
+                    rest = &rest[piece.len()..];
                 }
+                drop(content);
                 self.segment += 1;
                 for call in &tool_calls {
                     self.record(Progress::ToolCall(tool_call_of(call))).await;
@@ -436,13 +450,6 @@ pub(crate) fn plan_trim(context: &[ChatMessage], max_tokens: usize) -> Option<Tr
     Some(Trim { dropped: cut? })
 }
 
-/// The JSON of a context snapshot, written straight from the messages at its exact size:
-/// no `Value` tree of the context and no spare capacity, so a snapshot of a large context
-/// costs its own size once (SPEC §17).
-pub(crate) fn snapshot_json(messages: &[ChatMessage]) -> serde_json::Result<String> {
-    zeroclaw_store::to_json_exact(messages)
-}
-
 #[cfg(test)]
 #[path = "persist_stream_tests.rs"]
 mod stream_tests;
@@ -566,15 +573,5 @@ mod tests {
             None,
             "a single turn is never dropped"
         );
-    }
-
-    #[test]
-    fn snapshot_json_is_the_messages_json_at_its_exact_size() {
-        let ctx = turn_messages();
-        let json = snapshot_json(&ctx).expect("encodes");
-        assert_eq!(json, serde_json::to_string(&ctx).expect("encodes"));
-        assert_eq!(json.capacity(), json.len());
-        let back: Vec<ChatMessage> = serde_json::from_str(&json).expect("decodes");
-        assert_eq!(back, ctx);
     }
 }

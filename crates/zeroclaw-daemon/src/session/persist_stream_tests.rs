@@ -7,7 +7,7 @@ use std::time::Duration;
 use zeroclaw_agent::{ChatMessage, StepText, ToolCallRequest};
 use zeroclaw_store::{NewSession, RPC_SURFACE, SessionKey, Store};
 
-use super::{Op, Persister};
+use super::{MAX_PIECE, Op, Persister};
 
 /// `(event_key, text)` of every text event row in the file, in event order.
 fn text_rows(path: &Path) -> Vec<(String, String)> {
@@ -142,4 +142,63 @@ async fn a_step_shorter_than_what_was_written_replaces_it() {
     persister.finish().await;
     let rows = text_rows(&path);
     assert_eq!(rows, [("text:0".to_owned(), "short".to_owned())]);
+}
+
+/// `(event_key, text bytes)` of every text event row, in event order.
+fn text_sizes(path: &Path) -> Vec<(String, usize)> {
+    text_rows(path)
+        .into_iter()
+        .map(|(k, t)| (k, t.len()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_long_text_is_written_in_pieces_of_at_most_max_piece() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("zeroclaw.db");
+    let (store, key, persister) = turn_started(&path).await;
+    let tx = persister.sender();
+
+    // 2.5 pieces streamed at once (three-byte characters: no cut inside one): the
+    // persister catches up one piece per flush.
+    let streamed: String = "✓".repeat(MAX_PIECE * 5 / 6);
+    let text = StepText::default();
+    text.push_str(&streamed);
+    tx.send(Op::Chunk(text.clone())).await.expect("send");
+    wait_for_text(&path, &streamed).await;
+    let sizes = text_sizes(&path);
+    assert_eq!(sizes.len(), 3, "{sizes:?}");
+    assert!(sizes.iter().all(|s| s.1 <= MAX_PIECE), "{sizes:?}");
+
+    // A step never streamed (segment 1) and longer than a piece: written whole first (so
+    // it replaces any pieces), then appended.
+    let whole: String = "é".repeat(MAX_PIECE * 3 / 4 + 5);
+    tx.send(Op::Step(ChatMessage::assistant(streamed.clone())))
+        .await
+        .expect("send");
+    tx.send(Op::Step(ChatMessage::assistant(whole.clone())))
+        .await
+        .expect("send");
+    drop(tx);
+    persister.finish().await;
+    let sizes = text_sizes(&path);
+    let keys: Vec<&str> = sizes.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(keys[3..], ["text:1", "text:1+4"], "{sizes:?}");
+    assert!(sizes.iter().all(|s| s.1 <= MAX_PIECE), "{sizes:?}");
+
+    let recovered = store.recover(&key, RPC_SURFACE).await.expect("recover");
+    assert_eq!(recovered.appended_rows, 3, "two texts and the marker");
+    let page = store
+        .messages(
+            &key,
+            zeroclaw_store::MessagesQuery {
+                max_content: usize::MAX,
+                max_bytes: usize::MAX,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rows");
+    let texts: Vec<&str> = page.rows.iter().map(|r| r.content.as_str()).collect();
+    assert_eq!(texts[1..3], [streamed.as_str(), whole.as_str()]);
 }

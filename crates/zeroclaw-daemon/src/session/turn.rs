@@ -322,29 +322,31 @@ impl Runner {
         let Some(trim) = persist::plan_trim(&self.context, max_tokens) else {
             return;
         };
-        // The kept messages are encoded where they are, at the JSON's exact size: a trim
-        // of a context holding a large prompt and its answer does not copy them again.
-        let messages = match persist::snapshot_json(&self.context[trim.dropped..]) {
-            Ok(json) => json,
-            Err(e) => {
-                tracing::error!("cannot encode a context snapshot: {e}");
-                return;
-            }
-        };
-        let saved = if self.tuning.fail_snapshots.load(Ordering::SeqCst) {
-            Err(StoreError::InjectedFailure)
+        // The kept messages go to the store and come back: it encodes a large snapshot
+        // straight into its row, so a context holding a large prompt and its answer is not
+        // held a second time as JSON (issue 27).
+        let kept = self.context.split_off(trim.dropped);
+        let (saved, kept) = if self.tuning.fail_snapshots.load(Ordering::SeqCst) {
+            (Err(StoreError::InjectedFailure), Some(kept))
         } else {
             self.store
-                .save_snapshot_json(&session.key, covers_seq, messages)
+                .save_snapshot_lent(&session.key, covers_seq, kept)
                 .await
+        };
+        let Some(kept) = kept else {
+            // The store thread is gone, and the kept messages with it: no turn may run on
+            // what is left, so the context is reloaded before the next one.
+            tracing::error!(session = %session.key.session_id, "the store stopped during a trim");
+            self.context.clear();
+            self.needs_recover = true;
+            return;
         };
         match saved {
             Ok(_) => {
-                self.context.drain(..trim.dropped);
-                let kept = self.context.len();
+                self.context = kept;
                 session.stream.emit_update(&UpdateKind::HistoryTrimmed {
                     dropped_messages: trim.dropped as u64,
-                    kept_messages: kept as u64,
+                    kept_messages: self.context.len() as u64,
                     checkpoint_seq: covers_seq,
                     reason: "max_context_tokens".to_owned(),
                 });
@@ -352,6 +354,7 @@ impl Runner {
             Err(e) => {
                 // Keep the untrimmed context: the next turn tries again, and memory never
                 // holds a trim the store does not have.
+                self.context.extend(kept);
                 tracing::warn!(session = %session.key.session_id, "context snapshot not saved, no trim: {e}");
             }
         }

@@ -1,0 +1,132 @@
+//! Large texts into a row without SQLite holding copies of them, and back out (issue 27).
+//!
+//! A text bound to a statement is copied by SQLite (rusqlite binds with SQLITE_TRANSIENT),
+//! and the insert then builds the row's record from it, a second copy: an 8 MiB answer
+//! cost 16 MiB more for the moment it was written. A text of at least [`LARGE_TEXT`] bytes
+//! is instead inserted as `zeroblob(len)`, which SQLite leaves out of the record when it is
+//! the row's last column (schema migration 5 puts it there), and then written into the row
+//! through incremental blob I/O, inside the same transaction: a kill before the commit
+//! leaves no row at all, never a row of zeros.
+//!
+//! Such a value is stored as a BLOB of the text's UTF-8 bytes. [`StoredText`] reads either
+//! kind; SQL that works on the text itself (`substr`) casts it first.
+
+use std::ffi::CStr;
+use std::io::{BufWriter, Seek, Write};
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
+use rusqlite::{Connection, MAIN_DB};
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::json::Count;
+
+/// Texts of this many bytes or more are written through blob I/O; shorter ones are bound
+/// as ordinary TEXT (their copies are small, and the row stays readable as text).
+pub(crate) const LARGE_TEXT: usize = 64 * 1024;
+
+/// Bytes a serializer hands SQLite per blob write.
+const PIECE: usize = 64 * 1024;
+
+/// What to bind for a text column: the text itself, or for a large one the zeroblob it is
+/// written into afterwards by [`fill`].
+pub(crate) fn bind(text: &str) -> Result<ToSqlOutput<'_>> {
+    if text.len() < LARGE_TEXT {
+        return Ok(ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())));
+    }
+    zeroblob(text.len())
+}
+
+/// A zeroblob of `len` bytes to bind, for a large text written in later.
+pub(crate) fn zeroblob(len: usize) -> Result<ToSqlOutput<'static>> {
+    let len = i32::try_from(len)
+        .map_err(|_| std::io::Error::other(format!("a text of {len} bytes is too large")))?;
+    Ok(ToSqlOutput::ZeroBlob(len))
+}
+
+/// Writes `text` into `column` of the row just inserted (`rowid`) when [`bind`] left a
+/// zeroblob there; does nothing for a short text. Call it in the inserting transaction.
+pub(crate) fn fill(
+    conn: &Connection,
+    table: &'static CStr,
+    column: &'static CStr,
+    rowid: i64,
+    text: &str,
+) -> Result<()> {
+    if text.len() < LARGE_TEXT {
+        return Ok(());
+    }
+    let mut blob = conn.blob_open(MAIN_DB, table, column, rowid, false)?;
+    // SQLite writes straight into the row's pages; nothing is copied whole.
+    blob.write_all(text.as_bytes())?;
+    blob.close()?;
+    Ok(())
+}
+
+/// The compact JSON of `value` as it is to be bound: `Ok(Inline(json))` when short, or
+/// `Ok(Streamed(len))` when it is to be written by [`fill_json`] after a zeroblob of `len`.
+pub(crate) enum Json {
+    Inline(String),
+    Streamed(usize),
+}
+
+impl Json {
+    /// Measures `value`'s JSON (a first pass that keeps nothing) and encodes a short one.
+    pub(crate) fn of<T: Serialize + ?Sized>(value: &T) -> Result<Json> {
+        let mut count = Count(0);
+        serde_json::to_writer(&mut count, value)?;
+        if count.0 < LARGE_TEXT {
+            return Ok(Json::Inline(crate::json::to_json_exact(value)?));
+        }
+        Ok(Json::Streamed(count.0))
+    }
+
+    /// What to bind for it.
+    pub(crate) fn bind(&self) -> Result<ToSqlOutput<'_>> {
+        match self {
+            Json::Inline(s) => bind(s),
+            Json::Streamed(len) => zeroblob(*len),
+        }
+    }
+}
+
+/// Encodes `value` straight into `column` of row `rowid`, which holds a zeroblob of the
+/// JSON's length ([`Json::Streamed`]): the JSON never exists whole in memory. Fails, and
+/// the caller's transaction rolls back, if the encoding is not exactly that long.
+pub(crate) fn fill_json<T: Serialize + ?Sized>(
+    conn: &Connection,
+    table: &'static CStr,
+    column: &'static CStr,
+    rowid: i64,
+    len: usize,
+    value: &T,
+) -> Result<()> {
+    let blob = conn.blob_open(MAIN_DB, table, column, rowid, false)?;
+    let mut out = BufWriter::with_capacity(PIECE, blob);
+    // A longer encoding fails here: a blob never grows.
+    serde_json::to_writer(&mut out, value)?;
+    let mut blob = out.into_inner().map_err(|e| e.into_error())?;
+    let written = blob.stream_position()?;
+    if written != len as u64 {
+        return Err(
+            std::io::Error::other(format!("the JSON was {written} bytes, measured {len}")).into(),
+        );
+    }
+    blob.close()?;
+    Ok(())
+}
+
+/// A text column read back, whether it was stored as TEXT or (when large) as a BLOB of
+/// its UTF-8 bytes.
+pub(crate) struct StoredText(pub String);
+
+impl FromSql for StoredText {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        match value {
+            ValueRef::Text(bytes) | ValueRef::Blob(bytes) => std::str::from_utf8(bytes)
+                .map(|s| StoredText(s.to_owned()))
+                .map_err(|e| FromSqlError::Other(Box::new(e))),
+            _ => Err(FromSqlError::InvalidType),
+        }
+    }
+}
