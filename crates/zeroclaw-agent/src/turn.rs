@@ -47,6 +47,7 @@
 //! the turn ends `Completed` with a note in `content` (the note is not added
 //! to the context). With N = 0 requested calls are answered "not executed".
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -149,9 +150,10 @@ impl std::fmt::Debug for AgentSpec {
     }
 }
 
-/// What a turn reports to its host, in order (see the module doc).
+/// What a turn reports to its host, in order (see the module doc). `'a` is the context's:
+/// an appended message is lent, not copied ([`TurnEvent::into_owned`] keeps one).
 #[derive(Debug, Clone, PartialEq)]
-pub enum TurnEvent {
+pub enum TurnEvent<'a> {
     MessageChunk {
         text: String,
         /// The call's whole text so far, this chunk included (shared, not copied: a host
@@ -172,9 +174,11 @@ pub enum TurnEvent {
         name: String,
         raw_output: String,
     },
-    /// A message was appended to the provider context.
+    /// A message was appended to the provider context: the context's own, lent for the
+    /// call (a host that keeps it copies what it needs; a long answer is not copied for a
+    /// host that needs only part of it).
     ContextAppended {
-        message: ChatMessage,
+        message: Cow<'a, ChatMessage>,
     },
     /// After every provider call that started streaming.
     Usage {
@@ -191,6 +195,48 @@ pub enum TurnEvent {
     Hook {
         report: HookReport,
     },
+}
+
+impl TurnEvent<'_> {
+    /// The event with nothing lent: a message appended to the context copied.
+    pub fn into_owned(self) -> TurnEvent<'static> {
+        match self {
+            TurnEvent::MessageChunk { text, so_far } => TurnEvent::MessageChunk { text, so_far },
+            TurnEvent::ThoughtChunk { text } => TurnEvent::ThoughtChunk { text },
+            TurnEvent::ToolCall {
+                tool_call_id,
+                name,
+                raw_input,
+            } => TurnEvent::ToolCall {
+                tool_call_id,
+                name,
+                raw_input,
+            },
+            TurnEvent::ToolResult {
+                tool_call_id,
+                name,
+                raw_output,
+            } => TurnEvent::ToolResult {
+                tool_call_id,
+                name,
+                raw_output,
+            },
+            TurnEvent::ContextAppended { message } => TurnEvent::ContextAppended {
+                message: Cow::Owned(message.into_owned()),
+            },
+            TurnEvent::Usage { usage } => TurnEvent::Usage { usage },
+            TurnEvent::ProviderRetry {
+                attempt,
+                delay,
+                reason,
+            } => TurnEvent::ProviderRetry {
+                attempt,
+                delay,
+                reason,
+            },
+            TurnEvent::Hook { report } => TurnEvent::Hook { report },
+        }
+    }
 }
 
 /// An approval question for a tool call (supervised autonomy).
@@ -219,12 +265,19 @@ pub enum ApprovalDecision {
 /// (`allow_always`), the approval timeout and request ids.
 #[async_trait]
 pub trait TurnHost: Send + Sync {
-    async fn emit(&self, event: TurnEvent);
+    async fn emit(&self, event: TurnEvent<'_>);
     async fn approve(&self, ask: ApprovalAsk) -> ApprovalDecision;
     /// `None` = no answer (declined, cancelled, timed out, failed).
     async fn ask_user(&self, ask: AskUser) -> Option<String>;
     /// Whether `ask_user` may be offered to the model.
     fn can_ask_user(&self) -> bool;
+
+    /// The most bytes of the answer the host wants in [`TurnResult::content`]: a longer
+    /// answer is cut there at a character boundary, so the result is not another copy of
+    /// a long text the context holds already. No limit unless the host sets one.
+    fn result_text_max(&self) -> usize {
+        usize::MAX
+    }
 
     /// Called before every provider call of the turn after its first, with the context
     /// and where this turn's messages start in it. The host may replace
@@ -259,8 +312,11 @@ pub struct TurnResult {
     pub outcome: TurnOutcome,
     /// Completed: the final assistant text (plus a note when the tool round
     /// limit stopped the turn). Cancelled: the partial text of the last step.
-    /// Failed: the error message.
+    /// Failed: the error message. An answer longer than the host's
+    /// [`TurnHost::result_text_max`] is cut to it here (the context has it whole).
     pub content: String,
+    /// `content` is the beginning of a longer answer.
+    pub content_cut: bool,
     /// How many messages this turn appended to the context: they are its last
     /// `appended` entries (not copied here: a turn's text can be large).
     pub appended: usize,
@@ -301,6 +357,8 @@ struct Turn<'a> {
     start: usize,
     /// The private temporary directory of confined `bash` calls, made on first use.
     scratch: tokio::sync::OnceCell<Scratch>,
+    /// The text last returned by `steps` was cut to the host's `result_text_max`.
+    shown_cut: bool,
 }
 
 #[derive(Default)]
@@ -346,11 +404,13 @@ pub async fn run_turn(
         usage: TurnUsage::default(),
         start,
         scratch: tokio::sync::OnceCell::new(),
+        shown_cut: false,
     };
     let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
     TurnResult {
         outcome,
         content,
+        content_cut: turn.shown_cut,
         appended: turn.context.len() - turn.start,
         provider_calls,
         tool_rounds,
@@ -376,8 +436,11 @@ impl Turn<'_> {
     }
 
     async fn append(&mut self, message: ChatMessage) {
-        self.context.push(message.clone());
-        self.host.emit(TurnEvent::ContextAppended { message }).await;
+        self.context.push(message);
+        if let Some(message) = self.context.last() {
+            let message = Cow::Borrowed(message);
+            self.host.emit(TurnEvent::ContextAppended { message }).await;
+        }
     }
 
     /// Runs the hooks of `event` (none configured: an empty verdict at once), reports each
@@ -470,6 +533,7 @@ impl Turn<'_> {
         let max = self.spec.max_tool_iterations;
         let mut rounds = 0u32;
         let mut calls_made = 0u32;
+        self.shown_cut = false;
         loop {
             if calls_made > 0 || called {
                 self.start = self.host.before_call(self.context, self.start).await;
@@ -498,19 +562,22 @@ impl Turn<'_> {
                 self.host.emit(TurnEvent::Usage { usage: call }).await;
             }
             if step.cancelled || step.error.is_some() {
+                let shown = self.shown(&step.text);
                 if !step.text.is_empty() {
-                    self.append(ChatMessage::assistant(step.text.clone())).await;
+                    self.append(ChatMessage::assistant(step.text)).await;
                 }
                 return match step.error {
                     Some(e) if !step.cancelled => {
+                        self.shown_cut = false;
                         (TurnOutcome::Failed, e.to_string(), calls_made, rounds)
                     }
-                    _ => (TurnOutcome::Cancelled, step.text, calls_made, rounds),
+                    _ => (TurnOutcome::Cancelled, shown, calls_made, rounds),
                 };
             }
             if step.calls.is_empty() {
-                self.append(ChatMessage::assistant(step.text.clone())).await;
-                return (TurnOutcome::Completed, step.text, calls_made, rounds);
+                let shown = self.shown(&step.text);
+                self.append(ChatMessage::assistant(step.text)).await;
+                return (TurnOutcome::Completed, shown, calls_made, rounds);
             }
             let calls = self.unique_ids(step.calls);
             self.append(ChatMessage::Assistant {
@@ -527,12 +594,8 @@ impl Turn<'_> {
                     ))
                     .await;
                 }
-                return (
-                    TurnOutcome::Completed,
-                    with_limit_note(&step.text, max),
-                    calls_made,
-                    rounds,
-                );
+                let shown = with_limit_note(&self.shown(&step.text), max);
+                return (TurnOutcome::Completed, shown, calls_made, rounds);
             }
             rounds += 1;
             for (i, call) in calls.iter().enumerate() {
@@ -569,19 +632,24 @@ impl Turn<'_> {
                             self.append(ChatMessage::tool_result(&c.id, &c.name, CANCELLED_RESULT))
                                 .await;
                         }
-                        return (TurnOutcome::Cancelled, step.text, calls_made, rounds);
+                        let shown = self.shown(&step.text);
+                        return (TurnOutcome::Cancelled, shown, calls_made, rounds);
                     }
                 }
             }
             if rounds >= max {
-                return (
-                    TurnOutcome::Completed,
-                    with_limit_note(&step.text, max),
-                    calls_made,
-                    rounds,
-                );
+                let shown = with_limit_note(&self.shown(&step.text), max);
+                return (TurnOutcome::Completed, shown, calls_made, rounds);
             }
         }
+    }
+
+    /// What the result shows of a step's `text`: all of it, or its beginning when it is
+    /// longer than the host wants (`shown_cut` says which).
+    fn shown(&mut self, text: &str) -> String {
+        let max = self.host.result_text_max();
+        self.shown_cut = text.len() > max;
+        text[..text.floor_char_boundary(max)].to_owned()
     }
 
     /// Gives every call of the turn a distinct, non-empty id.

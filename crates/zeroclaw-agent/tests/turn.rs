@@ -50,11 +50,53 @@ async fn echo_turn_streams_the_prompt_back() {
         .log()
         .into_iter()
         .filter_map(|r| match r {
-            Rec::Event(TurnEvent::ContextAppended { message }) => Some(message),
+            Rec::Event(TurnEvent::ContextAppended { message }) => Some(message.into_owned()),
             _ => None,
         })
         .collect();
     assert_eq!(appended, ctx);
+}
+
+#[tokio::test]
+async fn a_long_answer_is_cut_in_the_result_and_whole_in_the_context() {
+    let ws = tempfile::tempdir().unwrap();
+    let s = spec(Arc::new(EchoProvider::new()), ws.path(), Autonomy::Full);
+    let prompt = "déjà vu déjà vu";
+    for (max, shown, cut) in [
+        // 'é' is bytes 1..3: a cut inside it goes back to its start.
+        (2, "d", true),
+        (3, "dé", true),
+        (prompt.len() - 1, "déjà vu déjà v", true),
+        (prompt.len(), prompt, false),
+    ] {
+        let mut host = TestHost::new();
+        host.result_max = Some(max);
+        let mut ctx = vec![];
+        let r = run_turn(&s, &mut ctx, prompt.into(), &host, CancellationToken::new()).await;
+        assert_eq!(r.outcome, TurnOutcome::Completed);
+        assert_eq!(
+            (r.content.as_str(), r.content_cut),
+            (shown, cut),
+            "max {max}"
+        );
+        assert_eq!(host.text(), prompt, "streamed whole");
+        assert_eq!(
+            ctx,
+            vec![ChatMessage::user(prompt), ChatMessage::assistant(prompt)],
+            "the context keeps the whole answer"
+        );
+    }
+    // No limit set: the whole answer, not cut.
+    let host = TestHost::new();
+    let r = run_turn(
+        &s,
+        &mut vec![],
+        prompt.into(),
+        &host,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!((r.content.as_str(), r.content_cut), (prompt, false));
 }
 
 #[tokio::test]

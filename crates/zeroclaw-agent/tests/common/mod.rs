@@ -17,7 +17,7 @@ use zeroclaw_testkit::FakeOpenAi;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rec {
-    Event(TurnEvent),
+    Event(TurnEvent<'static>),
     Approval(ApprovalAsk),
     Ask(AskUser),
 }
@@ -29,6 +29,8 @@ pub struct TestHost {
     pub can_ask: bool,
     /// When set, `approve` waits this long before answering.
     pub approve_delay: Duration,
+    /// `result_text_max` (`None`: the trait's default, no limit).
+    pub result_max: Option<usize>,
 }
 
 impl TestHost {
@@ -39,6 +41,7 @@ impl TestHost {
             answers: Mutex::new(VecDeque::new()),
             can_ask: false,
             approve_delay: Duration::ZERO,
+            result_max: None,
         }
     }
 
@@ -107,8 +110,11 @@ impl TestHost {
 
 #[async_trait]
 impl TurnHost for TestHost {
-    async fn emit(&self, event: TurnEvent) {
-        self.log.lock().unwrap().push(Rec::Event(event));
+    async fn emit(&self, event: TurnEvent<'_>) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(Rec::Event(event.into_owned()));
     }
 
     async fn approve(&self, ask: ApprovalAsk) -> ApprovalDecision {
@@ -130,6 +136,10 @@ impl TurnHost for TestHost {
 
     fn can_ask_user(&self) -> bool {
         self.can_ask
+    }
+
+    fn result_text_max(&self) -> usize {
+        self.result_max.unwrap_or(usize::MAX)
     }
 }
 

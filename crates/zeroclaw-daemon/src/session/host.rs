@@ -24,7 +24,7 @@ use zeroclaw_protocol::{Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind
 use super::compaction::MidTurn;
 use super::link::{AskError, ClientLink};
 use super::live::LiveSession;
-use super::persist::{Op, ProgressTx};
+use super::persist::{self, Op, ProgressTx};
 use super::tuning::Tuning;
 
 pub(crate) struct SessionHost<'a> {
@@ -102,7 +102,7 @@ impl SessionHost<'_> {
 
 #[async_trait]
 impl TurnHost for SessionHost<'_> {
-    async fn emit(&self, event: TurnEvent) {
+    async fn emit(&self, event: TurnEvent<'_>) {
         match event {
             TurnEvent::MessageChunk { text, so_far } => {
                 // The persister records the call's text from the turn's own (shared)
@@ -131,12 +131,21 @@ impl TurnHost for SessionHost<'_> {
                 name,
                 raw_output: Value::String(raw_output),
             }),
-            // A user message is not progress (the prompt row was written by `begin_turn`):
-            // it is let go here rather than queued behind that write.
-            TurnEvent::ContextAppended {
-                message: ChatMessage::User { .. },
-            } => {}
-            TurnEvent::ContextAppended { message } => self.persist(Op::Step(message)).await,
+            TurnEvent::ContextAppended { message } => match &*message {
+                // Not progress: the prompt row was written by `begin_turn`.
+                ChatMessage::User { .. } => {}
+                // The context's own message, lent: only what the checkpoint still needs
+                // is copied, a piece at a time for a long answer.
+                ChatMessage::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    if let Some(tx) = &self.progress {
+                        persist::send_step(tx, content, tool_calls).await;
+                    }
+                }
+                ChatMessage::Tool { .. } => self.persist(Op::Step(message.into_owned())).await,
+            },
             TurnEvent::Usage { usage } => {
                 let totals = self
                     .session
@@ -253,6 +262,11 @@ impl TurnHost for SessionHost<'_> {
 
     fn can_ask_user(&self) -> bool {
         self.asker().is_some()
+    }
+
+    /// The answer goes on the wire cut to this (`turn_complete`, the prompt's result).
+    fn result_text_max(&self) -> usize {
+        super::text::MAX_CONTENT
     }
 }
 

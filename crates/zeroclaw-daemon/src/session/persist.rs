@@ -47,6 +47,82 @@ pub(crate) enum Op {
     /// Text streamed: the provider call's text so far, shared with the turn.
     Chunk(StepText),
     Step(ChatMessage),
+    /// An assistant step too long to copy whole is handed over by [`send_step`]: first the
+    /// persister answers how much of the call's streamed text it has written (the call
+    /// has ended: that text is not flushed any more),
+    Written(oneshot::Sender<usize>),
+    /// then the step's text from byte `from` on, one piece at a time (`from == 0`: the
+    /// text starts here and replaces whatever the segment holds).
+    Piece {
+        from: usize,
+        text: String,
+        then: AfterPiece,
+    },
+}
+
+/// What follows a [`Op::Piece`].
+pub(crate) enum AfterPiece {
+    /// More pieces: whether this one was written. After a failed write the host sends no
+    /// more text (a later piece would leave a gap in the checkpoint).
+    Ack(oneshot::Sender<bool>),
+    /// It was the last piece: the step ends with these tool calls.
+    End(Vec<ToolCallRequest>),
+}
+
+/// Hands the persister an assistant step the turn has just appended to its context. A
+/// text of up to [`MAX_PIECE`] bytes is copied into an [`Op::Step`]; a longer one is
+/// copied a piece at a time, each sent only once the one before is written, and only
+/// from where the streamed checkpoint left off: a long answer is never held a second
+/// time for its checkpoint (issue 27). The turn waits meanwhile, as it would on a full
+/// queue.
+pub(crate) async fn send_step(tx: &ProgressTx, content: &str, tool_calls: &[ToolCallRequest]) {
+    // The persister outlives the turn loop; a send can only fail after it stopped.
+    if content.len() <= MAX_PIECE {
+        let message = ChatMessage::Assistant {
+            content: content.to_owned(),
+            tool_calls: tool_calls.to_vec(),
+        };
+        let _ = tx.send(Op::Step(message)).await;
+        return;
+    }
+    let (reply, written) = oneshot::channel();
+    if tx.send(Op::Written(reply)).await.is_err() {
+        return;
+    }
+    let mut from = written.await.unwrap_or(0);
+    if !content.is_char_boundary(from) {
+        // Not a beginning of this text: write it whole.
+        from = 0;
+    }
+    loop {
+        let piece = next_piece(&content[from..]);
+        let end = from + piece.len();
+        if end == content.len() {
+            let then = AfterPiece::End(tool_calls.to_vec());
+            let text = piece.to_owned();
+            let _ = tx.send(Op::Piece { from, text, then }).await;
+            return;
+        }
+        let (ack, written) = oneshot::channel();
+        let text = piece.to_owned();
+        let then = AfterPiece::Ack(ack);
+        if tx.send(Op::Piece { from, text, then }).await.is_err() {
+            return;
+        }
+        if !written.await.unwrap_or(false) {
+            let then = AfterPiece::End(tool_calls.to_vec());
+            let text = String::new();
+            let _ = tx
+                .send(Op::Piece {
+                    from: end,
+                    text,
+                    then,
+                })
+                .await;
+            return;
+        }
+        from = end;
+    }
 }
 
 /// The sending half handed to the turn's host.
@@ -161,6 +237,45 @@ impl Writer {
         }
     }
 
+    /// The running call has ended: its text is not flushed any more. Returns how much of
+    /// it was written.
+    fn step_begins(&mut self) -> usize {
+        self.dirty_since = None;
+        self.text = StepText::default();
+        std::mem::take(&mut self.written)
+    }
+
+    /// The next piece of a long step's text ([`send_step`]).
+    async fn piece(&mut self, from: usize, text: String, then: AfterPiece) {
+        let written = if text.is_empty() {
+            Ok(0)
+        } else if from == 0 {
+            let (store, key, turn) = (&self.store, &self.key, &self.turn_id);
+            store.record_text(key, turn, self.segment, &text).await
+        } else {
+            let (store, key, turn) = (&self.store, &self.key, &self.turn_id);
+            store.append_text(key, turn, self.segment, &text).await
+        };
+        drop(text);
+        if let Err(e) = &written {
+            tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
+        }
+        match then {
+            AfterPiece::Ack(ack) => {
+                let _ = ack.send(written.is_ok());
+            }
+            AfterPiece::End(tool_calls) => self.step_ends(&tool_calls).await,
+        }
+    }
+
+    /// An assistant step's text is written: the next call's text is the next segment.
+    async fn step_ends(&mut self, tool_calls: &[ToolCallRequest]) {
+        self.segment += 1;
+        for call in tool_calls {
+            self.record(Progress::ToolCall(tool_call_of(call))).await;
+        }
+    }
+
     async fn step(&mut self, message: ChatMessage) {
         match message {
             // The prompt row was written by `begin_turn`.
@@ -169,13 +284,11 @@ impl Writer {
                 content,
                 tool_calls,
             } => {
-                self.dirty_since = None;
                 // The step's whole text is in `content`, and what was written of it
                 // while it streamed is its beginning: append the rest. Should it not
                 // be (a text shorter than what was written), write it whole instead.
                 // Either way in pieces, each appended only once the one before is in.
-                self.text = StepText::default();
-                let written = std::mem::take(&mut self.written);
+                let written = self.step_begins();
                 let (mut rest, mut whole) = match content.get(written..) {
                     Some(rest) if written > 0 => (rest, false),
                     _ => (content.as_str(), true),
@@ -196,10 +309,7 @@ impl Writer {
                     rest = &rest[piece.len()..];
                 }
                 drop(content);
-                self.segment += 1;
-                for call in &tool_calls {
-                    self.record(Progress::ToolCall(tool_call_of(call))).await;
-                }
+                self.step_ends(&tool_calls).await;
             }
             ChatMessage::Tool {
                 tool_call_id,
@@ -257,6 +367,10 @@ async fn run(
                     }
                 }
                 Some(Op::Step(message)) => w.step(message).await,
+                Some(Op::Written(reply)) => {
+                    let _ = reply.send(w.step_begins());
+                }
+                Some(Op::Piece { from, text, then }) => w.piece(from, text, then).await,
             },
             _ = tick.tick(), if w.dirty_since.is_some() => {
                 if w.dirty_since.is_some_and(|t| t.elapsed() >= FLUSH_AFTER) {

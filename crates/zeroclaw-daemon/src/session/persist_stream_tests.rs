@@ -202,3 +202,83 @@ async fn a_long_text_is_written_in_pieces_of_at_most_max_piece() {
     let texts: Vec<&str> = page.rows.iter().map(|r| r.content.as_str()).collect();
     assert_eq!(texts[1..3], [streamed.as_str(), whole.as_str()]);
 }
+
+#[tokio::test]
+async fn a_long_step_is_handed_over_in_pieces_from_where_the_stream_left_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("zeroclaw.db");
+    let (store, key, persister) = turn_started(&path).await;
+    let tx = persister.sender();
+
+    let text = StepText::default();
+    let first = "ü".repeat(MAX_PIECE / 4);
+    text.push_str(&first);
+    tx.send(Op::Chunk(text.clone())).await.expect("send");
+    wait_for_text(&path, &first).await;
+    // The call ends with 2.5 pieces more than was written.
+    text.push_str(&"ä".repeat(MAX_PIECE * 5 / 4));
+    tx.send(Op::Chunk(text.clone())).await.expect("send");
+    let content = text.with(str::to_owned);
+    let call = ToolCallRequest {
+        id: "c1".into(),
+        name: "bash".into(),
+        arguments: "{}".into(),
+    };
+    super::send_step(&tx, &content, std::slice::from_ref(&call)).await;
+    drop(tx);
+    persister.finish().await;
+
+    let rows = text_sizes(&path);
+    assert!(rows.len() >= 4, "{rows:?}");
+    assert_eq!(
+        rows[0],
+        ("text:0".to_owned(), first.len()),
+        "what streamed is not written again"
+    );
+    assert!(
+        rows[1..].iter().all(|r| r.0.starts_with("text:0+")),
+        "{rows:?}"
+    );
+    assert!(rows.iter().all(|r| r.1 <= MAX_PIECE), "{rows:?}");
+    let joined: String = text_rows(&path).into_iter().map(|r| r.1).collect();
+    assert!(joined == content, "the pieces join to the step's text");
+
+    let recovered = store.recover(&key, RPC_SURFACE).await.expect("recover");
+    assert_eq!(recovered.appended_rows, 3, "text, call, marker");
+    let page = store
+        .messages(
+            &key,
+            zeroclaw_store::MessagesQuery {
+                max_content: usize::MAX,
+                max_bytes: usize::MAX,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rows");
+    assert!(page.rows[1].content == content);
+    assert_eq!(page.rows[2].role.as_str(), "tool_call");
+}
+
+#[tokio::test]
+async fn a_long_step_stops_at_a_failed_write_and_the_next_step_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("zeroclaw.db");
+    let (store, _key, persister) = turn_started(&path).await;
+    let tx = persister.sender();
+
+    store.set_fail_writes(true);
+    let long = "x".repeat(MAX_PIECE * 2 + 1);
+    tokio::time::timeout(Duration::from_secs(10), super::send_step(&tx, &long, &[]))
+        .await
+        .expect("a failed write ends the hand-over");
+    store.set_fail_writes(false);
+    super::send_step(&tx, "next", &[]).await;
+    drop(tx);
+    persister.finish().await;
+    assert_eq!(
+        text_rows(&path),
+        [("text:1".to_owned(), "next".to_owned())],
+        "nothing of the failed step, the next one in the next segment"
+    );
+}

@@ -122,15 +122,17 @@ impl Runner {
         };
         let chat_prompt = (!acp).then(|| prompt.clone());
         // Normally `begin_turn` runs on the persister, overlapping the provider call; after
-        // a failed write it runs here first, with recovery.
+        // a failed write it runs here first, with recovery. So does a long prompt's: the
+        // persister would hold a copy of it while the provider streams (issue 27).
         let mut started_seq = 0;
+        let begin_first = self.needs_recover || prompt.len() > persist::MAX_PIECE;
         // Auto-compaction (SPEC §18) needs the prompt row's seq first: its snapshot ends
         // just before it.
         let compact_first =
             acp && self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt);
         let (persister, began) = if !acp {
             (None, None)
-        } else if self.needs_recover || compact_first {
+        } else if begin_first || compact_first {
             started_seq = self.begin(session, turn_id, &prompt).await?;
             if self.wants_auto_compact(&agent.compaction, agent.max_context_tokens, &prompt) {
                 let req = compact::Request {
@@ -226,10 +228,11 @@ impl Runner {
             }
         }
 
-        // The answer is cut for the wire now, in place: the context holds the whole text
-        // already (a long answer is not held twice while it is written below or while a
-        // trim writes its snapshot), and one that fits is not copied at all.
+        // The answer comes cut for the wire (the host's `result_text_max`): the context
+        // holds the whole text, and a long answer is not held twice while it is written
+        // below or while a trim writes its snapshot. A limit note may still take it over.
         let (content, truncated) = text::cut_owned(std::mem::take(&mut result.content));
+        let truncated = truncated || result.content_cut;
         let appended = self.context.len() - result.appended;
         let written = if acp {
             let status = match result.outcome {
