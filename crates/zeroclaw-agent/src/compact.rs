@@ -7,6 +7,8 @@
 //! Knows nothing about storage: the daemon commits the new context as a snapshot and
 //! only then tells the clients.
 
+use std::sync::Arc;
+
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -88,7 +90,7 @@ pub fn summary_request(
     ProviderRequest {
         model: model.to_owned(),
         system_prompt: SUMMARY_SYSTEM.to_owned(),
-        messages,
+        messages: Arc::new(messages),
         tools: Vec::new(),
     }
 }
@@ -311,7 +313,7 @@ mod tests {
         let req = ProviderRequest {
             model: String::new(),
             system_prompt: String::new(),
-            messages: vec![ChatMessage::user("  ")],
+            messages: Arc::new(vec![ChatMessage::user("  ")]),
             tools: Vec::new(),
         };
         assert_eq!(

@@ -542,18 +542,20 @@ impl Turn<'_> {
             if let Some(mcp) = &self.spec.mcp {
                 tools.extend(mcp.tools().into_iter().map(|t| t.schema));
             }
+            // The context is lent to the call, not copied, and is back before anything
+            // else looks at it; the input estimate is taken from it, which is what the
+            // request was built from until the step's messages are appended below.
+            let lent = Arc::new(std::mem::take(&mut *self.context));
             let req = ProviderRequest {
                 model: self.model(),
                 system_prompt: self.spec.system_prompt.clone(),
-                messages: self.context.clone(),
+                messages: Arc::clone(&lent),
                 tools,
             };
             calls_made += 1;
-            // The request is handed to the provider (its messages are the one copy of the
-            // context a call costs); the input estimate is taken from the context, which
-            // is what it was built from until the step's messages are appended below.
             let tools = req.tools.clone();
-            let step = self.stream_step(req).await;
+            let step = self.stream_step(req, &lent).await;
+            *self.context = take_back(lent);
             if step.started {
                 let (system, context) = (&self.spec.system_prompt, &*self.context);
                 let input = || usage::estimate_input_of(system, context, &tools);
@@ -672,26 +674,32 @@ impl Turn<'_> {
 
     /// One provider call. The text streams into a [`StepText`] shared with the host's
     /// chunk events and is taken from it, whole, when the call ends.
-    async fn stream_step(&mut self, req: ProviderRequest) -> Step {
+    async fn stream_step(&mut self, req: ProviderRequest, lent: &Arc<Vec<ChatMessage>>) -> Step {
         let so_far = StepText::default();
-        let mut step = self.stream_into(req, &so_far).await;
+        let mut step = self.stream_into(req, lent, &so_far).await;
         step.text = so_far.take();
         step
     }
 
-    async fn stream_into(&mut self, req: ProviderRequest, so_far: &StepText) -> Step {
+    /// The call's stream, read to its end; `lent` is the context the request was built
+    /// from (the turn's own is empty until the call ends).
+    async fn stream_into(
+        &mut self,
+        req: ProviderRequest,
+        lent: &Arc<Vec<ChatMessage>>,
+        so_far: &StepText,
+    ) -> Step {
         let mut step = Step::default();
         let mut retries = 0u32;
-        // The first attempt takes `req`; a retry sends a copy of it rebuilt from the
-        // context (unchanged while no byte was streamed), so no second copy of a large
-        // context is held while the provider streams.
+        // The first attempt takes `req`; a retry sends the same request again, rebuilt
+        // around the lent context (unchanged while no byte was streamed).
         let (model, tools) = (req.model.clone(), req.tools.clone());
         let mut first = Some(req);
         let mut stream = loop {
             let attempt = first.take().unwrap_or_else(|| ProviderRequest {
                 model: model.clone(),
                 system_prompt: self.spec.system_prompt.clone(),
-                messages: self.context.clone(),
+                messages: Arc::clone(lent),
                 tools: tools.clone(),
             });
             let started = tokio::select! {
@@ -1071,6 +1079,12 @@ fn is_error(text: &str) -> bool {
         || text.starts_with("Refused")
         || text == REFUSED_BY_USER
         || text.contains("\n[exit code: ")
+}
+
+/// The context lent to a provider call, back once the call has ended. A provider that
+/// still holds its request then (none of ours does) costs a copy here.
+fn take_back(lent: Arc<Vec<ChatMessage>>) -> Vec<ChatMessage> {
+    Arc::try_unwrap(lent).unwrap_or_else(|shared| (*shared).clone())
 }
 
 fn with_limit_note(text: &str, max: u32) -> String {

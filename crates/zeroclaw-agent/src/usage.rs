@@ -116,13 +116,15 @@ pub fn of_call(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     fn req() -> ProviderRequest {
         ProviderRequest {
             model: String::new(),
             system_prompt: "abcd".into(),
-            messages: vec![ChatMessage::user("hello world")],
+            messages: Arc::new(vec![ChatMessage::user("hello world")]),
             tools: Vec::new(),
         }
     }

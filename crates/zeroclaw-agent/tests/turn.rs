@@ -710,3 +710,59 @@ async fn echo_provider_with_tools_offered_still_just_echoes() {
     assert_eq!(ctx.len(), 4);
     assert_eq!(s.tools, ToolName::ALL.to_vec());
 }
+
+/// A provider that keeps every request it is sent (so the context lent to a call is still
+/// shared when the call ends) and answers "ok".
+struct Hoarder(std::sync::Mutex<Vec<zeroclaw_agent::ProviderRequest>>);
+
+#[async_trait::async_trait]
+impl zeroclaw_agent::Provider for Hoarder {
+    async fn stream(
+        &self,
+        req: zeroclaw_agent::ProviderRequest,
+    ) -> Result<zeroclaw_agent::ProviderStream, zeroclaw_agent::ProviderError> {
+        self.0.lock().unwrap().push(req);
+        let events = [
+            Ok(zeroclaw_agent::ProviderEvent::TextDelta("ok".into())),
+            Ok(zeroclaw_agent::ProviderEvent::Done),
+        ];
+        Ok(Box::pin(futures_util::stream::iter(events)))
+    }
+
+    fn kind(&self) -> &'static str {
+        "hoarder"
+    }
+}
+
+#[tokio::test]
+async fn the_context_lent_to_a_call_comes_back_even_from_a_provider_that_keeps_it() {
+    let ws = tempfile::tempdir().unwrap();
+    let hoarder = Arc::new(Hoarder(Default::default()));
+    let s = spec(hoarder.clone(), ws.path(), Autonomy::Full);
+    let host = TestHost::new();
+    let mut ctx = vec![ChatMessage::user("before"), ChatMessage::assistant("b")];
+    for prompt in ["one", "two"] {
+        let r = run_turn(&s, &mut ctx, prompt.into(), &host, CancellationToken::new()).await;
+        assert_eq!(r.outcome, TurnOutcome::Completed);
+    }
+    assert_eq!(
+        ctx,
+        [
+            ChatMessage::user("before"),
+            ChatMessage::assistant("b"),
+            ChatMessage::user("one"),
+            ChatMessage::assistant("ok"),
+            ChatMessage::user("two"),
+            ChatMessage::assistant("ok"),
+        ]
+    );
+    // Each call saw the context as it was when it was made.
+    let seen: Vec<usize> = hoarder
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.messages.len())
+        .collect();
+    assert_eq!(seen, [3, 5]);
+}

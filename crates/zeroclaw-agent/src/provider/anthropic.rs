@@ -113,7 +113,7 @@ pub fn request_body<'a>(
             _ => turns.push((role, blocks)),
         }
     };
-    for m in &req.messages {
+    for m in req.messages.iter() {
         match m {
             ChatMessage::User { content } => {
                 push("user", vec![json!({"type": "text", "text": content})])
@@ -433,6 +433,8 @@ impl Payloads for Messages {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::provider::ToolSchema;
 
@@ -441,7 +443,7 @@ mod tests {
         let req = ProviderRequest {
             model: String::new(),
             system_prompt: "be nice".into(),
-            messages: vec![
+            messages: Arc::new(vec![
                 ChatMessage::user("hi"),
                 ChatMessage::Assistant {
                     content: "let me look".into(),
@@ -460,7 +462,7 @@ mod tests {
                 },
                 ChatMessage::tool_result("toolu_1", "bash", "a.txt"),
                 ChatMessage::tool_result("toolu_2", "read_file", "x"),
-            ],
+            ]),
             tools: vec![ToolSchema {
                 name: "bash".into(),
                 description: "d".into(),

@@ -11,6 +11,8 @@
 //! long prompt does not become millions of notifications. No chunk exceeds `MAX_CHUNK`
 //! bytes: a longer word is cut at a character boundary.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use futures_util::stream;
 
@@ -55,16 +57,32 @@ fn first_word_len(s: &str) -> usize {
     s.len()
 }
 
+/// The text an echo answers with.
+enum EchoText {
+    Own(String),
+    /// The content of message `.1` of a request's messages.
+    Lent(Arc<Vec<ChatMessage>>, usize),
+}
+
+impl EchoText {
+    fn as_str(&self) -> &str {
+        match self {
+            EchoText::Own(text) => text,
+            EchoText::Lent(messages, at) => messages.get(*at).map_or("", ChatMessage::content),
+        }
+    }
+}
+
 /// The prompt still to be echoed and how many chunks were produced.
 struct Chunks {
-    text: String,
+    text: EchoText,
     pos: usize,
     produced: usize,
 }
 
 impl Chunks {
     fn next_chunk(&mut self) -> Option<String> {
-        let rest = &self.text[self.pos..];
+        let rest = &self.text.as_str()[self.pos..];
         if rest.is_empty() {
             return None;
         }
@@ -87,7 +105,7 @@ impl Chunks {
 /// Every chunk of `text`, eagerly (for tests and small texts).
 pub fn chunks_of(text: &str) -> Vec<String> {
     let mut chunks = Chunks {
-        text: text.to_owned(),
+        text: EchoText::Own(text.to_owned()),
         pos: 0,
         produced: 0,
     };
@@ -102,20 +120,22 @@ impl Provider for EchoProvider {
         let summary = crate::compact::is_summary_request(&req).then(|| {
             crate::compact::echo_summary(&req.messages[..req.messages.len().saturating_sub(1)])
         });
-        let mut messages = req.messages;
-        let prompt = messages
-            .iter_mut()
-            .rev()
-            .find_map(|m| match m {
-                ChatMessage::User { content } => Some(std::mem::take(content)),
-                _ => None,
-            })
-            .unwrap_or_default();
-        drop(messages);
-        let prompt = summary.unwrap_or(prompt);
+        // The prompt is echoed from the request itself (the turn's lent context), not
+        // copied out of it.
+        let text = match summary {
+            Some(summary) => EchoText::Own(summary),
+            None => req
+                .messages
+                .iter()
+                .rposition(|m| matches!(m, ChatMessage::User { .. }))
+                .map_or(EchoText::Own(String::new()), |at| {
+                    EchoText::Lent(Arc::clone(&req.messages), at)
+                }),
+        };
+        drop(req);
         let delay = self.chunk_delay;
         let chunks = Chunks {
-            text: prompt,
+            text,
             pos: 0,
             produced: 0,
         };
@@ -152,11 +172,11 @@ mod tests {
         let req = ProviderRequest {
             model: String::new(),
             system_prompt: "sys".into(),
-            messages: vec![
+            messages: Arc::new(vec![
                 ChatMessage::user("old"),
                 ChatMessage::assistant("old"),
                 ChatMessage::user(prompt),
-            ],
+            ]),
             tools: vec![],
         };
         let events: Vec<_> = p.stream(req).await.unwrap().collect().await;

@@ -101,7 +101,7 @@ pub fn request_body<'a>(
             _ => contents.push((role, parts)),
         }
     };
-    for m in &req.messages {
+    for m in req.messages.iter() {
         match m {
             ChatMessage::User { content } => push("user", vec![json!({"text": content})]),
             ChatMessage::Assistant {
@@ -303,6 +303,8 @@ impl Payloads for Responses {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
@@ -310,7 +312,7 @@ mod tests {
         let req = ProviderRequest {
             model: String::new(),
             system_prompt: "sys".into(),
-            messages: vec![
+            messages: Arc::new(vec![
                 ChatMessage::user("hi"),
                 ChatMessage::Assistant {
                     content: String::new(),
@@ -321,7 +323,7 @@ mod tests {
                     }],
                 },
                 ChatMessage::tool_result("gemini_call_0", "bash", "out"),
-            ],
+            ]),
             tools: Vec::new(),
         };
         let config = NativeConfig::new("http://h", "gemini-x");

@@ -16,6 +16,7 @@
 //! retry policy every provider shares is [`retry`]; the turn loop runs it.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -62,7 +63,10 @@ pub struct ProviderRequest {
     pub model: String,
     /// Sent first, as the system message (omitted when empty).
     pub system_prompt: String,
-    pub messages: Vec<ChatMessage>,
+    /// The conversation. A turn lends its own context here for the call rather than
+    /// copying it (a large prompt is not held twice while the provider streams), and
+    /// takes it back when the call has ended: a provider reads it and lets it go.
+    pub messages: Arc<Vec<ChatMessage>>,
     pub tools: Vec<ToolSchema>,
 }
 

@@ -41,7 +41,7 @@ pub fn request_body(req: &ProviderRequest, config: &NativeConfig) -> Value {
     if !req.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": req.system_prompt}));
     }
-    for m in &req.messages {
+    for m in req.messages.iter() {
         messages.push(match m {
             ChatMessage::User { content } => json!({"role": "user", "content": content}),
             ChatMessage::Assistant {

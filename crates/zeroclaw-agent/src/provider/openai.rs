@@ -113,7 +113,7 @@ pub fn request_body(req: &ProviderRequest, default_model: &str) -> Value {
     if !req.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": req.system_prompt}));
     }
-    for m in &req.messages {
+    for m in req.messages.iter() {
         messages.push(match m {
             ChatMessage::User { content } => json!({"role": "user", "content": content}),
             ChatMessage::Assistant {
@@ -404,6 +404,8 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::provider::ToolSchema;
 
@@ -412,7 +414,7 @@ mod tests {
         let req = ProviderRequest {
             model: String::new(),
             system_prompt: "be nice".into(),
-            messages: vec![
+            messages: Arc::new(vec![
                 ChatMessage::user("hi"),
                 ChatMessage::Assistant {
                     content: String::new(),
@@ -423,7 +425,7 @@ mod tests {
                     }],
                 },
                 ChatMessage::tool_result("c1", "bash", "out"),
-            ],
+            ]),
             tools: vec![ToolSchema {
                 name: "bash".into(),
                 description: "d".into(),
