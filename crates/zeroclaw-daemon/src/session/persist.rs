@@ -34,7 +34,7 @@ const TICK: Duration = Duration::from_millis(25);
 /// The most text one checkpoint write carries. A longer text is written in pieces of at
 /// most this many bytes, one transaction each, so a write costs a few times this (its
 /// JSON, SQLite's bound copy and record) however long the answer (issue 27).
-pub const MAX_PIECE: usize = 1024 * 1024;
+pub const MAX_PIECE: usize = 256 * 1024;
 
 /// The first [`MAX_PIECE`] bytes of `text` or fewer, ending on a character boundary; not
 /// empty unless `text` is.
