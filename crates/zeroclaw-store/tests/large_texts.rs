@@ -8,10 +8,8 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use serde_json::{Value, json};
-use zeroclaw_store::{
-    CheckpointStatus, ForkRequest, NewRow, RPC_SURFACE, SessionKey, StoreError, ToMessages,
-};
+use serde_json::json;
+use zeroclaw_store::{CheckpointStatus, ForkRequest, NewRow, RPC_SURFACE, SessionKey, StoreError};
 
 /// The threshold in large_text.rs.
 const LARGE: usize = 64 * 1024;
@@ -41,21 +39,6 @@ fn content_types(path: &Path) -> Vec<(i64, String)> {
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows")
-}
-
-fn flatten(ctx: &zeroclaw_store::RestoredContext) -> Value {
-    let mut out: Vec<Value> = match &ctx.snapshot {
-        Some(s) => s.messages.as_array().cloned().unwrap_or_default(),
-        None => Vec::new(),
-    };
-    for r in &ctx.rows {
-        out.push(json!({"role": r.role.as_str(), "content": r.content}));
-    }
-    Value::Array(out)
-}
-
-fn to_messages() -> ToMessages {
-    Box::new(|ctx| Ok(flatten(ctx)))
 }
 
 #[tokio::test]

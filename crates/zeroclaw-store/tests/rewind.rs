@@ -6,25 +6,9 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use zeroclaw_store::{
-    CheckpointStatus, ForkRequest, ListQuery, MessagesQuery, NewRow, RestoredContext, Role,
-    SCHEMA_VERSION, SessionKey, Store, StoreError, ToMessages,
+    CheckpointStatus, ForkRequest, ListQuery, MessagesQuery, NewRow, Role, SCHEMA_VERSION,
+    SessionKey, Store, StoreError,
 };
-
-/// The test's "provider messages": the snapshot's, then one `{role, content}` per row.
-fn flatten(ctx: &RestoredContext) -> Value {
-    let mut out: Vec<Value> = match &ctx.snapshot {
-        Some(s) => s.messages.as_array().cloned().unwrap_or_default(),
-        None => Vec::new(),
-    };
-    for r in &ctx.rows {
-        out.push(json!({"role": r.role.as_str(), "content": r.content}));
-    }
-    Value::Array(out)
-}
-
-fn to_messages() -> ToMessages {
-    Box::new(|ctx| Ok(flatten(ctx)))
-}
 
 async fn turn(s: &Store, key: &SessionKey, id: &str) {
     s.begin_turn(key, id, &format!("q {id}")).await.unwrap();

@@ -144,6 +144,20 @@ async fn a_step_shorter_than_what_was_written_replaces_it() {
     assert_eq!(rows, [("text:0".to_owned(), "short".to_owned())]);
 }
 
+/// `(role, content)` of every transcript row of the session, however long.
+async fn whole_rows(store: &Store, key: &SessionKey) -> Vec<(String, String)> {
+    let all = zeroclaw_store::MessagesQuery {
+        max_content: usize::MAX,
+        max_bytes: usize::MAX,
+        ..Default::default()
+    };
+    let page = store.messages(key, all).await.expect("rows");
+    page.rows
+        .into_iter()
+        .map(|r| (r.role.as_str().to_owned(), r.content))
+        .collect()
+}
+
 /// `(event_key, text bytes)` of every text event row, in event order.
 fn text_sizes(path: &Path) -> Vec<(String, usize)> {
     text_rows(path)
@@ -188,18 +202,8 @@ async fn a_long_text_is_written_in_pieces_of_at_most_max_piece() {
 
     let recovered = store.recover(&key, RPC_SURFACE).await.expect("recover");
     assert_eq!(recovered.appended_rows, 3, "two texts and the marker");
-    let page = store
-        .messages(
-            &key,
-            zeroclaw_store::MessagesQuery {
-                max_content: usize::MAX,
-                max_bytes: usize::MAX,
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("rows");
-    let texts: Vec<&str> = page.rows.iter().map(|r| r.content.as_str()).collect();
+    let rows = whole_rows(&store, &key).await;
+    let texts: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
     assert_eq!(texts[1..3], [streamed.as_str(), whole.as_str()]);
 }
 
@@ -245,19 +249,9 @@ async fn a_long_step_is_handed_over_in_pieces_from_where_the_stream_left_off() {
 
     let recovered = store.recover(&key, RPC_SURFACE).await.expect("recover");
     assert_eq!(recovered.appended_rows, 3, "text, call, marker");
-    let page = store
-        .messages(
-            &key,
-            zeroclaw_store::MessagesQuery {
-                max_content: usize::MAX,
-                max_bytes: usize::MAX,
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("rows");
-    assert!(page.rows[1].content == content);
-    assert_eq!(page.rows[2].role.as_str(), "tool_call");
+    let rows = whole_rows(&store, &key).await;
+    assert!(rows[1].1 == content, "the whole text recovered");
+    assert_eq!(rows[2].0, "tool_call");
 }
 
 #[tokio::test]

@@ -5,9 +5,13 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::types::ValueRef;
+use serde_json::Value;
 use serde_json::json;
 use tempfile::TempDir;
-use zeroclaw_store::{NewSession, Progress, RPC_SURFACE, SessionKey, Store, ToolCall, ToolResult};
+use zeroclaw_store::{
+    NewSession, Progress, RPC_SURFACE, RestoredContext, SessionKey, Store, ToMessages, ToolCall,
+    ToolResult,
+};
 
 pub struct TestStore {
     pub dir: TempDir,
@@ -148,4 +152,22 @@ pub fn assert_dense(seqs: &[(i64, String, String)]) {
     let got: Vec<i64> = seqs.iter().map(|r| r.0).collect();
     let want: Vec<i64> = (1..=seqs.len() as i64).collect();
     assert_eq!(got, want, "seq must be dense from 1");
+}
+
+/// The test's "provider messages" of a restored context: the snapshot's, then one `{role,
+/// content}` per row.
+pub fn flatten(ctx: &RestoredContext) -> Value {
+    let mut out: Vec<Value> = match &ctx.snapshot {
+        Some(s) => s.messages.as_array().cloned().unwrap_or_default(),
+        None => Vec::new(),
+    };
+    for r in &ctx.rows {
+        out.push(json!({"role": r.role.as_str(), "content": r.content}));
+    }
+    Value::Array(out)
+}
+
+/// What rewind and fork snapshot: [`flatten`] of the context.
+pub fn to_messages() -> ToMessages {
+    Box::new(|ctx| Ok(flatten(ctx)))
 }
