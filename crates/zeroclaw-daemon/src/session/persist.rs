@@ -249,12 +249,8 @@ impl Writer {
     async fn piece(&mut self, from: usize, text: String, then: AfterPiece) {
         let written = if text.is_empty() {
             Ok(0)
-        } else if from == 0 {
-            let (store, key, turn) = (&self.store, &self.key, &self.turn_id);
-            store.record_text(key, turn, self.segment, &text).await
         } else {
-            let (store, key, turn) = (&self.store, &self.key, &self.turn_id);
-            store.append_text(key, turn, self.segment, &text).await
+            self.write_piece(from == 0, &text).await
         };
         drop(text);
         if let Err(e) = &written {
@@ -265,6 +261,17 @@ impl Writer {
                 let _ = ack.send(written.is_ok());
             }
             AfterPiece::End(tool_calls) => self.step_ends(&tool_calls).await,
+        }
+    }
+
+    /// Writes one piece of the segment's text: the first of a whole text replaces what
+    /// the segment holds (`first`), any later one is appended to it.
+    async fn write_piece(&self, first: bool, piece: &str) -> Result<u32, StoreError> {
+        let (store, key, turn) = (&self.store, &self.key, &self.turn_id);
+        if first {
+            store.record_text(key, turn, self.segment, piece).await
+        } else {
+            store.append_text(key, turn, self.segment, piece).await
         }
     }
 
@@ -295,13 +302,7 @@ impl Writer {
                 };
                 while !rest.is_empty() {
                     let piece = next_piece(rest);
-                    let (store, key, turn) = (&self.store, &self.key, &self.turn_id);
-                    let write = if whole {
-                        store.record_text(key, turn, self.segment, piece).await
-                    } else {
-                        store.append_text(key, turn, self.segment, piece).await
-                    };
-                    if let Err(e) = write {
+                    if let Err(e) = self.write_piece(whole, piece).await {
                         tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
                         break;
                     }
