@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::UnixStream;
 
 use crate::WriteNow;
@@ -53,12 +53,30 @@ impl AsyncRead for SharedReader {
     ) -> Poll<io::Result<()>> {
         loop {
             ready!(self.0.poll_read_ready(cx))?;
-            match self.0.try_read(buf.initialize_unfilled()) {
+            let unfilled = buf.initialize_unfilled();
+            let room = unfilled.len();
+            let mut read = 0;
+            // A read that did not fill the buffer has emptied the socket: its readiness is
+            // cleared here (by reporting "would block" to `try_io`, which clears only if no
+            // new data arrived meanwhile), so the next poll waits for the next data instead
+            // of making a `read` that is sure to fail. tokio's own halves do the same.
+            let result = self.0.try_io(Interest::READABLE, || {
+                read = self.0.try_read(unfilled)?;
+                match read > 0 && read < room {
+                    true => Err(io::ErrorKind::WouldBlock.into()),
+                    false => Ok(read),
+                }
+            });
+            match result {
                 Ok(n) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
-                // Readiness was stale; `try_read` cleared it, so the next poll waits.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read > 0 => {
+                    buf.advance(read);
+                    return Poll::Ready(Ok(()));
+                }
+                // Readiness was stale; it is cleared now, so the next poll waits.
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => return Poll::Ready(Err(e)),
             }
@@ -161,6 +179,41 @@ mod tests {
             now.write_now(b"late\n").unwrap_err().kind(),
             io::ErrorKind::NotConnected
         );
+    }
+
+    /// A read that leaves room in the buffer clears the socket's readiness: data that
+    /// arrives afterwards must still wake the reader, every time, in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn data_after_a_partial_read_still_wakes_the_reader() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (mut reader, _writer, _now) = split_shared(ours);
+        let (_their_read, mut their_write) = theirs.into_split();
+        let sender = tokio::spawn(async move {
+            for round in 0..200u32 {
+                their_write
+                    .write_all(format!("{round:03}\n").as_bytes())
+                    .await
+                    .unwrap();
+                if round % 7 == 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                } else {
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while got.len() < 200 * 4 {
+            let n = tokio::time::timeout(std::time::Duration::from_secs(5), reader.read(&mut buf))
+                .await
+                .expect("data sent after a partial read woke the reader")
+                .unwrap();
+            assert!(n > 0, "EOF before everything arrived");
+            got.extend_from_slice(&buf[..n]);
+        }
+        sender.await.unwrap();
+        let expected: String = (0..200u32).map(|round| format!("{round:03}\n")).collect();
+        assert_eq!(String::from_utf8(got).unwrap(), expected);
     }
 
     #[tokio::test]
