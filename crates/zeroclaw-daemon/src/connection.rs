@@ -48,6 +48,9 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 const MAX_OVERSIZE_FRAMES: u32 = 3;
 /// Replies gathered in place are queued at the latest when they reach this size.
 const REPLY_BATCH_BYTES: usize = 64 * 1024;
+/// The reply buffer is kept for the next replies up to this capacity (a `status` answer
+/// fits; the handshake's does not, so an idle connection holds none).
+const REPLY_BUFFER_KEPT: usize = 512;
 /// How long a closing connection may take to flush what it already queued.
 const FLUSH_ON_CLOSE: Duration = Duration::from_secs(2);
 /// Every connection must complete `initialize` this long after it was accepted.
@@ -81,9 +84,7 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
     loop {
         if !replies.is_empty()
             && (!source.has_buffered() || replies.len() >= REPLY_BATCH_BYTES)
-            && send_unless_stopping(&daemon, &out, std::mem::take(&mut replies))
-                .await
-                .is_err()
+            && send_replies(&daemon, &out, &mut replies).await.is_err()
         {
             break;
         }
@@ -185,11 +186,7 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                     }
                     continue;
                 }
-                if !replies.is_empty()
-                    && send_unless_stopping(&daemon, &out, std::mem::take(&mut replies))
-                        .await
-                        .is_err()
-                {
+                if !replies.is_empty() && send_replies(&daemon, &out, &mut replies).await.is_err() {
                     break;
                 }
                 let permit = tokio::select! {
@@ -258,6 +255,24 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
         .unwrap_or_else(|p| p.into_inner())
         .release();
     tracing::debug!(conn = id, "connection closed");
+}
+
+/// Sends the gathered `replies` and empties them: written at once from the buffer when
+/// nothing is queued before them (the buffer is then kept, if small, for the next ones),
+/// otherwise handed to the queue.
+async fn send_replies(
+    daemon: &Daemon,
+    out: &Outbound,
+    replies: &mut Vec<u8>,
+) -> Result<(), outbound::Closed> {
+    if out.try_write_now(replies) {
+        replies.clear();
+        if replies.capacity() > REPLY_BUFFER_KEPT {
+            *replies = Vec::new();
+        }
+        return Ok(());
+    }
+    send_unless_stopping(daemon, out, std::mem::take(replies)).await
 }
 
 /// Queues `bytes` unless the daemon starts to stop while the queue has no room for them.

@@ -243,9 +243,10 @@ impl Outbound {
     /// Queues one line (with its `\n`), waiting for room in the budget; or writes it at
     /// once when nothing is queued before it (see the module doc).
     pub async fn send(&self, line: impl Into<Bytes>) -> Result<(), Closed> {
-        let Some(line) = self.write_at_once(line.into()) else {
+        let line = line.into();
+        if self.write_at_once(&line, |written| line.slice(written..)) {
             return Ok(());
-        };
+        }
         let cost = cost_of(&line);
         // The common case: room in the queue, no timer needed.
         match self.budget.try_acquire_many(cost) {
@@ -286,34 +287,41 @@ impl Outbound {
         self.charge(cost as usize)
     }
 
+    /// Writes `line` at once from the caller's buffer, as [`Outbound::send`] would, when
+    /// the transport allows it and nothing is queued or being written (the rest of a
+    /// partly written line is copied and queued ahead of everything else). False when
+    /// nothing was written: the line must then be sent. The caller keeps its buffer, so a
+    /// connection answering one call at a time reuses one buffer instead of allocating
+    /// one per answer.
+    pub fn try_write_now(&self, line: &[u8]) -> bool {
+        self.write_at_once(line, |written| {
+            Bytes::copy_from_slice(line.get(written..).unwrap_or_default())
+        })
+    }
+
     /// Writes `line` to the socket from the calling task when the transport allows it and
-    /// nothing is queued or being written: one non-blocking write, no task woken. Gives
-    /// the line back when that cannot be done; the rest of a partly written line is
-    /// queued ahead of everything else.
-    fn write_at_once(&self, line: Bytes) -> Option<Bytes> {
+    /// nothing is queued or being written: one non-blocking write, no task woken. True
+    /// when the line is taken care of: written whole, or partly with `rest(written)`
+    /// queued ahead of everything else; false when nothing was written.
+    fn write_at_once(&self, line: &[u8], rest: impl FnOnce(usize) -> Bytes) -> bool {
         let Some(direct) = &self.direct else {
-            return Some(line);
+            return false;
         };
-        if self.is_closed() || !direct.try_take_turn() {
-            return Some(line);
+        if line.is_empty() || self.is_closed() || !direct.try_take_turn() {
+            return false;
         }
         // Our turn: the writer task writes nothing until it is given back, and whatever it
         // has taken from the queue still counts in the budget.
         let written = match self.is_drained() {
             // A failed write is the writer's to find and report; the line goes to it.
-            true => direct.socket.write_now(&line).unwrap_or(0),
+            true => direct.socket.write_now(line).unwrap_or(0),
             false => 0,
         };
-        let rest = match written {
-            0 => Some(line),
-            n if n >= line.len() => None,
-            n => {
-                self.queue_head(line.slice(n..));
-                None
-            }
-        };
+        if written > 0 && written < line.len() {
+            self.queue_head(rest(written));
+        }
         direct.give_back_turn();
-        rest
+        written > 0
     }
 
     /// Queues the unwritten rest of a line for the writer to write first; called holding

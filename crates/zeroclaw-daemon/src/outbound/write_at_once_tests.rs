@@ -107,6 +107,44 @@ async fn an_answer_with_nothing_queued_goes_out_at_once_and_a_partial_ones_rest_
     assert!(!socket.text().contains("late"));
 }
 
+/// `try_write_now` writes from the caller's buffer under the same rules as `send`: at
+/// once when nothing is queued; a partial write's rest copied to the head of the queue
+/// (the caller may then reuse its buffer at once); nothing when something is queued or
+/// the socket would block, so the caller sends the line instead.
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_from_the_callers_buffer_follows_the_rules_of_send() {
+    let socket = Socket::with_rooms(&[usize::MAX, 3, 0]);
+    let (out, writer) = start(&socket);
+    let mut buffer = b"one\n".to_vec();
+    assert!(out.try_write_now(&buffer));
+    assert_eq!(socket.text(), "one\n");
+    assert!(out.is_drained());
+    buffer.clear();
+    buffer.extend_from_slice(b"hello\n");
+    assert!(out.try_write_now(&buffer), "a partial write is taken care of");
+    // The buffer is reused at once: the queued rest is a copy, not a view of it.
+    buffer.clear();
+    buffer.extend_from_slice(b"XXXXXX");
+    assert_eq!(socket.text(), "one\nhel");
+    assert!(!out.is_drained(), "the rest counts as queued");
+    // Something is queued: nothing is written past it, and the socket is not tried.
+    let calls = socket.calls.load(Ordering::SeqCst);
+    assert!(!out.try_write_now(b"two\n"));
+    assert_eq!(socket.calls.load(Ordering::SeqCst), calls);
+    out.send(b"two\n".to_vec()).await.unwrap();
+    out.drain(Duration::from_secs(5)).await;
+    assert_eq!(socket.text(), "one\nhello\ntwo\n");
+    // A socket that would block: nothing written, the line is the caller's to send.
+    socket.calls.store(2, Ordering::SeqCst);
+    assert!(!out.try_write_now(b"three\n"));
+    assert_eq!(socket.text(), "one\nhello\ntwo\n");
+    assert!(out.is_drained(), "nothing was queued by the failed try");
+    out.close();
+    writer.await.unwrap();
+    assert!(!out.try_write_now(b"late\n"), "a closed queue writes nothing");
+    assert!(!socket.text().contains("late"));
+}
+
 /// A socket whose non-blocking write is slow: while it runs, another task queues a
 /// line, and the write waits (up to 200 ms) to see whether the writer starts on it.
 #[derive(Clone, Default)]
