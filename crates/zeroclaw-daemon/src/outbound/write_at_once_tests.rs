@@ -121,7 +121,10 @@ async fn a_write_from_the_callers_buffer_follows_the_rules_of_send() {
     assert!(out.is_drained());
     buffer.clear();
     buffer.extend_from_slice(b"hello\n");
-    assert!(out.try_write_now(&buffer), "a partial write is taken care of");
+    assert!(
+        out.try_write_now(&buffer),
+        "a partial write is taken care of"
+    );
     // The buffer is reused at once: the queued rest is a copy, not a view of it.
     buffer.clear();
     buffer.extend_from_slice(b"XXXXXX");
@@ -141,7 +144,10 @@ async fn a_write_from_the_callers_buffer_follows_the_rules_of_send() {
     assert!(out.is_drained(), "nothing was queued by the failed try");
     out.close();
     writer.await.unwrap();
-    assert!(!out.try_write_now(b"late\n"), "a closed queue writes nothing");
+    assert!(
+        !out.try_write_now(b"late\n"),
+        "a closed queue writes nothing"
+    );
     assert!(!socket.text().contains("late"));
 }
 
