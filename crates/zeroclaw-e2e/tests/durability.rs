@@ -209,6 +209,115 @@ fn sigkill_mid_stream_twice_recovers_partial_text_once_with_one_marker() {
     assert_eq!(seqs, (1..=8).collect::<Vec<i64>>());
 }
 
+/// A SIGKILL while a long answer's end is handed to the store piece by piece (each piece
+/// its own transaction, 256 KiB at most): the answer streams in 64 KiB deltas with no
+/// delay, faster than the checkpoint's 200 ms flushes, so most of it is written after the
+/// step ends, and the kill comes as soon as the client has read the last delta. Whatever
+/// point of the hand-over the kill lands on, the recovered answer is a prefix of the
+/// answer with no gap and nothing doubled, followed by the interruption marker; or the
+/// turn is whole, if it committed first. Three rounds kill after 1, 3 and 5 committed
+/// pieces (seen through the file); measured: 256 KiB to 3 MiB kept of 4 MiB.
+#[test]
+fn sigkill_while_a_long_answer_is_handed_over_in_pieces_keeps_a_prefix() {
+    const CHUNK: usize = 64 * 1024;
+    const CHUNKS: usize = 64;
+    let fake = Fake::start();
+    let chunks: Vec<String> = (0..CHUNKS)
+        .map(|i| {
+            let mut chunk = format!("<{i:03}>");
+            chunk.push_str(&"abcdefgh".repeat(CHUNK / 8)[chunk.len()..]);
+            chunk
+        })
+        .collect();
+    let full = chunks.concat();
+    let mut daemon = start(&fake, "", &[]);
+    let mut outcomes = Vec::new();
+    for round in 0..3 {
+        let sid = format!("handover{round}");
+        fake.push(Scripted::chunks(chunks.clone(), Duration::ZERO));
+        let mut c = daemon.client();
+        c.new_session(json!({"agentAlias": "default", "sessionId": sid}));
+        c.send_call(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": "long"}),
+        );
+        let mut streamed = 0;
+        while streamed < full.len() {
+            let update = c.recv();
+            if update["params"]["type"] == "agent_message_chunk" {
+                streamed += update["params"]["text"].as_str().unwrap_or("").len();
+            }
+        }
+        // Kill once the hand-over has committed its first 1, 3 or 5 pieces (or the turn
+        // has ended, if it was quicker than the polling).
+        let pieces = 1 + 2 * round;
+        let file = db(&daemon);
+        let written = || -> usize {
+            file.query_row(
+                "SELECT count(*) FROM checkpoint_events WHERE kind = 'text' AND session = \
+                 (SELECT pk FROM sessions WHERE session_id = ?1)",
+                [&sid],
+                |r| r.get(0),
+            )
+            .unwrap_or(0)
+        };
+        let waited = Instant::now();
+        while written() < pieces && waited.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        daemon.kill_hard();
+        drop(file);
+        drop(c);
+        daemon.spawn_env(&[], &[]);
+        let mut c = daemon.client();
+        let rows = roles(&c.messages(&sid));
+        assert_eq!(rows[0], pair("user", "long"), "{rows:?}");
+        // The whole texts, from the file (the wire cuts rows at 1 MiB).
+        let texts: Vec<(String, Vec<u8>)> = db(&daemon)
+            .prepare(
+                "SELECT role, CAST(content AS BLOB) FROM transcript WHERE session = \
+                 (SELECT pk FROM sessions WHERE session_id = ?1) ORDER BY seq",
+            )
+            .unwrap()
+            .query_map([&sid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let roles_only: Vec<&str> = texts.iter().map(|(role, _)| role.as_str()).collect();
+        let answer = texts
+            .iter()
+            .find(|(role, _)| role == "assistant")
+            .map(|(_, text)| text.as_slice())
+            .unwrap_or_default();
+        assert!(
+            full.as_bytes().starts_with(answer),
+            "round {round}: the recovered answer ({} bytes) is not a prefix of the answer",
+            answer.len()
+        );
+        match roles_only.as_slice() {
+            ["user", "assistant"] => assert_eq!(answer.len(), full.len(), "round {round}"),
+            ["user", "assistant", "interruption"] | ["user", "interruption"] => {
+                assert!(answer.len() < full.len(), "round {round}")
+            }
+            other => panic!("round {round}: rows {other:?}"),
+        }
+        // What was seen committed was kept.
+        assert!(
+            !answer.is_empty(),
+            "round {round}: nothing kept after {pieces} pieces were seen committed"
+        );
+        outcomes.push(answer.len());
+        // The session goes on from what was kept.
+        fake.push(Scripted::text("next"));
+        let (_, resp) = c.prompt(&sid, "after");
+        assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    }
+    eprintln!(
+        "recovered answer lengths after the kill: {outcomes:?} of {}",
+        full.len()
+    );
+}
+
 const TINY: &str = r#"[agents.tiny]
 provider = "fake"
 max_context_tokens = 30
