@@ -67,18 +67,13 @@ impl AsyncRead for SharedReader {
                     false => Ok(read),
                 }
             });
+            buf.advance(read);
             match result {
-                Ok(n) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read > 0 => {
-                    buf.advance(read);
-                    return Poll::Ready(Ok(()));
-                }
                 // Readiness was stale; it is cleared now, so the next poll waits.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
+                Err(e) if read == 0 && e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if read == 0 => return Poll::Ready(Err(e)),
+                // Bytes read, or none at the end of the stream.
+                _ => return Poll::Ready(Ok(())),
             }
         }
     }
