@@ -506,7 +506,11 @@ impl Inner {
         });
     }
 
-    /// Drops the oldest buffered events until the buffer fits its cap.
+    /// Drops the oldest buffered events until the buffer fits its cap. A finished turn's
+    /// slots are handed back as its events go (the next turn is growing its own): it keeps
+    /// at most a third more slots than it still uses, none once it is empty. A shrink
+    /// moves the slots left, each time a quarter fewer than the last: at most three
+    /// times the turn's slots are moved in all, under the lock but rarely.
     fn evict(&mut self) {
         while self.bytes > BUFFER_BYTES {
             let Some(turn) = self.turns.iter_mut().find(|t| !t.events.is_empty()) else {
@@ -515,6 +519,9 @@ impl Inner {
             if let Some(old) = turn.events.pop_front() {
                 self.bytes -= held(&old.line);
                 turn.first_seq = old.seq + 1;
+            }
+            if turn.done && turn.events.len() * 4 <= turn.events.capacity() * 3 {
+                turn.events.shrink_to_fit();
             }
         }
     }
@@ -923,6 +930,42 @@ mod tests {
         assert!(first > 1);
         assert_eq!(lines[1]["eventSeq"].as_u64(), Some(first));
         assert_eq!(lines.last().and_then(|l| l["eventSeq"].as_u64()), Some(200));
+    }
+
+    #[test]
+    fn a_finished_turn_hands_its_slots_back_as_the_next_turn_evicts_it() {
+        let s = SessionStream::new("s1");
+        s.begin_turn("t1");
+        let text = "x".repeat(100);
+        let mut n = 0;
+        while s.buffered_bytes() + 1000 < BUFFER_BYTES {
+            s.emit("agent_message_chunk", json!({"text": text}));
+            n += 1;
+        }
+        s.emit("turn_complete", json!({}));
+        let slots = |s: &SessionStream| -> Vec<(usize, usize)> {
+            let inner = s.lock();
+            inner.turns.iter().map(|t| (t.events.len(), t.events.capacity())).collect()
+        };
+        let first = slots(&s)[0];
+        assert_eq!(first.0, n + 1);
+        s.begin_turn("t2");
+        let mut most = 0;
+        // A few more than the first turn had: its last event goes too.
+        for i in 0..n + 50 {
+            s.emit("agent_message_chunk", json!({"text": text}));
+            let now = slots(&s);
+            assert!(s.buffered_bytes() <= BUFFER_BYTES);
+            // The finished turn never keeps more than a third more slots than it uses.
+            let (len, cap) = now[0];
+            assert!(3 * cap <= 4 * len + 3 || cap == first.1, "event {i}: {len} used of {cap}");
+            most = most.max(now[0].1 + now[1].1);
+        }
+        let end = slots(&s);
+        assert_eq!(end[0], (0, 0), "the drained turn keeps no slots");
+        // The two turns together never held much more than one full turn's slots (they held
+        // two full turns' before the finished one gave its slots back).
+        assert!(3 * most <= 4 * first.1 + 300, "{most} slots at most, a full turn {}", first.1);
     }
 
     #[test]
