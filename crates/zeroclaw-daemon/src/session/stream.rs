@@ -945,7 +945,11 @@ mod tests {
         s.emit("turn_complete", json!({}));
         let slots = |s: &SessionStream| -> Vec<(usize, usize)> {
             let inner = s.lock();
-            inner.turns.iter().map(|t| (t.events.len(), t.events.capacity())).collect()
+            inner
+                .turns
+                .iter()
+                .map(|t| (t.events.len(), t.events.capacity()))
+                .collect()
         };
         let first = slots(&s)[0];
         assert_eq!(first.0, n + 1);
@@ -958,14 +962,21 @@ mod tests {
             assert!(s.buffered_bytes() <= BUFFER_BYTES);
             // The finished turn never keeps more than a third more slots than it uses.
             let (len, cap) = now[0];
-            assert!(3 * cap <= 4 * len + 3 || cap == first.1, "event {i}: {len} used of {cap}");
+            assert!(
+                3 * cap <= 4 * len + 3 || cap == first.1,
+                "event {i}: {len} used of {cap}"
+            );
             most = most.max(now[0].1 + now[1].1);
         }
         let end = slots(&s);
         assert_eq!(end[0], (0, 0), "the drained turn keeps no slots");
         // The two turns together never held much more than one full turn's slots (they held
         // two full turns' before the finished one gave its slots back).
-        assert!(3 * most <= 4 * first.1 + 300, "{most} slots at most, a full turn {}", first.1);
+        assert!(
+            3 * most <= 4 * first.1 + 300,
+            "{most} slots at most, a full turn {}",
+            first.1
+        );
     }
 
     #[test]
