@@ -35,6 +35,7 @@ pub mod models;
 pub mod ollama;
 pub mod openai;
 mod openai_chunk;
+mod openai_request;
 pub mod retry;
 pub mod settings;
 pub mod sse;

@@ -21,13 +21,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::{Stream, StreamExt, stream};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::http;
 use super::openai_chunk::Chunk;
+use super::openai_request::request_body;
 use super::sse::SseDecoder;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
-use crate::message::{ChatMessage, ToolCallRequest};
+use crate::message::ToolCallRequest;
 
 pub use super::http::MAX_ERROR_BODY;
 /// Longest server-sent event, in bytes (its lines without their line ends).
@@ -102,74 +103,19 @@ impl OpenAiProvider {
     }
 }
 
-/// The JSON body of one streaming request.
-pub fn request_body(req: &ProviderRequest, default_model: &str) -> Value {
-    let model = if req.model.is_empty() {
-        default_model
-    } else {
-        &req.model
-    };
-    let mut messages = Vec::with_capacity(req.messages.len() + 1);
-    if !req.system_prompt.is_empty() {
-        messages.push(json!({"role": "system", "content": req.system_prompt}));
-    }
-    for m in req.messages.iter() {
-        messages.push(match m {
-            ChatMessage::User { content } => json!({"role": "user", "content": content}),
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-            } if !tool_calls.is_empty() => {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({"id": c.id, "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments}})
-                    })
-                    .collect();
-                let content = if content.is_empty() {
-                    Value::Null
-                } else {
-                    Value::String(content.clone())
-                };
-                json!({"role": "assistant", "content": content, "tool_calls": calls})
-            }
-            ChatMessage::Assistant { content, .. } => {
-                json!({"role": "assistant", "content": content})
-            }
-            ChatMessage::Tool {
-                tool_call_id,
-                content,
-                ..
-            } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-        });
-    }
-    // SPEC §16: ask for the usage chunk at the end of the stream.
-    let mut body = json!({"model": model, "messages": messages, "stream": true,
-        "stream_options": {"include_usage": true}});
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters}})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
-    body
-}
-
 #[async_trait]
 impl Provider for OpenAiProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let body = request_body(&req, &self.config.model);
+        // Serializing borrowed strings into memory fails only for a map with non-string
+        // keys, which a tool's JSON schema (a `Value`) cannot have.
+        let body = serde_json::to_vec(&request_body(&req, &self.config.model))
+            .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))?;
         let mut builder = self
             .client
             .post(self.endpoint())
             .header("accept", "text/event-stream")
-            .json(&body);
+            .header("content-type", "application/json")
+            .body(body);
         if let Some(key) = self.api_key() {
             builder = builder.bearer_auth(key);
         }
@@ -400,54 +346,4 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
             }
         }
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::provider::ToolSchema;
-
-    #[test]
-    fn body_shape() {
-        let req = ProviderRequest {
-            model: String::new(),
-            system_prompt: "be nice".into(),
-            messages: Arc::new(vec![
-                ChatMessage::user("hi"),
-                ChatMessage::Assistant {
-                    content: String::new(),
-                    tool_calls: vec![ToolCallRequest {
-                        id: "c1".into(),
-                        name: "bash".into(),
-                        arguments: "{\"command\":\"ls\"}".into(),
-                    }],
-                },
-                ChatMessage::tool_result("c1", "bash", "out"),
-            ]),
-            tools: vec![ToolSchema {
-                name: "bash".into(),
-                description: "d".into(),
-                parameters: json!({"type": "object"}),
-            }],
-        };
-        let b = request_body(&req, "dflt");
-        assert_eq!(
-            b,
-            json!({
-                "model": "dflt", "stream": true, "stream_options": {"include_usage": true},
-                "messages": [
-                    {"role": "system", "content": "be nice"},
-                    {"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": null, "tool_calls": [
-                        {"id": "c1", "type": "function",
-                         "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]},
-                    {"role": "tool", "tool_call_id": "c1", "content": "out"},
-                ],
-                "tools": [{"type": "function", "function": {
-                    "name": "bash", "description": "d", "parameters": {"type": "object"}}}],
-            })
-        );
-    }
 }
