@@ -5,15 +5,16 @@ functions of the release binary (issue 27: idle RSS).
 The kernel maps a program's code 64 KiB around every page it first touches, so a start that
 runs 2 MiB of functions scattered over 14 MiB of code keeps ~6 MiB of it resident. Listing
 those functions first in the link order puts them side by side. The list is the functions a
-release daemon runs while starting (first) and then while serving a client's usual calls
-(initialize, status, an echo session's prompt, list, messages, config), recorded with
-callgrind. Symbols that later disappear or change are skipped by the linker: a stale list
+release daemon runs while starting (first), then while serving a client's usual calls
+(initialize, status, an echo session's prompt, list, messages, config), then while streaming
+two turns from an OpenAI-compatible provider (this script's own fake, on 127.0.0.1: the
+code a first real turn pages in), recorded with callgrind. Symbols that later disappear or change are skipped by the linker: a stale list
 only loses its benefit, which `scripts/check-memory.sh` (idle RSS) then reports.
 
 usage: scripts/link-order.py   (from anywhere; builds the release binary, needs valgrind;
                                 takes a few minutes; then build again to link with the list)
 """
-import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+import http.server, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "crates", "zeroclaw", "link-order.txt")
@@ -74,6 +75,45 @@ def the_usual_calls(path):
     c.call("session/status", {"sessionId": "order"})
 
 
+class FakeOpenAi(http.server.BaseHTTPRequestHandler):
+    """`POST /v1/chat/completions`: a streamed answer of many small deltas, then the finish
+    reason, the usage and `[DONE]`, as server-sent events in chunked HTTP/1.1."""
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        events = [{"role": "assistant", "content": ""}] + [{"content": f"w{i} "} for i in range(2000)]
+        for delta in events + [{}]:
+            self.event({"choices": [{"index": 0, "delta": delta, "finish_reason": None if delta else "stop"}]})
+        self.event({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2000, "total_tokens": 2010}})
+        self.chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def event(self, value):
+        self.chunk(("data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "model": "m", **value})
+                    + "\n\n").encode())
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def log_message(self, *args):
+        pass
+
+
+def provider_turns(path):
+    c = Client(path)
+    c.call("initialize", {"protocolVersion": 1})
+    c.call("session/new", {"agentAlias": "fake", "sessionId": "streamed"})
+    for words in ("stream me an answer", "and another"):
+        c.call("session/prompt", {"sessionId": "streamed", "prompt": words})
+    c.call("session/messages", {"sessionId": "streamed"})
+
+
 def functions(dump, binary):
     """Mangled names of the functions of `binary` in a callgrind dump, in the dump's order."""
     names, found = {}, []
@@ -113,8 +153,12 @@ def main():
         shutil.copy(os.path.join(meta["target_directory"], "release", "zeroclaw"), binary)
         cfg = os.path.join(tmp, "cfg")
         os.makedirs(cfg, mode=0o700)
+        fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAi)
+        threading.Thread(target=fake.serve_forever, daemon=True).start()
         with open(os.path.join(cfg, "config.toml"), "w") as f:
-            f.write('[providers.echo]\nkind = "echo"\n\n[agents.echo]\nprovider = "echo"\n')
+            f.write('[providers.echo]\nkind = "echo"\n\n[agents.echo]\nprovider = "echo"\n\n'
+                    f'[providers.fake]\nkind = "openai"\nbase_url = "http://127.0.0.1:{fake.server_port}/v1"\n'
+                    'model = "m"\n\n[agents.fake]\nprovider = "fake"\ntools = []\n')
         env = {k: v for k, v in os.environ.items() if not k.startswith("ZEROCLAW_")}
         env["RUST_LOG"] = "warn"
         sock = os.path.join(cfg, "data", "daemon.sock")
@@ -134,21 +178,25 @@ def main():
         the_usual_calls(sock)
         run(["callgrind_control", "--dump=served", str(daemon.pid)], stdout=subprocess.DEVNULL)
         time.sleep(1)
+        provider_turns(sock)
+        run(["callgrind_control", "--dump=streamed", str(daemon.pid)], stdout=subprocess.DEVNULL)
+        time.sleep(1)
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(60)
         dumps = sorted((p for p in os.listdir(tmp) if p.startswith("callgrind.out.")), key=lambda p: int(p.rsplit(".", 1)[1]))
-        if len(dumps) < 2:
-            sys.exit(f"link-order: expected two callgrind dumps, found {dumps}")
+        if len(dumps) < 3:
+            sys.exit(f"link-order: expected three callgrind dumps, found {dumps}")
         # Each part sorted by name: the dump's own order varies from run to run, and a
         # sorted list changes only where the functions do.
         order, seen = [], set()
-        for dump in dumps[:2]:
+        for dump in dumps[:3]:
             part = set(functions(os.path.join(tmp, dump), binary)) - seen
             seen |= part
             order += sorted(part)
         with open(OUT, "w") as f:
             f.write("# Generated by scripts/link-order.py: functions the release daemon runs while starting,\n"
-                    "# then while serving the usual calls, laid out first by the linker (crates/zeroclaw/build.rs).\n")
+                    "# then while serving the usual calls, then while streaming a provider's turns, laid out\n"
+                    "# first by the linker (crates/zeroclaw/build.rs).\n")
             f.write("\n".join(order) + "\n")
         print(f"link-order: {len(order)} functions written to {os.path.relpath(OUT, ROOT)}")
     finally:

@@ -4,7 +4,7 @@
 //! slowest one fell behind (chunks the provider had sent that it had not read yet, sampled
 //! every 10 ms: with `--bin`, where the provider is this tool's fake), plus the daemon's
 //! peak RSS growth during the turn (VmHWM, reset before the turn through
-//! `/proc/PID/clear_refs`; sampled VmRSS where that is not allowed),
+//! `/proc/PID/clear_refs`; sampled VmRSS where that is not allowed) and that peak itself,
 //! the largest replay buffer `session/status` reported while it ran (`replayBytes`, capped
 //! at 8 MiB per session), the daemon's CPU time per delivered
 //! notification (what fan-out costs the daemon, apart from the client's reading) and the
@@ -35,6 +35,9 @@ pub struct FanoutReport {
     /// Per-subscriber prompt → first chunk, ms, ascending.
     pub first_ms: Vec<f64>,
     pub rss_growth_kib: u64,
+    /// The daemon's resident set at the turn's peak: growth is measured from what earlier
+    /// turns left, this is comparable across builds whatever they left.
+    pub rss_peak_kib: u64,
     /// Whether `rss_growth_kib` is the kernel's peak (VmHWM) or the largest sample.
     pub rss_from_hwm: bool,
     /// The largest growth of the anonymous and of the file-backed resident set among the
@@ -61,7 +64,7 @@ impl std::fmt::Display for FanoutReport {
         let first = |v: &[f64]| v.first().copied().unwrap_or(0.0);
         write!(
             f,
-            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; slowest subscriber behind the provider by at most {} chunks, behind the fastest by {}; daemon RSS +{:.1} MiB at peak ({}; sampled: anonymous +{:.1}, file-backed +{:.1}); replay buffer peak {:.2} MiB (cap 8); daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
+            "{:>2} subscribers, {} chunks each: notifications/s per subscriber min {:.0} median {:.0}; first chunk median {:.2} ms max {:.2} ms; slowest subscriber behind the provider by at most {} chunks, behind the fastest by {}; daemon RSS +{:.1} MiB at peak, {:.1} MiB in all ({}; sampled: anonymous +{:.1}, file-backed +{:.1}); replay buffer peak {:.2} MiB (cap 8); daemon CPU {:.2} µs per delivered notification; client CPU {:.2} µs per notification read",
             self.subscribers,
             self.chunks,
             first(&self.rates),
@@ -72,6 +75,7 @@ impl std::fmt::Display for FanoutReport {
                 .map_or_else(|| "?".to_owned(), |l| l.to_string()),
             self.max_spread,
             self.rss_growth_kib as f64 / 1024.0,
+            self.rss_peak_kib as f64 / 1024.0,
             if self.rss_from_hwm {
                 "VmHWM"
             } else {
@@ -88,13 +92,15 @@ impl std::fmt::Display for FanoutReport {
 
 /// One turn answering `prompt` on `agent`, watched by `subscribers` connections (the
 /// prompting one included); `provider`, when the turn streams from this tool's fake, is
-/// what the subscribers' lag is measured against.
+/// what the subscribers' lag is measured against. The turn runs in `session`, or in a
+/// new session then kept there.
 pub async fn fanout(
     socket: &Path,
     agent: &str,
     prompt: &str,
     subscribers: usize,
     provider: Option<&FakeOpenAi>,
+    session: &mut Option<String>,
 ) -> Result<FanoutReport> {
     let prompt = serde_json::to_string(&json!({
         "jsonrpc": "2.0",
@@ -104,7 +110,10 @@ pub async fn fanout(
     }))?;
     // Session set-up on a control connection kept open for the turn.
     let mut control = RpcConn::open(socket).await?;
-    let session = control.new_session(agent).await?;
+    let session = match session {
+        Some(id) => id.clone(),
+        None => session.insert(control.new_session(agent).await?).clone(),
+    };
     let pid = control
         .call(Method::Status.name(), json!({}))
         .await?
@@ -203,6 +212,7 @@ pub async fn fanout(
         rates,
         first_ms,
         rss_growth_kib: peak.saturating_sub(rss_before),
+        rss_peak_kib: peak,
         rss_from_hwm,
         anon_growth_kib: parts_peak.0.saturating_sub(parts_before.0),
         file_growth_kib: parts_peak.1.saturating_sub(parts_before.1),
@@ -227,12 +237,20 @@ async fn replay_bytes(control: &mut RpcConn, session: &str) -> Result<u64> {
 /// `fanout --bin B --chunks N`: starts the fake OpenAI server (its own runtime thread) and
 /// `B daemon` with an agent on it, then for each subscriber count scripts one reply of
 /// `chunks` one-word deltas (one `agent_message_chunk` each) and measures that turn;
-/// `rounds` times over, then a summary of the rounds.
-pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize], rounds: usize) -> Result<()> {
+/// `rounds` times over, then a summary of the rounds. Each turn is a new session's first,
+/// or with `same_session` the next turn of the run's one session.
+pub fn run_scripted(
+    bin: &Path,
+    chunks: usize,
+    subscribers: &[usize],
+    rounds: usize,
+    same_session: bool,
+) -> Result<()> {
     let provider = FakeProvider::start()?;
     let mut daemon = start_daemon(bin, Some(&provider.config()))?;
     let rt = sys::client_runtime()?;
     let mut runs: Vec<Vec<FanoutReport>> = Vec::new();
+    let mut session = None;
     for _ in 0..rounds.max(1) {
         let mut round = Vec::new();
         for &n in subscribers {
@@ -246,7 +264,11 @@ pub fn run_scripted(bin: &Path, chunks: usize, subscribers: &[usize], rounds: us
                 "go",
                 n,
                 Some(provider.fake()),
+                &mut session,
             ))?;
+            if !same_session {
+                session = None;
+            }
             println!("fanout: {report}");
             if report.chunks != chunks {
                 return Err(

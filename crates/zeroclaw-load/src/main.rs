@@ -150,6 +150,10 @@ enum Command {
         /// each count's per-subscriber rate against the first count's of the same round.
         #[arg(long, default_value_t = 1)]
         rounds: usize,
+        /// Every turn in one session (each turn after the first replaces the finished turn
+        /// in its replay buffer) instead of a new session per turn.
+        #[arg(long)]
+        same_session: bool,
     },
     /// Chunked uploads (`file/upload/*`) through the socket vs an in-process
     /// base64-decode + SHA-256 baseline of the same bytes.
@@ -275,15 +279,17 @@ fn run(cli: Cli) -> Result<()> {
             chunks,
             subscribers,
             rounds,
+            same_session,
         } => {
             if let Some(bin) = bin {
-                return fanout::run_scripted(&bin, chunks, &subscribers, rounds);
+                return fanout::run_scripted(&bin, chunks, &subscribers, rounds, same_session);
             }
             let socket = socket.ok_or("--socket or --bin is required")?;
             let rt = sys::client_runtime()?;
             let prompt = turns::long_prompt(words);
             for n in subscribers {
-                let report = rt.block_on(fanout::fanout(&socket, &agent, &prompt, n, None))?;
+                let report =
+                    rt.block_on(fanout::fanout(&socket, &agent, &prompt, n, None, &mut None))?;
                 println!("fanout: {report}");
             }
             Ok(())
