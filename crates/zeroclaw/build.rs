@@ -5,10 +5,11 @@
 //!   one relocation per pointer in its data, which the loader reads in full at every start;
 //!   packed, the table shrinks from about 600 KiB to under 10 KiB (needs glibc 2.36+);
 //! - in release builds, the function order of `link-order.txt`: the functions a daemon
-//!   runs while starting and serving its usual calls, laid out side by side, so the pages
-//!   of code it keeps mapped are few (the kernel maps 64 KiB around each page first
-//!   touched). `scripts/link-order.py` regenerates the list; names it holds that no longer
-//!   exist are skipped by the linker (rustc's default on this target, LLD).
+//!   runs while starting, serving its usual calls and streaming a provider's turns, laid
+//!   out side by side, so the pages of code it keeps mapped are few (the kernel maps 64 KiB
+//!   around each page first touched). `scripts/link-order.py` regenerates the list; names
+//!   it holds that no longer exist are skipped by the linker (rustc's default on this
+//!   target, LLD).
 //!
 //! `ZEROCLAW_PLAIN_LINK=1` links without either.
 
