@@ -1,15 +1,21 @@
 //! A session whose history is long (issue 27, item 3): each later turn sends the whole
 //! history to the provider, and the daemon holds it once more while sending (the request's
 //! bytes), not twice (a JSON tree of copied strings, then its bytes). Measured with the
-//! kernel's peak (`VmHWM`, reset through `/proc/PID/clear_refs` before the turn).
+//! kernel's peak (`VmHWM`, reset through `/proc/PID/clear_refs` before the turn), for the
+//! `openai` kind (typed body) and the `anthropic` kind (a tree of borrowed strings, as
+//! `gemini` and `ollama` build theirs).
 
 mod common;
 
 use std::time::Duration;
 
-use common::{Fake, TestDaemon, session_config};
+use common::{Conn, Fake, Served, TestDaemon, session_config};
 use serde_json::json;
-use zeroclaw_testkit::Scripted;
+use zeroclaw_testkit::{FakeAnthropic, Reply, Scripted};
+
+const MIB: usize = 1024 * 1024;
+const CHUNK: usize = 64 * 1024;
+const CHUNKS: usize = 128;
 
 /// `/proc/PID/status` field `field` in bytes.
 fn proc_bytes(pid: u32, field: &str) -> usize {
@@ -23,36 +29,61 @@ fn proc_bytes(pid: u32, field: &str) -> usize {
         * 1024
 }
 
-#[test]
-fn a_later_turn_holds_a_long_history_once_more_while_sending_it() {
-    const MIB: usize = 1024 * 1024;
-    const CHUNK: usize = 64 * 1024;
-    const CHUNKS: usize = 128;
-    let fake = Fake::start();
-    let config = session_config(&fake.server.base_url(), "");
+/// The 8 MiB first answer, in 64 KiB pieces.
+fn long_answer() -> Vec<String> {
+    (0..CHUNKS)
+        .map(|i| format!("{i:04}{}", "y".repeat(CHUNK - 4)))
+        .collect()
+}
+
+fn start(config: String) -> (TestDaemon, u32, Conn) {
     let daemon = TestDaemon::start_with(&[], |dir| {
         std::fs::write(dir.join("config.toml"), config).expect("config");
     });
     let pid = daemon.child.as_ref().expect("running").id();
     let mut c = daemon.client();
     c.new_session(json!({"agentAlias": "default", "sessionId": "long"}));
+    (daemon, pid, c)
+}
 
-    // Turn 1: an 8 MiB answer, which the history keeps.
-    let chunks: Vec<String> = (0..CHUNKS)
-        .map(|i| format!("{i:04}{}", "y".repeat(CHUNK - 4)))
-        .collect();
-    let answer = chunks.concat();
-    fake.push(Scripted::chunks(chunks, Duration::ZERO));
+/// Runs a turn whose answer the provider was scripted to give long, then (once
+/// `script_short` has scripted the next answer) a second turn, and returns the daemon's
+/// peak growth during the second.
+fn second_turn_growth(pid: u32, c: &mut Conn, script_short: impl FnOnce()) -> usize {
     let (_, first) = c.prompt("long", "write a lot");
     assert_eq!(first["result"]["outcome"], "completed", "{first}");
-
-    // Turn 2 sends the whole history.
-    fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    script_short();
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset VmHWM");
     let before = proc_bytes(pid, "VmRSS:");
     let (_, second) = c.prompt("long", "and now briefly");
     let growth = proc_bytes(pid, "VmHWM:").saturating_sub(before);
     assert_eq!(second["result"]["outcome"], "completed", "{second}");
+    growth
+}
+
+/// The request's bytes (8 MiB: at least 6 shows the history was sent) and a little; a
+/// tree of the history before its bytes made it 16 MiB and more.
+fn check(kind: &str, growth: usize) {
+    println!(
+        "{kind}: second turn after an 8 MiB answer, peak growth {:.1} MiB",
+        growth as f64 / MIB as f64
+    );
+    assert!(
+        (6 * MIB..12 * MIB).contains(&growth),
+        "{kind}: a second turn grew {:.1} MiB for an 8 MiB history (expected 6 to 12)",
+        growth as f64 / MIB as f64
+    );
+}
+
+#[test]
+fn an_openai_turn_holds_a_long_history_once_more_while_sending_it() {
+    let fake = Fake::start();
+    let (_daemon, pid, mut c) = start(session_config(&fake.server.base_url(), ""));
+    let answer = long_answer();
+    fake.push(Scripted::chunks(answer.clone(), Duration::ZERO));
+    let growth = second_turn_growth(pid, &mut c, || {
+        fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    });
     let sent = fake.server.requests();
     let history = sent.last().expect("a second request")["messages"]
         .as_array()
@@ -62,22 +93,30 @@ fn a_later_turn_holds_a_long_history_once_more_while_sending_it() {
         .iter()
         .find(|m| m["role"] == "assistant")
         .expect("the first answer in the history");
-    assert_eq!(
-        earlier["content"].as_str().map(str::len),
-        Some(answer.len()),
+    assert!(
+        earlier["content"] == answer.concat().as_str(),
         "the second request carries the first answer whole"
     );
-    assert!(earlier["content"] == answer.as_str());
-    println!(
-        "second turn with an {} MiB history: peak growth {:.1} MiB",
-        answer.len() / MIB,
-        growth as f64 / MIB as f64
+    check("openai", growth);
+}
+
+#[test]
+fn an_anthropic_turn_holds_a_long_history_once_more_while_sending_it() {
+    let claude = Served::<FakeAnthropic>::start();
+    let config = format!(
+        "[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}\"\napi_key = \"k\"\n\
+         model = \"claude-fake-1\"\n\n[agents.default]\nprovider = \"claude\"\ntools = []\n",
+        claude.server.base_url()
     );
-    // The request's bytes (8 MiB) and a little; a tree of the history before its bytes
-    // made it 16 MiB and more.
-    assert!(
-        growth < 12 * MIB,
-        "a second turn grew {} MiB for an 8 MiB history",
-        growth / MIB
-    );
+    let (_daemon, pid, mut c) = start(config);
+    claude.server.push(Reply::Message {
+        thinking: None,
+        text: long_answer(),
+        tools: Vec::new(),
+        delay: Duration::ZERO,
+    });
+    let growth = second_turn_growth(pid, &mut c, || {
+        claude.server.push(Reply::text("short"));
+    });
+    check("anthropic", growth);
 }

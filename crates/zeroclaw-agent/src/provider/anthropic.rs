@@ -28,6 +28,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::request_json::{Json, with_json_body};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -95,16 +96,17 @@ fn input_of(call: &ToolCallRequest) -> Value {
     }
 }
 
-/// The JSON body of one streaming request. `thinking_of` gives the kept thinking blocks
-/// of a response by the id of its first tool call.
+/// The JSON body of one streaming request, borrowing the conversation's texts.
+/// `thinking_of` gives the kept thinking blocks of a response by the id of its first tool
+/// call.
 pub fn request_body<'a>(
-    req: &ProviderRequest,
-    config: &NativeConfig,
+    req: &'a ProviderRequest,
+    config: &'a NativeConfig,
     thinking_of: impl Fn(&str) -> Option<&'a [Value]>,
-) -> Value {
+) -> Json<'a> {
     // (role, blocks), consecutive roles merged.
-    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    let mut push = |role: &'static str, blocks: Vec<Value>| {
+    let mut turns: Vec<(&str, Vec<Json<'a>>)> = Vec::new();
+    let mut push = |role: &'static str, blocks: Vec<Json<'a>>| {
         if blocks.is_empty() {
             return;
         }
@@ -113,11 +115,10 @@ pub fn request_body<'a>(
             _ => turns.push((role, blocks)),
         }
     };
+    let text = |text: &'a str| Json::object([("type", "text".into()), ("text", text.into())]);
     for m in req.messages.iter() {
         match m {
-            ChatMessage::User { content } => {
-                push("user", vec![json!({"type": "text", "text": content})])
-            }
+            ChatMessage::User { content } => push("user", vec![text(content)]),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
@@ -126,14 +127,18 @@ pub fn request_body<'a>(
                 if let Some(first) = tool_calls.first()
                     && let Some(kept) = thinking_of(&first.id)
                 {
-                    blocks.extend(kept.iter().cloned());
+                    blocks.extend(kept.iter().map(Json::Borrowed));
                 }
                 if !content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": content}));
+                    blocks.push(text(content));
                 }
                 for c in tool_calls {
-                    blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name,
-                        "input": input_of(c)}));
+                    blocks.push(Json::object([
+                        ("type", "tool_use".into()),
+                        ("id", c.id.as_str().into()),
+                        ("name", c.name.as_str().into()),
+                        ("input", input_of(c).into()),
+                    ]));
                 }
                 push("assistant", blocks);
             }
@@ -143,45 +148,61 @@ pub fn request_body<'a>(
                 ..
             } => push(
                 "user",
-                vec![json!({"type": "tool_result", "tool_use_id": tool_call_id,
-                    "content": content})],
+                vec![Json::object([
+                    ("type", "tool_result".into()),
+                    ("tool_use_id", tool_call_id.as_str().into()),
+                    ("content", content.as_str().into()),
+                ])],
             ),
         }
     }
     // Prompt caching: the last block of the last message (a thinking block cannot carry it).
     if let Some((_, blocks)) = turns.last_mut()
         && let Some(last) = blocks.last_mut()
-        && last["type"] != "thinking"
-        && last["type"] != "redacted_thinking"
+        && !matches!(last.str_at("type"), Some("thinking" | "redacted_thinking"))
     {
-        last["cache_control"] = json!({"type": "ephemeral"});
+        last.set("cache_control", json!({"type": "ephemeral"}).into());
     }
-    let messages: Vec<Value> = turns
+    let messages: Vec<Json<'a>> = turns
         .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+        .map(|(role, content)| Json::object([("role", role.into()), ("content", content.into())]))
         .collect();
-    let mut body = json!({
-        "model": config.model_for(&req.model),
-        "max_tokens": config.max_output_tokens,
-        "stream": true,
-        "messages": messages,
-    });
+    let mut body = Json::object([
+        ("model", config.model_for(&req.model).into()),
+        ("max_tokens", json!(config.max_output_tokens).into()),
+        ("stream", json!(true).into()),
+        ("messages", messages.into()),
+    ]);
     if !req.system_prompt.is_empty() {
-        body["system"] = json!([{"type": "text", "text": req.system_prompt,
-            "cache_control": {"type": "ephemeral"}}]);
+        body.set(
+            "system",
+            vec![Json::object([
+                ("type", "text".into()),
+                ("text", req.system_prompt.as_str().into()),
+                ("cache_control", json!({"type": "ephemeral"}).into()),
+            ])]
+            .into(),
+        );
     }
     if !req.tools.is_empty() {
-        body["tools"] = req
+        let tools = req
             .tools
             .iter()
             .map(|t| {
-                json!({"name": t.name, "description": t.description,
-                "input_schema": t.parameters})
+                Json::object([
+                    ("name", t.name.as_str().into()),
+                    ("description", t.description.as_str().into()),
+                    ("input_schema", (&t.parameters).into()),
+                ])
             })
-            .collect();
+            .collect::<Vec<_>>();
+        body.set("tools", tools.into());
     }
     if config.thinking_budget > 0 {
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": config.thinking_budget});
+        body.set(
+            "thinking",
+            json!({"type": "enabled", "budget_tokens": config.thinking_budget}).into(),
+        );
     }
     body
 }
@@ -189,21 +210,21 @@ pub fn request_body<'a>(
 #[async_trait]
 impl Provider for AnthropicProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let body = {
+        let builder = self
+            .client
+            .post(format!("{}/v1/messages", self.config.base()))
+            .header("anthropic-version", API_VERSION)
+            .header("accept", "text/event-stream");
+        // Serialized under the lock: the body borrows the kept blocks (no await meanwhile).
+        let mut builder = {
             let mut kept = lock(&self.kept);
             // A request ending with the user's prompt starts a turn: the last turn's
             // thinking is not needed any more.
             if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
                 kept.blocks.clear();
             }
-            request_body(&req, &self.config, |id| kept.of(id))
+            with_json_body(builder, &request_body(&req, &self.config, |id| kept.of(id)))?
         };
-        let mut builder = self
-            .client
-            .post(format!("{}/v1/messages", self.config.base()))
-            .header("anthropic-version", API_VERSION)
-            .header("accept", "text/event-stream")
-            .json(&body);
         if let Some(key) = self.config.api_key() {
             builder = builder.header("x-api-key", key);
         }
@@ -472,9 +493,10 @@ mod tests {
         let mut config = NativeConfig::new("http://h", "claude-x");
         config.thinking_budget = 2048;
         let thinking = [json!({"type": "thinking", "thinking": "hmm", "signature": "sig"})];
-        let b = request_body(&req, &config, |id| {
+        let b = serde_json::to_value(request_body(&req, &config, |id| {
             (id == "toolu_1").then_some(&thinking[..])
-        });
+        }))
+        .expect("encodes");
         assert_eq!(
             b,
             json!({

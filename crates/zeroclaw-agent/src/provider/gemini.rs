@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::request_json::{Json, with_json_body};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -85,14 +86,15 @@ impl GeminiProvider {
     }
 }
 
-/// The JSON body of one streaming request; `signature_of` gives a call's kept signature.
+/// The JSON body of one streaming request, borrowing the conversation's texts;
+/// `signature_of` gives a call's kept signature.
 pub fn request_body<'a>(
-    req: &ProviderRequest,
-    config: &NativeConfig,
+    req: &'a ProviderRequest,
+    config: &'a NativeConfig,
     signature_of: impl Fn(&str) -> Option<&'a str>,
-) -> Value {
-    let mut contents: Vec<(&str, Vec<Value>)> = Vec::new();
-    let mut push = |role: &'static str, parts: Vec<Value>| {
+) -> Json<'a> {
+    let mut contents: Vec<(&str, Vec<Json<'a>>)> = Vec::new();
+    let mut push = |role: &'static str, parts: Vec<Json<'a>>| {
         if parts.is_empty() {
             return;
         }
@@ -101,25 +103,29 @@ pub fn request_body<'a>(
             _ => contents.push((role, parts)),
         }
     };
+    let text = |text: &'a str| Json::object([("text", text.into())]);
     for m in req.messages.iter() {
         match m {
-            ChatMessage::User { content } => push("user", vec![json!({"text": content})]),
+            ChatMessage::User { content } => push("user", vec![text(content)]),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
             } => {
                 let mut parts = Vec::new();
                 if !content.is_empty() {
-                    parts.push(json!({"text": content}));
+                    parts.push(text(content));
                 }
                 for c in tool_calls {
                     let args = serde_json::from_str::<Value>(&c.arguments)
                         .ok()
                         .filter(Value::is_object)
                         .unwrap_or_else(|| json!({}));
-                    let mut part = json!({"functionCall": {"name": c.name, "args": args}});
+                    let mut part = Json::object([(
+                        "functionCall",
+                        Json::object([("name", c.name.as_str().into()), ("args", args.into())]),
+                    )]);
                     if let Some(sig) = signature_of(&c.id) {
-                        part["thoughtSignature"] = json!(sig);
+                        part.set("thoughtSignature", sig.into());
                     }
                     parts.push(part);
                 }
@@ -127,34 +133,54 @@ pub fn request_body<'a>(
             }
             ChatMessage::Tool { name, content, .. } => push(
                 "user",
-                vec![json!({"functionResponse": {"name": name,
-                    "response": {"result": content}}})],
+                vec![Json::object([(
+                    "functionResponse",
+                    Json::object([
+                        ("name", name.as_str().into()),
+                        (
+                            "response",
+                            Json::object([("result", content.as_str().into())]),
+                        ),
+                    ]),
+                )])],
             ),
         }
     }
-    let contents: Vec<Value> = contents
+    let contents: Vec<Json<'a>> = contents
         .into_iter()
-        .map(|(role, parts)| json!({"role": role, "parts": parts}))
+        .map(|(role, parts)| Json::object([("role", role.into()), ("parts", parts.into())]))
         .collect();
     let mut generation = json!({"maxOutputTokens": config.max_output_tokens});
     if config.thinking_budget > 0 {
         generation["thinkingConfig"] =
             json!({"thinkingBudget": config.thinking_budget, "includeThoughts": true});
     }
-    let mut body = json!({"contents": contents, "generationConfig": generation});
+    let mut body = Json::object([
+        ("contents", contents.into()),
+        ("generationConfig", generation.into()),
+    ]);
     if !req.system_prompt.is_empty() {
-        body["systemInstruction"] = json!({"parts": [{"text": req.system_prompt}]});
+        body.set(
+            "systemInstruction",
+            Json::object([("parts", vec![text(&req.system_prompt)].into())]),
+        );
     }
     if !req.tools.is_empty() {
-        let decls: Vec<Value> = req
+        let decls = req
             .tools
             .iter()
             .map(|t| {
-                json!({"name": t.name, "description": t.description,
-                "parameters": t.parameters})
+                Json::object([
+                    ("name", t.name.as_str().into()),
+                    ("description", t.description.as_str().into()),
+                    ("parameters", (&t.parameters).into()),
+                ])
             })
-            .collect();
-        body["tools"] = json!([{"functionDeclarations": decls}]);
+            .collect::<Vec<_>>();
+        body.set(
+            "tools",
+            vec![Json::object([("functionDeclarations", decls.into())])].into(),
+        );
     }
     body
 }
@@ -162,19 +188,23 @@ pub fn request_body<'a>(
 #[async_trait]
 impl Provider for GeminiProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let body = {
-            let mut kept = lock(&self.kept);
-            if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
-                kept.by_call.clear();
-            }
-            request_body(&req, &self.config, |id| kept.of(id))
-        };
         let url = format!(
             "{}/v1beta/models/{}:streamGenerateContent?alt=sse",
             self.config.base(),
             self.config.model_for(&req.model)
         );
-        let mut builder = self.client.post(url).json(&body);
+        // Serialized under the lock: the body borrows the kept signatures (no await
+        // meanwhile).
+        let mut builder = {
+            let mut kept = lock(&self.kept);
+            if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
+                kept.by_call.clear();
+            }
+            with_json_body(
+                self.client.post(url),
+                &request_body(&req, &self.config, |id| kept.of(id)),
+            )?
+        };
         if let Some(key) = self.config.api_key() {
             builder = builder.header("x-goog-api-key", key);
         }
@@ -327,7 +357,10 @@ mod tests {
             tools: Vec::new(),
         };
         let config = NativeConfig::new("http://h", "gemini-x");
-        let b = request_body(&req, &config, |id| (id == "gemini_call_0").then_some("SIG"));
+        let b = serde_json::to_value(request_body(&req, &config, |id| {
+            (id == "gemini_call_0").then_some("SIG")
+        }))
+        .expect("encodes");
         assert_eq!(
             b,
             json!({

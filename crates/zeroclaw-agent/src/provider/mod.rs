@@ -36,6 +36,7 @@ pub mod ollama;
 pub mod openai;
 mod openai_chunk;
 mod openai_request;
+mod request_json;
 pub mod retry;
 pub mod settings;
 pub mod sse;

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::request_json::{Json, with_json_body};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -35,57 +36,89 @@ impl OllamaProvider {
     }
 }
 
-/// The JSON body of one streaming request.
-pub fn request_body(req: &ProviderRequest, config: &NativeConfig) -> Value {
+/// The JSON body of one streaming request, borrowing the conversation's texts.
+pub fn request_body<'a>(req: &'a ProviderRequest, config: &'a NativeConfig) -> Json<'a> {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !req.system_prompt.is_empty() {
-        messages.push(json!({"role": "system", "content": req.system_prompt}));
+        messages.push(Json::object([
+            ("role", "system".into()),
+            ("content", req.system_prompt.as_str().into()),
+        ]));
     }
     for m in req.messages.iter() {
         messages.push(match m {
-            ChatMessage::User { content } => json!({"role": "user", "content": content}),
+            ChatMessage::User { content } => Json::object([
+                ("role", "user".into()),
+                ("content", content.as_str().into()),
+            ]),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
             } => {
-                let mut msg = json!({"role": "assistant", "content": content});
+                let mut msg = Json::object([
+                    ("role", "assistant".into()),
+                    ("content", content.as_str().into()),
+                ]);
                 if !tool_calls.is_empty() {
-                    msg["tool_calls"] = tool_calls
+                    let calls = tool_calls
                         .iter()
                         .map(|c| {
                             let args = serde_json::from_str::<Value>(&c.arguments)
                                 .ok()
                                 .filter(Value::is_object)
                                 .unwrap_or_else(|| json!({}));
-                            json!({"function": {"name": c.name, "arguments": args}})
+                            Json::object([(
+                                "function",
+                                Json::object([
+                                    ("name", c.name.as_str().into()),
+                                    ("arguments", args.into()),
+                                ]),
+                            )])
                         })
-                        .collect();
+                        .collect::<Vec<_>>();
+                    msg.set("tool_calls", calls.into());
                 }
                 msg
             }
-            ChatMessage::Tool { name, content, .. } => {
-                json!({"role": "tool", "content": content, "tool_name": name})
-            }
+            ChatMessage::Tool { name, content, .. } => Json::object([
+                ("role", "tool".into()),
+                ("content", content.as_str().into()),
+                ("tool_name", name.as_str().into()),
+            ]),
         });
     }
-    let mut body = json!({
-        "model": config.model_for(&req.model),
-        "messages": messages,
-        "stream": true,
-        "options": {"num_ctx": config.context_tokens, "num_predict": config.max_output_tokens},
-    });
+    let mut body = Json::object([
+        ("model", config.model_for(&req.model).into()),
+        ("messages", messages.into()),
+        ("stream", json!(true).into()),
+        (
+            "options",
+            json!({"num_ctx": config.context_tokens, "num_predict": config.max_output_tokens})
+                .into(),
+        ),
+    ]);
     if !req.tools.is_empty() {
-        body["tools"] = req
+        let tools = req
             .tools
             .iter()
             .map(|t| {
-                json!({"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters}})
+                Json::object([
+                    ("type", "function".into()),
+                    (
+                        "function",
+                        Json::object([
+                            ("name", t.name.as_str().into()),
+                            ("description", t.description.as_str().into()),
+                            ("parameters", (&t.parameters).into()),
+                        ]),
+                    ),
+                ])
             })
-            .collect();
+            .collect::<Vec<_>>();
+        body.set("tools", tools.into());
     }
     if config.thinking_budget > 0 {
-        body["think"] = json!(true);
+        body.set("think", json!(true).into());
     }
     body
 }
@@ -93,11 +126,10 @@ pub fn request_body(req: &ProviderRequest, config: &NativeConfig) -> Value {
 #[async_trait]
 impl Provider for OllamaProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let body = request_body(&req, &self.config);
-        let builder = self
-            .client
-            .post(format!("{}/api/chat", self.config.base()))
-            .json(&body);
+        let builder = with_json_body(
+            self.client.post(format!("{}/api/chat", self.config.base())),
+            &request_body(&req, &self.config),
+        )?;
         let builder = match self.config.api_key() {
             Some(key) => builder.bearer_auth(key),
             None => builder,

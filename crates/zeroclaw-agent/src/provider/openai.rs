@@ -26,6 +26,7 @@ use serde_json::Value;
 use super::http;
 use super::openai_chunk::Chunk;
 use super::openai_request::request_body;
+use super::request_json::with_json_body;
 use super::sse::SseDecoder;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::ToolCallRequest;
@@ -106,16 +107,12 @@ impl OpenAiProvider {
 #[async_trait]
 impl Provider for OpenAiProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        // Serializing borrowed strings into memory fails only for a map with non-string
-        // keys, which a tool's JSON schema (a `Value`) cannot have.
-        let body = serde_json::to_vec(&request_body(&req, &self.config.model))
-            .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))?;
-        let mut builder = self
-            .client
-            .post(self.endpoint())
-            .header("accept", "text/event-stream")
-            .header("content-type", "application/json")
-            .body(body);
+        let mut builder = with_json_body(
+            self.client
+                .post(self.endpoint())
+                .header("accept", "text/event-stream"),
+            &request_body(&req, &self.config.model),
+        )?;
         if let Some(key) = self.api_key() {
             builder = builder.bearer_auth(key);
         }
