@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::request_json::{Json, with_json_body};
+use super::request_json::{self, Json, with_json_body};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -188,13 +188,7 @@ pub fn request_body<'a>(
         let tools = req
             .tools
             .iter()
-            .map(|t| {
-                Json::object([
-                    ("name", t.name.as_str().into()),
-                    ("description", t.description.as_str().into()),
-                    ("input_schema", (&t.parameters).into()),
-                ])
-            })
+            .map(|t| request_json::tool(t, "input_schema"))
             .collect::<Vec<_>>();
         body.set("tools", tools.into());
     }

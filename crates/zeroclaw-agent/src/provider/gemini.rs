@@ -26,7 +26,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::request_json::{Json, with_json_body};
+use super::request_json::{self, Json, with_json_body};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -169,13 +169,7 @@ pub fn request_body<'a>(
         let decls = req
             .tools
             .iter()
-            .map(|t| {
-                Json::object([
-                    ("name", t.name.as_str().into()),
-                    ("description", t.description.as_str().into()),
-                    ("parameters", (&t.parameters).into()),
-                ])
-            })
+            .map(|t| request_json::tool(t, "parameters"))
             .collect::<Vec<_>>();
         body.set(
             "tools",
@@ -374,6 +368,27 @@ mod tests {
                         "response": {"result": "out"}}}]},
                 ],
             })
+        );
+    }
+
+    #[test]
+    fn tools_are_declared_as_function_declarations() {
+        let req = ProviderRequest {
+            model: String::new(),
+            system_prompt: String::new(),
+            messages: Arc::new(vec![ChatMessage::user("hi")]),
+            tools: vec![super::super::ToolSchema {
+                name: "bash".into(),
+                description: "Runs a command.".into(),
+                parameters: json!({"type": "object", "required": ["command"]}),
+            }],
+        };
+        let config = NativeConfig::new("http://h", "gemini-x");
+        let b = serde_json::to_value(request_body(&req, &config, |_| None)).expect("encodes");
+        assert_eq!(
+            b["tools"],
+            json!([{"functionDeclarations": [{"name": "bash", "description": "Runs a command.",
+                "parameters": {"type": "object", "required": ["command"]}}]}])
         );
     }
 }

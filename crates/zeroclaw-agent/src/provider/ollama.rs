@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::request_json::{Json, with_json_body};
+use super::request_json::{self, Json, with_json_body};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -104,14 +104,7 @@ pub fn request_body<'a>(req: &'a ProviderRequest, config: &'a NativeConfig) -> J
             .map(|t| {
                 Json::object([
                     ("type", "function".into()),
-                    (
-                        "function",
-                        Json::object([
-                            ("name", t.name.as_str().into()),
-                            ("description", t.description.as_str().into()),
-                            ("parameters", (&t.parameters).into()),
-                        ]),
-                    ),
+                    ("function", request_json::tool(t, "parameters")),
                 ])
             })
             .collect::<Vec<_>>();
@@ -265,6 +258,28 @@ mod tests {
         assert_eq!(
             Vec::from(out),
             vec![Err(ProviderError::Api("model 'x' not found".into()))]
+        );
+    }
+
+    #[test]
+    fn tools_are_declared_as_functions() {
+        let req = ProviderRequest {
+            model: String::new(),
+            system_prompt: String::new(),
+            messages: std::sync::Arc::new(vec![crate::message::ChatMessage::user("hi")]),
+            tools: vec![super::super::ToolSchema {
+                name: "bash".into(),
+                description: "Runs a command.".into(),
+                parameters: json!({"type": "object", "required": ["command"]}),
+            }],
+        };
+        let config = NativeConfig::new("http://h", "llama-x");
+        let b = serde_json::to_value(request_body(&req, &config)).expect("encodes");
+        assert_eq!(
+            b["tools"],
+            json!([{"type": "function", "function": {"name": "bash",
+                "description": "Runs a command.",
+                "parameters": {"type": "object", "required": ["command"]}}}])
         );
     }
 }

@@ -12,7 +12,7 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
-use super::ProviderError;
+use super::{ProviderError, ToolSchema};
 
 /// `builder` with `body` serialized as its JSON body (the bytes are the only copy made).
 pub fn with_json_body(
@@ -72,6 +72,17 @@ impl<'a> Json<'a> {
             _ => None,
         }
     }
+}
+
+/// A tool's declaration as the hand-built bodies send it: `{name, description,
+/// <schema_key>: schema}`, its schema borrowed (`input_schema` for `anthropic`,
+/// `parameters` for `gemini` and `ollama`).
+pub fn tool<'a>(t: &'a ToolSchema, schema_key: &'static str) -> Json<'a> {
+    Json::object([
+        ("name", t.name.as_str().into()),
+        ("description", t.description.as_str().into()),
+        (schema_key, (&t.parameters).into()),
+    ])
 }
 
 impl<'a> From<&'a str> for Json<'a> {
