@@ -1,9 +1,10 @@
 //! A session whose history is long (issue 27, item 3): each later turn sends the whole
 //! history to the provider, and the daemon holds it once more while sending (the request's
 //! bytes), not twice (a JSON tree of copied strings, then its bytes). Measured with the
-//! kernel's peak (`VmHWM`, reset through `/proc/PID/clear_refs` before the turn), for the
-//! `openai` kind (typed body) and the `anthropic` kind (a tree of borrowed strings, as
-//! `gemini` and `ollama` build theirs).
+//! kernel's peak (`VmHWM`, reset through `/proc/PID/clear_refs` before the turn), for
+//! every provider kind: `openai` (a typed body) and `anthropic`, `gemini`, `ollama` (trees
+//! of borrowed strings). Each test also checks that the second request carried the first
+//! answer whole, so a low peak cannot come from a history left out.
 
 mod common;
 
@@ -11,7 +12,9 @@ use std::time::Duration;
 
 use common::{Conn, Fake, Served, TestDaemon, session_config};
 use serde_json::json;
-use zeroclaw_testkit::{FakeAnthropic, Reply, Scripted};
+use zeroclaw_testkit::{
+    FakeAnthropic, FakeGemini, FakeOllama, GeminiReply, OllamaReply, Reply, Scripted,
+};
 
 const MIB: usize = 1024 * 1024;
 const CHUNK: usize = 64 * 1024;
@@ -34,6 +37,28 @@ fn long_answer() -> Vec<String> {
     (0..CHUNKS)
         .map(|i| format!("{i:04}{}", "y".repeat(CHUNK - 4)))
         .collect()
+}
+
+/// A config whose default agent uses one provider of `kind` at `base_url`.
+fn native_config(kind: &str, base_url: &str) -> String {
+    format!(
+        "[providers.p]\nkind = \"{kind}\"\nbase_url = \"{base_url}\"\napi_key = \"k\"\n\
+         model = \"fake-1\"\n\n[agents.default]\nprovider = \"p\"\ntools = []\n"
+    )
+}
+
+/// The text of the earlier answer in the last request's history: the first string found
+/// under `messages`/`contents` that starts like the long answer.
+fn earlier_answer(request: &serde_json::Value) -> Option<String> {
+    fn find(v: &serde_json::Value) -> Option<&str> {
+        match v {
+            serde_json::Value::String(s) if s.starts_with("0000yyyy") => Some(s),
+            serde_json::Value::Array(items) => items.iter().find_map(find),
+            serde_json::Value::Object(members) => members.values().find_map(find),
+            _ => None,
+        }
+    }
+    find(request).map(str::to_owned)
 }
 
 fn start(config: String) -> (TestDaemon, u32, Conn) {
@@ -103,20 +128,66 @@ fn an_openai_turn_holds_a_long_history_once_more_while_sending_it() {
 #[test]
 fn an_anthropic_turn_holds_a_long_history_once_more_while_sending_it() {
     let claude = Served::<FakeAnthropic>::start();
-    let config = format!(
-        "[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}\"\napi_key = \"k\"\n\
-         model = \"claude-fake-1\"\n\n[agents.default]\nprovider = \"claude\"\ntools = []\n",
-        claude.server.base_url()
-    );
-    let (_daemon, pid, mut c) = start(config);
+    let (_daemon, pid, mut c) = start(native_config("anthropic", &claude.server.base_url()));
+    let answer = long_answer();
     claude.server.push(Reply::Message {
         thinking: None,
-        text: long_answer(),
+        text: answer.clone(),
         tools: Vec::new(),
         delay: Duration::ZERO,
     });
     let growth = second_turn_growth(pid, &mut c, || {
         claude.server.push(Reply::text("short"));
     });
+    let sent = claude.server.messages_requests();
+    let last = sent.last().expect("a second request");
+    assert!(
+        earlier_answer(last) == Some(answer.concat()),
+        "the second request carries the first answer whole"
+    );
     check("anthropic", growth);
+}
+
+#[test]
+fn a_gemini_turn_holds_a_long_history_once_more_while_sending_it() {
+    let gemini = Served::<FakeGemini>::start();
+    let (_daemon, pid, mut c) = start(native_config("gemini", &gemini.server.base_url()));
+    let answer = long_answer();
+    gemini.server.push(GeminiReply::Message {
+        thoughts: Vec::new(),
+        text: answer.clone(),
+        calls: Vec::new(),
+    });
+    let growth = second_turn_growth(pid, &mut c, || {
+        gemini.server.push(GeminiReply::text("short"));
+    });
+    let sent = gemini.server.generate_requests();
+    let last = sent.last().expect("a second request");
+    assert!(
+        earlier_answer(last) == Some(answer.concat()),
+        "the second request carries the first answer whole"
+    );
+    check("gemini", growth);
+}
+
+#[test]
+fn an_ollama_turn_holds_a_long_history_once_more_while_sending_it() {
+    let ollama = Served::<FakeOllama>::start();
+    let (_daemon, pid, mut c) = start(native_config("ollama", &ollama.server.base_url()));
+    let answer = long_answer();
+    ollama.server.push(OllamaReply::Message {
+        thinking: Vec::new(),
+        text: answer.clone(),
+        tools: Vec::new(),
+    });
+    let growth = second_turn_growth(pid, &mut c, || {
+        ollama.server.push(OllamaReply::text("short"));
+    });
+    let sent = ollama.server.chat_requests();
+    let last = sent.last().expect("a second request");
+    assert!(
+        earlier_answer(last) == Some(answer.concat()),
+        "the second request carries the first answer whole"
+    );
+    check("ollama", growth);
 }
