@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{Conn, Fake, Served, TestDaemon, session_config};
 use serde_json::json;
@@ -122,6 +122,22 @@ fn an_openai_turn_holds_a_long_history_once_more_while_sending_it() {
         earlier["content"] == answer.concat().as_str(),
         "the second request carries the first answer whole"
     );
+    // The body goes out in pieces, framed by its length (not chunked: not every server
+    // takes a chunked request).
+    let recorded = fake.server.recorded();
+    let headers = &recorded.last().expect("a second request").headers;
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let length: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .expect("a content-length");
+    assert!(length > answer.concat().len(), "content-length {length}");
+    assert_eq!(header("transfer-encoding"), None);
+    assert_eq!(header("content-type"), Some("application/json"));
     check("openai", growth);
 }
 
@@ -190,4 +206,61 @@ fn an_ollama_turn_holds_a_long_history_once_more_while_sending_it() {
         "the second request carries the first answer whole"
     );
     check("ollama", growth);
+}
+
+/// A provider that never reads the request: the second turn's 8 MiB request cannot be
+/// sent whole. The turn fails once the provider's timeout is over, saying so; the
+/// request's bytes are given back; and the session keeps its history: once the provider
+/// reads again, the next turn sends the first answer whole.
+#[test]
+fn a_provider_that_never_reads_a_long_history_fails_the_turn_in_time_and_loses_nothing() {
+    let fake = Fake::start();
+    // A context large enough that no auto-trim (SPEC §7.3) drops the long answer.
+    let config = session_config(&fake.server.base_url(), "")
+        .replace("timeout_secs = 10", "timeout_secs = 2")
+        .replace(
+            "max_tool_iterations = 5",
+            "max_tool_iterations = 5\nmax_context_tokens = 100000000",
+        );
+    let (_daemon, pid, mut c) = start(config);
+    let answer = long_answer();
+    fake.push(Scripted::chunks(answer.clone(), Duration::ZERO));
+    let (_, first) = c.prompt("long", "write a lot");
+    assert_eq!(first["result"]["outcome"], "completed", "{first}");
+    let before = proc_bytes(pid, "VmRSS:");
+
+    fake.server.set_deaf(true);
+    let started = Instant::now();
+    let (_, second) = c.prompt("long", "and now briefly");
+    let took = started.elapsed();
+    assert_eq!(second["result"]["outcome"], "failed", "{second}");
+    assert!(
+        second["result"]["content"]
+            .as_str()
+            .is_some_and(|s| s.contains("no response from") && s.contains("within 2 s")),
+        "the failure says the provider did not answer in time: {second}"
+    );
+    assert!(
+        (Duration::from_secs(2)..Duration::from_secs(8)).contains(&took),
+        "failed after {took:?} (timeout 2 s)"
+    );
+    assert!(fake.server.held_unread() >= 1, "the daemon did connect");
+    let after = proc_bytes(pid, "VmRSS:");
+    assert!(
+        after < before + 2 * MIB,
+        "the unsent request is given back: RSS {:.1} MiB before, {:.1} after",
+        before as f64 / MIB as f64,
+        after as f64 / MIB as f64
+    );
+
+    fake.server.set_deaf(false);
+    fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    let (_, third) = c.prompt("long", "once more");
+    assert_eq!(third["result"]["outcome"], "completed", "{third}");
+    let sent = fake.server.requests();
+    let last = sent.last().expect("a third request");
+    assert!(
+        earlier_answer(last) == Some(answer.concat()),
+        "the history survived the failed turn"
+    );
 }

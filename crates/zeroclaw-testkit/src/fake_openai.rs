@@ -235,6 +235,10 @@ struct State {
     marks: Arc<Mutex<Vec<std::time::Instant>>>,
     /// Text chunks written so far, all responses together.
     text_sent: Arc<AtomicUsize>,
+    /// While set, connections are held open without a byte read (see [`FakeOpenAi::set_deaf`]).
+    deaf: std::sync::atomic::AtomicBool,
+    /// Connections held that way so far.
+    held_unread: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -264,6 +268,8 @@ impl FakeOpenAi {
             models_delay: Mutex::new(Duration::ZERO),
             marks: Arc::default(),
             text_sent: Arc::default(),
+            deaf: std::sync::atomic::AtomicBool::new(false),
+            held_unread: AtomicUsize::new(0),
         });
         let st = state.clone();
         let task = tokio::spawn(async move {
@@ -294,6 +300,17 @@ impl FakeOpenAi {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// While `on`, every new connection is accepted and held open without a byte of its
+    /// request read (a server that never reads); turned off, those connections close.
+    pub fn set_deaf(&self, on: bool) {
+        self.state.deaf.store(on, Ordering::SeqCst);
+    }
+
+    /// Connections held unread so far (see [`FakeOpenAi::set_deaf`]).
+    pub fn held_unread(&self) -> usize {
+        self.state.held_unread.load(Ordering::SeqCst)
     }
 
     /// Appends one scripted response to the queue.
@@ -459,6 +476,15 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
+    if state.deaf.load(Ordering::SeqCst) {
+        // A server that never reads the request: the connection stays open, unread,
+        // until deafness ends (then it is closed) or the server stops.
+        state.held_unread.fetch_add(1, Ordering::SeqCst);
+        while state.deaf.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        return;
+    }
     let Ok(Some((head, body))) = read_request(&mut stream).await else {
         return;
     };

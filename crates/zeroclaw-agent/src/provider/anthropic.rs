@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::request_json::{self, Json, with_json_body};
+use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -204,26 +204,27 @@ pub fn request_body<'a>(
 #[async_trait]
 impl Provider for AnthropicProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let builder = self
+        let mut builder = self
             .client
             .post(format!("{}/v1/messages", self.config.base()))
             .header("anthropic-version", API_VERSION)
             .header("accept", "text/event-stream");
         // Serialized under the lock: the body borrows the kept blocks (no await meanwhile).
-        let mut builder = {
+        let body = {
             let mut kept = lock(&self.kept);
             // A request ending with the user's prompt starts a turn: the last turn's
             // thinking is not needed any more.
             if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
                 kept.blocks.clear();
             }
-            with_json_body(builder, &request_body(&req, &self.config, |id| kept.of(id)))?
+            encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
         if let Some(key) = self.config.api_key() {
             builder = builder.header("x-api-key", key);
         }
         let resp = super::http::send(
             builder,
+            body,
             &self.config.base_url,
             self.config.first_byte_timeout,
         )

@@ -26,7 +26,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::request_json::{self, Json, with_json_body};
+use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -189,21 +189,20 @@ impl Provider for GeminiProvider {
         );
         // Serialized under the lock: the body borrows the kept signatures (no await
         // meanwhile).
-        let mut builder = {
+        let body = {
             let mut kept = lock(&self.kept);
             if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
                 kept.by_call.clear();
             }
-            with_json_body(
-                self.client.post(url),
-                &request_body(&req, &self.config, |id| kept.of(id)),
-            )?
+            encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
+        let mut builder = self.client.post(url);
         if let Some(key) = self.config.api_key() {
             builder = builder.header("x-goog-api-key", key);
         }
         let resp = super::http::send(
             builder,
+            body,
             &self.config.base_url,
             self.config.first_byte_timeout,
         )

@@ -1,10 +1,14 @@
-//! What every HTTP provider does the same way: send the request within the first-byte
-//! timeout, turn an HTTP error status into [`ProviderError::Http`] with the provider's own
-//! message and its `retry-after` (SPEC §19), and read an error body within a size bound
-//! (SPEC §17).
+//! What every HTTP provider does the same way: send a JSON request within the
+//! first-byte timeout, and give its bytes back when that wait ends ([`send`]); turn an
+//! HTTP error status into [`ProviderError::Http`] with the provider's own message and its
+//! `retry-after` (SPEC §19), and read an error body within a size bound (SPEC §17).
 
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::ProviderError;
@@ -13,15 +17,35 @@ use super::retry::retry_after_of;
 /// Bytes of an HTTP error body that are read (the rest is never received).
 pub const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// Sends `builder`; a response with a status under 400 is returned for its body to be
-/// streamed. `base_url` names the server in errors; `limit` bounds the wait for the
-/// headers and the reading of an error body.
+/// The piece of a request body handed to the connection at a time.
+const BODY_PIECE: usize = 64 * 1024;
+
+/// Sends `builder` with the JSON `body`; a response with a status under 400 is returned
+/// for its body to be streamed. `base_url` names the server in errors; `limit` bounds the
+/// wait for the headers and the reading of an error body.
+///
+/// The body is held here, not by the connection: the connection is handed copies of it a
+/// piece at a time ([`BodyPieces`]). A server that stops reading keeps the connection
+/// open after the wait is given up (until the kernel's user timeout closes it), and with
+/// it whatever the connection holds; so when this returns, or is dropped, the body is
+/// freed whatever became of the connection, and the connection keeps at most a piece.
 pub async fn send(
     builder: reqwest::RequestBuilder,
+    body: Vec<u8>,
     base_url: &str,
     limit: Duration,
 ) -> Result<reqwest::Response, ProviderError> {
-    let resp = match tokio::time::timeout(limit, builder.send()).await {
+    let body = Arc::new(body);
+    let builder = builder
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::CONTENT_LENGTH, body.len())
+        .body(reqwest::Body::wrap_stream(BodyPieces {
+            body: Arc::downgrade(&body),
+            sent: 0,
+        }));
+    let sent = tokio::time::timeout(limit, builder.send()).await;
+    drop(body);
+    let resp = match sent {
         Err(_) => {
             return Err(ProviderError::Timeout(format!(
                 "no response from {base_url} within {} s",
@@ -49,6 +73,33 @@ pub async fn send(
         });
     }
     Ok(resp)
+}
+
+/// A request body as the connection reads it: copies of [`BODY_PIECE`] bytes of a body
+/// that [`send`] owns. Once `send` has let the body go, the rest of it is an error (the
+/// connection is then closed as soon as it asks for more).
+struct BodyPieces {
+    body: Weak<Vec<u8>>,
+    sent: usize,
+}
+
+impl futures_util::Stream for BodyPieces {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(body) = self.body.upgrade() else {
+            return Poll::Ready(Some(Err(std::io::Error::other(
+                "the request was given up before it was sent",
+            ))));
+        };
+        let rest = body.get(self.sent..).unwrap_or_default();
+        if rest.is_empty() {
+            return Poll::Ready(None);
+        }
+        let piece = Bytes::copy_from_slice(&rest[..rest.len().min(BODY_PIECE)]);
+        self.sent += piece.len();
+        Poll::Ready(Some(Ok(piece)))
+    }
 }
 
 /// At most `cap` bytes of a response body (the connection is dropped after that), read
@@ -99,6 +150,44 @@ pub fn error_message(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_body_goes_out_in_copied_pieces_until_its_owner_lets_it_go() {
+        use futures_util::StreamExt;
+
+        let body = Arc::new(
+            (0..200_000u32)
+                .map(|i| (i % 251) as u8)
+                .collect::<Vec<u8>>(),
+        );
+        let mut pieces = BodyPieces {
+            body: Arc::downgrade(&body),
+            sent: 0,
+        };
+        let mut seen = Vec::new();
+        while let Some(piece) = pieces.next().await {
+            let piece = piece.expect("a piece while the body is owned");
+            assert!(piece.len() <= BODY_PIECE);
+            seen.extend_from_slice(&piece);
+        }
+        assert_eq!(seen, *body, "the pieces make up the body");
+
+        let mut pieces = BodyPieces {
+            body: Arc::downgrade(&body),
+            sent: 0,
+        };
+        let first = pieces.next().await.expect("a piece").expect("owned");
+        drop(body);
+        assert!(
+            matches!(pieces.next().await, Some(Err(_))),
+            "the rest of a body let go is an error"
+        );
+        assert_eq!(
+            first.len(),
+            BODY_PIECE,
+            "a piece outlives the body: it is a copy"
+        );
+    }
 
     #[test]
     fn error_message_extraction() {

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::request_json::{self, Json, with_json_body};
+use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::{ChatMessage, ToolCallRequest};
@@ -119,16 +119,15 @@ pub fn request_body<'a>(req: &'a ProviderRequest, config: &'a NativeConfig) -> J
 #[async_trait]
 impl Provider for OllamaProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let builder = with_json_body(
-            self.client.post(format!("{}/api/chat", self.config.base())),
-            &request_body(&req, &self.config),
-        )?;
+        let body = encode(&request_body(&req, &self.config))?;
+        let builder = self.client.post(format!("{}/api/chat", self.config.base()));
         let builder = match self.config.api_key() {
             Some(key) => builder.bearer_auth(key),
             None => builder,
         };
         let resp = super::http::send(
             builder,
+            body,
             &self.config.base_url,
             self.config.first_byte_timeout,
         )

@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::http;
 use super::openai_chunk::Chunk;
 use super::openai_request::request_body;
-use super::request_json::with_json_body;
+use super::request_json::encode;
 use super::sse::SseDecoder;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
 use crate::message::ToolCallRequest;
@@ -107,17 +107,17 @@ impl OpenAiProvider {
 #[async_trait]
 impl Provider for OpenAiProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let mut builder = with_json_body(
-            self.client
-                .post(self.endpoint())
-                .header("accept", "text/event-stream"),
-            &request_body(&req, &self.config.model),
-        )?;
+        let body = encode(&request_body(&req, &self.config.model))?;
+        let mut builder = self
+            .client
+            .post(self.endpoint())
+            .header("accept", "text/event-stream");
         if let Some(key) = self.api_key() {
             builder = builder.bearer_auth(key);
         }
         let resp = http::send(
             builder,
+            body,
             &self.config.base_url,
             self.config.first_byte_timeout,
         )

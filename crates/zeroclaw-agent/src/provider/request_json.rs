@@ -14,18 +14,13 @@ use serde_json::Value;
 
 use super::{ProviderError, ToolSchema};
 
-/// `builder` with `body` serialized as its JSON body (the bytes are the only copy made).
-pub fn with_json_body(
-    builder: reqwest::RequestBuilder,
-    body: &impl Serialize,
-) -> Result<reqwest::RequestBuilder, ProviderError> {
+/// `body` serialized: the bytes [`http::send`](super::http::send) sends (the only copy
+/// made of the conversation).
+pub fn encode(body: &impl Serialize) -> Result<Vec<u8>, ProviderError> {
     // Serializing into memory fails only for a map with non-string keys, which no body
     // has (a schema or kept block is a `Value`, whose keys are strings).
-    let bytes = serde_json::to_vec(body)
-        .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))?;
-    Ok(builder
-        .header("content-type", "application/json")
-        .body(bytes))
+    serde_json::to_vec(body)
+        .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))
 }
 
 /// One JSON value of a request body.
