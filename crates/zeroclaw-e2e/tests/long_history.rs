@@ -208,6 +208,17 @@ fn an_ollama_turn_holds_a_long_history_once_more_while_sending_it() {
     check("ollama", growth);
 }
 
+/// The fake's config with a 2 s timeout and a context large enough that no auto-trim
+/// (SPEC §7.3) drops the long answer: what a later request carries is the history whole.
+fn untrimmed_config(fake: &Fake) -> String {
+    session_config(&fake.server.base_url(), "")
+        .replace("timeout_secs = 10", "timeout_secs = 2")
+        .replace(
+            "max_tool_iterations = 5",
+            "max_tool_iterations = 5\nmax_context_tokens = 100000000",
+        )
+}
+
 /// A provider that never reads the request: the second turn's 8 MiB request cannot be
 /// sent whole. The turn fails once the provider's timeout is over, saying so; the
 /// request's bytes are given back; and the session keeps its history: once the provider
@@ -215,14 +226,7 @@ fn an_ollama_turn_holds_a_long_history_once_more_while_sending_it() {
 #[test]
 fn a_provider_that_never_reads_a_long_history_fails_the_turn_in_time_and_loses_nothing() {
     let fake = Fake::start();
-    // A context large enough that no auto-trim (SPEC §7.3) drops the long answer.
-    let config = session_config(&fake.server.base_url(), "")
-        .replace("timeout_secs = 10", "timeout_secs = 2")
-        .replace(
-            "max_tool_iterations = 5",
-            "max_tool_iterations = 5\nmax_context_tokens = 100000000",
-        );
-    let (_daemon, pid, mut c) = start(config);
+    let (_daemon, pid, mut c) = start(untrimmed_config(&fake));
     let answer = long_answer();
     fake.push(Scripted::chunks(answer.clone(), Duration::ZERO));
     let (_, first) = c.prompt("long", "write a lot");
@@ -263,4 +267,51 @@ fn a_provider_that_never_reads_a_long_history_fails_the_turn_in_time_and_loses_n
         earlier_answer(last) == Some(answer.concat()),
         "the history survived the failed turn"
     );
+}
+
+/// kill -9 while a long history is being sent (to a provider that does not read it): after
+/// the restart the session's next turn sends the first answer whole, and the prompt of
+/// the turn that was killed, from the store.
+#[test]
+fn sigkill_while_a_long_history_is_being_sent_loses_nothing() {
+    let fake = Fake::start();
+    let (mut daemon, _pid, mut c) = start(untrimmed_config(&fake));
+    let answer = long_answer();
+    fake.push(Scripted::chunks(answer.clone(), Duration::ZERO));
+    let (_, first) = c.prompt("long", "write a lot");
+    assert_eq!(first["result"]["outcome"], "completed", "{first}");
+
+    fake.server.set_deaf(true);
+    c.send_call(
+        "session/prompt",
+        json!({"sessionId": "long", "prompt": "and now briefly"}),
+    );
+    let waited = Instant::now();
+    while fake.server.held_unread() == 0 {
+        assert!(waited.elapsed() < Duration::from_secs(10), "never sent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    daemon.kill_hard();
+    drop(c);
+    fake.server.set_deaf(false);
+
+    daemon.spawn_env(&[], &[]);
+    let mut c = daemon.client();
+    fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    let (_, third) = c.prompt("long", "once more");
+    assert_eq!(third["result"]["outcome"], "completed", "{third}");
+    let sent = fake.server.requests();
+    let last = sent.last().expect("a request after the restart");
+    assert!(
+        earlier_answer(last) == Some(answer.concat()),
+        "the first answer survived the kill"
+    );
+    let users: Vec<&str> = last["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(users, ["write a lot", "and now briefly", "once more"]);
 }
