@@ -155,19 +155,21 @@ def main():
         os.makedirs(cfg, mode=0o700)
         fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAi)
         threading.Thread(target=fake.serve_forever, daemon=True).start()
-        with open(os.path.join(cfg, "config.toml"), "w") as f:
-            f.write('[providers.echo]\nkind = "echo"\n\n[agents.echo]\nprovider = "echo"\n\n'
-                    f'[providers.fake]\nkind = "openai"\nbase_url = "http://127.0.0.1:{fake.server_port}/v1"\n'
-                    'model = "m"\n\n[agents.fake]\nprovider = "fake"\ntools = []\n')
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ZEROCLAW_")}
-        env["RUST_LOG"] = "warn"
+        # The daemon's own log level (no RUST_LOG): the lines it logs while starting are
+        # code it runs at every start.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ZEROCLAW_") and k != "RUST_LOG"}
         sock = os.path.join(cfg, "data", "daemon.sock")
-        # The first start writes the defaults and the store; the recorded one is the second,
-        # like every start after the first.
+        # The first start writes the default config and the store; the recorded one is the
+        # second, like every start after the first, on the defaults (every section a
+        # newcomer's config has: reading each is code of its own) and the fake provider.
         first = subprocess.Popen([binary, "daemon", "--config-dir", cfg], env=env, stderr=subprocess.DEVNULL)
         wait_for(sock, first)
         first.send_signal(signal.SIGTERM)
         first.wait(30)
+        with open(os.path.join(cfg, "config.toml"), "a") as f:
+            f.write('\n[agents.echo]\nprovider = "echo"\n\n'
+                    f'[providers.fake]\nkind = "openai"\nbase_url = "http://127.0.0.1:{fake.server_port}/v1"\n'
+                    'model = "m"\n\n[agents.fake]\nprovider = "fake"\ntools = []\n')
         out = os.path.join(tmp, "callgrind.out")
         daemon = subprocess.Popen(["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}",
                                    binary, "daemon", "--config-dir", cfg], env=env, stderr=subprocess.DEVNULL)
