@@ -5,11 +5,14 @@ functions of the release binary (issue 27: idle RSS).
 The kernel maps a program's code 64 KiB around every page it first touches, so a start that
 runs 2 MiB of functions scattered over 14 MiB of code keeps ~6 MiB of it resident. Listing
 those functions first in the link order puts them side by side. The list is the functions a
-release daemon runs while starting (first), then while serving a client's usual calls
-(initialize, status, an echo session's prompt, list, messages, config), then while streaming
-two turns from an OpenAI-compatible provider (this script's own fake, on 127.0.0.1: the
-code a first real turn pages in), recorded with callgrind. Symbols that later disappear or change are skipped by the linker: a stale list
-only loses its benefit, which `scripts/check-memory.sh` (idle RSS) then reports.
+release daemon runs while starting on the default config (first quiet, with RUST_LOG=warn as
+../shared/bench/perf.py runs it; then what a start at its own log level adds, as a user
+runs it: formatting the startup log lines is code of its own), then while serving a client's
+usual calls (initialize, status, an echo session's prompt, list, messages, config), then
+while streaming two turns from an OpenAI-compatible provider (this script's own fake, on
+127.0.0.1: the code a first real turn pages in), recorded with callgrind. Symbols that later
+disappear or change are skipped by the linker: a stale list only loses its benefit, which
+`scripts/check-memory.sh` (idle RSS) then reports.
 
 usage: scripts/link-order.py   (from anywhere; builds the release binary, needs valgrind;
                                 takes a few minutes; then build again to link with the list)
@@ -155,12 +158,14 @@ def main():
         os.makedirs(cfg, mode=0o700)
         fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAi)
         threading.Thread(target=fake.serve_forever, daemon=True).start()
-        # The daemon's own log level (no RUST_LOG): the lines it logs while starting are
-        # code it runs at every start.
+        # The daemon at its own log level (no RUST_LOG), as a user runs it: the lines it
+        # logs while starting are code it runs at every start; and quiet (RUST_LOG=warn),
+        # as ../shared/bench/perf.py runs it.
         env = {k: v for k, v in os.environ.items() if not k.startswith("ZEROCLAW_") and k != "RUST_LOG"}
+        quiet = dict(env, RUST_LOG="warn")
         sock = os.path.join(cfg, "data", "daemon.sock")
-        # The first start writes the default config and the store; the recorded one is the
-        # second, like every start after the first, on the defaults (every section a
+        # The first start writes the default config and the store; the recorded ones come
+        # after, like every start after the first, on the defaults (every section a
         # newcomer's config has: reading each is code of its own) and the fake provider.
         first = subprocess.Popen([binary, "daemon", "--config-dir", cfg], env=env, stderr=subprocess.DEVNULL)
         wait_for(sock, first)
@@ -170,35 +175,50 @@ def main():
             f.write('\n[agents.echo]\nprovider = "echo"\n\n'
                     f'[providers.fake]\nkind = "openai"\nbase_url = "http://127.0.0.1:{fake.server_port}/v1"\n'
                     'model = "m"\n\n[agents.fake]\nprovider = "fake"\ntools = []\n')
-        out = os.path.join(tmp, "callgrind.out")
-        daemon = subprocess.Popen(["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}",
-                                   binary, "daemon", "--config-dir", cfg], env=env, stderr=subprocess.DEVNULL)
-        wait_for(sock, daemon)
-        time.sleep(2)
-        run(["callgrind_control", "--dump=started", str(daemon.pid)], stdout=subprocess.DEVNULL)
-        time.sleep(1)
+
+        def recorded(name, env):
+            """A daemon started under callgrind, recording into `name`.N, once its socket is up."""
+            daemon = subprocess.Popen(["valgrind", "--tool=callgrind", "--demangle=no",
+                                       f"--callgrind-out-file={os.path.join(tmp, name)}",
+                                       binary, "daemon", "--config-dir", cfg], env=env, stderr=subprocess.DEVNULL)
+            wait_for(sock, daemon)
+            time.sleep(2)
+            return daemon
+
+        def dump(daemon, what):
+            run(["callgrind_control", f"--dump={what}", str(daemon.pid)], stdout=subprocess.DEVNULL)
+            time.sleep(1)
+
+        def stop(daemon):
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(60)
+
+        daemon = recorded("quiet.out", quiet)
+        dump(daemon, "started")
+        stop(daemon)
+        daemon = recorded("logged.out", env)
+        dump(daemon, "started")
         the_usual_calls(sock)
-        run(["callgrind_control", "--dump=served", str(daemon.pid)], stdout=subprocess.DEVNULL)
-        time.sleep(1)
+        dump(daemon, "served")
         provider_turns(sock)
-        run(["callgrind_control", "--dump=streamed", str(daemon.pid)], stdout=subprocess.DEVNULL)
-        time.sleep(1)
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(60)
-        dumps = sorted((p for p in os.listdir(tmp) if p.startswith("callgrind.out.")), key=lambda p: int(p.rsplit(".", 1)[1]))
-        if len(dumps) < 3:
-            sys.exit(f"link-order: expected three callgrind dumps, found {dumps}")
-        # Each part sorted by name: the dump's own order varies from run to run, and a
-        # sorted list changes only where the functions do.
+        dump(daemon, "streamed")
+        stop(daemon)
+        dumps = [os.path.join(tmp, p) for p in ("quiet.out.1", "logged.out.1", "logged.out.2", "logged.out.3")]
+        missing = [p for p in dumps if not os.path.exists(p)]
+        if missing:
+            sys.exit(f"link-order: callgrind dumps missing: {missing}")
+        # Parts in that order: a quiet start, what a logged start adds, the usual calls, the
+        # provider's turns. Each part sorted by name: the dump's own order varies from run
+        # to run, and a sorted list changes only where the functions do.
         order, seen = [], set()
-        for dump in dumps[:3]:
-            part = set(functions(os.path.join(tmp, dump), binary)) - seen
+        for path in dumps:
+            part = set(functions(path, binary)) - seen
             seen |= part
             order += sorted(part)
         with open(OUT, "w") as f:
-            f.write("# Generated by scripts/link-order.py: functions the release daemon runs while starting,\n"
-                    "# then while serving the usual calls, then while streaming a provider's turns, laid out\n"
-                    "# first by the linker (crates/zeroclaw/build.rs).\n")
+            f.write("# Generated by scripts/link-order.py: functions the release daemon runs while starting\n"
+                    "# (quiet, then logging), then while serving the usual calls, then while streaming a\n"
+                    "# provider's turns, laid out first by the linker (crates/zeroclaw/build.rs).\n")
             f.write("\n".join(order) + "\n")
         print(f"link-order: {len(order)} functions written to {os.path.relpath(OUT, ROOT)}")
     finally:
