@@ -61,6 +61,12 @@ fn earlier_answer(request: &serde_json::Value) -> Option<String> {
     find(request).map(str::to_owned)
 }
 
+/// `request` (the last one sent) carried the first answer whole.
+fn assert_carries(request: Option<&serde_json::Value>, answer: &[String], what: &str) {
+    let request = request.expect("a later request");
+    assert!(earlier_answer(request) == Some(answer.concat()), "{what}");
+}
+
 fn start(config: String) -> (TestDaemon, u32, Conn) {
     let daemon = TestDaemon::start_with(&[], |dir| {
         std::fs::write(dir.join("config.toml"), config).expect("config");
@@ -109,18 +115,10 @@ fn an_openai_turn_holds_a_long_history_once_more_while_sending_it() {
     let growth = second_turn_growth(pid, &mut c, || {
         fake.push(Scripted::chunks(["short"], Duration::ZERO));
     });
-    let sent = fake.server.requests();
-    let history = sent.last().expect("a second request")["messages"]
-        .as_array()
-        .expect("messages")
-        .clone();
-    let earlier = history
-        .iter()
-        .find(|m| m["role"] == "assistant")
-        .expect("the first answer in the history");
-    assert!(
-        earlier["content"] == answer.concat().as_str(),
-        "the second request carries the first answer whole"
+    assert_carries(
+        fake.server.requests().last(),
+        &answer,
+        "the second request carries the first answer whole",
     );
     // The body goes out in pieces, framed by its length (not chunked: not every server
     // takes a chunked request).
@@ -155,11 +153,10 @@ fn an_anthropic_turn_holds_a_long_history_once_more_while_sending_it() {
     let growth = second_turn_growth(pid, &mut c, || {
         claude.server.push(Reply::text("short"));
     });
-    let sent = claude.server.messages_requests();
-    let last = sent.last().expect("a second request");
-    assert!(
-        earlier_answer(last) == Some(answer.concat()),
-        "the second request carries the first answer whole"
+    assert_carries(
+        claude.server.messages_requests().last(),
+        &answer,
+        "the second request carries the first answer whole",
     );
     check("anthropic", growth);
 }
@@ -177,11 +174,10 @@ fn a_gemini_turn_holds_a_long_history_once_more_while_sending_it() {
     let growth = second_turn_growth(pid, &mut c, || {
         gemini.server.push(GeminiReply::text("short"));
     });
-    let sent = gemini.server.generate_requests();
-    let last = sent.last().expect("a second request");
-    assert!(
-        earlier_answer(last) == Some(answer.concat()),
-        "the second request carries the first answer whole"
+    assert_carries(
+        gemini.server.generate_requests().last(),
+        &answer,
+        "the second request carries the first answer whole",
     );
     check("gemini", growth);
 }
@@ -199,11 +195,10 @@ fn an_ollama_turn_holds_a_long_history_once_more_while_sending_it() {
     let growth = second_turn_growth(pid, &mut c, || {
         ollama.server.push(OllamaReply::text("short"));
     });
-    let sent = ollama.server.chat_requests();
-    let last = sent.last().expect("a second request");
-    assert!(
-        earlier_answer(last) == Some(answer.concat()),
-        "the second request carries the first answer whole"
+    assert_carries(
+        ollama.server.chat_requests().last(),
+        &answer,
+        "the second request carries the first answer whole",
     );
     check("ollama", growth);
 }
@@ -261,11 +256,10 @@ fn a_provider_that_never_reads_a_long_history_fails_the_turn_in_time_and_loses_n
     fake.push(Scripted::chunks(["short"], Duration::ZERO));
     let (_, third) = c.prompt("long", "once more");
     assert_eq!(third["result"]["outcome"], "completed", "{third}");
-    let sent = fake.server.requests();
-    let last = sent.last().expect("a third request");
-    assert!(
-        earlier_answer(last) == Some(answer.concat()),
-        "the history survived the failed turn"
+    assert_carries(
+        fake.server.requests().last(),
+        &answer,
+        "the history survived the failed turn",
     );
 }
 
@@ -301,12 +295,9 @@ fn sigkill_while_a_long_history_is_being_sent_loses_nothing() {
     let (_, third) = c.prompt("long", "once more");
     assert_eq!(third["result"]["outcome"], "completed", "{third}");
     let sent = fake.server.requests();
-    let last = sent.last().expect("a request after the restart");
-    assert!(
-        earlier_answer(last) == Some(answer.concat()),
-        "the first answer survived the kill"
-    );
-    let users: Vec<&str> = last["messages"]
+    let last = sent.last();
+    assert_carries(last, &answer, "the first answer survived the kill");
+    let users: Vec<&str> = last.expect("a request after the restart")["messages"]
         .as_array()
         .expect("messages")
         .iter()
