@@ -29,6 +29,8 @@ const BODY_PIECE: usize = 64 * 1024;
 /// open after the wait is given up (until the kernel's user timeout closes it), and with
 /// it whatever the connection holds; so when this returns, or is dropped, the body is
 /// freed whatever became of the connection, and the connection keeps at most a piece.
+/// An error answer is read before that, the request's body still sent meanwhile; a
+/// success is taken to mean the request was read whole (a model reads all of it first).
 pub async fn send(
     builder: reqwest::RequestBuilder,
     body: Vec<u8>,
@@ -44,7 +46,6 @@ pub async fn send(
             sent: 0,
         }));
     let sent = tokio::time::timeout(limit, builder.send()).await;
-    drop(body);
     let resp = match sent {
         Err(_) => {
             return Err(ProviderError::Timeout(format!(
@@ -65,7 +66,12 @@ pub async fn send(
     let status = resp.status().as_u16();
     if status >= 400 {
         let retry_after = retry_after_of(resp.headers());
+        // A server may refuse a request before reading all of it (a proxy over its size
+        // limit answers 413 at once) and read the rest while its message follows: the
+        // body is kept, within `limit`, until that message is read, or the connection
+        // would be closed under it.
         let text = read_capped(resp, MAX_ERROR_BODY, limit).await;
+        drop(body);
         return Err(ProviderError::Http {
             status,
             message: error_message(&text),
@@ -150,6 +156,8 @@ pub fn error_message(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
 
     #[tokio::test]
     async fn a_body_goes_out_in_copied_pieces_until_its_owner_lets_it_go() {
@@ -201,5 +209,72 @@ mod tests {
         assert_eq!(error_message(r#"{"error":"bad"}"#), "bad");
         assert_eq!(error_message("plain text"), "plain text");
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    /// What nginx does with a body over `client_max_body_size`: it answers 413 once it has
+    /// the headers, then reads and discards the rest while its message goes out.
+    async fn refusing_proxy(listener: TcpListener, message_after: Duration) {
+        let Ok((socket, _)) = listener.accept().await else {
+            return;
+        };
+        let (mut rd, mut wr) = socket.into_split();
+        let mut head = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        let message = r#"{"error":{"message":"request body over this proxy's limit"}}"#;
+        let status = format!(
+            "HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n",
+            message.len()
+        );
+        if wr.write_all(status.as_bytes()).await.is_err() {
+            return;
+        }
+        tokio::spawn(async move {
+            while let Ok(n) = rd.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        });
+        tokio::time::sleep(message_after).await;
+        let _ = wr.write_all(message.as_bytes()).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+
+    #[tokio::test]
+    async fn an_error_answered_before_the_body_was_read_keeps_its_message() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!(
+            "http://{}/v1/chat/completions",
+            listener.local_addr().expect("addr")
+        );
+        tokio::spawn(refusing_proxy(listener, Duration::from_millis(200)));
+        let started = std::time::Instant::now();
+        let sent = send(
+            reqwest::Client::new().post(&url),
+            vec![b'x'; 8 << 20],
+            &url,
+            Duration::from_secs(5),
+        )
+        .await;
+        match sent {
+            Err(ProviderError::Http {
+                status, message, ..
+            }) => {
+                assert_eq!(status, 413);
+                assert_eq!(message, "request body over this proxy's limit");
+            }
+            other => panic!("expected the proxy's 413, got {other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "read without waiting out the limit"
+        );
     }
 }
