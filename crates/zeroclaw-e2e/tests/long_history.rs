@@ -306,3 +306,79 @@ fn sigkill_while_a_long_history_is_being_sent_loses_nothing() {
         .collect();
     assert_eq!(users, ["write a lot", "and now briefly", "once more"]);
 }
+
+/// Two clients on one long-history session while the provider does not read: the
+/// second client's prompt waits behind the stuck turn; its `session/cancel` ends that
+/// turn at once (not at the provider's 10 s timeout), and a second cancel ends its own
+/// prompt, stuck the same way. The requests' bytes are given back, and the next turn
+/// sends the first answer whole, and every prompt.
+#[test]
+fn a_second_client_cancels_a_long_history_stuck_in_a_provider_that_never_reads() {
+    let fake = Fake::start();
+    let config = untrimmed_config(&fake).replace("timeout_secs = 2", "timeout_secs = 10");
+    let (daemon, pid, mut c) = start(config);
+    let answer = long_answer();
+    fake.push(Scripted::chunks(answer.clone(), Duration::ZERO));
+    let (_, first) = c.prompt("long", "write a lot");
+    assert_eq!(first["result"]["outcome"], "completed", "{first}");
+    let before = proc_bytes(pid, "VmRSS:");
+
+    fake.server.set_deaf(true);
+    let stuck = c.send_call(
+        "session/prompt",
+        json!({"sessionId": "long", "prompt": "and now briefly"}),
+    );
+    let held = |n: usize| {
+        let waited = Instant::now();
+        while fake.server.held_unread() < n {
+            assert!(
+                waited.elapsed() < Duration::from_secs(10),
+                "request {n} never sent"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    held(1);
+    let mut other = daemon.client();
+    let waiting = other.send_call(
+        "session/prompt",
+        json!({"sessionId": "long", "prompt": "me too"}),
+    );
+    for (conn, id, n) in [(&mut c, stuck, 1), (&mut other, waiting, 2)] {
+        held(n);
+        let cancelling = Instant::now();
+        let cancelled = daemon
+            .client()
+            .result("session/cancel", json!({"sessionId": "long"}));
+        assert_eq!(cancelled["cancelled"], true, "{cancelled}");
+        let (_, answer) = conn.collect_until(&id);
+        let took = cancelling.elapsed();
+        assert_eq!(answer["result"]["outcome"], "cancelled", "{answer}");
+        assert!(took < Duration::from_secs(3), "cancelled after {took:?}");
+    }
+    let after = proc_bytes(pid, "VmRSS:");
+    assert!(
+        after < before + 2 * MIB,
+        "the unsent requests are given back: RSS {:.1} MiB before, {:.1} after",
+        before as f64 / MIB as f64,
+        after as f64 / MIB as f64
+    );
+
+    fake.server.set_deaf(false);
+    fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    let (_, last) = other.prompt("long", "once more");
+    assert_eq!(last["result"]["outcome"], "completed", "{last}");
+    let sent = fake.server.requests();
+    assert_carries(sent.last(), &answer, "the history survived both cancels");
+    let users: Vec<&str> = sent.last().expect("a last request")["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        users,
+        ["write a lot", "and now briefly", "me too", "once more"]
+    );
+}
