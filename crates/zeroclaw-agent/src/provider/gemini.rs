@@ -328,6 +328,7 @@ impl Payloads for Responses {
 mod tests {
     use std::sync::Arc;
 
+    use super::super::ToolSchema;
     use super::*;
 
     #[test]
@@ -376,7 +377,7 @@ mod tests {
             model: String::new(),
             system_prompt: String::new(),
             messages: Arc::new(vec![ChatMessage::user("hi")]),
-            tools: vec![super::super::ToolSchema {
+            tools: vec![ToolSchema {
                 name: "bash".into(),
                 description: "Runs a command.".into(),
                 parameters: json!({"type": "object", "required": ["command"]}),

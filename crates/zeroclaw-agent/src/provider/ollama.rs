@@ -214,6 +214,9 @@ impl Payloads for Lines {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use super::super::ToolSchema;
     use super::*;
 
     #[test]
@@ -265,8 +268,8 @@ mod tests {
         let req = ProviderRequest {
             model: String::new(),
             system_prompt: String::new(),
-            messages: std::sync::Arc::new(vec![crate::message::ChatMessage::user("hi")]),
-            tools: vec![super::super::ToolSchema {
+            messages: Arc::new(vec![ChatMessage::user("hi")]),
+            tools: vec![ToolSchema {
                 name: "bash".into(),
                 description: "Runs a command.".into(),
                 parameters: json!({"type": "object", "required": ["command"]}),
