@@ -1,7 +1,8 @@
 //! What every HTTP provider does the same way: send a JSON request within the
 //! first-byte timeout, and give its bytes back when that wait ends ([`send`]); turn an
 //! HTTP error status into [`ProviderError::Http`] with the provider's own message and its
-//! `retry-after` (SPEC §19), and read an error body within a size bound (SPEC §17).
+//! `retry-after` (SPEC §19), and read an error body within a size bound (SPEC §17); and
+//! refuse a web page answered in place of a stream, naming it.
 
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -78,7 +79,45 @@ pub async fn send(
             retry_after,
         });
     }
+    if is_web_page(resp.headers()) {
+        // A `base_url` naming a web application (a chat UI serves its page at any path)
+        // rather than its API: no model streams HTML, and the stream decoders would only
+        // see a stream that ended without an event.
+        let page = read_capped(resp, WEB_PAGE_READ, limit).await;
+        let title = page_title(&page)
+            .map(|t| format!(" (\"{t}\")"))
+            .unwrap_or_default();
+        return Err(ProviderError::Config(format!(
+            "{base_url} answered with a web page{title}, not a model's stream: \
+             is base_url the address of its API?"
+        )));
+    }
     Ok(resp)
+}
+
+/// Bytes of a web page read to find its title.
+const WEB_PAGE_READ: usize = 4096;
+
+/// The response is an HTML page.
+fn is_web_page(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split(';').next().unwrap_or_default().trim();
+            essence.eq_ignore_ascii_case("text/html")
+        })
+}
+
+/// The text of a page's `<title>`, whitespace collapsed and at most 80 characters.
+fn page_title(page: &str) -> Option<String> {
+    let lower = page.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title: Vec<&str> = page[start..end].split_whitespace().collect();
+    let title: String = title.join(" ").chars().take(80).collect();
+    (!title.is_empty()).then_some(title)
 }
 
 /// A request body as the connection reads it: copies of [`BODY_PIECE`] bytes of a body
@@ -209,6 +248,88 @@ mod tests {
         assert_eq!(error_message(r#"{"error":"bad"}"#), "bad");
         assert_eq!(error_message("plain text"), "plain text");
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    /// A server that answers every request with status 200, `content_type` and `body`.
+    async fn answering(content_type: &str, body: &str) -> String {
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let response = response.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let _ = socket.read(&mut buf).await;
+                    let _ = socket.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_web_page_is_a_configuration_error_naming_the_page() {
+        let url = answering(
+            "Text/HTML; charset=utf-8",
+            "<!doctype html><html><head><TITLE>\n  Chat  UI\n</TITLE></head></html>\n",
+        )
+        .await;
+        let sent = send(
+            reqwest::Client::new().post(&url),
+            b"{}".to_vec(),
+            &url,
+            Duration::from_secs(5),
+        )
+        .await;
+        match sent {
+            Err(ProviderError::Config(message)) => assert_eq!(
+                message,
+                format!(
+                    "{url} answered with a web page (\"Chat UI\"), not a model's stream: \
+                     is base_url the address of its API?"
+                )
+            ),
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
+        let decision = super::super::retry::decide(&ProviderError::Config(String::new()), 0);
+        assert!(matches!(
+            decision,
+            super::super::retry::RetryDecision::GiveUp
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_stream_of_another_type_is_read_as_a_stream() {
+        let url = answering("text/plain", "hello").await;
+        let sent = send(
+            reqwest::Client::new().post(&url),
+            b"{}".to_vec(),
+            &url,
+            Duration::from_secs(5),
+        )
+        .await
+        .expect("a success");
+        assert_eq!(sent.text().await.expect("its body"), "hello");
+    }
+
+    #[test]
+    fn page_titles() {
+        assert_eq!(page_title("<title>A</title>").as_deref(), Some("A"));
+        assert_eq!(
+            page_title("<title lang=en> x  y </title>").as_deref(),
+            Some("x y")
+        );
+        assert_eq!(page_title("<title></title>"), None);
+        assert_eq!(page_title("<html>no title"), None);
+        assert_eq!(page_title("<title>unclosed"), None);
+        assert_eq!(
+            page_title(&format!("<title>{}</title>", "é".repeat(100))).map(|t| t.chars().count()),
+            Some(80)
+        );
     }
 
     /// What nginx does with a body over `client_max_body_size`: it answers 413 once it has
