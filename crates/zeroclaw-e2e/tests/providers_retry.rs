@@ -1,9 +1,12 @@
 //! The retry policy of every provider (SPEC §19) over the real binary, on the `openai`
 //! kind against the fake OpenAI server: which failures are retried, `retry-after`,
-//! `provider_retry` updates, cancel during a wait, nothing retried once streaming began.
+//! `provider_retry` updates, cancel during a wait, nothing retried once streaming began,
+//! and a web page answered in place of a stream (every kind) failing at once.
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{Conn, Fake, TestDaemon, session_config, streamed_text, updates};
@@ -199,4 +202,58 @@ fn nothing_is_retried_after_the_first_streamed_byte() {
     assert!(retries(&msgs).is_empty(), "{msgs:?}");
     assert_eq!(fake.requests().len(), 1);
     assert_eq!(fake.server.pending(), 1);
+}
+
+/// A server that answers every request with a chat UI's page (as a web application does at
+/// any path); the requests it received are counted.
+fn web_app() -> (String, Arc<AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let served = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&served);
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            count.fetch_add(1, Ordering::SeqCst);
+            let _ = socket.set_read_timeout(Some(Duration::from_millis(200)));
+            let _ = socket.read(&mut [0u8; 65536]);
+            let page = "<html><head><title>My Chat</title></head><body></body></html>";
+            let _ = write!(
+                socket,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    (url, served)
+}
+
+/// `base_url` naming a web application instead of its API: every provider kind fails the
+/// turn at once, not retried, saying what answered.
+#[test]
+fn a_web_page_in_place_of_a_stream_fails_the_turn_at_once_naming_it() {
+    for kind in ["openai", "anthropic", "gemini", "ollama"] {
+        let (url, served) = web_app();
+        let config = format!(
+            "[providers.p]\nkind = \"{kind}\"\nbase_url = \"{url}\"\napi_key = \"k\"\n\
+             model = \"m\"\n\n[agents.default]\nprovider = \"p\"\ntools = []\n"
+        );
+        let daemon = TestDaemon::start_with(&[], |dir| {
+            std::fs::write(dir.join("config.toml"), config).expect("config");
+        });
+        let mut c = daemon.client();
+        let sid = new_session(&mut c);
+        let (msgs, resp) = c.prompt(&sid, "hello");
+        assert_eq!(resp["result"]["outcome"], "failed", "{kind}: {resp}");
+        let content = resp["result"]["content"].as_str().unwrap_or_default();
+        assert!(
+            content.contains(&format!("{url} answered with a web page (\"My Chat\")"))
+                && content.contains("is base_url the address of its API?"),
+            "{kind}: {content}"
+        );
+        assert!(retries(&msgs).is_empty(), "{kind}: not retried: {msgs:?}");
+        assert_eq!(served.load(Ordering::SeqCst), 1, "{kind}");
+    }
 }
