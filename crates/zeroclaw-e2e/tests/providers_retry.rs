@@ -1,7 +1,7 @@
 //! The retry policy of every provider (SPEC §19) over the real binary, on the `openai`
 //! kind against the fake OpenAI server: which failures are retried, `retry-after`,
 //! `provider_retry` updates, cancel during a wait, nothing retried once streaming began,
-//! and a web page answered in place of a stream (every kind) failing at once.
+//! and a redirect or a web page answered in place of a stream (every kind) failing at once.
 
 mod common;
 
@@ -204,9 +204,9 @@ fn nothing_is_retried_after_the_first_streamed_byte() {
     assert_eq!(fake.server.pending(), 1);
 }
 
-/// A server that answers every request with a chat UI's page (as a web application does at
-/// any path); the requests it received are counted.
-fn web_app() -> (String, Arc<AtomicUsize>) {
+/// A server that answers every request with `head` (status line and headers, no length)
+/// and `body`; the requests it received are counted.
+fn answering(head: String, body: &'static str) -> (String, Arc<AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
@@ -218,16 +218,36 @@ fn web_app() -> (String, Arc<AtomicUsize>) {
             count.fetch_add(1, Ordering::SeqCst);
             let _ = socket.set_read_timeout(Some(Duration::from_millis(200)));
             let _ = socket.read(&mut [0u8; 65536]);
-            let page = "<html><head><title>My Chat</title></head><body></body></html>";
             let _ = write!(
                 socket,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
-                 connection: close\r\n\r\n{page}",
-                page.len()
+                "{head}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
             );
         }
     });
     (url, served)
+}
+
+/// A chat UI's page, as a web application answers at any path.
+fn web_app() -> (String, Arc<AtomicUsize>) {
+    answering(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html".into(),
+        "<html><head><title>My Chat</title></head><body></body></html>",
+    )
+}
+
+/// A daemon whose default agent uses a provider of `kind` at `url`, and a session of it.
+fn start_kind(kind: &str, url: &str) -> (TestDaemon, Conn, String) {
+    let config = format!(
+        "[providers.p]\nkind = \"{kind}\"\nbase_url = \"{url}\"\napi_key = \"k\"\n\
+         model = \"m\"\n\n[agents.default]\nprovider = \"p\"\ntools = []\n"
+    );
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).expect("config");
+    });
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    (daemon, c, sid)
 }
 
 /// `base_url` naming a web application instead of its API: every provider kind fails the
@@ -236,15 +256,7 @@ fn web_app() -> (String, Arc<AtomicUsize>) {
 fn a_web_page_in_place_of_a_stream_fails_the_turn_at_once_naming_it() {
     for kind in ["openai", "anthropic", "gemini", "ollama"] {
         let (url, served) = web_app();
-        let config = format!(
-            "[providers.p]\nkind = \"{kind}\"\nbase_url = \"{url}\"\napi_key = \"k\"\n\
-             model = \"m\"\n\n[agents.default]\nprovider = \"p\"\ntools = []\n"
-        );
-        let daemon = TestDaemon::start_with(&[], |dir| {
-            std::fs::write(dir.join("config.toml"), config).expect("config");
-        });
-        let mut c = daemon.client();
-        let sid = new_session(&mut c);
+        let (_daemon, mut c, sid) = start_kind(kind, &url);
         let (msgs, resp) = c.prompt(&sid, "hello");
         assert_eq!(resp["result"]["outcome"], "failed", "{kind}: {resp}");
         let content = resp["result"]["content"].as_str().unwrap_or_default();
@@ -255,5 +267,30 @@ fn a_web_page_in_place_of_a_stream_fails_the_turn_at_once_naming_it() {
         );
         assert!(retries(&msgs).is_empty(), "{kind}: not retried: {msgs:?}");
         assert_eq!(served.load(Ordering::SeqCst), 1, "{kind}");
+    }
+}
+
+/// A `base_url` that redirects (as a proxy sends `http://` on to `https://` with a 308):
+/// every kind fails the turn at once naming where it points, and nothing (nor the key)
+/// is sent there.
+#[test]
+fn a_redirect_is_not_followed_and_the_turn_says_where_it_points() {
+    for kind in ["openai", "anthropic", "gemini", "ollama"] {
+        let (there, reached) = web_app();
+        let head = format!("HTTP/1.1 308 Permanent Redirect\r\nlocation: {there}/elsewhere");
+        let (url, served) = answering(head, "");
+        let (_daemon, mut c, sid) = start_kind(kind, &url);
+        let (msgs, resp) = c.prompt(&sid, "hello");
+        assert_eq!(resp["result"]["outcome"], "failed", "{kind}: {resp}");
+        let content = resp["result"]["content"].as_str().unwrap_or_default();
+        assert!(
+            content.contains(&format!(
+                "{url} answered with a redirect (308) to {there}/elsewhere: set base_url"
+            )),
+            "{kind}: {content}"
+        );
+        assert!(retries(&msgs).is_empty(), "{kind}: not retried: {msgs:?}");
+        assert_eq!(served.load(Ordering::SeqCst), 1, "{kind}");
+        assert_eq!(reached.load(Ordering::SeqCst), 0, "{kind}: nothing sent on");
     }
 }

@@ -2,7 +2,8 @@
 //! first-byte timeout, and give its bytes back when that wait ends ([`send`]); turn an
 //! HTTP error status into [`ProviderError::Http`] with the provider's own message and its
 //! `retry-after` (SPEC §19), and read an error body within a size bound (SPEC §17); and
-//! refuse a web page answered in place of a stream, naming it.
+//! refuse a redirect or a web page answered in place of a stream, naming it ([`client`]
+//! follows no redirect).
 
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -20,6 +21,18 @@ pub const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// The piece of a request body handed to the connection at a time.
 const BODY_PIECE: usize = 64 * 1024;
+
+/// The HTTP client of a provider: connecting within `connect_timeout`, and following no
+/// redirect ([`send`] refuses one, naming where it points). A redirect would either drop
+/// the request's body and method (301, 302, 303) or need the body sent twice (307, 308),
+/// and it would carry the provider's key to wherever it points.
+pub fn client(connect_timeout: Duration) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| ProviderError::Config(e.to_string()))
+}
 
 /// Sends `builder` with the JSON `body`; a response with a status under 400 is returned
 /// for its body to be streamed. `base_url` names the server in errors; `limit` bounds the
@@ -78,6 +91,18 @@ pub async fn send(
             message: error_message(&text),
             retry_after,
         });
+    }
+    if (300..400).contains(&status) {
+        let to = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|l| format!(" to {}", l.chars().take(200).collect::<String>()))
+            .unwrap_or_default();
+        return Err(ProviderError::Config(format!(
+            "{base_url} answered with a redirect ({status}){to}: set base_url to the \
+             address the API answers at (a request is not sent on)"
+        )));
     }
     if is_web_page(resp.headers()) {
         // A `base_url` naming a web application (a chat UI serves its page at any path)
@@ -252,10 +277,14 @@ mod tests {
 
     /// A server that answers every request with status 200, `content_type` and `body`.
     async fn answering(content_type: &str, body: &str) -> String {
-        let response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}");
+        answering_with(&head, body).await
+    }
+
+    /// A server that answers every request with `head` (status line and headers) and
+    /// `body`.
+    async fn answering_with(head: &str, body: &str) -> String {
+        let response = format!("{head}\r\ncontent-length: {}\r\n\r\n{body}", body.len());
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         tokio::spawn(async move {
@@ -314,6 +343,40 @@ mod tests {
         .await
         .expect("a success");
         assert_eq!(sent.text().await.expect("its body"), "hello");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_not_followed_but_named() {
+        for status in [
+            "301 Moved Permanently",
+            "307 Temporary Redirect",
+            "308 Permanent Redirect",
+        ] {
+            // Where it points answers too: a followed redirect would succeed.
+            let there = answering("text/event-stream", "data: [DONE]\n\n").await;
+            let head = format!("HTTP/1.1 {status}\r\nlocation: {there}/chat/completions");
+            let url = answering_with(&head, "").await;
+            let client = client(Duration::from_secs(5)).expect("a client");
+            let sent = send(
+                client.post(&url),
+                b"{}".to_vec(),
+                &url,
+                Duration::from_secs(5),
+            )
+            .await;
+            let code = &status[..3];
+            match sent {
+                Err(ProviderError::Config(message)) => assert_eq!(
+                    message,
+                    format!(
+                        "{url} answered with a redirect ({code}) to {there}/chat/completions: \
+                         set base_url to the address the API answers at (a request is not \
+                         sent on)"
+                    )
+                ),
+                other => panic!("{status}: expected a configuration error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

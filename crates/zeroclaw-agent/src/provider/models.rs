@@ -90,12 +90,10 @@ impl ModelCatalog {
         if let Some(e) = entry.as_ref().filter(|e| fresh(e, Instant::now())) {
             return e.1.clone();
         }
-        let client = self.client.get_or_init(|| {
-            reqwest::Client::builder()
-                .connect_timeout(FETCH_TIMEOUT)
-                .build()
-                .unwrap_or_default()
-        });
+        // Like a provider's, it follows no redirect (whose target would get the key).
+        let client = self
+            .client
+            .get_or_init(|| super::http::client(FETCH_TIMEOUT).unwrap_or_default());
         let result = fetch_api(client, api, &key.1, api_key).await;
         *entry = Some((Instant::now(), result.clone()));
         result

@@ -77,10 +77,7 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|e| ProviderError::Config(e.to_string()))?;
+        let client = http::client(config.connect_timeout)?;
         Ok(OpenAiProvider { config, client })
     }
 

@@ -71,9 +71,6 @@ impl NativeConfig {
 
     /// The HTTP client of a provider on this endpoint.
     pub fn client(&self) -> Result<reqwest::Client, ProviderError> {
-        reqwest::Client::builder()
-            .connect_timeout(self.connect_timeout)
-            .build()
-            .map_err(|e| ProviderError::Config(e.to_string()))
+        super::http::client(self.connect_timeout)
     }
 }
