@@ -294,3 +294,48 @@ fn a_redirect_is_not_followed_and_the_turn_says_where_it_points() {
         assert_eq!(reached.load(Ordering::SeqCst), 0, "{kind}: nothing sent on");
     }
 }
+
+/// SPEC §17.1, secrets are masked wherever they are read: a provider's `user:password@`
+/// and key never reach a session's watchers, neither in `provider_retry` reasons nor in
+/// the failed turn (nor its transcript), when the server quotes the key in its error or
+/// does not answer at all.
+#[test]
+fn a_failing_provider_never_shows_its_credentials_or_key() {
+    let key = "sk-TOPSECRET";
+    let quoting = answering(
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: 0\r\ncontent-type: application/json"
+            .into(),
+        r#"{"error":{"message":"overloaded; key sk-TOPSECRET is fine"}}"#,
+    )
+    .0;
+    // Bound but never accepting: the request waits for an answer until the timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_url = format!("http://{}", silent.local_addr().expect("addr"));
+    for (server, expected) in [
+        (quoting, "overloaded; key *** is fine".to_string()),
+        (
+            silent_url.clone(),
+            format!("no response from {silent_url} within 1 s"),
+        ),
+    ] {
+        let with_credentials = server.replace("http://", "http://alice:s3cret@");
+        let config = format!(
+            "[providers.p]\nkind = \"openai\"\nbase_url = \"{with_credentials}\"\n\
+             api_key = \"{key}\"\nmodel = \"m\"\ntimeout_secs = 1\n\n\
+             [agents.default]\nprovider = \"p\"\ntools = []\n"
+        );
+        let daemon = TestDaemon::start_with(&[], |dir| {
+            std::fs::write(dir.join("config.toml"), config).expect("config");
+        });
+        let mut c = daemon.client();
+        let sid = new_session(&mut c);
+        let (msgs, resp) = c.prompt(&sid, "hello");
+        assert_eq!(resp["result"]["outcome"], "failed", "{resp}");
+        let content = resp["result"]["content"].as_str().unwrap_or_default();
+        assert!(content.contains(&expected), "{content}");
+        let seen = format!("{msgs:?} {resp} {:?}", c.messages(&sid));
+        assert!(!seen.contains("s3cret"), "credentials shown: {seen}");
+        assert!(!seen.contains(key), "key shown: {seen}");
+    }
+    drop(silent);
+}

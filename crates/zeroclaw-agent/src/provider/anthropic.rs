@@ -219,13 +219,15 @@ impl Provider for AnthropicProvider {
             }
             encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
-        if let Some(key) = self.config.api_key() {
+        let key = self.config.api_key();
+        if let Some(key) = &key {
             builder = builder.header("x-api-key", key);
         }
         let resp = super::http::send(
             builder,
             body,
             &self.config.base_url,
+            key.as_deref(),
             self.config.first_byte_timeout,
         )
         .await?;

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::ProviderError;
 use super::retry::retry_after_of;
+use super::shown;
 
 /// Bytes of an HTTP error body that are read (the rest is never received).
 pub const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -35,8 +36,9 @@ pub fn client(connect_timeout: Duration) -> Result<reqwest::Client, ProviderErro
 }
 
 /// Sends `builder` with the JSON `body`; a response with a status under 400 is returned
-/// for its body to be streamed. `base_url` names the server in errors; `limit` bounds the
-/// wait for the headers and the reading of an error body.
+/// for its body to be streamed. `base_url` names the server in errors (without its
+/// credentials), which never quote `api_key`; `limit` bounds the wait for the headers and
+/// the reading of an error body.
 ///
 /// The body is held here, not by the connection: the connection is handed copies of it a
 /// piece at a time ([`BodyPieces`]). A server that stops reading keeps the connection
@@ -49,8 +51,10 @@ pub async fn send(
     builder: reqwest::RequestBuilder,
     body: Vec<u8>,
     base_url: &str,
+    api_key: Option<&str>,
     limit: Duration,
 ) -> Result<reqwest::Response, ProviderError> {
+    let base_url = shown::url(base_url);
     let body = Arc::new(body);
     let builder = builder
         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -88,7 +92,7 @@ pub async fn send(
         drop(body);
         return Err(ProviderError::Http {
             status,
-            message: error_message(&text),
+            message: shown::without_key(error_message(&text), api_key),
             retry_after,
         });
     }
@@ -97,12 +101,18 @@ pub async fn send(
             .headers()
             .get(reqwest::header::LOCATION)
             .and_then(|v| v.to_str().ok())
-            .map(|l| format!(" to {}", l.chars().take(200).collect::<String>()))
+            .map(|l| {
+                format!(
+                    " to {}",
+                    shown::url(l).chars().take(200).collect::<String>()
+                )
+            })
             .unwrap_or_default();
-        return Err(ProviderError::Config(format!(
+        let message = format!(
             "{base_url} answered with a redirect ({status}){to}: set base_url to the \
              address the API answers at (a request is not sent on)"
-        )));
+        );
+        return Err(ProviderError::Config(shown::without_key(message, api_key)));
     }
     if is_web_page(resp.headers()) {
         // A `base_url` naming a web application (a chat UI serves its page at any path)
@@ -112,10 +122,11 @@ pub async fn send(
         let title = page_title(&page)
             .map(|t| format!(" (\"{t}\")"))
             .unwrap_or_default();
-        return Err(ProviderError::Config(format!(
+        let message = format!(
             "{base_url} answered with a web page{title}, not a model's stream: \
              is base_url the address of its API?"
-        )));
+        );
+        return Err(ProviderError::Config(shown::without_key(message, api_key)));
     }
     Ok(resp)
 }
@@ -311,6 +322,7 @@ mod tests {
             reqwest::Client::new().post(&url),
             b"{}".to_vec(),
             &url,
+            None,
             Duration::from_secs(5),
         )
         .await;
@@ -338,6 +350,7 @@ mod tests {
             reqwest::Client::new().post(&url),
             b"{}".to_vec(),
             &url,
+            None,
             Duration::from_secs(5),
         )
         .await
@@ -361,6 +374,7 @@ mod tests {
                 client.post(&url),
                 b"{}".to_vec(),
                 &url,
+                None,
                 Duration::from_secs(5),
             )
             .await;
@@ -376,6 +390,41 @@ mod tests {
                 ),
                 other => panic!("{status}: expected a configuration error, got {other:?}"),
             }
+        }
+    }
+
+    #[tokio::test]
+    async fn errors_name_the_server_without_credentials_and_never_quote_the_key() {
+        let key = "sk-TOPSECRET";
+        let refusing = answering_with(
+            "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json",
+            r#"{"error":{"message":"the key sk-TOPSECRET is not valid"}}"#,
+        )
+        .await;
+        let page = answering("text/html", "<title>Log in</title>").await;
+        for server in [refusing, page] {
+            let with_credentials = server.replace("http://", "http://alice:s3cret@");
+            let sent = send(
+                reqwest::Client::new().post(&with_credentials),
+                b"{}".to_vec(),
+                &with_credentials,
+                Some(key),
+                Duration::from_secs(5),
+            )
+            .await;
+            let message = match sent {
+                Err(e) => e.to_string(),
+                Ok(r) => panic!("expected an error, got {r:?}"),
+            };
+            assert!(
+                !message.contains("s3cret") && !message.contains(key),
+                "{message}"
+            );
+            assert!(
+                message.contains("the key *** is not valid")
+                    || message.contains(&format!("{server} answered with a web page")),
+                "{message}"
+            );
         }
     }
 
@@ -444,6 +493,7 @@ mod tests {
             reqwest::Client::new().post(&url),
             vec![b'x'; 8 << 20],
             &url,
+            None,
             Duration::from_secs(5),
         )
         .await;

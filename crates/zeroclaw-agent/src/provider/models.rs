@@ -119,24 +119,6 @@ impl ModelCatalog {
     }
 }
 
-/// `url` as it may be shown: without `user:password@`.
-fn shown_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) => {
-            if !u.username().is_empty() || u.password().is_some() {
-                let _ = u.set_username("");
-                let _ = u.set_password(None);
-            }
-            u.to_string()
-        }
-        // Not a URL reqwest would send to: show only the scheme and what follows `@`.
-        Err(_) => match (url.find("://"), url.rfind('@')) {
-            (Some(s), Some(a)) if a > s => format!("{}://{}", &url[..s], &url[a + 1..]),
-            _ => url.to_string(),
-        },
-    }
-}
-
 /// One `GET {base_url}/models`: the `data[].id` of an OpenAI-style answer. An error names
 /// the URL without credentials and never quotes the key.
 pub async fn fetch(
@@ -161,7 +143,7 @@ pub async fn fetch_api(
         ModelApi::Ollama => format!("{base}/api/tags"),
         ModelApi::Gemini => format!("{base}/v1beta/models"),
     };
-    let shown = shown_url(&url);
+    let shown = super::shown::url(&url);
     let mut req = client.get(&url);
     if api == ModelApi::Anthropic {
         req = req.header("anthropic-version", super::anthropic::API_VERSION);
@@ -179,6 +161,18 @@ pub async fn fetch_api(
             .await
             .map_err(|e| format!("cannot reach {shown}: {}", e.without_url()))?;
         let status = resp.status();
+        if status.is_redirection() {
+            let to = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(|l| format!(" to {}", l.chars().take(200).collect::<String>()))
+                .unwrap_or_default();
+            return Err(format!(
+                "{shown} answered with a redirect ({}){to}, which is not followed",
+                status.as_u16()
+            ));
+        }
         let mut body = Vec::new();
         while let Some(chunk) = resp
             .chunk()
@@ -207,16 +201,8 @@ pub async fn fetch_api(
             FETCH_TIMEOUT.as_secs()
         )),
     };
-    let body = answer.map_err(|e| hide_key(e, api_key))?;
+    let body = answer.map_err(|e| super::shown::without_key(e, api_key))?;
     parse(&body).ok_or_else(|| format!("{shown}: not a model list"))
-}
-
-/// `text` with the API key masked (a provider's error may quote the key it was sent).
-fn hide_key(text: String, api_key: Option<&str>) -> String {
-    match api_key.filter(|k| !k.is_empty()) {
-        Some(k) if text.contains(k) => text.replace(k, "***"),
-        _ => text,
-    }
 }
 
 /// `{"data":[{"id":…},…]}` (or Ollama's `{"models":[{"name":…},…]}`) → the ids, in order.
@@ -243,25 +229,6 @@ fn parse(body: &[u8]) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_shown_without_credentials() {
-        assert_eq!(
-            shown_url("http://user:pw@127.0.0.1:9/v1/models"),
-            "http://127.0.0.1:9/v1/models"
-        );
-        assert_eq!(shown_url("https://tok@h/models"), "https://h/models");
-        assert_eq!(
-            shown_url("http://127.0.0.1:9/v1/models"),
-            "http://127.0.0.1:9/v1/models"
-        );
-        assert_eq!(shown_url("weird://u:p@[bad/models"), "weird://[bad/models");
-        assert_eq!(
-            hide_key("bad key sk-1 given".into(), Some("sk-1")),
-            "bad key *** given"
-        );
-        assert_eq!(hide_key("x".into(), Some("")), "x");
-    }
 
     #[tokio::test]
     async fn an_unreachable_endpoint_with_credentials_is_named_without_them() {

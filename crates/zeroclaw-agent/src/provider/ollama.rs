@@ -121,7 +121,8 @@ impl Provider for OllamaProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
         let body = encode(&request_body(&req, &self.config))?;
         let builder = self.client.post(format!("{}/api/chat", self.config.base()));
-        let builder = match self.config.api_key() {
+        let key = self.config.api_key();
+        let builder = match &key {
             Some(key) => builder.bearer_auth(key),
             None => builder,
         };
@@ -129,6 +130,7 @@ impl Provider for OllamaProvider {
             builder,
             body,
             &self.config.base_url,
+            key.as_deref(),
             self.config.first_byte_timeout,
         )
         .await?;

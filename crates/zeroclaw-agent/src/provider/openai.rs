@@ -109,13 +109,15 @@ impl Provider for OpenAiProvider {
             .client
             .post(self.endpoint())
             .header("accept", "text/event-stream");
-        if let Some(key) = self.api_key() {
+        let key = self.api_key();
+        if let Some(key) = &key {
             builder = builder.bearer_auth(key);
         }
         let resp = http::send(
             builder,
             body,
             &self.config.base_url,
+            key.as_deref(),
             self.config.first_byte_timeout,
         )
         .await?;
