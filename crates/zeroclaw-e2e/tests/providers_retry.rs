@@ -297,8 +297,8 @@ fn a_redirect_is_not_followed_and_the_turn_says_where_it_points() {
 
 /// SPEC §17.1, secrets are masked wherever they are read: a provider's `user:password@`
 /// and key never reach a session's watchers, neither in `provider_retry` reasons nor in
-/// the failed turn (nor its transcript), when the server quotes the key in its error or
-/// does not answer at all.
+/// the failed turn (nor its transcript), when the server quotes the key in its error (an
+/// HTTP error, or an error event in the stream) or does not answer at all.
 #[test]
 fn a_failing_provider_never_shows_its_credentials_or_key() {
     let key = "sk-TOPSECRET";
@@ -338,4 +338,32 @@ fn a_failing_provider_never_shows_its_credentials_or_key() {
         assert!(!seen.contains(key), "key shown: {seen}");
     }
     drop(silent);
+
+    // An error event inside the stream, quoting the key.
+    let fake = Fake::start();
+    fake.push(Scripted::raw([
+        r#"{"error":{"message":"key sk-TOPSECRET was revoked"}}"#,
+    ]));
+    let config = session_config(&fake.server.base_url(), "").replace(
+        "model = \"m\"",
+        &format!("model = \"m\"\napi_key = \"{key}\""),
+    );
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).expect("config");
+    });
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let (msgs, resp) = c.prompt(&sid, "hello");
+    assert_eq!(
+        resp["result"]["content"],
+        "provider error: key *** was revoked"
+    );
+    let seen = format!("{msgs:?} {resp} {:?}", c.messages(&sid));
+    assert!(!seen.contains(key), "key shown: {seen}");
+    let sent = fake.server.recorded();
+    assert_eq!(
+        sent.last().and_then(|r| r.header("authorization")),
+        Some(format!("Bearer {key}").as_str()),
+        "the key itself was sent"
+    );
 }

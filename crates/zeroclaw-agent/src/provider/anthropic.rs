@@ -235,12 +235,8 @@ impl Provider for AnthropicProvider {
             kept: Arc::clone(&self.kept),
             ..Messages::default()
         };
-        Ok(body::events(
-            resp,
-            Framing::Sse,
-            self.config.idle_timeout,
-            parser,
-        ))
+        let events = body::events(resp, Framing::Sse, self.config.idle_timeout, parser);
+        Ok(super::shown::events_without_key(events, key))
     }
 
     fn kind(&self) -> &'static str {

@@ -214,12 +214,8 @@ impl Provider for GeminiProvider {
             calls: Arc::clone(&self.calls),
             ..Responses::default()
         };
-        Ok(body::events(
-            resp,
-            Framing::Sse,
-            self.config.idle_timeout,
-            parser,
-        ))
+        let events = body::events(resp, Framing::Sse, self.config.idle_timeout, parser);
+        Ok(super::shown::events_without_key(events, key))
     }
 
     fn kind(&self) -> &'static str {

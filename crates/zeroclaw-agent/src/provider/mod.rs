@@ -118,6 +118,28 @@ pub enum ProviderError {
     Config(String),
 }
 
+impl ProviderError {
+    /// The same error with `f` applied to its text (its message, or what it carries).
+    pub(crate) fn map_text(self, f: impl FnOnce(String) -> String) -> ProviderError {
+        match self {
+            ProviderError::Http {
+                status,
+                message,
+                retry_after,
+            } => ProviderError::Http {
+                status,
+                message: f(message),
+                retry_after,
+            },
+            ProviderError::Request(t) => ProviderError::Request(f(t)),
+            ProviderError::Timeout(t) => ProviderError::Timeout(f(t)),
+            ProviderError::Stream(t) => ProviderError::Stream(f(t)),
+            ProviderError::Api(t) => ProviderError::Api(f(t)),
+            ProviderError::Config(t) => ProviderError::Config(f(t)),
+        }
+    }
+}
+
 pub type ProviderStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderError>> + Send>>;
 
 #[async_trait]

@@ -134,12 +134,9 @@ impl Provider for OllamaProvider {
             self.config.first_byte_timeout,
         )
         .await?;
-        Ok(body::events(
-            resp,
-            Framing::Ndjson,
-            self.config.idle_timeout,
-            Lines::default(),
-        ))
+        let idle = self.config.idle_timeout;
+        let events = body::events(resp, Framing::Ndjson, idle, Lines::default());
+        Ok(super::shown::events_without_key(events, key))
     }
 
     fn kind(&self) -> &'static str {

@@ -121,10 +121,8 @@ impl Provider for OpenAiProvider {
             self.config.first_byte_timeout,
         )
         .await?;
-        Ok(sse_to_events(
-            Box::pin(resp.bytes_stream()),
-            self.config.idle_timeout,
-        ))
+        let events = sse_to_events(Box::pin(resp.bytes_stream()), self.config.idle_timeout);
+        Ok(super::shown::events_without_key(events, key))
     }
 
     fn kind(&self) -> &'static str {

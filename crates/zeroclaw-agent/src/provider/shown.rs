@@ -3,6 +3,10 @@
 //! with its key masked. A turn's failure and its `provider_retry` reasons go to every
 //! watcher of the session, who need not be allowed to read the configuration.
 
+use futures_util::StreamExt;
+
+use super::ProviderStream;
+
 /// `url` as it may be shown: as given, without the `user:password@` part of its
 /// authority (what lies between `://` and the path).
 pub fn url(url: &str) -> String {
@@ -22,6 +26,17 @@ pub fn without_key(text: String, api_key: Option<&str>) -> String {
     match api_key.filter(|k| !k.is_empty()) {
         Some(k) if text.contains(k) => text.replace(k, "***"),
         _ => text,
+    }
+}
+
+/// `events` with the key masked in any error among them (an error event of the stream
+/// may quote it too).
+pub fn events_without_key(events: ProviderStream, api_key: Option<String>) -> ProviderStream {
+    match api_key.filter(|k| !k.is_empty()) {
+        None => events,
+        Some(key) => Box::pin(
+            events.map(move |item| item.map_err(|e| e.map_text(|t| without_key(t, Some(&key))))),
+        ),
     }
 }
 
@@ -47,6 +62,25 @@ mod tests {
         );
         assert_eq!(url("http://u@x:p@h/v1"), "http://h/v1");
         assert_eq!(url("not a url @ all"), "not a url @ all");
+    }
+
+    #[tokio::test]
+    async fn errors_among_events_have_the_key_masked() {
+        use super::super::{ProviderError, ProviderEvent};
+        let events: ProviderStream = Box::pin(futures_util::stream::iter([
+            Ok(ProviderEvent::TextDelta("sk-1 is text, kept".into())),
+            Err(ProviderError::Api("key sk-1 revoked".into())),
+        ]));
+        let seen: Vec<_> = events_without_key(events, Some("sk-1".into()))
+            .collect()
+            .await;
+        assert_eq!(
+            seen,
+            [
+                Ok(ProviderEvent::TextDelta("sk-1 is text, kept".into())),
+                Err(ProviderError::Api("key *** revoked".into())),
+            ]
+        );
     }
 
     #[test]
