@@ -448,3 +448,29 @@ fn session_servers_are_for_admins_and_a_slow_server_never_delays_session_new() {
     assert_eq!(code(&e), -32003, "{e}");
     drop(pidfile);
 }
+
+/// SPEC §17.1, secrets are masked wherever they are read: a server that fails saying its
+/// token (on stderr) fails in `session/status` with the token masked, and with what it
+/// said (read before the error is made, though the process was quicker).
+#[test]
+fn a_failed_servers_error_never_shows_its_env_values() {
+    let fake = Fake::start();
+    let server = r#"[agents.default.mcp_servers.gh]
+command = "/bin/sh"
+args = ["-c", "echo \"token $GH_TOKEN refused (GH_TOKEN=$GH_TOKEN)\" >&2; exit 3"]
+env = { GH_TOKEN = "ghp_TOPSECRET", DEBUG = "1" }
+"#;
+    let config = session_config(&fake.server.base_url(), server);
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).expect("config");
+    });
+    let mut c = daemon.client();
+    let sid = new_session(&mut c);
+    let failed = wait_server(&mut c, &sid, "failed");
+    let error = failed["error"].as_str().unwrap_or_default();
+    assert!(!error.contains("ghp_TOPSECRET"), "{error}");
+    assert!(
+        error.contains("token *** refused (GH_TOKEN=***)"),
+        "{error}"
+    );
+}

@@ -51,6 +51,9 @@ struct Inner {
 
 pub(super) struct Slot {
     pub name: String,
+    /// The values of the server's `env`, masked in its error (SPEC §17.1: they are
+    /// secrets wherever read, and a server may well print its token as it fails).
+    secrets: Vec<String>,
     inner: Mutex<Inner>,
     stop: CancellationToken,
     /// Cancelled once the server is gone (failed, exited or stopped): calls in flight end.
@@ -61,6 +64,7 @@ impl Slot {
     pub fn spawn(config: McpServerConfig, ready_timeout: Duration) -> Arc<Slot> {
         let slot = Arc::new(Slot {
             name: config.name.clone(),
+            secrets: secrets_of(&config),
             inner: Mutex::new(Inner {
                 state: State::Starting,
                 error: None,
@@ -117,6 +121,7 @@ impl Slot {
         } else {
             format!("{error} (stderr: {})", inner.stderr_tail)
         };
+        let error = masked(error, &self.secrets);
         tracing::warn!(server = %self.name, "MCP server failed: {error}");
         inner.state = State::Failed;
         inner.error = Some(error);
@@ -280,6 +285,36 @@ fn tool_of(server: &str, t: &rmcp::model::Tool) -> McpTool {
     }
 }
 
+/// How long a server that failed to start is given to finish writing to stderr.
+const LAST_WORDS: Duration = Duration::from_millis(200);
+
+/// Env values shorter than this are not masked in an error: they would mask ordinary
+/// words and numbers of it (`DEBUG = "1"`), and hold little of a secret.
+const MIN_MASKED: usize = 4;
+
+/// The `env` values of `config` that its error masks, longest first (so a value that
+/// contains another is masked whole).
+fn secrets_of(config: &McpServerConfig) -> Vec<String> {
+    let mut secrets: Vec<String> = config
+        .env
+        .iter()
+        .map(|(_, v)| v.clone())
+        .filter(|v| v.len() >= MIN_MASKED)
+        .collect();
+    secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    secrets
+}
+
+/// `text` with each of `secrets` replaced by `***`.
+fn masked(mut text: String, secrets: &[String]) -> String {
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), "***");
+        }
+    }
+    text
+}
+
 /// Keeps the last stderr line of the server (for error messages) until it closes.
 async fn read_stderr(slot: Arc<Slot>, stderr: tokio::process::ChildStderr) {
     let mut lines = BufReader::new(stderr).lines();
@@ -354,9 +389,7 @@ async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) 
         // Stopped while spawning: `stop` saw no group yet.
         return slot.stop();
     }
-    if let Some(stderr) = stderr {
-        tokio::spawn(read_stderr(Arc::clone(&slot), stderr));
-    }
+    let stderr_read = stderr.map(|stderr| tokio::spawn(read_stderr(Arc::clone(&slot), stderr)));
     let start = async {
         let service = ().serve(process).await.map_err(|e| e.to_string())?;
         let tools = service
@@ -379,6 +412,12 @@ async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) 
             return slot.kill_only();
         }
         Ok(Err(e)) => {
+            // The server most likely exited, saying why on stderr: its last line is read
+            // (within a moment: a helper it started may hold the pipe open) to go with
+            // the error.
+            if let Some(read) = stderr_read {
+                let _ = tokio::time::timeout(LAST_WORDS, read).await;
+            }
             slot.fail(format!("start failed: {e}"));
             return slot.kill_only();
         }
@@ -483,6 +522,28 @@ mod tests {
             t.ends_with("[output truncated: 10 more bytes]"),
             "{}",
             &t[t.len() - 50..]
+        );
+    }
+
+    #[test]
+    fn env_values_are_masked_longest_first_and_short_ones_kept() {
+        let config = McpServerConfig {
+            name: "gh".into(),
+            command: "gh-mcp".into(),
+            args: Vec::new(),
+            env: vec![
+                ("SHORT".into(), "1".into()),
+                ("PART".into(), "ghp_".into()),
+                ("TOKEN".into(), "ghp_TOPSECRET".into()),
+            ],
+            cwd: None,
+            sandbox: None,
+        };
+        let secrets = secrets_of(&config);
+        assert_eq!(secrets, ["ghp_TOPSECRET", "ghp_"]);
+        assert_eq!(
+            masked("exit 1: token ghp_TOPSECRET and ghp_x".into(), &secrets),
+            "exit 1: token *** and ***x"
         );
     }
 }
