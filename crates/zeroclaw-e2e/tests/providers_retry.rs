@@ -367,3 +367,22 @@ fn a_failing_provider_never_shows_its_credentials_or_key() {
         "the key itself was sent"
     );
 }
+
+/// A gateway that answers a streamed request with a JSON error and status 200: every kind
+/// fails the turn with the gateway's message (not "stream ended unexpectedly").
+#[test]
+fn a_json_error_answered_with_200_fails_the_turn_with_its_message() {
+    for kind in ["openai", "anthropic", "gemini", "ollama"] {
+        let (url, _) = answering(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json".into(),
+            r#"{"error":{"message":"quota exceeded for this month","type":"quota"}}"#,
+        );
+        let (_daemon, mut c, sid) = start_kind(kind, &url);
+        let (_, resp) = c.prompt(&sid, "hello");
+        assert_eq!(resp["result"]["outcome"], "failed", "{kind}: {resp}");
+        assert_eq!(
+            resp["result"]["content"], "provider error: quota exceeded for this month",
+            "{kind}"
+        );
+    }
+}

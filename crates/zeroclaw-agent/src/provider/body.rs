@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use futures_util::{Stream, StreamExt, stream};
 
+use super::body_start::BodyStart;
 use super::sse::SseDecoder;
 use super::{ProviderError, ProviderEvent, ProviderStream};
 
@@ -93,6 +94,7 @@ struct State<P> {
     pending: Out,
     parser: P,
     finished: bool,
+    start: BodyStart,
 }
 
 /// The events of `resp`'s body as `parser` reads them.
@@ -118,6 +120,7 @@ pub fn events<P: Payloads>(
         pending: VecDeque::new(),
         parser,
         finished: false,
+        start: BodyStart::default(),
     };
     Box::pin(stream::unfold(state, |mut st| async move {
         loop {
@@ -128,6 +131,7 @@ pub fn events<P: Payloads>(
                 return None;
             }
             if let Some(data) = st.ready.pop_front() {
+                st.start.event();
                 let data = data.trim();
                 if !data.is_empty() && st.parser.payload(data, &mut st.pending) {
                     st.finished = true;
@@ -138,7 +142,8 @@ pub fn events<P: Payloads>(
                 if st.parser.end_of_body(&mut st.pending) {
                     st.finished = true;
                 } else {
-                    st.fail(ProviderError::Stream("stream ended unexpectedly".into()));
+                    let e = st.start.ended_early();
+                    st.fail(e);
                 }
                 continue;
             }
@@ -156,6 +161,7 @@ pub fn events<P: Payloads>(
                 }
                 Ok(Some(Err(e))) => st.fail(ProviderError::Stream(e.to_string())),
                 Ok(Some(Ok(piece))) => {
+                    st.start.piece(&piece);
                     let fed = match &mut st.decoder {
                         Decoder::Sse(d) => d.feed(&piece, &mut st.ready).map_err(|e| e.to_string()),
                         Decoder::Lines(d) => d.feed(&piece, &mut st.ready),

@@ -28,6 +28,7 @@ use crate::message::{ChatMessage, ToolCallRequest};
 
 pub mod anthropic;
 pub mod body;
+mod body_start;
 pub mod echo;
 pub mod gemini;
 mod http;

@@ -11,7 +11,8 @@
 //! Stream: one JSON object per line. `message.content` → text, `message.thinking` →
 //! thought, `message.tool_calls` → tool calls (Ollama sends each whole, without an id: the
 //! turn gives it one), the last line has `done: true` with `prompt_eval_count` and
-//! `eval_count` (usage). A line `{"error": "…"}` fails the turn with that message.
+//! `eval_count` (usage). A line `{"error": "…"}` (or `{"error": {"message": "…"}}`, as a
+//! gateway before Ollama may send) fails the turn with that message.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -160,8 +161,10 @@ impl Payloads for Lines {
             }
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            // A string as Ollama sends it; an OpenAI-style object from a gateway before it.
             let msg = err
                 .as_str()
+                .or_else(|| err.get("message").and_then(Value::as_str))
                 .map(str::to_string)
                 .unwrap_or_else(|| err.to_string());
             out.push_back(Err(ProviderError::Api(msg)));
@@ -259,6 +262,13 @@ mod tests {
         assert_eq!(
             Vec::from(out),
             vec![Err(ProviderError::Api("model 'x' not found".into()))]
+        );
+        let mut out = Out::new();
+        let gateway = r#"{"error":{"message":"quota exceeded","type":"quota"}}"#;
+        assert!(Lines::default().payload(gateway, &mut out));
+        assert_eq!(
+            Vec::from(out),
+            vec![Err(ProviderError::Api("quota exceeded".into()))]
         );
     }
 

@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use futures_util::{Stream, StreamExt, stream};
 use serde_json::Value;
 
+use super::body_start::BodyStart;
 use super::http;
 use super::openai_chunk::Chunk;
 use super::openai_request::request_body;
@@ -153,6 +154,7 @@ struct SseState {
     arguments: usize,
     saw_finish: bool,
     finished: bool,
+    start: BodyStart,
 }
 
 impl SseState {
@@ -294,6 +296,7 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
         arguments: 0,
         saw_finish: false,
         finished: false,
+        start: BodyStart::default(),
     };
     Box::pin(stream::unfold(state, |mut st| async move {
         loop {
@@ -304,6 +307,7 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
                 return None;
             }
             if let Some(data) = st.ready.pop_front() {
+                st.start.event();
                 let data = data.trim();
                 if data == "[DONE]" {
                     st.on_end();
@@ -316,9 +320,8 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
                 if st.saw_finish {
                     st.on_end();
                 } else {
-                    st.fail(ProviderError::Stream(
-                        "stream ended unexpectedly".to_string(),
-                    ));
+                    let e = st.start.ended_early();
+                    st.fail(e);
                 }
                 continue;
             }
@@ -333,6 +336,7 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
                 }
                 Ok(Some(Err(e))) => st.fail(ProviderError::Stream(e.to_string())),
                 Ok(Some(Ok(piece))) => {
+                    st.start.piece(&piece);
                     if let Err(e) = st.decoder.feed(&piece, &mut st.ready) {
                         st.fail(ProviderError::Stream(e.to_string()));
                     }
