@@ -166,7 +166,10 @@ pub async fn fetch_api(
                 .headers()
                 .get(reqwest::header::LOCATION)
                 .and_then(|v| v.to_str().ok())
-                .map(|l| format!(" to {}", l.chars().take(200).collect::<String>()))
+                .map(|l| {
+                    let l = super::shown::url(l);
+                    format!(" to {}", l.chars().take(200).collect::<String>())
+                })
                 .unwrap_or_default();
             return Err(format!(
                 "{shown} answered with a redirect ({}){to}, which is not followed",
