@@ -255,6 +255,43 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_redirect_is_named_without_credentials_and_not_followed() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            // Answers once: a followed redirect would find nothing there.
+            if let Ok((mut socket, _)) = listener.accept().await {
+                let _ = socket.read(&mut [0u8; 4096]).await;
+                let _ = socket
+                    .write_all(
+                        b"HTTP/1.1 308 Permanent Redirect\r\n\
+                          location: https://bob:pw@elsewhere.example/v1/models\r\n\
+                          content-length: 0\r\n\r\n",
+                    )
+                    .await;
+            }
+        });
+        let client = super::super::http::client(FETCH_TIMEOUT).expect("a client");
+        let e = fetch(
+            &client,
+            &format!("http://user:hunter2@{addr}/v1"),
+            Some("k"),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "http://{addr}/v1/models answered with a redirect (308) to \
+                 https://elsewhere.example/v1/models, which is not followed"
+            )
+        );
+    }
+
     #[test]
     fn parses_openai_lists() {
         assert_eq!(
