@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::types::{McpServerConfig, McpServerStatus, McpTool, SEPARATOR};
 use crate::provider::ToolSchema;
+use crate::provider::shown;
 use crate::sandbox::{self, Scratch};
 
 /// Tool output kept for the model, in bytes.
@@ -62,9 +63,16 @@ pub(super) struct Slot {
 
 impl Slot {
     pub fn spawn(config: McpServerConfig, ready_timeout: Duration) -> Arc<Slot> {
-        let slot = Arc::new(Slot {
+        let slot = Slot::starting(&config);
+        tokio::spawn(run(Arc::clone(&slot), config, ready_timeout));
+        slot
+    }
+
+    /// The slot of a server about to be started.
+    fn starting(config: &McpServerConfig) -> Arc<Slot> {
+        Arc::new(Slot {
             name: config.name.clone(),
-            secrets: secrets_of(&config),
+            secrets: config.env.iter().map(|(_, v)| v.clone()).collect(),
             inner: Mutex::new(Inner {
                 state: State::Starting,
                 error: None,
@@ -75,9 +83,7 @@ impl Slot {
             }),
             stop: CancellationToken::new(),
             gone: CancellationToken::new(),
-        });
-        tokio::spawn(run(Arc::clone(&slot), config, ready_timeout));
-        slot
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -121,7 +127,7 @@ impl Slot {
         } else {
             format!("{error} (stderr: {})", inner.stderr_tail)
         };
-        let error = masked(error, &self.secrets);
+        let error = shown::without_secrets(error, self.secrets.iter().map(String::as_str));
         tracing::warn!(server = %self.name, "MCP server failed: {error}");
         inner.state = State::Failed;
         inner.error = Some(error);
@@ -287,33 +293,6 @@ fn tool_of(server: &str, t: &rmcp::model::Tool) -> McpTool {
 
 /// How long a server that failed to start is given to finish writing to stderr.
 const LAST_WORDS: Duration = Duration::from_millis(200);
-
-/// Env values shorter than this are not masked in an error: they would mask ordinary
-/// words and numbers of it (`DEBUG = "1"`), and hold little of a secret.
-const MIN_MASKED: usize = 4;
-
-/// The `env` values of `config` that its error masks, longest first (so a value that
-/// contains another is masked whole).
-fn secrets_of(config: &McpServerConfig) -> Vec<String> {
-    let mut secrets: Vec<String> = config
-        .env
-        .iter()
-        .map(|(_, v)| v.clone())
-        .filter(|v| v.len() >= MIN_MASKED)
-        .collect();
-    secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
-    secrets
-}
-
-/// `text` with each of `secrets` replaced by `***`.
-fn masked(mut text: String, secrets: &[String]) -> String {
-    for secret in secrets {
-        if text.contains(secret.as_str()) {
-            text = text.replace(secret.as_str(), "***");
-        }
-    }
-    text
-}
 
 /// Keeps the last stderr line of the server (for error messages) until it closes.
 async fn read_stderr(slot: Arc<Slot>, stderr: tokio::process::ChildStderr) {
@@ -526,24 +505,23 @@ mod tests {
     }
 
     #[test]
-    fn env_values_are_masked_longest_first_and_short_ones_kept() {
+    fn env_values_are_masked_in_the_error() {
         let config = McpServerConfig {
             name: "gh".into(),
             command: "gh-mcp".into(),
             args: Vec::new(),
             env: vec![
                 ("SHORT".into(), "1".into()),
-                ("PART".into(), "ghp_".into()),
                 ("TOKEN".into(), "ghp_TOPSECRET".into()),
             ],
             cwd: None,
             sandbox: None,
         };
-        let secrets = secrets_of(&config);
-        assert_eq!(secrets, ["ghp_TOPSECRET", "ghp_"]);
+        let slot = Slot::starting(&config);
+        slot.fail("exit 1: token ghp_TOPSECRET refused".into());
         assert_eq!(
-            masked("exit 1: token ghp_TOPSECRET and ghp_x".into(), &secrets),
-            "exit 1: token *** and ***x"
+            slot.status().error.as_deref(),
+            Some("exit 1: token *** refused")
         );
     }
 }

@@ -40,7 +40,7 @@ mod openai_request;
 mod request_json;
 pub mod retry;
 pub mod settings;
-mod shown;
+pub(crate) mod shown;
 pub mod sse;
 
 pub use anthropic::AnthropicProvider;

@@ -1,6 +1,6 @@
-//! What of a provider's settings an error may show (SPEC §17.1: secrets are masked
-//! wherever they are read): its URL without the `user:password@` part, and any text
-//! with its key masked. A turn's failure and its `provider_retry` reasons go to every
+//! What of a provider's (or an MCP server's) settings an error may show (SPEC §17.1:
+//! secrets are masked wherever they are read): its URL without the `user:password@` part,
+//! and any text with its key (or `env` values) masked. A turn's failure and its `provider_retry` reasons go to every
 //! watcher of the session, who need not be allowed to read the configuration.
 
 use futures_util::StreamExt;
@@ -21,18 +21,35 @@ pub fn url(url: &str) -> String {
     }
 }
 
+/// Secrets shorter than this are not masked in a text: they would mask its ordinary
+/// words and numbers (an MCP server's `DEBUG = "1"`), and hold little of a secret.
+pub const MIN_MASKED: usize = 4;
+
+/// `text` with each of `secrets` (of at least [`MIN_MASKED`] bytes) replaced by `***`,
+/// longer ones first, so that a secret containing another is masked whole.
+pub fn without_secrets<'a>(text: String, secrets: impl IntoIterator<Item = &'a str>) -> String {
+    let mut secrets: Vec<&str> = secrets
+        .into_iter()
+        .filter(|s| s.len() >= MIN_MASKED)
+        .collect();
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets
+        .into_iter()
+        .fold(text, |text, secret| match text.contains(secret) {
+            true => text.replace(secret, "***"),
+            false => text,
+        })
+}
+
 /// `text` with the API key masked (a server's error may quote the key it was sent).
 pub fn without_key(text: String, api_key: Option<&str>) -> String {
-    match api_key.filter(|k| !k.is_empty()) {
-        Some(k) if text.contains(k) => text.replace(k, "***"),
-        _ => text,
-    }
+    without_secrets(text, api_key)
 }
 
 /// `events` with the key masked in any error among them (an error event of the stream
 /// may quote it too).
 pub fn events_without_key(events: ProviderStream, api_key: Option<String>) -> ProviderStream {
-    match api_key.filter(|k| !k.is_empty()) {
+    match api_key.filter(|k| k.len() >= MIN_MASKED) {
         None => events,
         Some(key) => Box::pin(
             events.map(move |item| item.map_err(|e| e.map_text(|t| without_key(t, Some(&key))))),
@@ -90,6 +107,18 @@ mod tests {
             "bad key *** given, ***"
         );
         assert_eq!(without_key("x".into(), Some("")), "x");
+        assert_eq!(
+            without_key("a key: k".into(), Some("k")),
+            "a key: k",
+            "too short"
+        );
+        assert_eq!(
+            without_secrets(
+                "ghp_TOPSECRET, ghp_x, 1".into(),
+                ["1", "ghp_", "ghp_TOPSECRET"]
+            ),
+            "***, ***x, 1"
+        );
         assert_eq!(without_key("x".into(), None), "x");
     }
 }
