@@ -46,10 +46,13 @@ impl FakeProvider {
         self.fake.as_ref().expect("present until dropped")
     }
 
-    /// A daemon config whose agent `default` streams from this server.
+    /// A daemon config whose agent `default` streams from this server, with a key as a
+    /// user's provider has one (the stream is then wrapped to mask it in errors: a step
+    /// more per event).
     pub(crate) fn config(&self) -> String {
         format!(
-            "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\n\
+            "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
+             api_key = \"sk-load-test-key\"\n\n\
              [agents.default]\nprovider = \"fake\"\ntools = []\n",
             self.fake().base_url()
         )
