@@ -1,7 +1,9 @@
 //! What of a provider's (or an MCP server's) settings an error may show (SPEC §17.1:
 //! secrets are masked wherever they are read): its URL without the `user:password@` part,
-//! and any text with its key (or `env` values) masked. A turn's failure and its `provider_retry` reasons go to every
-//! watcher of the session, who need not be allowed to read the configuration.
+//! and any text with its key (or `env` values) masked. A turn's failure and its
+//! `provider_retry` reasons go to every watcher of the session, and an MCP server's error
+//! to whoever reads the session's status: none of them need be allowed to read the
+//! configuration.
 
 use futures_util::StreamExt;
 
