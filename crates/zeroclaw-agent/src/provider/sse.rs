@@ -2,7 +2,8 @@
 //! completion): body pieces in, each event's `data` out. Only `data:` fields matter here;
 //! comments and other fields are skipped. Each byte is looked at once, and the event being
 //! received may not exceed a size limit (SPEC §17: one event over 8 MiB fails the turn),
-//! so neither memory nor time grows faster than the body.
+//! so neither memory nor time grows faster than the body. A byte order mark at the start of
+//! the body is skipped, as the event-stream format says.
 
 use std::collections::VecDeque;
 
@@ -26,7 +27,12 @@ pub struct SseDecoder {
     has_data: bool,
     /// The last byte was `\r`: a `\n` right after it ends nothing more.
     after_cr: bool,
+    /// No line has ended yet: the one being received may start with a byte order mark.
+    first_line: bool,
 }
+
+/// U+FEFF in UTF-8, which a body may start with.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseDecoder {
     pub fn new(max_event: usize) -> SseDecoder {
@@ -36,6 +42,7 @@ impl SseDecoder {
             data: Vec::new(),
             has_data: false,
             after_cr: false,
+            first_line: true,
         }
     }
 
@@ -88,7 +95,10 @@ impl SseDecoder {
     }
 
     fn end_line(&mut self, out: &mut VecDeque<String>) {
-        let line = std::mem::take(&mut self.line);
+        let mut line = std::mem::take(&mut self.line);
+        if std::mem::take(&mut self.first_line) && line.starts_with(BYTE_ORDER_MARK) {
+            line.drain(..BYTE_ORDER_MARK.len());
+        }
         if line.is_empty() {
             if self.has_data {
                 out.push_back(String::from_utf8_lossy(&self.data).into_owned());
@@ -144,6 +154,17 @@ mod tests {
         );
         assert_eq!(decode(&[b"data: x\ndata: y\n\nevent: e\n\n"]), vec!["x\ny"]);
         assert_eq!(decode(&[b"data: one\r", b"\r"]), vec!["one"]);
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_skipped() {
+        assert_eq!(decode(&[b"\xEF\xBB\xBFdata: a\n\n"]), vec!["a"]);
+        assert_eq!(
+            decode(&[b"\xEF", b"\xBB", b"\xBFdata: a\n\ndata: b\n\n"]),
+            vec!["a", "b"]
+        );
+        // Only at the start of the body: later it is part of a field's name.
+        assert_eq!(decode(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]), vec!["a"]);
     }
 
     #[test]
