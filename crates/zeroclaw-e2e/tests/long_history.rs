@@ -32,6 +32,17 @@ fn proc_bytes(pid: u32, field: &str) -> usize {
         * 1024
 }
 
+/// The daemon's RSS is back within 2 MiB of `before`: `what` was given back.
+fn assert_given_back(pid: u32, before: usize, what: &str) {
+    let after = proc_bytes(pid, "VmRSS:");
+    assert!(
+        after < before + 2 * MIB,
+        "{what}: not given back, RSS {:.1} MiB before, {:.1} after",
+        before as f64 / MIB as f64,
+        after as f64 / MIB as f64
+    );
+}
+
 /// The 8 MiB first answer, in 64 KiB pieces.
 fn long_answer() -> Vec<String> {
     (0..CHUNKS)
@@ -244,13 +255,7 @@ fn a_provider_that_never_reads_a_long_history_fails_the_turn_in_time_and_loses_n
         "failed after {took:?} (timeout 2 s)"
     );
     assert!(fake.server.held_unread() >= 1, "the daemon did connect");
-    let after = proc_bytes(pid, "VmRSS:");
-    assert!(
-        after < before + 2 * MIB,
-        "the unsent request is given back: RSS {:.1} MiB before, {:.1} after",
-        before as f64 / MIB as f64,
-        after as f64 / MIB as f64
-    );
+    assert_given_back(pid, before, "the unsent request");
 
     fake.server.set_deaf(false);
     fake.push(Scripted::chunks(["short"], Duration::ZERO));
@@ -356,13 +361,7 @@ fn a_second_client_cancels_a_long_history_stuck_in_a_provider_that_never_reads()
         assert_eq!(answer["result"]["outcome"], "cancelled", "{answer}");
         assert!(took < Duration::from_secs(3), "cancelled after {took:?}");
     }
-    let after = proc_bytes(pid, "VmRSS:");
-    assert!(
-        after < before + 2 * MIB,
-        "the unsent requests are given back: RSS {:.1} MiB before, {:.1} after",
-        before as f64 / MIB as f64,
-        after as f64 / MIB as f64
-    );
+    assert_given_back(pid, before, "the unsent requests");
 
     fake.server.set_deaf(false);
     fake.push(Scripted::chunks(["short"], Duration::ZERO));

@@ -57,6 +57,22 @@ fn error_message_extraction() {
     assert_eq!(error_message(""), "(empty body)");
 }
 
+/// `send` of an empty JSON object to `url` (given as the base URL too), with a 5 s limit.
+async fn post_empty(
+    builder: reqwest::RequestBuilder,
+    url: &str,
+    api_key: Option<&str>,
+) -> Result<reqwest::Response, ProviderError> {
+    send(
+        builder,
+        b"{}".to_vec(),
+        url,
+        api_key,
+        Duration::from_secs(5),
+    )
+    .await
+}
+
 /// A server that answers every request with status 200, `content_type` and `body`.
 async fn answering(content_type: &str, body: &str) -> String {
     let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}");
@@ -89,14 +105,7 @@ async fn a_web_page_is_a_configuration_error_naming_the_page() {
         "<!doctype html><html><head><TITLE>\n  Chat  UI\n</TITLE></head></html>\n",
     )
     .await;
-    let sent = send(
-        reqwest::Client::new().post(&url),
-        b"{}".to_vec(),
-        &url,
-        None,
-        Duration::from_secs(5),
-    )
-    .await;
+    let sent = post_empty(reqwest::Client::new().post(&url), &url, None).await;
     match sent {
         Err(ProviderError::Config(message)) => assert_eq!(
             message,
@@ -117,15 +126,9 @@ async fn a_web_page_is_a_configuration_error_naming_the_page() {
 #[tokio::test]
 async fn a_stream_of_another_type_is_read_as_a_stream() {
     let url = answering("text/plain", "hello").await;
-    let sent = send(
-        reqwest::Client::new().post(&url),
-        b"{}".to_vec(),
-        &url,
-        None,
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("a success");
+    let sent = post_empty(reqwest::Client::new().post(&url), &url, None)
+        .await
+        .expect("a success");
     assert_eq!(sent.text().await.expect("its body"), "hello");
 }
 
@@ -141,14 +144,7 @@ async fn a_redirect_is_not_followed_but_named() {
         let head = format!("HTTP/1.1 {status}\r\nlocation: {there}/chat/completions");
         let url = answering_with(&head, "").await;
         let client = client(Duration::from_secs(5)).expect("a client");
-        let sent = send(
-            client.post(&url),
-            b"{}".to_vec(),
-            &url,
-            None,
-            Duration::from_secs(5),
-        )
-        .await;
+        let sent = post_empty(client.post(&url), &url, None).await;
         let code = &status[..3];
         match sent {
             Err(ProviderError::Config(message)) => assert_eq!(
@@ -175,12 +171,10 @@ async fn errors_name_the_server_without_credentials_and_never_quote_the_key() {
     let page = answering("text/html", "<title>Log in</title>").await;
     for server in [refusing, page] {
         let with_credentials = server.replace("http://", "http://alice:s3cret@");
-        let sent = send(
+        let sent = post_empty(
             reqwest::Client::new().post(&with_credentials),
-            b"{}".to_vec(),
             &with_credentials,
             Some(key),
-            Duration::from_secs(5),
         )
         .await;
         let message = match sent {
