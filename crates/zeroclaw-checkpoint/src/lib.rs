@@ -12,7 +12,10 @@
 //!   journaled so that a crash midway is completed by the next [`Checkpoints::open`];
 //! - each session's storage stays within its budget (`checkpoint_budget_mb`): the oldest
 //!   checkpoints go first and their turns become unrestorable;
-//!   [`Checkpoints::delete_session`] removes a session's checkpoints.
+//!   [`Checkpoints::delete_session`] removes a session's checkpoints;
+//! - only the sessions in use are held in memory: [`Checkpoints::unload`] lets a session's
+//!   records go when its live session stops (the next use loads them again), and a deleted
+//!   session is remembered only until then, so that a turn racing its deletion sees it.
 //!
 //! Blocking file I/O throughout (callers in async code use `spawn_blocking`). Operations
 //! on one session are serialized by its lock; different sessions never wait for each
@@ -51,6 +54,7 @@ pub mod walk;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 pub use error::{Error, Result};
 pub use limits::{Limits, RecordOptions};
@@ -64,18 +68,26 @@ use session::SessionStore;
 /// Latest manifests kept in memory (one per session, the most recently used sessions).
 const CACHED_MANIFESTS: usize = 16;
 
-/// One session's slot: its store once loaded, and whether it was deleted.
+/// How long a deleted session's checkpoints refuse every use, unless [`Checkpoints::unload`]
+/// says its live session stopped first: long enough for a turn start that raced the
+/// deletion to see it (and not write the directory again); after it the id is free for a
+/// new session of that name.
+const DELETED_REFUSED_FOR: Duration = Duration::from_secs(60);
+
+/// One session's slot: its store once loaded, and when it was deleted.
 #[derive(Default)]
 struct Slot {
     store: Option<SessionStore>,
-    deleted: bool,
+    deleted_at: Option<Instant>,
 }
 
 /// The checkpoint store of a daemon: `<data dir>/checkpoints/`.
 pub struct Checkpoints {
     base: PathBuf,
+    /// The sessions in use, loaded or recently deleted (see [`Checkpoints::unload`]).
     sessions: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
     cache: Mutex<VecDeque<(String, Digest, Arc<Manifest>)>>,
+    deleted_refused_for: Duration,
 }
 
 /// One turn's checkpoint as [`Checkpoints::turns`] lists it.
@@ -102,6 +114,7 @@ impl Checkpoints {
             base,
             sessions: Mutex::new(HashMap::new()),
             cache: Mutex::new(VecDeque::new()),
+            deleted_refused_for: DELETED_REFUSED_FOR,
         };
         store.complete_interrupted()?;
         Ok(store)
@@ -162,8 +175,11 @@ impl Checkpoints {
     ) -> Result<T> {
         let slot = self.slot(session_id);
         let mut slot = lock(&slot);
-        if slot.deleted {
-            return Err(Error::Deleted);
+        if let Some(at) = slot.deleted_at {
+            if at.elapsed() < self.deleted_refused_for {
+                return Err(Error::Deleted);
+            }
+            slot.deleted_at = None;
         }
         if slot.store.is_none() {
             slot.store = SessionStore::load(self.base.join(session::dir_name(session_id)), create)?;
@@ -204,18 +220,60 @@ impl Checkpoints {
 
     /// Removes every checkpoint of `session_id`.
     pub fn delete_session(&self, session_id: &str) -> Result<()> {
-        let slot = self.slot(session_id);
-        let mut slot = lock(&slot);
-        slot.store = None;
-        slot.deleted = true;
-        lock(&self.cache).retain(|(s, ..)| s != session_id);
-        let dir = self.base.join(session::dir_name(session_id));
-        match std::fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(error::io_error(format!("remove {}", dir.display()), e))
+        let removed = {
+            let slot = self.slot(session_id);
+            let mut slot = lock(&slot);
+            slot.store = None;
+            slot.deleted_at = Some(Instant::now());
+            lock(&self.cache).retain(|(s, ..)| s != session_id);
+            let dir = self.base.join(session::dir_name(session_id));
+            match std::fs::remove_dir_all(&dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(error::io_error(format!("remove {}", dir.display()), e))
+                }
+                _ => durable::sync_dir(&self.base),
             }
-            _ => durable::sync_dir(&self.base),
+        };
+        self.forget_unused();
+        removed
+    }
+
+    /// The session's live session stopped: its records go from memory (its checkpoints
+    /// stay on disk, and its next use loads them again), and a deletion of it needs no
+    /// more refusing (no turn of it can start). Waits for an operation on the session in
+    /// progress.
+    pub fn unload(&self, session_id: &str) {
+        let slot = lock(&self.sessions).get(session_id).cloned();
+        if let Some(slot) = slot {
+            let mut slot = lock(&slot);
+            slot.store = None;
+            slot.deleted_at = None;
         }
+        lock(&self.cache).retain(|(s, ..)| s != session_id);
+        self.forget_unused();
+    }
+
+    /// Drops the slots nobody uses: not loaded, not in an operation, and not deleted within
+    /// [`DELETED_REFUSED_FOR`].
+    fn forget_unused(&self) {
+        lock(&self.sessions).retain(|_, slot| {
+            // Slots are handed out under the map's lock, held here: a slot only the map
+            // holds is in no operation, so locking it does not wait.
+            if Arc::strong_count(slot) > 1 {
+                return true;
+            }
+            let slot = lock(slot);
+            slot.store.is_some()
+                || slot
+                    .deleted_at
+                    .is_some_and(|at| at.elapsed() < self.deleted_refused_for)
+        });
+    }
+
+    /// Sessions held in memory (loaded, in an operation or recently deleted).
+    #[cfg(test)]
+    fn sessions_held(&self) -> usize {
+        lock(&self.sessions).len()
     }
 
     /// The session's turn checkpoints, oldest first.

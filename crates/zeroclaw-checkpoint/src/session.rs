@@ -103,12 +103,10 @@ impl SessionStore {
     /// Writes `record` and adds (or replaces) it in memory.
     pub fn put_record(&mut self, record: TurnRecord) -> Result<()> {
         record.write(&self.turns_dir)?;
-        match self.records.iter_mut().find(|r| r.seq == record.seq) {
-            Some(slot) => *slot = record,
-            None => {
-                self.records.push(record);
-                self.records.sort_by_key(|r| r.seq);
-            }
+        // Records are kept in turn order; a new turn's record goes last.
+        match self.records.binary_search_by_key(&record.seq, |r| r.seq) {
+            Ok(i) => self.records[i] = record,
+            Err(i) => self.records.insert(i, record),
         }
         Ok(())
     }

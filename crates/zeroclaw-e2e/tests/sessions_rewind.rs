@@ -2,7 +2,8 @@
 //! and flagged, the next prompt sending the provider exactly the context before the
 //! rewound turn, `session_rewound` to every subscriber, idempotence, refusals (a turn
 //! running or waiting, an unknown turn, another session's turn, another owner), pipelined
-//! rewinds, and a kill -9 around a rewind.
+//! rewinds, a kill -9 around a rewind, and file checkpoints of a session id used again
+//! after a delete.
 
 mod common;
 
@@ -498,6 +499,43 @@ fn a_rewind_puts_back_the_files_the_agents_tools_changed() {
         }
     };
     assert_eq!(event["restoredFiles"], r["restoredFiles"]);
+}
+
+/// A client that deletes its session and starts one again under the same id (an editor
+/// keeping one id per project does) gets file checkpoints for the new one at once, whether
+/// the old session was live or only persisted when it was deleted.
+#[test]
+fn a_session_deleted_and_started_again_under_its_id_has_its_file_checkpoints() {
+    let fake = Fake::start();
+    let daemon = start(&fake, FILES_AGENT);
+    let mut c = daemon.client();
+    for closed_first in [false, true] {
+        let new = c.new_session(json!({"agentAlias": "files", "sessionId": "again"}));
+        let ws = std::path::PathBuf::from(new["workspaceDir"].as_str().unwrap());
+        std::fs::write(ws.join("doc.txt"), "old session").unwrap();
+        write_turn(&mut c, &fake, "again", "doc.txt", "old edit");
+        if closed_first {
+            c.result("session/close", json!({"sessionId": "again"}));
+        }
+        c.result("session/delete", json!({"sessionId": "again"}));
+
+        let new = c.new_session(json!({"agentAlias": "files", "sessionId": "again"}));
+        let ws = std::path::PathBuf::from(new["workspaceDir"].as_str().unwrap());
+        std::fs::write(ws.join("doc.txt"), "v1").unwrap();
+        let t1 = write_turn(&mut c, &fake, "again", "doc.txt", "v2");
+        let r = c.result(
+            "session/rewind",
+            json!({"sessionId": "again", "turnId": t1}),
+        );
+        assert_eq!(
+            r["unrestorable"],
+            json!([]),
+            "closed first: {closed_first}: {r}"
+        );
+        assert_eq!(r["restoredFiles"], json!(["doc.txt"]), "{r}");
+        assert_eq!(std::fs::read_to_string(ws.join("doc.txt")).unwrap(), "v1");
+        c.result("session/delete", json!({"sessionId": "again"}));
+    }
 }
 
 /// How many of the `n` files `f{i}.txt` in `dir` hold `content`.

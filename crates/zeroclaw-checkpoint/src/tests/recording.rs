@@ -288,6 +288,82 @@ fn deleting_a_session_removes_its_checkpoints() {
 }
 
 #[test]
+fn a_deleted_sessions_id_is_free_again_once_the_refusal_is_over() {
+    let mut f = Fixture::new();
+    f.write("a", "old");
+    f.record("t1");
+    f.store.delete_session("s1").expect("delete");
+    assert!(
+        matches!(
+            f.store.record("s1", "t2", &f.root, &opts()),
+            Err(crate::Error::Deleted)
+        ),
+        "a turn start racing the deletion writes nothing"
+    );
+    assert!(!f.base.join(crate::session::dir_name("s1")).exists());
+
+    f.store.deleted_refused_for = std::time::Duration::ZERO;
+    f.write("a", "new");
+    f.record("t1");
+    f.write("a", "changed");
+    let restored = f.restore("t1");
+    assert_eq!(restored.unrestorable, Vec::<(String, String)>::new());
+    assert_eq!(
+        f.read("a").as_deref(),
+        Some("new"),
+        "the new session's own checkpoint"
+    );
+}
+
+#[test]
+fn an_unloaded_session_leaves_memory_and_loads_again_from_disk() {
+    let f = Fixture::new();
+    f.write("a", "one");
+    f.record("t1");
+    f.write("a", "two");
+    f.record("t2");
+    f.store
+        .record("s2", "t1", &f.root, &opts())
+        .expect("another session");
+    assert_eq!(f.store.sessions_held(), 2);
+
+    f.store.unload("s1");
+    assert_eq!(f.store.sessions_held(), 1, "only s2 is held");
+    f.store.unload("never-seen");
+    assert_eq!(f.store.sessions_held(), 1);
+
+    // Loaded again: its records, its sequence and its contents are all there.
+    f.write("a", "three");
+    f.record("t3");
+    let turns: Vec<String> = f
+        .store
+        .turns("s1")
+        .expect("turns")
+        .into_iter()
+        .map(|t| t.turn_id)
+        .collect();
+    assert_eq!(turns, ["t1", "t2", "t3"]);
+    f.store.unload("s1");
+    f.restore("t1");
+    assert_eq!(f.read("a").as_deref(), Some("one"));
+
+    // A deleted session is held while it refuses, until its live session stopped.
+    f.store.delete_session("s2").expect("delete");
+    assert_eq!(
+        f.store.sessions_held(),
+        2,
+        "s1 (restored) and s2 (refusing)"
+    );
+    f.store.unload("s1");
+    assert_eq!(f.store.sessions_held(), 1);
+    f.store.unload("s2");
+    assert_eq!(f.store.sessions_held(), 0);
+    f.store
+        .record("s2", "t1", &f.root, &opts())
+        .expect("a new session s2 records");
+}
+
+#[test]
 fn the_store_inside_the_tree_is_not_recorded() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().to_path_buf();

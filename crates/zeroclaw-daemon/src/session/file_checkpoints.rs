@@ -8,7 +8,9 @@
 //! - [`FileCheckpoints::restore`]: puts the working directory back as it was at a turn's
 //!   start (for `session/rewind` with `restoreFiles`);
 //! - [`FileCheckpoints::delete_session`]: `session/delete` removes the session's
-//!   checkpoints with it.
+//!   checkpoints with it;
+//! - [`FileCheckpoints::unload`]: a live session that goes away (closed, killed, deleted)
+//!   takes its turn records out of memory with it; they stay on disk.
 //!
 //! Opening the store at startup completes any restore a crash interrupted, before a client
 //! is served. A store that cannot be opened leaves the daemon running without checkpoints
@@ -121,6 +123,23 @@ impl FileCheckpoints {
             )),
             Err(Error::Deleted) => Ok(whole("the session's checkpoints were deleted".to_owned())),
             Err(e) => Err(SessionError::failed(format!("file restore failed: {e}"))),
+        }
+    }
+
+    /// Lets the session's turn records go from memory (its live session was unloaded).
+    pub async fn unload(&self, session_id: &str) {
+        let Ok(store) = &self.store else {
+            return;
+        };
+        let store = Arc::clone(store);
+        let sid = session_id.to_owned();
+        // It may wait for a recording in progress, itself bounded by RECORD_TIME_LIMIT.
+        let job = tokio::task::spawn_blocking(move || store.unload(&sid));
+        if tokio::time::timeout(RECORD_TIME_LIMIT + RECORD_GRACE, job)
+            .await
+            .is_err()
+        {
+            tracing::warn!(session = %session_id, "file checkpoints still busy: kept in memory");
         }
     }
 

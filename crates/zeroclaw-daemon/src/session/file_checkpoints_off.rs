@@ -36,6 +36,8 @@ impl FileCheckpoints {
     ) {
     }
 
+    pub async fn unload(&self, _session_id: &str) {}
+
     pub async fn restore(
         &self,
         _session_id: &str,

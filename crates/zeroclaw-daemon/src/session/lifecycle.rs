@@ -164,11 +164,14 @@ impl SessionManager {
         })
     }
 
-    /// Unregisters and stops a live session, waiting for its cancelled turn to persist.
+    /// Unregisters and stops a live session, waiting for its cancelled turn to persist;
+    /// once it stopped, its file checkpoints leave memory too.
     async fn unload(&self, live: &Arc<LiveSession>) {
         self.remove(live);
         live.close();
-        live.wait_stopped(STOP_WAIT).await;
+        if live.wait_stopped(STOP_WAIT).await && live.key.mode == Mode::Acp {
+            self.files.unload(&live.key.session_id).await;
+        }
     }
 
     /// `session/close`: unloads the live session; its history stays recoverable.
@@ -270,6 +273,10 @@ impl SessionManager {
                 self.store.delete(&key).await?;
                 if key.mode == Mode::Acp {
                     self.files.delete_session(&key.session_id).await;
+                    if live.is_none() {
+                        // No turn of it can be running: the id is free at once.
+                        self.files.unload(&key.session_id).await;
+                    }
                 }
             }
         }

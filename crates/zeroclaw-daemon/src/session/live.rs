@@ -433,10 +433,12 @@ impl LiveSession {
     }
 
     /// Waits up to `limit` for the worker to stop.
-    pub async fn wait_stopped(&self, limit: Duration) {
-        if tokio::time::timeout(limit, self.stopped()).await.is_err() {
+    pub async fn wait_stopped(&self, limit: Duration) -> bool {
+        let stopped = tokio::time::timeout(limit, self.stopped()).await.is_ok();
+        if !stopped {
             tracing::warn!(session = %self.key.session_id, "worker still running after {limit:?}");
         }
+        stopped
     }
 
     /// Whether the session is closing (closed, killed, deleted or the daemon stopping).
