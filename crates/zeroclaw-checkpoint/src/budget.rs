@@ -15,6 +15,7 @@ use crate::digest::Digest;
 use crate::error::Result;
 use crate::manifest::Manifest;
 use crate::session::SessionStore;
+use crate::turns;
 
 /// The reason an evicted turn gives.
 pub fn evicted_reason(budget_bytes: u64) -> String {
@@ -38,8 +39,8 @@ pub fn enforce(
     // How many retained turns use each manifest, and how many distinct manifests use each
     // content object.
     let mut turns_of: HashMap<Digest, usize> = HashMap::new();
-    for r in &store.records {
-        if let Some(d) = r.manifest_digest()? {
+    for r in &store.index {
+        if let Some(d) = r.manifest {
             *turns_of.entry(d).or_default() += 1;
         }
     }
@@ -64,11 +65,11 @@ pub fn enforce(
     let size = |d: &Digest| store.sizes.get(d).copied().unwrap_or(0);
     let mut left = total.saturating_sub(freed.iter().map(size).sum::<u64>());
     let mut evicted = Vec::new();
-    for r in &store.records {
+    for r in &store.index {
         if left <= budget_bytes {
             break;
         }
-        let Some(m) = r.manifest_digest()? else {
+        let Some(m) = r.manifest else {
             continue;
         };
         evicted.push(r.seq);
@@ -93,11 +94,7 @@ pub fn enforce(
     }
     let reason = evicted_reason(budget_bytes);
     let mut ids = Vec::new();
-    for seq in evicted {
-        let Some(r) = store.records.iter().find(|r| r.seq == seq) else {
-            continue;
-        };
-        let mut r = r.clone();
+    for mut r in turns::load_seqs(&store.turns_dir, &evicted)? {
         r.manifest = None;
         r.unrestorable = Some(reason.clone());
         ids.push(r.turn_id.clone());

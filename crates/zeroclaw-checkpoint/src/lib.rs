@@ -279,18 +279,20 @@ impl Checkpoints {
     /// The session's turn checkpoints, oldest first.
     pub fn turns(&self, session_id: &str) -> Result<Vec<TurnInfo>> {
         self.with_store(session_id, false, |store| {
-            Ok(store.map_or_else(Vec::new, |s| {
-                s.records
-                    .iter()
-                    .map(|r| TurnInfo {
-                        turn_id: r.turn_id.clone(),
-                        unrestorable: r
-                            .manifest
-                            .is_none()
-                            .then(|| r.unrestorable.clone().unwrap_or_default()),
-                    })
-                    .collect()
-            }))
+            let Some(store) = store else {
+                return Ok(Vec::new());
+            };
+            Ok(store
+                .records()?
+                .into_iter()
+                .map(|r| TurnInfo {
+                    unrestorable: r
+                        .manifest
+                        .is_none()
+                        .then(|| r.unrestorable.unwrap_or_default()),
+                    turn_id: r.turn_id,
+                })
+                .collect())
         })
     }
 

@@ -101,8 +101,9 @@ pub fn record(
                 .latest_with_manifest()
                 .filter(|r| r.manifest.as_deref() == Some(digest.to_hex().as_str()))
                 .map(|_| (digest, manifest));
-            if store.find(turn_id).is_some_and(|r| r.manifest.is_none()) {
-                done.unrestorable = store.find(turn_id).and_then(|r| r.unrestorable.clone());
+            if store.index.last().is_some_and(|r| r.manifest.is_none()) {
+                // The budget evicted this very turn.
+                done.unrestorable = Some(budget::evicted_reason(opts.budget_bytes));
             }
             Ok((done, cached))
         }

@@ -49,8 +49,7 @@ pub fn restore(
     root: &Path,
 ) -> Result<Restored> {
     let record = store
-        .find(turn_id)
-        .cloned()
+        .find(turn_id)?
         .ok_or_else(|| Error::UnknownTurn(turn_id.to_owned()))?;
     let root = root
         .canonicalize()

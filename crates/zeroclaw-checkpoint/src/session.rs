@@ -7,8 +7,10 @@
 //!   restore.json               the journal of a restore in progress (see journal.rs)
 //! ```
 //!
-//! It keeps the turn records in order and the size of every object, so the budget is
-//! checked without walking the directory. A leaf above [`objects`](crate::objects),
+//! It keeps, in turn order, each turn record's sequence number and manifest (the records
+//! themselves stay on disk, so a long session's memory is ~48 bytes a turn), the latest
+//! record that has a manifest, and the size of every object, so the budget is checked
+//! without walking the directory. A leaf above [`objects`](crate::objects),
 //! [`durable`](crate::durable),
 //! [`turns`](crate::turns) and [`manifest`](crate::manifest).
 
@@ -27,12 +29,21 @@ pub fn dir_name(session_id: &str) -> String {
     format!("s-{}", &Digest::of(session_id.as_bytes()).to_hex()[..32])
 }
 
+/// What memory keeps of one turn record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnIndex {
+    pub seq: u64,
+    pub manifest: Option<Digest>,
+}
+
 pub struct SessionStore {
     pub dir: PathBuf,
     pub objects: Objects,
     pub turns_dir: PathBuf,
-    /// In turn order.
-    pub records: Vec<TurnRecord>,
+    /// Every turn record, in turn order.
+    pub index: Vec<TurnIndex>,
+    /// The latest record that has a manifest (a recording starts from it).
+    latest: Option<TurnRecord>,
     /// Every object on disk and its size.
     pub sizes: HashMap<Digest, u64>,
 }
@@ -64,12 +75,28 @@ impl SessionStore {
         }
         let objects = Objects::new(objects_dir);
         let sizes = objects.sizes()?;
-        let records = turns::load_all(&turns_dir)?;
+        let mut index = Vec::new();
+        let mut latest = None;
+        for record in turns::load_all(&turns_dir)? {
+            // A record whose manifest name is damaged is left out like an unreadable one.
+            let Ok(manifest) = record.manifest_digest() else {
+                tracing::warn!(turn = %record.turn_id, "turn record with a bad manifest name skipped");
+                continue;
+            };
+            index.push(TurnIndex {
+                seq: record.seq,
+                manifest,
+            });
+            if manifest.is_some() {
+                latest = Some(record);
+            }
+        }
         Ok(Some(SessionStore {
             dir,
             objects,
             turns_dir,
-            records,
+            index,
+            latest,
             sizes,
         }))
     }
@@ -79,17 +106,22 @@ impl SessionStore {
     }
 
     pub fn next_seq(&self) -> u64 {
-        self.records.last().map_or(1, |r| r.seq + 1)
+        self.index.last().map_or(1, |r| r.seq + 1)
     }
 
-    /// The latest record of `turn_id`.
-    pub fn find(&self, turn_id: &str) -> Option<&TurnRecord> {
-        self.records.iter().rev().find(|r| r.turn_id == turn_id)
+    /// The latest record of `turn_id` (read from disk).
+    pub fn find(&self, turn_id: &str) -> Result<Option<TurnRecord>> {
+        turns::load_latest_of(&self.turns_dir, turn_id)
     }
 
     /// The latest record that has a manifest.
     pub fn latest_with_manifest(&self) -> Option<&TurnRecord> {
-        self.records.iter().rev().find(|r| r.manifest.is_some())
+        self.latest.as_ref()
+    }
+
+    /// Every record, in turn order (read from disk).
+    pub fn records(&self) -> Result<Vec<TurnRecord>> {
+        turns::load_all(&self.turns_dir)
     }
 
     /// Reads and parses manifest `d`.
@@ -103,10 +135,27 @@ impl SessionStore {
     /// Writes `record` and adds (or replaces) it in memory.
     pub fn put_record(&mut self, record: TurnRecord) -> Result<()> {
         record.write(&self.turns_dir)?;
-        // Records are kept in turn order; a new turn's record goes last.
-        match self.records.binary_search_by_key(&record.seq, |r| r.seq) {
-            Ok(i) => self.records[i] = record,
-            Err(i) => self.records.insert(i, record),
+        let entry = TurnIndex {
+            seq: record.seq,
+            manifest: record.manifest_digest()?,
+        };
+        // In turn order; a new turn's record goes last.
+        match self.index.binary_search_by_key(&entry.seq, |r| r.seq) {
+            Ok(i) => self.index[i] = entry,
+            Err(i) => self.index.insert(i, entry),
+        }
+        let latest_seq = self.latest.as_ref().map(|r| r.seq);
+        if entry.manifest.is_some() {
+            if latest_seq.is_none_or(|seq| seq <= entry.seq) {
+                self.latest = Some(record);
+            }
+        } else if latest_seq == Some(entry.seq) {
+            // The latest with a manifest lost it (evicted): the one before takes its place.
+            let before = self.index.iter().rev().find(|r| r.manifest.is_some());
+            self.latest = match before {
+                Some(r) => turns::load_seqs(&self.turns_dir, &[r.seq])?.pop(),
+                None => None,
+            };
         }
         Ok(())
     }

@@ -41,18 +41,7 @@ impl TurnRecord {
 
     /// Its file name: the sequence number first, so names sort in turn order.
     pub fn file_name(&self) -> String {
-        let safe = !self.turn_id.is_empty()
-            && self.turn_id.len() <= 64
-            && self
-                .turn_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        let key = if safe {
-            self.turn_id.clone()
-        } else {
-            format!("h{}", &Digest::of(self.turn_id.as_bytes()).to_hex()[..32])
-        };
-        format!("{:010}-{key}.json", self.seq)
+        format!("{:010}-{}.json", self.seq, key(&self.turn_id))
     }
 
     /// Writes (or replaces) the record in `dir`, durably.
@@ -63,22 +52,59 @@ impl TurnRecord {
     }
 }
 
+/// The part of a record's file name that stands for its turn id: the id itself when it is
+/// short and plain, else a hash of it.
+fn key(turn_id: &str) -> String {
+    let plain = !turn_id.is_empty()
+        && turn_id.len() <= 64
+        && turn_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if plain {
+        turn_id.to_owned()
+    } else {
+        format!("h{}", &Digest::of(turn_id.as_bytes()).to_hex()[..32])
+    }
+}
+
 /// Every record in `dir`, in turn order; leftover temporaries are removed. A record that
 /// does not parse is skipped (its turn is then unknown, never wrongly restored).
 pub fn load_all(dir: &Path) -> Result<Vec<TurnRecord>> {
     durable::sweep_temps(dir);
+    load_where(dir, |_| true)
+}
+
+/// The latest record of `turn_id` in `dir`, if any.
+pub fn load_latest_of(dir: &Path, turn_id: &str) -> Result<Option<TurnRecord>> {
+    let suffix = format!("-{}.json", key(turn_id));
+    let found = load_where(dir, |name| name.ends_with(&suffix))?;
+    Ok(found.into_iter().rev().find(|r| r.turn_id == turn_id))
+}
+
+/// The records of the turn starts `seqs` in `dir`, in turn order (those that exist).
+pub fn load_seqs(dir: &Path, seqs: &[u64]) -> Result<Vec<TurnRecord>> {
+    let wanted: std::collections::HashSet<String> =
+        seqs.iter().map(|seq| format!("{seq:010}-")).collect();
+    load_where(dir, |name| {
+        name.get(..11).is_some_and(|p| wanted.contains(p))
+    })
+}
+
+/// The records in `dir` whose file name `pick` accepts, in turn order.
+fn load_where(dir: &Path, pick: impl Fn(&str) -> bool) -> Result<Vec<TurnRecord>> {
     let mut out = Vec::new();
     let read = std::fs::read_dir(dir).ctx(|| format!("list {}", dir.display()))?;
     for entry in read {
         let entry = entry.ctx(|| format!("list {}", dir.display()))?;
         let name = entry.file_name();
-        if !name.to_string_lossy().ends_with(".json") {
+        let name = name.to_string_lossy();
+        if !name.ends_with(".json") || !pick(&name) {
             continue;
         }
         let parsed = std::fs::read(entry.path())
             .ok()
             .and_then(|b| serde_json::from_slice::<TurnRecord>(&b).ok())
-            .filter(|r| r.file_name().as_str() == name.to_string_lossy());
+            .filter(|r| r.file_name() == name);
         match parsed {
             Some(r) => out.push(r),
             None => {

@@ -63,4 +63,31 @@ fn a_checkpoint_alone_over_the_budget_is_unrestorable() {
         .expect("record");
     assert!(done.unrestorable.is_some(), "{done:?}");
     assert!(f.store.usage("s1").expect("usage") <= 1_000);
+
+    // The next turn starts from nothing recorded, and is restorable, loaded again or not.
+    std::fs::remove_file(f.root.join("big.txt")).expect("remove");
+    f.write("small.txt", "s");
+    let done = f
+        .store
+        .record("s1", "t2", &f.root, &budget)
+        .expect("record");
+    assert_eq!(done.unrestorable, None, "{done:?}");
+    assert_eq!(done.hashed, 1, "{done:?}");
+    for unloaded in [false, true] {
+        if unloaded {
+            f.store.unload("s1");
+        }
+        let turns = f.store.turns("s1").expect("turns");
+        assert_eq!(turns.len(), 2);
+        assert!(
+            turns[0]
+                .unrestorable
+                .as_deref()
+                .is_some_and(|r| r.contains("evicted"))
+        );
+        assert_eq!(turns[1].unrestorable, None);
+        f.write("small.txt", "changed");
+        assert!(f.restore("t2").unrestorable.is_empty());
+        assert_eq!(f.read("small.txt").as_deref(), Some("s"));
+    }
 }
