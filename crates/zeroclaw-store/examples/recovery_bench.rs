@@ -148,24 +148,44 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         page.total
     );
 
-    // 4. Per-turn persistence: begin_turn + 3 progress + finish_turn (5 commits).
+    // 4. Per-turn persistence: begin_turn + 3 progress + finish_turn (5 commits), on a new
+    // session and on one that already holds 10,000 rows (a turn's cost must not grow with
+    // its session).
     let key3 = SessionKey::acp("turns");
     store.open_session(new_session(&key3)).await?;
+    report("per turn (5 commits)", per_turn(&store, &key3).await?);
+    let key4 = SessionKey::acp("long");
+    big_session(&store, &key4).await?;
+    store
+        .finish_turn(&key4, "crashed", CheckpointStatus::Interrupted, Vec::new())
+        .await?;
+    report(
+        "per turn (5 commits) after 10,000 rows",
+        per_turn(&store, &key4).await?,
+    );
+    Ok(())
+}
+
+/// 200 turns of `key`, each begin_turn + 3 progress + finish_turn; their costs, sorted.
+async fn per_turn(
+    store: &Store,
+    key: &SessionKey,
+) -> Result<Vec<Duration>, Box<dyn std::error::Error>> {
     let mut costs = Vec::new();
     for i in 0..200 {
         let turn = format!("t{i}");
         let t = Instant::now();
-        store.begin_turn(&key3, &turn, "list the files").await?;
+        store.begin_turn(key, &turn, "list the files").await?;
         let text = Progress::Text {
             segment: 0,
             text: "Let me look.".into(),
         };
-        store.record_progress(&key3, &turn, text.clone()).await?;
+        store.record_progress(key, &turn, text.clone()).await?;
         store
-            .record_progress(&key3, &turn, Progress::ToolCall(call("c")))
+            .record_progress(key, &turn, Progress::ToolCall(call("c")))
             .await?;
         store
-            .record_progress(&key3, &turn, Progress::ToolResult(result("c")))
+            .record_progress(key, &turn, Progress::ToolResult(result("c")))
             .await?;
         let rows = vec![
             text.to_row().unwrap_or_else(|| NewRow::assistant("")),
@@ -173,17 +193,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             NewRow::tool_result(&result("c")),
         ];
         store
-            .finish_turn(&key3, &turn, CheckpointStatus::Completed, rows)
+            .finish_turn(key, &turn, CheckpointStatus::Completed, rows)
             .await?;
         costs.push(t.elapsed());
     }
     costs.sort();
+    Ok(costs)
+}
+
+fn report(what: &str, costs: Vec<Duration>) {
     let mean = costs.iter().sum::<Duration>() / costs.len() as u32;
     println!(
-        "per turn (5 commits): mean {:.2} ms, p50 {:.2} ms, p99 {:.2} ms",
+        "{what}: mean {:.2} ms, p50 {:.2} ms, p99 {:.2} ms",
         ms(mean),
         ms(costs[costs.len() / 2]),
         ms(costs[costs.len() * 99 / 100])
     );
-    Ok(())
 }

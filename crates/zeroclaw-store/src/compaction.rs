@@ -31,7 +31,7 @@ pub(crate) fn commit(
     db::require_acp(key)?;
     let json = serde_json::to_string(messages)?;
     db.write(|conn| {
-        let (pk, _) = db::require_live(conn, key)?;
+        let pk = db::require_live_pk(conn, key)?;
         let now = now_ms();
         let row_seq = db::append_row(
             conn,

@@ -126,6 +126,46 @@ pub(crate) fn find_session(
     .transpose()
 }
 
+/// The primary key of `key`'s row and whether it is killed, without the row's computed
+/// columns: its message count and derived title cost a look at the session's whole
+/// transcript, which a turn's writes (several a turn) must not pay as the session grows.
+pub(crate) fn find_pk(conn: &Connection, key: &SessionKey) -> Result<Option<(i64, bool)>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT pk, killed_at IS NOT NULL FROM sessions WHERE mode = ?1 AND session_id = ?2",
+        )?
+        .query_row(params![key.mode.as_str(), key.session_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?)
+}
+
+/// Like [`find_pk`], but a missing row is [`StoreError::NotFound`].
+pub(crate) fn require_pk(conn: &Connection, key: &SessionKey) -> Result<i64> {
+    match find_pk(conn, key)? {
+        Some((pk, _)) => Ok(pk),
+        None => Err(StoreError::NotFound {
+            mode: key.mode,
+            session_id: key.session_id.clone(),
+        }),
+    }
+}
+
+/// Like [`require_pk`], but a killed row is [`StoreError::Killed`].
+pub(crate) fn require_live_pk(conn: &Connection, key: &SessionKey) -> Result<i64> {
+    match find_pk(conn, key)? {
+        Some((pk, false)) => Ok(pk),
+        Some((_, true)) => Err(StoreError::Killed {
+            mode: key.mode,
+            session_id: key.session_id.clone(),
+        }),
+        None => Err(StoreError::NotFound {
+            mode: key.mode,
+            session_id: key.session_id.clone(),
+        }),
+    }
+}
+
 /// Like [`find_session`], but a missing row is [`StoreError::NotFound`].
 pub(crate) fn require_session(conn: &Connection, key: &SessionKey) -> Result<(i64, SessionRow)> {
     find_session(conn, key)?.ok_or_else(|| StoreError::NotFound {

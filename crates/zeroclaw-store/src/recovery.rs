@@ -166,7 +166,7 @@ pub(crate) fn recover(db: &mut Db, key: &SessionKey, surface: &str) -> Result<Re
 /// Reads the context without recovering (and without writing).
 pub(crate) fn context(db: &mut Db, key: &SessionKey) -> Result<RestoredContext> {
     db.read(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         build_context(conn, pk)
     })
 }

@@ -118,7 +118,7 @@ pub(crate) fn rewind(
 ) -> Result<Rewound> {
     db::require_acp(key)?;
     db.write(|conn| {
-        let (pk, _) = db::require_live(conn, key)?;
+        let pk = db::require_live_pk(conn, key)?;
         if let Some(open) = turns::open_turns(conn, pk)?.into_iter().next() {
             return Err(StoreError::TurnStillOpen {
                 session_id: key.session_id.clone(),
@@ -225,7 +225,7 @@ pub(crate) fn fork(db: &mut Db, req: &ForkRequest, to_messages: ToMessages) -> R
             }
         };
         let new_key = SessionKey::acp(req.new_session_id.clone());
-        if db::find_session(conn, &new_key)?.is_some() {
+        if db::find_pk(conn, &new_key)?.is_some() {
             return Err(StoreError::SessionExists {
                 mode: Mode::Acp,
                 session_id: req.new_session_id.clone(),
@@ -279,7 +279,7 @@ pub(crate) fn fork(db: &mut Db, req: &ForkRequest, to_messages: ToMessages) -> R
 /// Sets the session's title (the caller checked its length).
 pub(crate) fn set_title(db: &mut Db, key: &SessionKey, title: &str) -> Result<()> {
     db.write(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         conn.execute(
             "UPDATE sessions SET title = ?2 WHERE pk = ?1",
             params![pk, title],

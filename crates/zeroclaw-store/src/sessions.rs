@@ -73,7 +73,7 @@ pub(crate) fn owners(db: &mut Db) -> Result<Vec<String>> {
 /// Tombstones the row. Killing a killed row keeps the first `killed_at`.
 pub(crate) fn kill(db: &mut Db, key: &SessionKey) -> Result<()> {
     db.write(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         conn.execute(
             "UPDATE sessions SET killed_at = ?2 WHERE pk = ?1 AND killed_at IS NULL",
             params![pk, now_ms()],
@@ -102,7 +102,7 @@ pub(crate) fn append_rows(
     rows: &[NewRow],
 ) -> Result<Vec<i64>> {
     db.write(|conn| {
-        let (pk, _) = db::require_live(conn, key)?;
+        let pk = db::require_live_pk(conn, key)?;
         let now = now_ms();
         let seqs = rows
             .iter()

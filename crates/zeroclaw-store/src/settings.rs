@@ -10,7 +10,7 @@ use crate::types::{SessionKey, SessionSettings};
 
 pub(crate) fn get(db: &mut Db, key: &SessionKey) -> Result<Option<SessionSettings>> {
     db.read(|conn| {
-        let Some((pk, _)) = db::find_session(conn, key)? else {
+        let Some((pk, _)) = db::find_pk(conn, key)? else {
             return Ok(None);
         };
         let row = conn
@@ -39,7 +39,7 @@ pub(crate) fn set_overrides(
     model: Option<String>,
 ) -> Result<()> {
     db.write(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         conn.execute(
             "INSERT INTO session_settings (session, autonomy, model) VALUES (?1, ?2, ?3) \
              ON CONFLICT (session) DO UPDATE SET autonomy = ?2, model = ?3",
@@ -58,7 +58,7 @@ pub(crate) fn set_usage(
     let total = i64::try_from(total_tokens).unwrap_or(i64::MAX);
     let context = i64::try_from(context_tokens).unwrap_or(i64::MAX);
     db.write(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         conn.execute(
             "INSERT INTO session_settings (session, total_tokens, context_tokens) \
              VALUES (?1, ?2, ?3) \

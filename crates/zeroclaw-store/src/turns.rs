@@ -66,7 +66,7 @@ pub(crate) fn begin_turn(
 ) -> Result<i64> {
     db::require_acp(key)?;
     db.write(|conn| {
-        let (pk, _) = db::require_live(conn, key)?;
+        let pk = db::require_live_pk(conn, key)?;
         if let Some(open) = open_turns(conn, pk)?.into_iter().next() {
             return Err(StoreError::TurnStillOpen {
                 session_id: key.session_id.clone(),
@@ -155,7 +155,7 @@ pub(crate) fn append_text(
     db::require_acp(key)?;
     let payload = piece.payload;
     db.write(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         require_open(conn, pk, key, turn_id)?;
         let now = now_ms();
         let base_key = text_key(segment);
@@ -242,7 +242,7 @@ pub(crate) fn record_encoded(
         payload,
     } = progress;
     db.write(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         require_open(conn, pk, key, turn_id)?;
         let now = now_ms();
         let existing = event_n(conn, pk, turn_id, &event_key)?;
@@ -297,7 +297,7 @@ pub(crate) fn finish_turn(
         return Err(StoreError::InvalidFinishStatus(status));
     }
     db.write(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         require_open(conn, pk, key, turn_id)?;
         let now = now_ms();
         let seqs = rows
@@ -351,7 +351,7 @@ pub(crate) fn checkpoint(
     turn_id: &str,
 ) -> Result<Option<Checkpoint>> {
     db.read(|conn| {
-        let (pk, _) = db::require_session(conn, key)?;
+        let pk = db::require_pk(conn, key)?;
         let head = conn
             .query_row(
                 "SELECT status, started_seq, updated_at, snapshot_id FROM checkpoints \
@@ -385,7 +385,7 @@ pub(crate) fn save_snapshot<T: Serialize + ?Sized>(
 ) -> Result<i64> {
     let json = Json::of(messages)?;
     db.write(|conn| {
-        let (pk, _) = db::require_live(conn, key)?;
+        let pk = db::require_live_pk(conn, key)?;
         let (id, rowid) = insert_snapshot_row(conn, pk, covers_seq, json.bind()?)?;
         if let Json::Streamed(len) = json {
             large_text::fill_json(conn, c"snapshots", c"messages", rowid, len, messages)?;
