@@ -157,7 +157,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let key4 = SessionKey::acp("long");
     big_session(&store, &key4).await?;
     store
-        .finish_turn(&key4, "crashed", CheckpointStatus::Interrupted, Vec::new())
+        .finish_turn(&key4, "crashed", CheckpointStatus::Cancelled, Vec::new())
         .await?;
     report(
         "per turn (5 commits) after 10,000 rows",

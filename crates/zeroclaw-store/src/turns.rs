@@ -48,11 +48,13 @@ fn require_open(conn: &Connection, pk: i64, key: &SessionKey, turn_id: &str) -> 
     }
 }
 
-/// Turn ids of the session's open checkpoints, oldest first.
+/// Turn ids of the session's open checkpoints, oldest first. Through the index of open
+/// checkpoints by name: without statistics SQLite prefers the primary key, which walks
+/// every checkpoint the session ever had, at every turn start.
 pub(crate) fn open_turns(conn: &Connection, pk: i64) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT turn_id FROM checkpoints WHERE session = ?1 AND status = 'open' \
-         ORDER BY started_seq",
+        "SELECT turn_id FROM checkpoints INDEXED BY checkpoints_open \
+         WHERE session = ?1 AND status = 'open' ORDER BY started_seq",
     )?;
     let ids = stmt.query_map([pk], |r| r.get(0))?;
     Ok(ids.collect::<rusqlite::Result<_>>()?)
