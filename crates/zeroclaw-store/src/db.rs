@@ -126,14 +126,15 @@ pub(crate) fn find_session(
     .transpose()
 }
 
+pub(crate) const FIND_PK: &str =
+    "SELECT pk, killed_at IS NOT NULL FROM sessions WHERE mode = ?1 AND session_id = ?2";
+
 /// The primary key of `key`'s row and whether it is killed, without the row's computed
 /// columns: its message count and derived title cost a look at the session's whole
 /// transcript, which a turn's writes (several a turn) must not pay as the session grows.
 pub(crate) fn find_pk(conn: &Connection, key: &SessionKey) -> Result<Option<(i64, bool)>> {
     Ok(conn
-        .prepare_cached(
-            "SELECT pk, killed_at IS NOT NULL FROM sessions WHERE mode = ?1 AND session_id = ?2",
-        )?
+        .prepare_cached(FIND_PK)?
         .query_row(params![key.mode.as_str(), key.session_id], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })

@@ -48,14 +48,14 @@ fn require_open(conn: &Connection, pk: i64, key: &SessionKey, turn_id: &str) -> 
     }
 }
 
+const OPEN_TURNS: &str = "SELECT turn_id FROM checkpoints INDEXED BY checkpoints_open \
+     WHERE session = ?1 AND status = 'open' ORDER BY started_seq";
+
 /// Turn ids of the session's open checkpoints, oldest first. Through the index of open
 /// checkpoints by name: without statistics SQLite prefers the primary key, which walks
 /// every checkpoint the session ever had, at every turn start.
 pub(crate) fn open_turns(conn: &Connection, pk: i64) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT turn_id FROM checkpoints INDEXED BY checkpoints_open \
-         WHERE session = ?1 AND status = 'open' ORDER BY started_seq",
-    )?;
+    let mut stmt = conn.prepare_cached(OPEN_TURNS)?;
     let ids = stmt.query_map([pk], |r| r.get(0))?;
     Ok(ids.collect::<rusqlite::Result<_>>()?)
 }
@@ -502,4 +502,38 @@ pub(crate) fn latest_snapshot(conn: &Connection, pk: i64) -> Result<Option<Snaps
         })
     })
     .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's plan for `sql`, one line per step.
+    fn plan(conn: &Connection, sql: &str) -> String {
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("explain");
+        let params = rusqlite::params_from_iter(std::iter::repeat_n(1i64, stmt.parameter_count()));
+        let steps = stmt
+            .query_map(params, |r| r.get::<_, String>(3))
+            .expect("plan");
+        steps
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .expect("steps")
+            .join("\n")
+    }
+
+    /// What every turn asks of the store looks its session up by key and its open turns up
+    /// by their index: never a walk of the session's transcript or of its past turns,
+    /// which would make each turn dearer as the session grows.
+    #[test]
+    fn a_turns_lookups_do_not_walk_the_sessions_history() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conn = crate::schema::open_connection(&dir.path().join("z.db")).expect("open");
+        let open = plan(&conn, OPEN_TURNS);
+        assert!(open.contains("USING INDEX checkpoints_open"), "{open}");
+        let session = plan(&conn, db::FIND_PK);
+        assert!(!session.contains("SCAN"), "{session}");
+        assert!(!session.contains("transcript"), "{session}");
+    }
 }
