@@ -315,6 +315,44 @@ fn a_deleted_sessions_id_is_free_again_once_the_refusal_is_over() {
     );
 }
 
+/// A client closing the session (unload) while its turns start (record) on other
+/// threads: no record is lost or out of order, and every one restores.
+#[test]
+fn unloading_while_turns_are_recorded_loses_no_record() {
+    let f = Fixture::new();
+    for i in 0..200 {
+        f.write(&format!("d/f{i}.txt"), "same");
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..20 {
+                f.write("d/f0.txt", &format!("v{i}"));
+                f.record(&format!("t{i}"));
+            }
+        });
+        s.spawn(|| {
+            for _ in 0..500 {
+                f.store.unload("s1");
+                std::thread::yield_now();
+            }
+        });
+    });
+    let turns: Vec<String> = f
+        .store
+        .turns("s1")
+        .expect("turns")
+        .into_iter()
+        .map(|t| t.turn_id)
+        .collect();
+    let expected: Vec<String> = (0..20).map(|i| format!("t{i}")).collect();
+    assert_eq!(turns, expected);
+    for i in [0, 7, 19] {
+        f.store.unload("s1");
+        assert!(f.restore(&format!("t{i}")).unrestorable.is_empty());
+        assert_eq!(f.read("d/f0.txt"), Some(format!("v{i}")));
+    }
+}
+
 #[test]
 fn an_unloaded_session_leaves_memory_and_loads_again_from_disk() {
     let f = Fixture::new();
