@@ -764,3 +764,70 @@ fn a_prompt_that_cannot_be_stored_is_refused_and_leaves_no_trace() {
     );
     assert_eq!(c.messages("w").len(), 4);
 }
+
+/// Client A has a slow turn running and five more prompts queued on one session when
+/// client B deletes it, starts a session under the same id and prompts it. Nothing of the
+/// old life may reach the new one: not the turn that was running (its end is written after
+/// the delete), not a queued prompt (it must not run on the new session), in either mode,
+/// nor after a kill -9 and a restart. Every pipelined prompt is answered.
+#[test]
+fn a_session_deleted_while_another_client_has_prompts_queued_starts_its_new_life_empty() {
+    let fake = Fake::start();
+    let mut daemon = start(&fake, "", &[]);
+    for mode in ["acp", "chat"] {
+        let sid = format!("twice-{mode}");
+        let (slow, _) = slow_words("old", 200, Duration::from_millis(20));
+        fake.push(slow);
+        let mut a = daemon.client();
+        let mut b = daemon.client();
+        a.new_session(json!({"agentAlias": "default", "sessionId": sid, "mode": mode}));
+        let queued: Vec<Value> = (0..6)
+            .map(|k| {
+                a.send_call(
+                    "session/prompt",
+                    json!({"sessionId": sid, "mode": mode, "prompt": format!("old prompt {k}")}),
+                )
+            })
+            .collect();
+        // The first prompt's answer is streaming: the turn runs, the rest are queued.
+        let mut seen = Vec::new();
+        while streamed_text(&seen).split_whitespace().count() < 3 {
+            seen.push(a.recv());
+        }
+
+        let deleted = b.result("session/delete", json!({"sessionId": sid, "mode": mode}));
+        assert_eq!(deleted["deleted"], true);
+        let fresh = b.new_session(json!({"agentAlias": "echo", "sessionId": sid, "mode": mode}));
+        assert_eq!(
+            (fresh["resumed"].clone(), fresh["messageCount"].clone()),
+            (json!(false), json!(0)),
+            "{mode}: {fresh}"
+        );
+        let id = b.send_call(
+            "session/prompt",
+            json!({"sessionId": sid, "mode": mode, "prompt": "new life"}),
+        );
+        let (_, answer) = b.collect_until(&id);
+        assert_eq!(answer["result"]["content"], "new life", "{mode}: {answer}");
+
+        for id in &queued {
+            let (_, resp) = a.collect_until(id);
+            let outcome = resp["result"]["outcome"].as_str();
+            assert!(
+                resp.get("error").is_some() || outcome == Some("cancelled"),
+                "{mode}: an old prompt ran after the delete: {resp}"
+            );
+        }
+        let expected = [pair("user", "new life"), pair("assistant", "new life")];
+        assert_eq!(roles(&b.messages_in(&sid, mode)), expected, "{mode}");
+    }
+
+    daemon.kill_hard();
+    daemon.spawn_env(&[], &[]);
+    let mut c = daemon.client();
+    let expected = [pair("user", "new life"), pair("assistant", "new life")];
+    assert_eq!(roles(&c.messages_in("twice-acp", "acp")), expected);
+    let r = c.new_session(json!({"agentAlias": "echo", "sessionId": "twice-chat", "mode": "chat"}));
+    assert_eq!(r["messageCount"], 2, "{r}");
+    assert_eq!(roles(&c.messages_in("twice-chat", "chat")), expected);
+}
