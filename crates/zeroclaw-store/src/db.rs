@@ -62,7 +62,7 @@ pub(crate) fn now_ms() -> i64 {
 /// only needs its first line's first 80, and a prompt may be megabytes long.
 const SESSION_COLUMNS: &str = "s.pk, s.mode, s.session_id, s.agent_alias, s.owner, s.cwd, \
      s.interaction_surface, s.created_at, s.last_activity, s.killed_at, \
-     (SELECT COUNT(*) FROM transcript t WHERE t.session = s.pk AND t.rewound = 0), \
+     s.message_count, \
      s.title, \
      (SELECT substr(CAST(t.content AS TEXT), 1, 320) FROM transcript t \
       WHERE t.session = s.pk AND t.role = 'user' AND t.rewound = 0 ORDER BY t.seq LIMIT 1), \
@@ -130,8 +130,8 @@ pub(crate) const FIND_PK: &str =
     "SELECT pk, killed_at IS NOT NULL FROM sessions WHERE mode = ?1 AND session_id = ?2";
 
 /// The primary key of `key`'s row and whether it is killed, without the row's computed
-/// columns: its message count and derived title cost a look at the session's whole
-/// transcript, which a turn's writes (several a turn) must not pay as the session grows.
+/// title (a read of the session's first prompt), which a turn's writes (several a turn)
+/// need not pay.
 pub(crate) fn find_pk(conn: &Connection, key: &SessionKey) -> Result<Option<(i64, bool)>> {
     Ok(conn
         .prepare_cached(FIND_PK)?

@@ -179,6 +179,29 @@ INSERT INTO snapshots_v5 (session, id, covers_seq, created_at, messages)
 DROP TABLE snapshots;
 ALTER TABLE snapshots_v5 RENAME TO snapshots;
 "#,
+    // 6: a session's count of visible transcript rows is stored, not counted on each read
+    // (issue 27): `session/list` counted every row of every session it showed, a table
+    // lookup per row. Triggers keep it exact for every writer: an insert, a delete (only a
+    // session's cascade today) and a rewind's flag.
+    r#"
+ALTER TABLE sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET message_count =
+    (SELECT COUNT(*) FROM transcript t WHERE t.session = sessions.pk AND t.rewound = 0);
+CREATE TRIGGER transcript_row_added AFTER INSERT ON transcript WHEN NEW.rewound = 0
+BEGIN
+    UPDATE sessions SET message_count = message_count + 1 WHERE pk = NEW.session;
+END;
+CREATE TRIGGER transcript_row_removed AFTER DELETE ON transcript WHEN OLD.rewound = 0
+BEGIN
+    UPDATE sessions SET message_count = message_count - 1 WHERE pk = OLD.session;
+END;
+CREATE TRIGGER transcript_row_rewound AFTER UPDATE OF rewound ON transcript
+    WHEN OLD.rewound <> NEW.rewound
+BEGIN
+    UPDATE sessions SET message_count = message_count + OLD.rewound - NEW.rewound
+        WHERE pk = NEW.session;
+END;
+"#,
 ];
 
 /// Schema version this build writes.

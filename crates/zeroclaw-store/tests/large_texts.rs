@@ -258,6 +258,8 @@ async fn a_version_four_file_migrates_its_texts_and_snapshots() {
         zeroclaw_store::SCHEMA_VERSION
     );
     let key = SessionKey::acp("old");
+    let row = store.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(row.message_count, 1, "the rewound row is not counted");
     let ctx = store.context(&key).await.unwrap();
     assert_eq!(
         flatten(&ctx),

@@ -177,6 +177,8 @@ async fn run(ops: Vec<Op>) {
                 .filter(|r| r.1 == "interruption")
                 .all(|r| r.2 == INTERRUPTED)
         );
+        let row = store.get_session(&key).await.unwrap().unwrap();
+        assert_eq!(row.message_count as usize, now.len(), "the stored count");
         before = now;
     }
 }
