@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rusqlite::types::{FromSql, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::error::{Result, StoreError};
@@ -59,14 +60,20 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 /// The first prompt is read cut to 320 characters (4 × [`DERIVED_TITLE_CHARS`]): a title
-/// only needs its first line's first 80, and a prompt may be megabytes long.
+/// only needs its first line's first 80, and a prompt may be megabytes long. A large one
+/// (a BLOB, large_text.rs) is not read here at all: `typeof` looks at its type without
+/// loading it, and its rowid lets [`finish_session`] read only its head.
 const SESSION_COLUMNS: &str = "s.pk, s.mode, s.session_id, s.agent_alias, s.owner, s.cwd, \
      s.interaction_surface, s.created_at, s.last_activity, s.killed_at, \
      s.message_count, \
      s.title, \
-     (SELECT substr(CAST(t.content AS TEXT), 1, 320) FROM transcript t \
+     (SELECT CASE WHEN typeof(t.content) = 'text' THEN substr(t.content, 1, 320) \
+             ELSE t.rowid END FROM transcript t \
       WHERE t.session = s.pk AND t.role = 'user' AND t.rewound = 0 ORDER BY t.seq LIMIT 1), \
      s.forked_from_session, s.forked_from_turn";
+
+/// Bytes read from the head of a large first prompt: 320 characters of up to 4 bytes.
+const FIRST_PROMPT_HEAD_BYTES: usize = 4 * 320;
 
 /// The title shown for a session without one set: the first line of its first prompt, cut
 /// to [`DERIVED_TITLE_CHARS`] characters (SPEC §18).
@@ -76,15 +83,28 @@ pub(crate) fn derived_title(first_prompt: &str) -> Option<String> {
     (!title.is_empty()).then_some(title)
 }
 
-fn session_from_row(r: &Row<'_>) -> rusqlite::Result<(i64, SessionRow, String)> {
+/// A row as read, before its mode is parsed and, when its title is derived from a large
+/// first prompt, before that prompt's head is read.
+struct RawSession {
+    pk: i64,
+    row: SessionRow,
+    mode: String,
+    large_first_prompt: Option<i64>,
+}
+
+fn session_from_row(r: &Row<'_>) -> rusqlite::Result<RawSession> {
     let title: Option<String> = r.get(11)?;
-    let first_prompt: Option<String> = r.get(12)?;
+    // A large first prompt comes as its rowid; it is only read when no title is set.
+    let (first_prompt, large_first_prompt) = match r.get_ref(12)? {
+        ValueRef::Integer(rowid) => (None, title.is_none().then_some(rowid)),
+        other => (Option::<String>::column_result(other)?, None),
+    };
     let forked_session: Option<String> = r.get(13)?;
     let forked_turn: Option<String> = r.get(14)?;
-    Ok((
-        r.get(0)?,
-        SessionRow {
-            mode: Mode::Acp, // replaced by the caller after parsing column 1
+    Ok(RawSession {
+        pk: r.get(0)?,
+        row: SessionRow {
+            mode: Mode::Acp, // replaced by `finish_session` after parsing the mode column
             session_id: r.get(2)?,
             agent_alias: r.get(3)?,
             owner: r.get(4)?,
@@ -100,12 +120,29 @@ fn session_from_row(r: &Row<'_>) -> rusqlite::Result<(i64, SessionRow, String)> 
                 turn_id: forked_turn,
             }),
         },
-        r.get(1)?,
-    ))
+        mode: r.get(1)?,
+        large_first_prompt,
+    })
 }
 
-fn finish_session((pk, mut row, mode): (i64, SessionRow, String)) -> Result<(i64, SessionRow)> {
+fn finish_session(conn: &Connection, raw: RawSession) -> Result<(i64, SessionRow)> {
+    let RawSession {
+        pk,
+        mut row,
+        mode,
+        large_first_prompt,
+    } = raw;
     row.mode = mode.parse()?;
+    if let Some(rowid) = large_first_prompt {
+        let head = large_text::head(
+            conn,
+            c"transcript",
+            c"content",
+            rowid,
+            FIRST_PROMPT_HEAD_BYTES,
+        )?;
+        row.title = derived_title(&head);
+    }
     Ok((pk, row))
 }
 
@@ -122,7 +159,7 @@ pub(crate) fn find_session(
         session_from_row,
     )
     .optional()?
-    .map(finish_session)
+    .map(|raw| finish_session(conn, raw))
     .transpose()
 }
 
@@ -214,7 +251,7 @@ pub(crate) fn list_sessions(
         params![mode.map(Mode::as_str), include_killed],
         session_from_row,
     )?;
-    rows.map(|r| finish_session(r?)).collect()
+    rows.map(|r| finish_session(conn, r?)).collect()
 }
 
 /// One page of non-killed rows in `session/list` order: a single query that walks the
@@ -258,7 +295,7 @@ pub(crate) fn list_page(conn: &Connection, q: &ListQuery) -> Result<SessionPage>
     let mut rows = Vec::with_capacity(limit as usize);
     let mut has_more = false;
     for r in found {
-        let (pk, row) = finish_session(r?)?;
+        let (pk, row) = finish_session(conn, r?)?;
         if let Some(needle) = &search {
             let hit = row
                 .title

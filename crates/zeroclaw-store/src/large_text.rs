@@ -9,10 +9,10 @@
 //! leaves no row at all, never a row of zeros.
 //!
 //! Such a value is stored as a BLOB of the text's UTF-8 bytes. [`StoredText`] reads either
-//! kind; SQL that works on the text itself (`substr`) casts it first.
+//! kind; [`head`] reads only the start of a large one (a session's derived title).
 
 use std::ffi::CStr;
-use std::io::{BufWriter, Seek, Write};
+use std::io::{BufWriter, Read, Seek, Write};
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, MAIN_DB};
@@ -114,6 +114,26 @@ pub(crate) fn fill_json<T: Serialize + ?Sized>(
     }
     blob.close()?;
     Ok(())
+}
+
+/// The first `max_bytes` bytes of the large text in `column` of row `rowid`, cut to whole
+/// characters: the rest of it is never read.
+pub(crate) fn head(
+    conn: &Connection,
+    table: &'static CStr,
+    column: &'static CStr,
+    rowid: i64,
+    max_bytes: usize,
+) -> Result<String> {
+    let blob = conn.blob_open(MAIN_DB, table, column, rowid, true)?;
+    let mut bytes = Vec::with_capacity(max_bytes);
+    blob.take(max_bytes as u64).read_to_end(&mut bytes)?;
+    let whole = match std::str::from_utf8(&bytes) {
+        Ok(_) => bytes.len(),
+        Err(e) => e.valid_up_to(),
+    };
+    bytes.truncate(whole);
+    Ok(String::from_utf8(bytes).unwrap_or_default())
 }
 
 /// A text column read back, whether it was stored as TEXT or (when large) as a BLOB of

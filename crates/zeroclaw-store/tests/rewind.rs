@@ -362,10 +362,17 @@ async fn fork_copies_up_to_the_turn_with_the_context_after_it() {
 #[tokio::test]
 async fn titles_are_set_or_derived_and_searched_ignoring_case() {
     let t = open().await;
+    // Prompts of 64 KiB and more are stored as BLOBs: their title is read from their head.
+    let large_tail = format!("\n{}", "x".repeat(200_000));
+    let crabs = format!("{}{large_tail}", "🦀".repeat(100));
+    let report = format!("Large École REPORT{large_tail}");
     for (id, prompt) in [
         ("a", "Fix the ÉCOLE build\nand more"),
         ("b", &"long ".repeat(40)),
         ("c", "nothing here"),
+        ("d", &crabs),
+        ("e", &report),
+        ("f", &report),
     ] {
         let key = SessionKey::acp(id);
         create(&t.store, &key).await;
@@ -383,6 +390,16 @@ async fn titles_are_set_or_derived_and_searched_ignoring_case() {
         .await
         .unwrap();
     assert_eq!(row("c").await.title.as_deref(), Some("My École notes"));
+    assert_eq!(row("d").await.title, Some("🦀".repeat(80)));
+    assert_eq!(row("e").await.title.as_deref(), Some("Large École REPORT"));
+    t.store
+        .set_title(&SessionKey::acp("f"), "Set over a large prompt")
+        .await
+        .unwrap();
+    assert_eq!(
+        row("f").await.title.as_deref(),
+        Some("Set over a large prompt")
+    );
     let found = |search: &str| {
         let s = t.store.clone();
         let search = search.to_owned();
@@ -402,7 +419,9 @@ async fn titles_are_set_or_derived_and_searched_ignoring_case() {
             ids
         }
     };
-    assert_eq!(found("école").await, ["a", "c"]);
+    assert_eq!(found("école").await, ["a", "c", "e"]);
     assert_eq!(found("LONG").await, ["b"]);
+    assert_eq!(found("report").await, ["e"]);
+    assert_eq!(found("🦀🦀").await, ["d"]);
     assert!(found("absent").await.is_empty());
 }
