@@ -122,11 +122,9 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
             None => false,
         };
         let total = if q.include_rewound {
-            conn.query_row(
-                "SELECT COUNT(*) FROM transcript WHERE session = ?1",
-                [pk],
-                |r| r.get(0),
-            )?
+            // Seqs are dense from 1 and rows leave only with their session: the last seq
+            // is the count of every row, rewound ones included, without walking them.
+            db::last_seq(conn, pk)?
         } else {
             row.message_count
         };
