@@ -7,7 +7,7 @@ use rusqlite::params;
 
 use crate::db::{self, Db};
 use crate::error::Result;
-use crate::large_text::StoredText;
+use crate::large_text::{self, StoredText};
 use crate::types::{MessageRow, MessagesPage, MessagesQuery, SessionKey};
 
 /// Counts bytes written without keeping them.
@@ -67,6 +67,29 @@ fn truncate_to_fit(row: &mut MessageRow, budget: usize) {
     row.content = content[..end].to_owned();
 }
 
+/// A row's content cut to `max_content` bytes at a character boundary, and whether it was
+/// cut. A large text is read only that far.
+fn content_of(
+    conn: &rusqlite::Connection,
+    r: &rusqlite::Row<'_>,
+    max_content: usize,
+) -> Result<(String, bool)> {
+    if let Some(len) = r.get::<_, Option<i64>>(7)? {
+        let rowid: i64 = r.get(6)?;
+        let head = large_text::head(conn, c"transcript", c"content", rowid, max_content)?;
+        return Ok((
+            head,
+            usize::try_from(len).unwrap_or(usize::MAX) > max_content,
+        ));
+    }
+    let mut content = r.get::<_, StoredText>(2)?.0;
+    if content.len() <= max_content {
+        return Ok((content, false));
+    }
+    content.truncate(char_floor(&content, max_content));
+    Ok((content, true))
+}
+
 pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Result<MessagesPage> {
     db.read(|conn| {
         let (pk, row) = db::require_session(conn, key)?;
@@ -75,8 +98,13 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
         let limit = q.limit.map_or(-1, i64::from);
         // Rewound rows are listed only when asked for (`?4` = 1 lists them).
         let with_rewound = i64::from(q.include_rewound);
+        // A large text (a BLOB, large_text.rs) is not loaded by the query: `typeof` and a
+        // BLOB's `length` are answered without reading it, and only as much of it as a
+        // row may carry is read through blob I/O ([`content_of`]).
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, role, content, turn_id, created_at, rewound FROM transcript \
+            "SELECT seq, role, CASE WHEN typeof(content) = 'text' THEN content END, turn_id, \
+             created_at, rewound, rowid, CASE WHEN typeof(content) = 'blob' THEN length(content) END \
+             FROM transcript \
              WHERE session = ?1 AND seq < ?2 AND rewound <= ?4 ORDER BY seq DESC LIMIT ?3",
         )?;
         let mut cursor = stmt.query(params![pk, before, limit, with_rewound])?;
@@ -86,19 +114,16 @@ pub(crate) fn messages(db: &mut Db, key: &SessionKey, q: MessagesQuery) -> Resul
         let budget = q.max_bytes.saturating_sub(2);
         let mut used = 0usize;
         while let Some(r) = cursor.next()? {
+            let (content, truncated) = content_of(conn, r, q.max_content)?;
             let mut m = MessageRow {
                 seq: r.get(0)?,
                 role: r.get::<_, String>(1)?.parse()?,
-                content: r.get::<_, StoredText>(2)?.0,
+                content,
                 turn_id: r.get(3)?,
                 created_at: r.get(4)?,
                 rewound: r.get::<_, i64>(5)? != 0,
-                truncated: false,
+                truncated,
             };
-            if m.content.len() > q.max_content {
-                m.content.truncate(char_floor(&m.content, q.max_content));
-                m.truncated = true;
-            }
             let size = json_size(&m);
             if used + size > budget {
                 if rows.is_empty() {

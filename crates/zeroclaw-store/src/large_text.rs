@@ -126,8 +126,9 @@ pub(crate) fn head(
     max_bytes: usize,
 ) -> Result<String> {
     let blob = conn.blob_open(MAIN_DB, table, column, rowid, true)?;
-    let mut bytes = Vec::with_capacity(max_bytes);
-    blob.take(max_bytes as u64).read_to_end(&mut bytes)?;
+    let want = max_bytes.min(blob.len());
+    let mut bytes = Vec::with_capacity(want);
+    blob.take(want as u64).read_to_end(&mut bytes)?;
     let whole = match std::str::from_utf8(&bytes) {
         Ok(_) => bytes.len(),
         Err(e) => e.valid_up_to(),

@@ -9,7 +9,10 @@ use std::path::Path;
 
 use common::*;
 use serde_json::json;
-use zeroclaw_store::{CheckpointStatus, ForkRequest, NewRow, RPC_SURFACE, SessionKey, StoreError};
+use zeroclaw_store::{
+    CheckpointStatus, ForkRequest, MAX_MESSAGE_CONTENT, MessagesQuery, NewRow, RPC_SURFACE,
+    SessionKey, StoreError,
+};
 
 /// The threshold in large_text.rs.
 const LARGE: usize = 64 * 1024;
@@ -82,7 +85,7 @@ async fn a_large_turn_reads_back_unchanged_everywhere() {
     let ctx = s.context(&key).await.unwrap();
     let texts: Vec<&str> = ctx.rows.iter().map(|r| r.content.as_str()).collect();
     assert_eq!(texts, [prompt.as_str(), answer.as_str(), "short"]);
-    // The title is cut from the first prompt in SQL (a cast, then substr in characters).
+    // The title is read from the head of the first prompt's BLOB.
     let row = s.get_session(&key).await.unwrap().unwrap();
     assert_eq!(row.title.as_deref(), Some("first line of the prompt"));
 
@@ -117,6 +120,59 @@ async fn a_large_turn_reads_back_unchanged_everywhere() {
         .unwrap();
     let r = s.rewind(&key, "t1", to_messages()).await.unwrap();
     assert_eq!(r.prompt, prompt);
+}
+
+#[tokio::test]
+async fn a_page_reads_a_large_row_only_as_far_as_it_may_carry() {
+    let t = open().await;
+    let s = &t.store;
+    let key = SessionKey::acp("s");
+    create(s, &key).await;
+    let answer = text_of(3 * 1024 * 1024 + 2, "a long answer");
+    s.begin_turn(&key, "t1", "q").await.unwrap();
+    s.finish_turn(
+        &key,
+        "t1",
+        CheckpointStatus::Completed,
+        vec![NewRow::assistant(answer.clone())],
+    )
+    .await
+    .unwrap();
+    let key = &key;
+    let last_row = |max_content: usize| async move {
+        let page = s
+            .messages(
+                key,
+                MessagesQuery {
+                    limit: Some(1),
+                    max_bytes: usize::MAX,
+                    max_content,
+                    ..MessagesQuery::default()
+                },
+            )
+            .await
+            .unwrap();
+        let row = page.rows.last().unwrap().clone();
+        (row.content, row.truncated)
+    };
+    // The default cut, 1 MiB, falls inside a three-byte character: the cut is before it.
+    let (cut, truncated) = last_row(MAX_MESSAGE_CONTENT).await;
+    assert!(truncated);
+    assert!(answer.starts_with(&cut), "a prefix of the answer");
+    assert!(cut.len() <= MAX_MESSAGE_CONTENT && cut.len() > MAX_MESSAGE_CONTENT - 3);
+    assert!(!answer.is_char_boundary(MAX_MESSAGE_CONTENT));
+    // Only the seq wanted (a subscribe's look at the last row): nothing is read.
+    assert_eq!(last_row(0).await, (String::new(), true));
+    // Room for all of it, exactly or more: whole, not cut (compared without printing it).
+    for room in [answer.len(), usize::MAX] {
+        let (whole, truncated) = last_row(room).await;
+        assert!(!truncated, "room for {room} bytes");
+        assert!(
+            whole == answer,
+            "room for {room} bytes: {} bytes back",
+            whole.len()
+        );
+    }
 }
 
 #[tokio::test]
