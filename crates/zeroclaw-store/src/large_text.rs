@@ -9,7 +9,7 @@
 //! leaves no row at all, never a row of zeros.
 //!
 //! Such a value is stored as a BLOB of the text's UTF-8 bytes. [`StoredText`] reads either
-//! kind; [`head`] reads only the start of a large one (a session's derived title).
+//! kind; [`head`] reads only the start of a large one (a derived title, a page's cut row).
 
 use std::ffi::CStr;
 use std::io::{BufWriter, Read, Seek, Write};
@@ -117,7 +117,8 @@ pub(crate) fn fill_json<T: Serialize + ?Sized>(
 }
 
 /// The first `max_bytes` bytes of the large text in `column` of row `rowid`, cut to whole
-/// characters: the rest of it is never read.
+/// characters: the rest of it is never read. Bytes that are not UTF-8 before the cut are an
+/// error, as [`StoredText`] makes them.
 pub(crate) fn head(
     conn: &Connection,
     table: &'static CStr,
@@ -131,7 +132,9 @@ pub(crate) fn head(
     blob.take(want as u64).read_to_end(&mut bytes)?;
     let whole = match std::str::from_utf8(&bytes) {
         Ok(_) => bytes.len(),
-        Err(e) => e.valid_up_to(),
+        // A character cut by `max_bytes` ends the text early; anything else is damage.
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e).into()),
     };
     bytes.truncate(whole);
     Ok(String::from_utf8(bytes).unwrap_or_default())

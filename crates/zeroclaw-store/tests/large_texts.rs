@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use common::*;
@@ -173,6 +174,29 @@ async fn a_page_reads_a_large_row_only_as_far_as_it_may_carry() {
             whole.len()
         );
     }
+    // A damaged byte before the cut is an error, never a shorter text.
+    let raw = rusqlite::Connection::open(&t.path).unwrap();
+    let rowid: i64 = raw
+        .query_row("SELECT rowid FROM transcript WHERE seq = 2", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut blob = raw
+        .blob_open(rusqlite::MAIN_DB, c"transcript", c"content", rowid, false)
+        .unwrap();
+    blob.seek(SeekFrom::Start(100)).unwrap();
+    blob.write_all(&[0xFF]).unwrap();
+    drop(blob);
+    let page = s
+        .messages(
+            key,
+            MessagesQuery {
+                limit: Some(1),
+                ..MessagesQuery::default()
+            },
+        )
+        .await;
+    assert!(page.is_err(), "a damaged text read as a page");
 }
 
 #[tokio::test]
