@@ -61,6 +61,12 @@ impl Fixture {
         self.store.restore("s1", turn, &self.root).expect("restore")
     }
 
+    /// The turn ids `s1` has records of, in turn order.
+    pub fn turn_ids(&self) -> Vec<String> {
+        let turns = self.store.turns("s1").expect("turns");
+        turns.into_iter().map(|t| t.turn_id).collect()
+    }
+
     /// Every path under the root (not following symlinks) with what it holds.
     pub fn snapshot(&self) -> BTreeMap<String, String> {
         snapshot(&self.root)

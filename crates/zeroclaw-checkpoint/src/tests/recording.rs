@@ -337,15 +337,8 @@ fn unloading_while_turns_are_recorded_loses_no_record() {
             }
         });
     });
-    let turns: Vec<String> = f
-        .store
-        .turns("s1")
-        .expect("turns")
-        .into_iter()
-        .map(|t| t.turn_id)
-        .collect();
     let expected: Vec<String> = (0..20).map(|i| format!("t{i}")).collect();
-    assert_eq!(turns, expected);
+    assert_eq!(f.turn_ids(), expected);
     for i in [0, 7, 19] {
         f.store.unload("s1");
         assert!(f.restore(&format!("t{i}")).unrestorable.is_empty());
@@ -373,14 +366,7 @@ fn an_unloaded_session_leaves_memory_and_loads_again_from_disk() {
     // Loaded again: its records, its sequence and its contents are all there.
     f.write("a", "three");
     f.record("t3");
-    let turns: Vec<String> = f
-        .store
-        .turns("s1")
-        .expect("turns")
-        .into_iter()
-        .map(|t| t.turn_id)
-        .collect();
-    assert_eq!(turns, ["t1", "t2", "t3"]);
+    assert_eq!(f.turn_ids(), ["t1", "t2", "t3"]);
     f.store.unload("s1");
     f.restore("t1");
     assert_eq!(f.read("a").as_deref(), Some("one"));
