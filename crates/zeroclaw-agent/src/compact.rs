@@ -116,7 +116,11 @@ pub fn echo_summary(messages: &[ChatMessage]) -> String {
                 let names: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
                 format!("[calls {}]", names.join(", "))
             }
-            other => other.content().to_owned(),
+            // Only a line of it is shown: a long answer is not read whole for it.
+            ChatMessage::Assistant { content, .. } => {
+                content.head(ECHO_LINE_CHARS * 4).0.into_owned()
+            }
+            other => other.content().into_owned(),
         };
         let line: String = text
             .chars()
@@ -195,13 +199,14 @@ mod tests {
     use super::*;
     use crate::message::ToolCallRequest;
     use crate::provider::EchoProvider;
+    use crate::text::Text;
 
     fn turns(n: usize) -> Vec<ChatMessage> {
         let mut ctx = Vec::new();
         for i in 0..n {
             ctx.push(ChatMessage::user(format!("question {i}")));
             ctx.push(ChatMessage::Assistant {
-                content: String::new(),
+                content: Text::default(),
                 tool_calls: vec![ToolCallRequest {
                     id: format!("c{i}"),
                     name: "bash".into(),
@@ -250,7 +255,7 @@ mod tests {
             ChatMessage::user("two\nlines"),
             ChatMessage::assistant(long.clone()),
             ChatMessage::Assistant {
-                content: String::new(),
+                content: Text::default(),
                 tool_calls: vec![ToolCallRequest {
                     id: "a".into(),
                     name: "bash".into(),
@@ -273,13 +278,17 @@ mod tests {
         assert!(req.tools.is_empty());
         assert_eq!(req.model, "m");
         assert_eq!(&req.messages[..ctx.len()], &ctx[..]);
-        let last = req.messages.last().map(ChatMessage::content).unwrap_or("");
+        let last = req
+            .messages
+            .last()
+            .map(ChatMessage::content)
+            .unwrap_or_default();
         assert!(last.starts_with(SUMMARY_REQUEST));
         assert!(last.ends_with("Additional instructions: keep the numbers"));
         assert!(is_summary_request(&req));
         let plain = summary_request("m", &ctx, Some("  "));
         assert_eq!(
-            plain.messages.last().map(ChatMessage::content),
+            plain.messages.last().map(ChatMessage::content).as_deref(),
             Some(SUMMARY_REQUEST)
         );
     }

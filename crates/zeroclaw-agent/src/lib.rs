@@ -19,6 +19,7 @@ pub mod message;
 pub mod provider;
 pub mod sandbox;
 pub mod step_text;
+pub mod text;
 pub mod tools;
 pub mod turn;
 pub mod usage;
@@ -30,6 +31,7 @@ pub use provider::{
     ProviderRequest, ProviderStream, ToolSchema, Usage,
 };
 pub use step_text::StepText;
+pub use text::Text;
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{
     AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, LiveSettings, MAX_TURN_TEXT, TurnEvent,

@@ -6,9 +6,12 @@
 //! turn: each assistant tool call is followed by exactly one tool result with
 //! its id ([`provider_safe`] restores that invariant for replayed histories).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
+
+use crate::text::Text;
 
 /// A tool call requested by the model, already assembled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,8 +30,9 @@ pub enum ChatMessage {
         content: String,
     },
     Assistant {
+        /// A long answer is spilled to a file ([`Text`]).
         #[serde(default)]
-        content: String,
+        content: Text,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCallRequest>,
     },
@@ -46,7 +50,7 @@ impl ChatMessage {
         }
     }
 
-    pub fn assistant(content: impl Into<String>) -> Self {
+    pub fn assistant(content: impl Into<Text>) -> Self {
         ChatMessage::Assistant {
             content: content.into(),
             tool_calls: Vec::new(),
@@ -74,12 +78,13 @@ impl ChatMessage {
         }
     }
 
-    /// The text content of the message.
-    pub fn content(&self) -> &str {
+    /// The text content of the message (a spilled answer read whole).
+    pub fn content(&self) -> Cow<'_, str> {
         match self {
-            ChatMessage::User { content }
-            | ChatMessage::Assistant { content, .. }
-            | ChatMessage::Tool { content, .. } => content,
+            ChatMessage::User { content } | ChatMessage::Tool { content, .. } => {
+                Cow::Borrowed(content)
+            }
+            ChatMessage::Assistant { content, .. } => content.load(),
         }
     }
 
@@ -90,7 +95,7 @@ impl ChatMessage {
                 content,
                 tool_calls,
             } => {
-                content.chars().count()
+                content.char_count()
                     + tool_calls
                         .iter()
                         .map(|c| c.id.len() + c.name.len() + c.arguments.chars().count())

@@ -65,6 +65,7 @@ use crate::provider::retry::{self, RetryDecision};
 use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, Usage};
 use crate::sandbox::{self, Plan, SandboxSettings, Scratch};
 use crate::step_text::StepText;
+use crate::text::Text;
 use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
 use crate::usage::{self, CallUsage, TurnUsage};
 
@@ -363,7 +364,7 @@ struct Turn<'a> {
 
 #[derive(Default)]
 struct Step {
-    text: String,
+    text: Text,
     calls: Vec<ToolCallRequest>,
     error: Option<ProviderError>,
     cancelled: bool,
@@ -559,7 +560,7 @@ impl Turn<'_> {
             if step.started {
                 let (system, context) = (&self.spec.system_prompt, &*self.context);
                 let input = || usage::estimate_input_of(system, context, &tools);
-                let call = usage::of_call(step.usage, input, &step.text, &step.calls);
+                let call = usage::of_call(step.usage, input, step.text.len(), &step.calls);
                 self.usage.add(call);
                 self.host.emit(TurnEvent::Usage { usage: call }).await;
             }
@@ -648,10 +649,10 @@ impl Turn<'_> {
 
     /// What the result shows of a step's `text`: all of it, or its beginning when it is
     /// longer than the host wants (`shown_cut` says which).
-    fn shown(&mut self, text: &str) -> String {
-        let max = self.host.result_text_max();
-        self.shown_cut = text.len() > max;
-        text[..text.floor_char_boundary(max)].to_owned()
+    fn shown(&mut self, text: &Text) -> String {
+        let (shown, cut) = text.head(self.host.result_text_max());
+        self.shown_cut = cut;
+        shown.into_owned()
     }
 
     /// Gives every call of the turn a distinct, non-empty id.

@@ -78,16 +78,16 @@ fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
 }
 
 /// The estimated output of a response: its text and tool calls.
-pub fn estimate_output(text: &str, calls: &[ToolCallRequest]) -> u64 {
+pub fn estimate_output(text_len: usize, calls: &[ToolCallRequest]) -> u64 {
     let calls: usize = calls.iter().map(|c| c.name.len() + c.arguments.len()).sum();
-    tokens_of(text.len() + calls)
+    tokens_of(text_len + calls)
 }
 
 /// The usage of one call: the provider's report when it has both numbers, else estimated.
 pub fn of_call(
     reported: Option<Usage>,
     input: impl FnOnce() -> u64,
-    text: &str,
+    text_len: usize,
     calls: &[ToolCallRequest],
 ) -> CallUsage {
     match reported {
@@ -106,7 +106,7 @@ pub fn of_call(
         },
         _ => CallUsage {
             input_tokens: input(),
-            output_tokens: estimate_output(text, calls),
+            output_tokens: estimate_output(text_len, calls),
             estimated: true,
             cache_read_tokens: None,
             cache_write_tokens: None,
@@ -139,7 +139,7 @@ mod tests {
                 ..Usage::default()
             }),
             || estimate_input(&req()),
-            "x",
+            1,
             &[],
         );
         assert_eq!(
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn estimate_when_missing() {
-        let u = of_call(None, || estimate_input(&req()), "12345678", &[]);
+        let u = of_call(None, || estimate_input(&req()), 8, &[]);
         assert!(u.estimated);
         assert_eq!(u.output_tokens, 2);
         assert!(u.input_tokens >= 4, "{u:?}");
@@ -165,7 +165,7 @@ mod tests {
             total_tokens: None,
             ..Usage::default()
         };
-        assert!(of_call(Some(partial), || estimate_input(&req()), "", &[]).estimated);
+        assert!(of_call(Some(partial), || estimate_input(&req()), 0, &[]).estimated);
         let mut t = TurnUsage::default();
         t.add(u);
         t.add(u);

@@ -85,6 +85,8 @@ async fn open_sessions(dirs: &Dirs) -> Result<Arc<SessionManager>, StartupError>
     builder
         .create(&dirs.data_dir)
         .map_err(|e| StartupError(format!("cannot create {}: {e}", dirs.data_dir.display())))?;
+    // Long answers are kept on disk beside the store, not in memory (issue 27).
+    zeroclaw_agent::text::set_spill_dir(&dirs.data_dir.join("spill"));
     let path = dirs.data_dir.join("zeroclaw.db");
     let store = Store::open(&path)
         .await

@@ -17,8 +17,8 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use crate::error::{Result, StoreError};
 use crate::large_text;
 use crate::types::{
-    DERIVED_TITLE_CHARS, ForkedFrom, ListCursor, ListQuery, MAX_LIST_LIMIT, Mode, Role, SessionKey,
-    SessionPage, SessionRow,
+    DERIVED_TITLE_CHARS, ForkedFrom, ListCursor, ListQuery, MAX_LIST_LIMIT, Mode, NewRow, Role,
+    SessionKey, SessionPage, SessionRow,
 };
 
 pub(crate) struct Db {
@@ -337,6 +337,71 @@ pub(crate) fn append_row(
     event_n: Option<u32>,
     now: i64,
 ) -> Result<i64> {
+    let seq = insert_row(
+        conn,
+        pk,
+        turn_id,
+        role,
+        large_text::bind(content)?,
+        event_n,
+        now,
+    )?;
+    large_text::fill(
+        conn,
+        c"transcript",
+        c"content",
+        conn.last_insert_rowid(),
+        content,
+    )?;
+    Ok(seq)
+}
+
+/// Appends `row` of a turn (or of none): a [`NewRow::long`] text is written into the row
+/// a piece at a time, never held whole.
+pub(crate) fn append_new_row(
+    conn: &Connection,
+    pk: i64,
+    turn_id: Option<&str>,
+    row: &NewRow,
+    now: i64,
+) -> Result<i64> {
+    let Some(long) = &row.long else {
+        return append_row(conn, pk, turn_id, row.role, &row.content, None, now);
+    };
+    let long = &*long.0;
+    if long.len() < large_text::LARGE_TEXT {
+        // Short enough to be bound as TEXT, as any text of its length is.
+        let mut text = Vec::with_capacity(long.len());
+        long.write_pieces(&mut |piece| {
+            text.extend_from_slice(piece);
+            Ok(())
+        })?;
+        let text = String::from_utf8(text).map_err(std::io::Error::other)?;
+        return append_row(conn, pk, turn_id, row.role, &text, None, now);
+    }
+    let blank = large_text::zeroblob(long.len())?;
+    let seq = insert_row(conn, pk, turn_id, row.role, blank, None, now)?;
+    large_text::fill_pieces(
+        conn,
+        c"transcript",
+        c"content",
+        conn.last_insert_rowid(),
+        long,
+    )?;
+    Ok(seq)
+}
+
+/// Inserts a transcript row whose content is `content` as bound (a zeroblob for a large
+/// text, filled in afterwards); returns its seq.
+fn insert_row(
+    conn: &Connection,
+    pk: i64,
+    turn_id: Option<&str>,
+    role: Role,
+    content: rusqlite::types::ToSqlOutput<'_>,
+    event_n: Option<u32>,
+    now: i64,
+) -> Result<i64> {
     let seq = last_seq(conn, pk)? + 1;
     conn.prepare_cached(
         "INSERT INTO transcript (session, seq, turn_id, role, content, created_at, event_n) \
@@ -347,17 +412,10 @@ pub(crate) fn append_row(
         seq,
         turn_id,
         role.as_str(),
-        large_text::bind(content)?,
+        content,
         now,
         event_n
     ])?;
-    large_text::fill(
-        conn,
-        c"transcript",
-        c"content",
-        conn.last_insert_rowid(),
-        content,
-    )?;
     Ok(seq)
 }
 

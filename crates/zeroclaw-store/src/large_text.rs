@@ -63,6 +63,33 @@ pub(crate) fn fill(
     Ok(())
 }
 
+/// Writes `long` into `column` of the row just inserted (`rowid`) with a zeroblob of its
+/// length, a piece at a time. Call it in the inserting transaction.
+pub(crate) fn fill_pieces(
+    conn: &Connection,
+    table: &'static CStr,
+    column: &'static CStr,
+    rowid: i64,
+    long: &dyn crate::types::LongText,
+) -> Result<()> {
+    let mut blob = conn.blob_open(MAIN_DB, table, column, rowid, false)?;
+    let mut written = 0;
+    long.write_pieces(&mut |piece| {
+        written += piece.len();
+        blob.write_all(piece)
+    })?;
+    if written != long.len() {
+        // A text that changed length under its writer would leave zeros in the row.
+        return Err(std::io::Error::other(format!(
+            "a long text gave {written} of its {} bytes",
+            long.len()
+        ))
+        .into());
+    }
+    blob.close()?;
+    Ok(())
+}
+
 /// The compact JSON of `value` as it is to be bound: `Ok(Inline(json))` when short, or
 /// `Ok(Streamed(len))` when it is to be written by [`fill_json`] after a zeroblob of `len`.
 pub(crate) enum Json {

@@ -106,7 +106,7 @@ pub(crate) fn append_rows(
         let now = now_ms();
         let seqs = rows
             .iter()
-            .map(|r| db::append_row(conn, pk, turn_id, r.role, &r.content, None, now))
+            .map(|r| db::append_new_row(conn, pk, turn_id, r, now))
             .collect::<Result<Vec<_>>>()?;
         db::touch(conn, pk, now)?;
         Ok(seqs)

@@ -304,7 +304,7 @@ pub(crate) fn finish_turn(
         let now = now_ms();
         let seqs = rows
             .iter()
-            .map(|r| db::append_row(conn, pk, Some(turn_id), r.role, &r.content, None, now))
+            .map(|r| db::append_new_row(conn, pk, Some(turn_id), r, now))
             .collect::<Result<Vec<_>>>()?;
         conn.execute(
             "UPDATE checkpoints SET status = ?3, updated_at = ?4 WHERE session = ?1 AND turn_id = ?2",

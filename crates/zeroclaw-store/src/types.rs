@@ -193,14 +193,61 @@ pub struct OpenedSession {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRow {
     pub role: Role,
+    /// The row's text, unless it is [`NewRow::long`].
     pub content: String,
+    /// A long text kept out of memory (a spilled answer), written into the row a piece at
+    /// a time; `content` is then empty.
+    pub long: Option<LongContent>,
 }
+
+/// A text the store reads a piece at a time, never whole (issue 27).
+pub trait LongText: Send + Sync {
+    /// Its length in bytes.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Calls `write` with each piece of its UTF-8 bytes, in order, until it fails.
+    fn write_pieces(
+        &self,
+        write: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()>;
+}
+
+/// A shared [`LongText`], as a row carries it.
+#[derive(Clone)]
+pub struct LongContent(pub std::sync::Arc<dyn LongText>);
+
+impl std::fmt::Debug for LongContent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LongContent({} bytes)", self.0.len())
+    }
+}
+
+/// The same text, not merely an equal one.
+impl PartialEq for LongContent {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for LongContent {}
 
 impl NewRow {
     pub fn new(role: Role, content: impl Into<String>) -> Self {
         Self {
             role,
             content: content.into(),
+            long: None,
+        }
+    }
+
+    /// A row of `role` whose text is `long`, written a piece at a time.
+    pub fn long(role: Role, long: std::sync::Arc<dyn LongText>) -> Self {
+        Self {
+            role,
+            content: String::new(),
+            long: Some(LongContent(long)),
         }
     }
 

@@ -115,10 +115,10 @@ pub fn request_body<'a>(
             _ => turns.push((role, blocks)),
         }
     };
-    let text = |text: &'a str| Json::object([("type", "text".into()), ("text", text.into())]);
+    let text = |text: Json<'a>| Json::object([("type", "text".into()), ("text", text)]);
     for m in req.messages.iter() {
         match m {
-            ChatMessage::User { content } => push("user", vec![text(content)]),
+            ChatMessage::User { content } => push("user", vec![text(content.as_str().into())]),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
@@ -130,7 +130,7 @@ pub fn request_body<'a>(
                     blocks.extend(kept.iter().map(Json::Borrowed));
                 }
                 if !content.is_empty() {
-                    blocks.push(text(content));
+                    blocks.push(text(content.into()));
                 }
                 for c in tool_calls {
                     blocks.push(Json::object([

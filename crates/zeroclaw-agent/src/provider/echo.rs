@@ -68,7 +68,10 @@ impl EchoText {
     fn as_str(&self) -> &str {
         match self {
             EchoText::Own(text) => text,
-            EchoText::Lent(messages, at) => messages.get(*at).map_or("", ChatMessage::content),
+            EchoText::Lent(messages, at) => match messages.get(*at) {
+                Some(ChatMessage::User { content }) => content,
+                _ => "",
+            },
         }
     }
 }

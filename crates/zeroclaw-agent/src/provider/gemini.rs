@@ -103,17 +103,17 @@ pub fn request_body<'a>(
             _ => contents.push((role, parts)),
         }
     };
-    let text = |text: &'a str| Json::object([("text", text.into())]);
+    let text = |text: Json<'a>| Json::object([("text", text)]);
     for m in req.messages.iter() {
         match m {
-            ChatMessage::User { content } => push("user", vec![text(content)]),
+            ChatMessage::User { content } => push("user", vec![text(content.as_str().into())]),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
             } => {
                 let mut parts = Vec::new();
                 if !content.is_empty() {
-                    parts.push(text(content));
+                    parts.push(text(content.into()));
                 }
                 for c in tool_calls {
                     let args = serde_json::from_str::<Value>(&c.arguments)
@@ -162,7 +162,10 @@ pub fn request_body<'a>(
     if !req.system_prompt.is_empty() {
         body.set(
             "systemInstruction",
-            Json::object([("parts", vec![text(&req.system_prompt)].into())]),
+            Json::object([(
+                "parts",
+                vec![text(req.system_prompt.as_str().into())].into(),
+            )]),
         );
     }
     if !req.tools.is_empty() {
@@ -328,6 +331,7 @@ mod tests {
 
     use super::super::ToolSchema;
     use super::*;
+    use crate::text::Text;
 
     #[test]
     fn signatures_go_back_with_their_calls() {
@@ -337,7 +341,7 @@ mod tests {
             messages: Arc::new(vec![
                 ChatMessage::user("hi"),
                 ChatMessage::Assistant {
-                    content: String::new(),
+                    content: Text::default(),
                     tool_calls: vec![ToolCallRequest {
                         id: "gemini_call_0".into(),
                         name: "bash".into(),

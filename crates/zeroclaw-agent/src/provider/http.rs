@@ -14,6 +14,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::ProviderError;
+use super::request_body::{Cursor, RequestBody};
 use super::retry::retry_after_of;
 use super::shown;
 
@@ -49,7 +50,7 @@ pub fn client(connect_timeout: Duration) -> Result<reqwest::Client, ProviderErro
 /// success is taken to mean the request was read whole (a model reads all of it first).
 pub async fn send(
     builder: reqwest::RequestBuilder,
-    body: Vec<u8>,
+    body: RequestBody,
     base_url: &str,
     api_key: Option<&str>,
     limit: Duration,
@@ -61,7 +62,7 @@ pub async fn send(
         .header(reqwest::header::CONTENT_LENGTH, body.len())
         .body(reqwest::Body::wrap_stream(BodyPieces {
             body: Arc::downgrade(&body),
-            sent: 0,
+            cursor: Cursor::default(),
         }));
     let sent = tokio::time::timeout(limit, builder.send()).await;
     let resp = match sent {
@@ -170,8 +171,8 @@ fn page_title(page: &str) -> Option<String> {
 /// that [`send`] owns. Once `send` has let the body go, the rest of it is an error (the
 /// connection is then closed as soon as it asks for more).
 struct BodyPieces {
-    body: Weak<Vec<u8>>,
-    sent: usize,
+    body: Weak<RequestBody>,
+    cursor: Cursor,
 }
 
 impl futures_util::Stream for BodyPieces {
@@ -183,13 +184,11 @@ impl futures_util::Stream for BodyPieces {
                 "the request was given up before it was sent",
             ))));
         };
-        let rest = body.get(self.sent..).unwrap_or_default();
-        if rest.is_empty() {
-            return Poll::Ready(None);
-        }
-        let piece = Bytes::copy_from_slice(&rest[..rest.len().min(BODY_PIECE)]);
-        self.sent += piece.len();
-        Poll::Ready(Some(Ok(piece)))
+        // A spliced answer's piece is read from its file here: a read of the page cache.
+        let mut cursor = self.cursor;
+        let piece = body.next_piece(&mut cursor, BODY_PIECE);
+        self.cursor = cursor;
+        Poll::Ready(piece.map(|p| Ok(Bytes::from(p))))
     }
 }
 

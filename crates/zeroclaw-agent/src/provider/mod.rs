@@ -37,6 +37,7 @@ pub mod ollama;
 pub mod openai;
 mod openai_chunk;
 mod openai_request;
+pub mod request_body;
 mod request_json;
 pub mod retry;
 pub mod settings;

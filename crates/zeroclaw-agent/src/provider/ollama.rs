@@ -56,10 +56,8 @@ pub fn request_body<'a>(req: &'a ProviderRequest, config: &'a NativeConfig) -> J
                 content,
                 tool_calls,
             } => {
-                let mut msg = Json::object([
-                    ("role", "assistant".into()),
-                    ("content", content.as_str().into()),
-                ]);
+                let mut msg =
+                    Json::object([("role", "assistant".into()), ("content", content.into())]);
                 if !tool_calls.is_empty() {
                     let calls = tool_calls
                         .iter()

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::ProviderRequest;
 use crate::message::ChatMessage;
+use crate::text::Text;
 
 #[derive(Serialize)]
 pub struct RequestBody<'a> {
@@ -33,15 +34,23 @@ struct StreamOptions {
 struct Message<'a> {
     role: &'static str,
     /// Always written; null for an assistant message that only calls tools.
-    content: Option<&'a str>,
+    content: Option<Content<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<Call<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
 }
 
+/// A message's text: borrowed from the request, an answer possibly from its spill file.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Str(&'a str),
+    Text(&'a Text),
+}
+
 impl<'a> Message<'a> {
-    fn text(role: &'static str, content: &'a str) -> Self {
+    fn text(role: &'static str, content: Content<'a>) -> Self {
         Message {
             role,
             content: Some(content),
@@ -88,17 +97,17 @@ pub fn request_body<'a>(req: &'a ProviderRequest, default_model: &'a str) -> Req
     };
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !req.system_prompt.is_empty() {
-        messages.push(Message::text("system", &req.system_prompt));
+        messages.push(Message::text("system", Content::Str(&req.system_prompt)));
     }
     messages.extend(req.messages.iter().map(|m| {
         match m {
-            ChatMessage::User { content } => Message::text("user", content),
+            ChatMessage::User { content } => Message::text("user", Content::Str(content)),
             ChatMessage::Assistant {
                 content,
                 tool_calls,
             } if !tool_calls.is_empty() => Message {
                 role: "assistant",
-                content: Some(content.as_str()).filter(|c| !c.is_empty()),
+                content: (!content.is_empty()).then_some(Content::Text(content)),
                 tool_calls: tool_calls
                     .iter()
                     .map(|c| Call {
@@ -112,14 +121,16 @@ pub fn request_body<'a>(req: &'a ProviderRequest, default_model: &'a str) -> Req
                     .collect(),
                 tool_call_id: None,
             },
-            ChatMessage::Assistant { content, .. } => Message::text("assistant", content),
+            ChatMessage::Assistant { content, .. } => {
+                Message::text("assistant", Content::Text(content))
+            }
             ChatMessage::Tool {
                 tool_call_id,
                 content,
                 ..
             } => Message {
                 tool_call_id: Some(tool_call_id),
-                ..Message::text("tool", content)
+                ..Message::text("tool", Content::Str(content))
             },
         }
     }));
@@ -163,7 +174,7 @@ mod tests {
             messages: Arc::new(vec![
                 ChatMessage::user("hi"),
                 ChatMessage::Assistant {
-                    content: String::new(),
+                    content: Text::default(),
                     tool_calls: vec![ToolCallRequest {
                         id: "c1".into(),
                         name: "bash".into(),

@@ -12,22 +12,18 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
-use super::{ProviderError, ToolSchema};
+use super::ToolSchema;
+use crate::text::Text;
 
-/// `body` serialized: the bytes [`http::send`](super::http::send) sends (the only copy
-/// made of the conversation).
-pub fn encode(body: &impl Serialize) -> Result<Vec<u8>, ProviderError> {
-    // Serializing into memory fails only for a map with non-string keys, which no body
-    // has (a schema or kept block is a `Value`, whose keys are strings).
-    serde_json::to_vec(body)
-        .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))
-}
+pub use super::request_body::encode;
 
 /// One JSON value of a request body.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Json<'a> {
     /// A string borrowed from the request (a message's text).
     Str(&'a str),
+    /// An answer borrowed from the request, which may be spilled to a file.
+    Text(&'a Text),
     /// A small value the body owns.
     Owned(Value),
     /// A value owned elsewhere.
@@ -86,6 +82,12 @@ impl<'a> From<&'a str> for Json<'a> {
     }
 }
 
+impl<'a> From<&'a Text> for Json<'a> {
+    fn from(t: &'a Text) -> Self {
+        Json::Text(t)
+    }
+}
+
 impl From<Value> for Json<'_> {
     fn from(v: Value) -> Self {
         Json::Owned(v)
@@ -108,6 +110,7 @@ impl Serialize for Json<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Json::Str(s) => serializer.serialize_str(s),
+            Json::Text(t) => t.serialize(serializer),
             Json::Owned(v) => v.serialize(serializer),
             Json::Borrowed(v) => v.serialize(serializer),
             Json::Object(members) => {

@@ -15,15 +15,19 @@
 //!   the inverse of `visible_rows`, made provider-safe.
 //! - [`plan_trim`]: which oldest whole turns leave the retained context.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zeroclaw_agent::{ChatMessage, StepText, ToolCallRequest, estimate_tokens, provider_safe};
+use zeroclaw_agent::{
+    ChatMessage, StepText, Text, ToolCallRequest, estimate_tokens, provider_safe,
+};
 use zeroclaw_store::{
-    NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError, ToolCall, ToolResult,
+    LongText, NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError, ToolCall,
+    ToolResult,
 };
 
 /// Unsaved streamed text older than this is written (below the 250 ms contract, leaving
@@ -35,12 +39,6 @@ const TICK: Duration = Duration::from_millis(25);
 /// most this many bytes, one transaction each, so a write costs a few times this (its
 /// JSON, SQLite's bound copy and record) however long the answer (issue 27).
 pub const MAX_PIECE: usize = 256 * 1024;
-
-/// The first [`MAX_PIECE`] bytes of `text` or fewer, ending on a character boundary; not
-/// empty unless `text` is.
-fn next_piece(text: &str) -> &str {
-    &text[..text.floor_char_boundary(MAX_PIECE)]
-}
 
 /// What the turn reports to its persister.
 pub(crate) enum Op {
@@ -75,11 +73,11 @@ pub(crate) enum AfterPiece {
 /// from where the streamed checkpoint left off: a long answer is never held a second
 /// time for its checkpoint (issue 27). The turn waits meanwhile, as it would on a full
 /// queue.
-pub(crate) async fn send_step(tx: &ProgressTx, content: &str, tool_calls: &[ToolCallRequest]) {
+pub(crate) async fn send_step(tx: &ProgressTx, content: &Text, tool_calls: &[ToolCallRequest]) {
     // The persister outlives the turn loop; a send can only fail after it stopped.
     if content.len() <= MAX_PIECE {
         let message = ChatMessage::Assistant {
-            content: content.to_owned(),
+            content: content.clone(),
             tool_calls: tool_calls.to_vec(),
         };
         let _ = tx.send(Op::Step(message)).await;
@@ -95,16 +93,16 @@ pub(crate) async fn send_step(tx: &ProgressTx, content: &str, tool_calls: &[Tool
         from = 0;
     }
     loop {
-        let piece = next_piece(&content[from..]);
+        let piece = content.piece(from, MAX_PIECE);
         let end = from + piece.len();
-        if end == content.len() {
+        if end >= content.len() || piece.is_empty() {
             let then = AfterPiece::End(tool_calls.to_vec());
-            let text = piece.to_owned();
+            let text = piece.into_owned();
             let _ = tx.send(Op::Piece { from, text, then }).await;
             return;
         }
         let (ack, written) = oneshot::channel();
-        let text = piece.to_owned();
+        let text = piece.into_owned();
         let then = AfterPiece::Ack(ack);
         if tx.send(Op::Piece { from, text, then }).await.is_err() {
             return;
@@ -204,13 +202,11 @@ impl Writer {
         // is looked at (the turn waits that long to append) and appended to what is
         // written; only its JSON goes to the store. Once the call ended the text is empty
         // and the rest comes with the step.
-        let Some((write, end)) = self.text.with(|text| {
-            let new = text.get(self.written..).filter(|p| !p.is_empty())?;
-            let piece = next_piece(new);
+        let Some((write, end)) = self.text.with_piece(self.written, MAX_PIECE, |piece| {
             let write = self
                 .store
                 .append_text(&self.key, &self.turn_id, self.segment, piece);
-            Some((write, self.written + piece.len()))
+            (write, self.written + piece.len())
         }) else {
             return;
         };
@@ -296,18 +292,22 @@ impl Writer {
                 // be (a text shorter than what was written), write it whole instead.
                 // Either way in pieces, each appended only once the one before is in.
                 let written = self.step_begins();
-                let (mut rest, mut whole) = match content.get(written..) {
-                    Some(rest) if written > 0 => (rest, false),
-                    _ => (content.as_str(), true),
+                let (mut from, mut whole) = match written {
+                    0 => (0, true),
+                    w if w <= content.len() && content.is_char_boundary(w) => (w, false),
+                    _ => (0, true),
                 };
-                while !rest.is_empty() {
-                    let piece = next_piece(rest);
-                    if let Err(e) = self.write_piece(whole, piece).await {
+                while from < content.len() {
+                    let piece = content.piece(from, MAX_PIECE);
+                    if piece.is_empty() {
+                        break;
+                    }
+                    if let Err(e) = self.write_piece(whole, &piece).await {
                         tracing::warn!(session = %self.key.session_id, turn = %self.turn_id, "checkpoint write failed: {e}");
                         break;
                     }
                     whole = false;
-                    rest = &rest[piece.len()..];
+                    from += piece.len();
                 }
                 drop(content);
                 self.step_ends(&tool_calls).await;
@@ -409,7 +409,7 @@ pub(crate) fn visible_rows(messages: &[ChatMessage]) -> Vec<NewRow> {
                 tool_calls,
             } => {
                 if !content.is_empty() {
-                    rows.push(NewRow::assistant(content.clone()));
+                    rows.push(answer_row(content));
                 }
                 for c in tool_calls {
                     rows.push(NewRow::tool_call(&tool_call_of(c)));
@@ -442,9 +442,14 @@ pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> (Vec<NewRow>, LentTexts
                 content,
                 tool_calls,
             } => {
-                if !content.is_empty() {
-                    from.push((i, rows.len()));
-                    rows.push(NewRow::assistant(std::mem::take(content)));
+                match content {
+                    Text::Held(held) if !held.is_empty() => {
+                        from.push((i, rows.len()));
+                        rows.push(NewRow::assistant(std::mem::take(held)));
+                    }
+                    // A spilled answer is written from its file: nothing to lend.
+                    Text::Spilled(_) => rows.push(answer_row(content)),
+                    Text::Held(_) => {}
                 }
                 for c in tool_calls.iter() {
                     rows.push(NewRow::tool_call(&tool_call_of(c)));
@@ -464,6 +469,32 @@ pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> (Vec<NewRow>, LentTexts
     (rows, LentTexts(from))
 }
 
+/// The transcript row of an answer: a spilled one is written from its file, a piece at
+/// a time, never read whole.
+fn answer_row(content: &Text) -> NewRow {
+    match content {
+        Text::Held(held) => NewRow::assistant(held.clone()),
+        Text::Spilled(_) => NewRow::long(Role::Assistant, Arc::new(SpilledAnswer(content.clone()))),
+    }
+}
+
+/// A spilled answer as the store reads it.
+struct SpilledAnswer(Text);
+
+impl LongText for SpilledAnswer {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn write_pieces(
+        &self,
+        write: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.0
+            .for_each_piece(MAX_PIECE, |piece| write(piece.as_bytes()))
+    }
+}
+
 /// Where [`lend_rows`] took each assistant text from: (message index, row index).
 pub(crate) struct LentTexts(Vec<(usize, usize)>);
 
@@ -476,7 +507,7 @@ impl LentTexts {
             if let (Some(ChatMessage::Assistant { content, .. }), Some(row)) =
                 (messages.get_mut(i), rows.get_mut(r).and_then(Option::take))
             {
-                *content = row.content;
+                *content = Text::Held(row.content);
             }
         }
     }
@@ -496,7 +527,10 @@ pub(crate) fn context_from(restored: &RestoredContext) -> Vec<ChatMessage> {
     for row in &restored.rows {
         match row.role {
             Role::User => out.push(ChatMessage::user(row.content.clone())),
-            Role::Assistant => out.push(ChatMessage::assistant(row.content.clone())),
+            // A long answer goes back to a spill file: the context holds it on disk.
+            Role::Assistant => out.push(ChatMessage::assistant(Text::spilled_if_long(
+                row.content.clone(),
+            ))),
             Role::ToolCall => {
                 let Some(c) = ToolCall::from_content(&row.content) else {
                     continue;
@@ -512,7 +546,7 @@ pub(crate) fn context_from(restored: &RestoredContext) -> Vec<ChatMessage> {
                 match out.last_mut() {
                     Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls.push(request),
                     _ => out.push(ChatMessage::Assistant {
-                        content: String::new(),
+                        content: Text::default(),
                         tool_calls: vec![request],
                     }),
                 }
@@ -592,7 +626,7 @@ mod tests {
             ChatMessage::tool_result("a", "bash", "out a"),
             ChatMessage::tool_result("b", "bash", "out b"),
             ChatMessage::Assistant {
-                content: String::new(),
+                content: Text::default(),
                 tool_calls: vec![call("c")],
             },
             ChatMessage::tool_result("c", "bash", "out c"),

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use zeroclaw_agent::{ChatMessage, StepText, ToolCallRequest};
+use zeroclaw_agent::{ChatMessage, StepText, Text, ToolCallRequest};
 use zeroclaw_store::{NewSession, RPC_SURFACE, SessionKey, Store};
 
 use super::{MAX_PIECE, Op, Persister};
@@ -73,7 +73,7 @@ async fn streamed_text_is_appended_in_pieces_and_its_step_writes_the_rest() {
     for piece in ["Looking ", "at the ", "files é"] {
         text.push_str(piece);
         tx.send(Op::Chunk(text.clone())).await.expect("send");
-        let so_far = text.with(str::to_owned);
+        let so_far = text.to_text_string();
         wait_for_text(&path, &so_far).await;
     }
     let keys: Vec<String> = text_rows(&path).into_iter().map(|r| r.0).collect();
@@ -133,7 +133,7 @@ async fn a_step_shorter_than_what_was_written_replaces_it() {
     for piece in ["a long ", "streamed text"] {
         text.push_str(piece);
         tx.send(Op::Chunk(text.clone())).await.expect("send");
-        wait_for_text(&path, &text.with(str::to_owned)).await;
+        wait_for_text(&path, &text.to_text_string()).await;
     }
     tx.send(Op::Step(ChatMessage::assistant("short")))
         .await
@@ -222,13 +222,16 @@ async fn a_long_step_is_handed_over_in_pieces_from_where_the_stream_left_off() {
     // The call ends with 2.5 pieces more than was written.
     text.push_str(&"ä".repeat(MAX_PIECE * 5 / 4));
     tx.send(Op::Chunk(text.clone())).await.expect("send");
-    let content = text.with(str::to_owned);
+    let content = text.to_text_string();
+    // The step's text as the turn takes it: spilled to a file.
+    let step = Text::spilled_if_long(content.clone());
+    assert!(step.as_held().is_none());
     let call = ToolCallRequest {
         id: "c1".into(),
         name: "bash".into(),
         arguments: "{}".into(),
     };
-    super::send_step(&tx, &content, std::slice::from_ref(&call)).await;
+    super::send_step(&tx, &step, std::slice::from_ref(&call)).await;
     drop(tx);
     persister.finish().await;
 
@@ -262,12 +265,12 @@ async fn a_long_step_stops_at_a_failed_write_and_the_next_step_goes_on() {
     let tx = persister.sender();
 
     store.set_fail_writes(true);
-    let long = "x".repeat(MAX_PIECE * 2 + 1);
+    let long = Text::from("x".repeat(MAX_PIECE * 2 + 1));
     tokio::time::timeout(Duration::from_secs(10), super::send_step(&tx, &long, &[]))
         .await
         .expect("a failed write ends the hand-over");
     store.set_fail_writes(false);
-    super::send_step(&tx, "next", &[]).await;
+    super::send_step(&tx, &"next".into(), &[]).await;
     drop(tx);
     persister.finish().await;
     assert_eq!(

@@ -9,14 +9,13 @@ use tokio::net::TcpListener;
 async fn a_body_goes_out_in_copied_pieces_until_its_owner_lets_it_go() {
     use futures_util::StreamExt;
 
-    let body = Arc::new(
-        (0..200_000u32)
-            .map(|i| (i % 251) as u8)
-            .collect::<Vec<u8>>(),
-    );
+    let bytes = (0..200_000u32)
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<u8>>();
+    let body = Arc::new(RequestBody::from(bytes.clone()));
     let mut pieces = BodyPieces {
         body: Arc::downgrade(&body),
-        sent: 0,
+        cursor: Cursor::default(),
     };
     let mut seen = Vec::new();
     while let Some(piece) = pieces.next().await {
@@ -24,11 +23,11 @@ async fn a_body_goes_out_in_copied_pieces_until_its_owner_lets_it_go() {
         assert!(piece.len() <= BODY_PIECE);
         seen.extend_from_slice(&piece);
     }
-    assert_eq!(seen, *body, "the pieces make up the body");
+    assert_eq!(seen, bytes, "the pieces make up the body");
 
     let mut pieces = BodyPieces {
         body: Arc::downgrade(&body),
-        sent: 0,
+        cursor: Cursor::default(),
     };
     let first = pieces.next().await.expect("a piece").expect("owned");
     drop(body);
@@ -65,7 +64,7 @@ async fn post_empty(
 ) -> Result<reqwest::Response, ProviderError> {
     send(
         builder,
-        b"{}".to_vec(),
+        b"{}".to_vec().into(),
         url,
         api_key,
         Duration::from_secs(5),
@@ -256,7 +255,7 @@ async fn an_error_answered_before_the_body_was_read_keeps_its_message() {
     let started = std::time::Instant::now();
     let sent = send(
         reqwest::Client::new().post(&url),
-        vec![b'x'; 8 << 20],
+        vec![b'x'; 8 << 20].into(),
         &url,
         None,
         Duration::from_secs(5),
