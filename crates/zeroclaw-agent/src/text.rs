@@ -22,7 +22,9 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::provider::request_body::{escaped_len, splice_here};
+pub mod json;
+
+use json::{escaped_len, splice_here};
 
 /// Where spill files go: `<dir>/<pid>/`. Unset, the system's temporary directory.
 static SPILL_DIR: OnceLock<PathBuf> = OnceLock::new();

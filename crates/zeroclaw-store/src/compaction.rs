@@ -2,7 +2,8 @@
 //! `compaction` row (the summary) and saving the new retained-context snapshot. Either
 //! both are there after a crash, or neither: recovery never applies half a compaction.
 
-use serde_json::Value;
+use crate::json::EncodeJson;
+use crate::large_text::Json;
 
 use crate::db::{self, Db, now_ms};
 use crate::error::Result;
@@ -26,10 +27,10 @@ pub(crate) fn commit(
     turn_id: &str,
     summary: &str,
     covers_seq: Option<i64>,
-    messages: &Value,
+    messages: &dyn EncodeJson,
 ) -> Result<CompactionCommit> {
     db::require_acp(key)?;
-    let json = serde_json::to_string(messages)?;
+    let json = Json::of(messages)?;
     db.write(|conn| {
         let pk = db::require_live_pk(conn, key)?;
         let now = now_ms();
@@ -43,7 +44,8 @@ pub(crate) fn commit(
             now,
         )?;
         let covers_seq = covers_seq.unwrap_or(row_seq);
-        let snapshot_id = crate::turns::insert_snapshot(conn, pk, covers_seq, &json)?;
+        let snapshot_id =
+            crate::turns::insert_snapshot_encoded(conn, pk, covers_seq, &json, messages)?;
         db::touch(conn, pk, now)?;
         Ok(CompactionCommit {
             row_seq,
@@ -56,7 +58,7 @@ pub(crate) fn commit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NewSession, Store, StoreError};
+    use crate::{NewSession, SerdeJson, Store, StoreError};
     use serde_json::json;
 
     async fn store_with_turn() -> (tempfile::TempDir, Store, SessionKey) {
@@ -91,7 +93,7 @@ mod tests {
         let (_d, store, key) = store_with_turn().await;
         let msgs = json!([{"role": "user", "content": "summary"}]);
         let c = store
-            .commit_compaction(&key, "t2", "summary", None, msgs.clone())
+            .commit_compaction(&key, "t2", "summary", None, SerdeJson(msgs.clone()))
             .await
             .unwrap();
         assert_eq!((c.row_seq, c.covers_seq), (3, 3));
@@ -107,7 +109,7 @@ mod tests {
         let (_d, store, key) = store_with_turn().await;
         store.set_fail_writes(true);
         let e = store
-            .commit_compaction(&key, "t2", "summary", None, json!([]))
+            .commit_compaction(&key, "t2", "summary", None, SerdeJson(json!([])))
             .await
             .unwrap_err();
         assert!(matches!(e, StoreError::InjectedFailure), "{e}");
@@ -116,7 +118,7 @@ mod tests {
         assert!(ctx.snapshot.is_none());
         assert_eq!(ctx.rows.len(), 2);
         let e = store
-            .commit_compaction(&key, "t2", "summary", Some(9), json!([]))
+            .commit_compaction(&key, "t2", "summary", Some(9), SerdeJson(json!([])))
             .await
             .unwrap_err();
         assert!(matches!(e, StoreError::InvalidBoundary { .. }), "{e}");

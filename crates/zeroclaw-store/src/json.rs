@@ -19,6 +19,31 @@ impl std::io::Write for Count {
     }
 }
 
+/// A value the store writes as JSON: measured first (its row is made that long), then
+/// written straight into the row. [`SerdeJson`] is any `Serialize` value; a caller whose
+/// value holds texts it keeps out of memory encodes it its own way.
+pub trait EncodeJson {
+    /// The length of what [`EncodeJson::write_json`] writes.
+    fn json_len(&self) -> std::io::Result<usize>;
+    /// Writes the compact JSON to `out`.
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+}
+
+/// A `Serialize` value, encoded by `serde_json`.
+pub struct SerdeJson<T>(pub T);
+
+impl<T: Serialize> EncodeJson for SerdeJson<T> {
+    fn json_len(&self) -> std::io::Result<usize> {
+        let mut count = Count(0);
+        serde_json::to_writer(&mut count, &self.0)?;
+        Ok(count.0)
+    }
+
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        Ok(serde_json::to_writer(out, &self.0)?)
+    }
+}
+
 /// The compact JSON of `value` in a `String` whose capacity is its length.
 pub fn to_json_exact<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     let mut count = Count(0);

@@ -16,10 +16,9 @@ use std::io::{BufWriter, Read, Seek, Write};
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, MAIN_DB};
-use serde::Serialize;
 
 use crate::error::Result;
-use crate::json::Count;
+use crate::json::EncodeJson;
 
 /// Texts of this many bytes or more are written through blob I/O; shorter ones are bound
 /// as ordinary TEXT (their copies are small, and the row stays readable as text).
@@ -99,13 +98,15 @@ pub(crate) enum Json {
 
 impl Json {
     /// Measures `value`'s JSON (a first pass that keeps nothing) and encodes a short one.
-    pub(crate) fn of<T: Serialize + ?Sized>(value: &T) -> Result<Json> {
-        let mut count = Count(0);
-        serde_json::to_writer(&mut count, value)?;
-        if count.0 < LARGE_TEXT {
-            return Ok(Json::Inline(crate::json::to_json_exact(value)?));
+    pub(crate) fn of(value: &dyn EncodeJson) -> Result<Json> {
+        let len = value.json_len()?;
+        if len < LARGE_TEXT {
+            let mut json = Vec::with_capacity(len);
+            value.write_json(&mut json)?;
+            let json = String::from_utf8(json).map_err(std::io::Error::other)?;
+            return Ok(Json::Inline(json));
         }
-        Ok(Json::Streamed(count.0))
+        Ok(Json::Streamed(len))
     }
 
     /// What to bind for it.
@@ -120,18 +121,18 @@ impl Json {
 /// Encodes `value` straight into `column` of row `rowid`, which holds a zeroblob of the
 /// JSON's length ([`Json::Streamed`]): the JSON never exists whole in memory. Fails, and
 /// the caller's transaction rolls back, if the encoding is not exactly that long.
-pub(crate) fn fill_json<T: Serialize + ?Sized>(
+pub(crate) fn fill_json(
     conn: &Connection,
     table: &'static CStr,
     column: &'static CStr,
     rowid: i64,
     len: usize,
-    value: &T,
+    value: &dyn EncodeJson,
 ) -> Result<()> {
     let blob = conn.blob_open(MAIN_DB, table, column, rowid, false)?;
     let mut out = BufWriter::with_capacity(PIECE, blob);
     // A longer encoding fails here: a blob never grows.
-    serde_json::to_writer(&mut out, value)?;
+    value.write_json(&mut out)?;
     let mut blob = out.into_inner().map_err(|e| e.into_error())?;
     let written = blob.stream_position()?;
     if written != len as u64 {

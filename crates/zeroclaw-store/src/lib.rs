@@ -61,13 +61,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use serde::Serialize;
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 pub use compaction::CompactionCommit;
 pub use error::{Result, StoreError};
 pub use history::{char_floor, json_size as message_json_size};
-pub use json::to_json_exact;
+pub use json::{EncodeJson, SerdeJson, to_json_exact};
 pub use recovery::provider_safe;
 pub use rewind::ToMessages;
 pub use schema::SCHEMA_VERSION;
@@ -448,7 +447,7 @@ impl Store {
         messages: T,
     ) -> Result<i64> {
         let key = key.clone();
-        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &messages))
+        self.call(move |db| turns::save_snapshot(db, &key, covers_seq, &SerdeJson(&messages)))
             .await
     }
 
@@ -456,7 +455,7 @@ impl Store {
     /// retained context in and puts it back, and a large snapshot is encoded straight into
     /// its row, so the context is never held a second time as JSON. The messages come back
     /// `None` only when the store is closed (the result is then [`StoreError::Closed`]).
-    pub async fn save_snapshot_lent<T: Serialize + Send + 'static>(
+    pub async fn save_snapshot_lent<T: EncodeJson + Send + 'static>(
         &self,
         key: &SessionKey,
         covers_seq: i64,
@@ -487,7 +486,7 @@ impl Store {
         turn_id: &str,
         summary: &str,
         covers_seq: Option<i64>,
-        messages: Value,
+        messages: impl EncodeJson + Send + 'static,
     ) -> Result<CompactionCommit> {
         let (key, turn_id, summary) = (key.clone(), turn_id.to_owned(), summary.to_owned());
         self.call(move |db| compaction::commit(db, &key, &turn_id, &summary, covers_seq, &messages))

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
+use crate::json::EncodeJson;
 use rusqlite::types::ToSqlOutput;
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
@@ -379,22 +379,35 @@ pub(crate) fn checkpoint(
 /// Inserts a snapshot of `messages` covering transcript rows `..= covers_seq` and drops
 /// older ones. A large snapshot's JSON is encoded straight into its row (large_text.rs):
 /// it is never held whole in memory, by this process or by SQLite.
-pub(crate) fn save_snapshot<T: Serialize + ?Sized>(
+pub(crate) fn save_snapshot(
     db: &mut Db,
     key: &SessionKey,
     covers_seq: i64,
-    messages: &T,
+    messages: &dyn EncodeJson,
 ) -> Result<i64> {
     let json = Json::of(messages)?;
     db.write(|conn| {
         let pk = db::require_live_pk(conn, key)?;
-        let (id, rowid) = insert_snapshot_row(conn, pk, covers_seq, json.bind()?)?;
-        if let Json::Streamed(len) = json {
-            large_text::fill_json(conn, c"snapshots", c"messages", rowid, len, messages)?;
-        }
-        prune_snapshots(conn, pk, id)?;
-        Ok(id)
+        insert_snapshot_encoded(conn, pk, covers_seq, &json, messages)
     })
+}
+
+/// Inserts a snapshot of session `pk` covering rows `..= covers_seq` (within the current
+/// transaction), `messages` as measured by [`Json::of`] into `json`, a large one encoded
+/// straight into its row; drops the older ones no turn start names; returns its id.
+pub(crate) fn insert_snapshot_encoded(
+    conn: &Connection,
+    pk: i64,
+    covers_seq: i64,
+    json: &Json,
+    messages: &dyn EncodeJson,
+) -> Result<i64> {
+    let (id, rowid) = insert_snapshot_row(conn, pk, covers_seq, json.bind()?)?;
+    if let Json::Streamed(len) = json {
+        large_text::fill_json(conn, c"snapshots", c"messages", rowid, *len, messages)?;
+    }
+    prune_snapshots(conn, pk, id)?;
+    Ok(id)
 }
 
 /// Inserts a snapshot of session `pk` covering rows `..= covers_seq` (within the current

@@ -12,7 +12,7 @@ use common::*;
 use serde_json::json;
 use zeroclaw_store::{
     CheckpointStatus, ForkRequest, MAX_MESSAGE_CONTENT, MessagesQuery, NewRow, RPC_SURFACE,
-    SessionKey, StoreError,
+    SerdeJson, SessionKey, StoreError,
 };
 
 /// The threshold in large_text.rs.
@@ -270,9 +270,13 @@ async fn a_large_snapshot_is_encoded_into_its_row_and_lent_back() {
         {"role": "user", "content": text_of(200 * 1024, "kept \"quoted\" \\ \u{1}")},
         {"role": "assistant", "content": "fine"},
     ]);
-    let (saved, back) = s.save_snapshot_lent(&key, 1, big.clone()).await;
+    let (saved, back) = s.save_snapshot_lent(&key, 1, SerdeJson(big.clone())).await;
     let id = saved.unwrap();
-    assert_eq!(back.as_ref(), Some(&big), "the messages come back as lent");
+    assert_eq!(
+        back.map(|b| b.0).as_ref(),
+        Some(&big),
+        "the messages come back as lent"
+    );
 
     let conn = rusqlite::Connection::open(&t.path).unwrap();
     let (kind, len): (String, usize) = conn

@@ -124,8 +124,8 @@ pub(crate) async fn compact(
         }
     };
     let retained = plan::compacted_context(&summary, &before_turn[cut.cut..]);
-    let messages = serde_json::to_value(&retained)
-        .map_err(|e| SessionError::failed(format!("cannot encode a snapshot: {e}")))?;
+    // Encoded as it is written, a spilled answer copied from its file (issue 27).
+    let messages = super::persist::Snapshot(retained.clone());
     let covers = match req.boundary {
         Boundary::OwnRow => None,
         Boundary::Before(seq) => Some(seq),

@@ -22,12 +22,13 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use zeroclaw_agent::text::json as text_json;
 use zeroclaw_agent::{
     ChatMessage, StepText, Text, ToolCallRequest, estimate_tokens, provider_safe,
 };
 use zeroclaw_store::{
-    LongText, NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError, ToolCall,
-    ToolResult,
+    EncodeJson, LongText, NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError,
+    ToolCall, ToolResult,
 };
 
 /// Unsaved streamed text older than this is written (below the 250 ms contract, leaving
@@ -492,6 +493,20 @@ impl LongText for SpilledAnswer {
     ) -> std::io::Result<()> {
         self.0
             .for_each_piece(MAX_PIECE, |piece| write(piece.as_bytes()))
+    }
+}
+
+/// Messages kept by a trim, as their snapshot is written: a spilled answer among them is
+/// copied from its file into the row a piece at a time, never read whole.
+pub(crate) struct Snapshot(pub Vec<ChatMessage>);
+
+impl EncodeJson for Snapshot {
+    fn json_len(&self) -> std::io::Result<usize> {
+        text_json::spliced_len(&self.0)
+    }
+
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        text_json::write_spliced(out, &self.0).map(drop)
     }
 }
 

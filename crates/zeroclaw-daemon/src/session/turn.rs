@@ -328,7 +328,7 @@ impl Runner {
         // The kept messages go to the store and come back: it encodes a large snapshot
         // straight into its row, so a context holding a large prompt and its answer is not
         // held a second time as JSON (issue 27).
-        let kept = self.context.split_off(trim.dropped);
+        let kept = persist::Snapshot(self.context.split_off(trim.dropped));
         let (saved, kept) = if self.tuning.fail_snapshots.load(Ordering::SeqCst) {
             (Err(StoreError::InjectedFailure), Some(kept))
         } else {
@@ -336,6 +336,7 @@ impl Runner {
                 .save_snapshot_lent(&session.key, covers_seq, kept)
                 .await
         };
+        let kept = kept.map(|k| k.0);
         let Some(kept) = kept else {
             // The store thread is gone, and the kept messages with it: no turn may run on
             // what is left, so the context is reloaded before the next one.
