@@ -170,6 +170,7 @@ mod tests {
 
     #[test]
     fn a_long_text_is_held_only_in_its_last_piece_and_taken_spilled() {
+        crate::text::set_spill_dir_for_tests();
         let text = StepText::default();
         let delta = "añ€😀 ".repeat(100);
         let mut whole = String::new();

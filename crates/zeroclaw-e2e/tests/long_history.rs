@@ -453,3 +453,48 @@ fn a_trim_that_keeps_a_long_answer_writes_it_without_reading_it_whole() {
         "the first turn was trimmed"
     );
 }
+
+/// The files under `dir` (none when it does not exist).
+fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.flatten().count())
+}
+
+/// A long answer lives in a spill file under `<data dir>/spill/<pid>/` while its session
+/// holds it, and goes when the session does; a daemon killed with files there leaves them
+/// to the next start, which removes them, and a restored session spills its answer anew.
+#[test]
+fn spill_files_go_with_their_session_and_a_killed_daemons_with_the_next_start() {
+    let fake = Fake::start();
+    let (mut daemon, pid, mut c) = start(untrimmed_config(&fake));
+    let spill = daemon.data_dir().join("spill");
+    let answer = long_answer();
+    fake.push(Scripted::chunks(answer.clone(), Duration::ZERO));
+    let (_, first) = c.prompt("long", "write a lot");
+    assert_eq!(first["result"]["outcome"], "completed", "{first}");
+    let mine = spill.join(pid.to_string());
+    assert_eq!(files_in(&mine), 1, "the answer's file");
+
+    daemon.kill_hard();
+    drop(c);
+    daemon.spawn_env(&[], &[]);
+    let mut c = daemon.client();
+    assert!(!mine.exists(), "the killed daemon's files were removed");
+    let pid = daemon.child.as_ref().expect("running").id();
+    let mine = spill.join(pid.to_string());
+    fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    let (_, second) = c.prompt("long", "once more");
+    assert_eq!(second["result"]["outcome"], "completed", "{second}");
+    assert_carries(fake.server.requests().last(), &answer, "restored whole");
+    assert_eq!(files_in(&mine), 1, "the restored answer is spilled again");
+
+    let deleted = c.result("session/delete", json!({"sessionId": "long"}));
+    assert_eq!(deleted["deleted"], true, "{deleted}");
+    let waited = Instant::now();
+    while files_in(&mine) > 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(5),
+            "the file outlived its session"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -260,6 +260,7 @@ mod tests {
     use crate::text::SpillWriter;
 
     fn spilled(s: &str) -> Text {
+        crate::text::set_spill_dir_for_tests();
         let mut w = SpillWriter::default();
         w.write(s).expect("spill");
         w.finish().expect("written")

@@ -168,6 +168,8 @@ fn text_sizes(path: &Path) -> Vec<(String, usize)> {
 
 #[tokio::test]
 async fn a_long_text_is_written_in_pieces_of_at_most_max_piece() {
+    // The streamed text spills as it grows, as in the daemon.
+    zeroclaw_agent::text::set_spill_dir_for_tests();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("zeroclaw.db");
     let (store, key, persister) = turn_started(&path).await;
@@ -209,6 +211,8 @@ async fn a_long_text_is_written_in_pieces_of_at_most_max_piece() {
 
 #[tokio::test]
 async fn a_long_step_is_handed_over_in_pieces_from_where_the_stream_left_off() {
+    // The streamed text spills as it grows, as in the daemon.
+    zeroclaw_agent::text::set_spill_dir_for_tests();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("zeroclaw.db");
     let (store, key, persister) = turn_started(&path).await;
