@@ -2,9 +2,9 @@
 //! that accumulates it and whoever records it while it streams (the daemon's checkpoint
 //! writer), so a long answer is held once rather than once per reader (SPEC §17).
 //!
-//! Only its last [`HOLD_AT`] bytes or so are held in memory: whenever the held part grows
+//! At most its last [`HOLD_AT`] bytes are held in memory: before the held part would grow
 //! past that, it is appended to a spill file (see [`crate::text`]), so a call streaming
-//! 32 MiB holds a few hundred KiB of it, whatever its length (issue 27, item 3). When the
+//! 32 MiB holds at most 64 KiB of it, whatever its length (issue 27, item 3). When the
 //! call ends the turn takes the whole text as a [`Text`] (a long one stays in its file)
 //! and the buffer is empty; the step's final text goes on in its `ContextAppended`
 //! message. A reader therefore sees either a growing text or an empty one, never an older
@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::text::{SpillWriter, Text};
 
-/// The held part is spilled once it is this long.
-pub const HOLD_AT: usize = 256 * 1024;
+/// The most the held part holds: a delta that would take it past this spills it first
+/// (and a longer delta goes to the file itself), so its buffer stays within twice this.
+pub const HOLD_AT: usize = 64 * 1024;
 
 #[derive(Default)]
 struct Buffer {
@@ -34,14 +35,31 @@ impl Buffer {
     }
 
     fn spill_held(&mut self) {
-        if self.hold_all || self.held.is_empty() {
+        if self.held.is_empty() {
             return;
         }
-        match self.spilled.write(&self.held) {
-            Ok(()) => self.held.clear(),
+        // Taken for the write and put back (emptied when written): its buffer is kept.
+        let mut held = std::mem::take(&mut self.held);
+        if self.spill(&held) {
+            held.clear();
+        }
+        self.held = held;
+    }
+
+    /// Appends `text` to the file; false (and everything held from now on) if it failed.
+    fn spill(&mut self, text: &str) -> bool {
+        if self.hold_all {
+            return false;
+        }
+        match self.spilled.write(text) {
+            Ok(()) => true,
             Err(e) => {
-                tracing::warn!("a long answer could not be spilled, held in memory: {e}");
+                // No directory named (outside the daemon): held, and nothing to report.
+                if e.kind() != std::io::ErrorKind::Unsupported {
+                    tracing::warn!("a long answer could not be spilled, held in memory: {e}");
+                }
                 self.hold_all = true;
+                false
             }
         }
     }
@@ -60,10 +78,13 @@ impl StepText {
     /// Appends a streamed delta (the turn does; a test of a reader may too).
     pub fn push_str(&self, text: &str) {
         let mut b = self.lock();
-        b.held.push_str(text);
-        if b.held.len() >= HOLD_AT {
+        if b.held.len() + text.len() > HOLD_AT {
             b.spill_held();
+            if text.len() > HOLD_AT && b.held.is_empty() && b.spill(text) {
+                return;
+            }
         }
+        b.held.push_str(text);
     }
 
     /// The whole text, leaving the buffer empty (the call ended). A text of at least
@@ -177,8 +198,13 @@ mod tests {
         while whole.len() < 3 * HOLD_AT + 1000 {
             text.push_str(&delta);
             whole.push_str(&delta);
-            assert!(text.held_len() < HOLD_AT, "at most one piece is held");
+            assert!(text.held_len() <= HOLD_AT, "at most one piece is held");
         }
+        // A delta longer than what is held goes to the file as it is.
+        let long = "z".repeat(HOLD_AT + 1);
+        text.push_str(&long);
+        whole.push_str(&long);
+        assert!(text.held_len() <= HOLD_AT);
         assert_eq!(text.len(), whole.len());
         // Pieces across the spilled part and the held one read back the text.
         let mut back = String::new();
