@@ -498,3 +498,49 @@ fn spill_files_go_with_their_session_and_a_killed_daemons_with_the_next_start() 
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A data dir where no spill file can be written (`spill` is a plain file): long answers
+/// are held in memory, as before spilling existed, and nothing is lost: the answer is in
+/// the transcript, and the next turn sends it whole.
+#[test]
+fn with_no_room_to_spill_answers_are_held_and_nothing_is_lost() {
+    let fake = Fake::start();
+    let config = untrimmed_config(&fake);
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).expect("config");
+        std::fs::create_dir_all(dir.join("data")).expect("data dir");
+        std::fs::write(dir.join("data").join("spill"), "not a directory").expect("spill");
+    });
+    let mut c = daemon.client();
+    c.new_session(json!({"agentAlias": "default", "sessionId": "long"}));
+    let answer = long_answer();
+    fake.push(Scripted::chunks(answer.clone(), Duration::ZERO));
+    let (_, first) = c.prompt("long", "write a lot");
+    assert_eq!(first["result"]["outcome"], "completed", "{first}");
+    fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    let (_, second) = c.prompt("long", "and now briefly");
+    assert_eq!(second["result"]["outcome"], "completed", "{second}");
+    assert_carries(
+        fake.server.requests().last(),
+        &answer,
+        "held, and sent whole",
+    );
+    let longest: usize = rusqlite::Connection::open(daemon.data_dir().join("zeroclaw.db"))
+        .expect("db")
+        .query_row(
+            "SELECT max(length(content)) FROM transcript WHERE role = 'assistant'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("rows");
+    assert_eq!(
+        longest,
+        answer.concat().len(),
+        "the transcript has the answer whole"
+    );
+    let log = std::fs::read_to_string(&daemon.stderr_path).unwrap_or_default();
+    assert!(
+        log.contains("could not be spilled"),
+        "the daemon says why it holds them"
+    );
+}

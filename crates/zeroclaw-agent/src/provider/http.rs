@@ -188,7 +188,7 @@ impl futures_util::Stream for BodyPieces {
         let mut cursor = self.cursor;
         let piece = body.next_piece(&mut cursor, BODY_PIECE);
         self.cursor = cursor;
-        Poll::Ready(piece.map(|p| Ok(Bytes::from(p))))
+        Poll::Ready(piece.map(|p| p.map(Bytes::from)))
     }
 }
 

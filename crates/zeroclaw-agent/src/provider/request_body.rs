@@ -7,6 +7,8 @@
 //! ([`json::encode_deferred`]); its escaped length is known from when it was spilled, so
 //! the body's length is exact before a byte is sent.
 
+use std::io;
+
 use serde::Serialize;
 
 use super::ProviderError;
@@ -61,7 +63,9 @@ impl RequestBody {
     }
 
     /// The next piece after `cursor` (about `max` bytes), moving it on; `None` at the end.
-    pub fn next_piece(&self, cursor: &mut Cursor, max: usize) -> Option<Vec<u8>> {
+    /// A spliced text whose file can no longer be read is an error: the body would be
+    /// shorter than its announced length.
+    pub fn next_piece(&self, cursor: &mut Cursor, max: usize) -> Option<io::Result<Vec<u8>>> {
         loop {
             let k = cursor.part / 2;
             if cursor.part.is_multiple_of(2) {
@@ -74,7 +78,7 @@ impl RequestBody {
                 if !rest.is_empty() {
                     let piece = rest[..rest.len().min(max)].to_vec();
                     cursor.offset += piece.len();
-                    return Some(piece);
+                    return Some(Ok(piece));
                 }
                 if k == self.splices.len() {
                     return None;
@@ -87,22 +91,15 @@ impl RequestBody {
                     cursor.offset += piece.len();
                     let mut out = Vec::with_capacity(piece.len() + piece.len() / 8);
                     json::escape_into(piece.as_bytes(), &mut out);
-                    return Some(out);
+                    return Some(Ok(out));
+                }
+                if cursor.offset < text.len() {
+                    return Some(Err(io::Error::other("a spilled answer could not be read")));
                 }
             }
             cursor.part += 1;
             cursor.offset = 0;
         }
-    }
-
-    /// The whole body in one buffer (tests).
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.len());
-        let mut cursor = Cursor::default();
-        while let Some(piece) = self.next_piece(&mut cursor, 64 * 1024) {
-            out.extend_from_slice(&piece);
-        }
-        out
     }
 }
 
@@ -132,6 +129,21 @@ mod tests {
     }
 
     #[test]
+    fn a_spilled_text_whose_file_is_gone_fails_the_body_rather_than_shortening_it() {
+        let text = spilled(&"a".repeat(1000));
+        let encoded = encode(&[&text]).expect("encode");
+        let Text::Spilled(file) = &text else {
+            panic!("held")
+        };
+        std::fs::remove_file(file.path()).expect("remove");
+        let mut cursor = Cursor::default();
+        let first = encoded.next_piece(&mut cursor, 64).expect("a piece");
+        assert_eq!(first.expect("the bytes before it"), b"[\"");
+        let gone = encoded.next_piece(&mut cursor, 64).expect("not the end");
+        assert!(gone.is_err(), "the body fails where the text should be");
+    }
+
+    #[test]
     fn a_body_with_spilled_texts_is_sent_as_the_same_bytes_in_pieces() {
         let long_a = "line \"one\"\n\t\u{1}é€😀\\ ".repeat(5000);
         let long_b = "b".repeat(70_000);
@@ -149,6 +161,7 @@ mod tests {
             let mut cursor = Cursor::default();
             let mut sent = Vec::new();
             while let Some(piece) = encoded.next_piece(&mut cursor, max) {
+                let piece = piece.expect("readable");
                 assert!(!piece.is_empty());
                 sent.extend_from_slice(&piece);
             }

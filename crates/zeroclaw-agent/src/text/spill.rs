@@ -126,6 +126,12 @@ impl Spilled {
         read_piece(&self.path, self.len, from, max)
     }
 
+    /// Its file (tests remove it to see a reader fail).
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Whether byte `at` starts a character (or is the end).
     pub(super) fn is_char_boundary(&self, at: usize) -> bool {
         if at == 0 || at == self.len {
