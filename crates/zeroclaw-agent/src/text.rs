@@ -5,8 +5,9 @@
 //! its answer. [`Text`] is either a short text held as a `String` or a long one written to
 //! a spill file ([`spill`]) and read back a piece at a time: by its writer in the store,
 //! by a request body or a snapshot as they are written ([`json`]), for the head a result
-//! shows. Reading it whole ([`Text::load`]) is left to the rare caller that needs all of
-//! it at once (a compaction's summary, a rewind's context).
+//! shows. Reading it whole ([`Text::load`], or serializing it outside those encodings)
+//! is left to the rare caller that needs all of it at once (a rewind's or a fork's
+//! context, converted through a `serde_json::Value`).
 
 use std::borrow::Cow;
 use std::sync::Arc;

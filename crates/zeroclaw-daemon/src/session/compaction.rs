@@ -125,7 +125,7 @@ pub(crate) async fn compact(
     };
     let retained = plan::compacted_context(&summary, &before_turn[cut.cut..]);
     // Encoded as it is written, a spilled answer copied from its file (issue 27).
-    let messages = super::persist::Snapshot(retained.clone());
+    let messages = super::long_answers::Snapshot(retained.clone());
     let covers = match req.boundary {
         Boundary::OwnRow => None,
         Boundary::Before(seq) => Some(seq),

@@ -18,8 +18,9 @@
 //!   [`compact`] (`session/compact` and auto-compaction as the worker runs them, SPEC §18;
 //!   [`compact_call`] queues a `session/compact`), with [`host`] (the `TurnHost`: updates,
 //!   approvals, ask-user), [`compaction`] (one compaction, and the mid-turn one the host
-//!   runs), [`agent`] (the turn's `AgentSpec`) and [`persist`] (checkpoint progress,
-//!   transcript rows, trim);
+//!   runs), [`agent`] (the turn's `AgentSpec`), [`persist`] (checkpoint progress,
+//!   transcript rows, trim) and [`long_answers`] (a spilled answer's row and snapshots,
+//!   written from its file);
 //! - [`hooks`]: the session's hooks (SPEC §21.1) built from the configuration,
 //!   `session_start` and `pre_compact`, and the `hook` update;
 //! - [`file_checkpoints`]: the working directory recorded at every ACP turn start and put
@@ -64,6 +65,7 @@ pub mod limits;
 pub mod link;
 pub mod live;
 pub mod live_id;
+pub mod long_answers;
 pub mod manager;
 pub mod mcp;
 pub mod open;

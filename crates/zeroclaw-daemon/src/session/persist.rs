@@ -10,26 +10,26 @@
 //!   each write appends only what streamed since the last one (`Store::append_text`).
 //! - [`visible_rows`]: the transcript rows a finished turn appends, in context order
 //!   (assistant text, then its tool calls, then their results); [`lend_rows`] the same
-//!   rows with the assistant texts moved out of the context (and put back after the write).
+//!   rows with the held assistant texts moved out of the context (and put back after the
+//!   write). A spilled answer's row is written from its file ([`long_answers`]).
 //! - [`context_from`]: the provider context rebuilt from a snapshot plus transcript rows;
 //!   the inverse of `visible_rows`, made provider-safe.
 //! - [`plan_trim`]: which oldest whole turns leave the retained context.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zeroclaw_agent::text::json as text_json;
 use zeroclaw_agent::{
     ChatMessage, StepText, Text, ToolCallRequest, estimate_tokens, provider_safe,
 };
 use zeroclaw_store::{
-    EncodeJson, LongText, NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError,
-    ToolCall, ToolResult,
+    NewRow, Progress, RestoredContext, Role, SessionKey, Store, StoreError, ToolCall, ToolResult,
 };
+
+use super::long_answers;
 
 /// Unsaved streamed text older than this is written (below the 250 ms contract, leaving
 /// room for the tick and the write itself).
@@ -410,7 +410,7 @@ pub(crate) fn visible_rows(messages: &[ChatMessage]) -> Vec<NewRow> {
                 tool_calls,
             } => {
                 if !content.is_empty() {
-                    rows.push(answer_row(content));
+                    rows.push(long_answers::answer_row(content));
                 }
                 for c in tool_calls {
                     rows.push(NewRow::tool_call(&tool_call_of(c)));
@@ -449,7 +449,7 @@ pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> (Vec<NewRow>, LentTexts
                         rows.push(NewRow::assistant(std::mem::take(held)));
                     }
                     // A spilled answer is written from its file: nothing to lend.
-                    Text::Spilled(_) => rows.push(answer_row(content)),
+                    Text::Spilled(_) => rows.push(long_answers::answer_row(content)),
                     Text::Held(_) => {}
                 }
                 for c in tool_calls.iter() {
@@ -468,46 +468,6 @@ pub(crate) fn lend_rows(messages: &mut [ChatMessage]) -> (Vec<NewRow>, LentTexts
         }
     }
     (rows, LentTexts(from))
-}
-
-/// The transcript row of an answer: a spilled one is written from its file, a piece at
-/// a time, never read whole.
-fn answer_row(content: &Text) -> NewRow {
-    match content {
-        Text::Held(held) => NewRow::assistant(held.clone()),
-        Text::Spilled(_) => NewRow::long(Role::Assistant, Arc::new(SpilledAnswer(content.clone()))),
-    }
-}
-
-/// A spilled answer as the store reads it.
-struct SpilledAnswer(Text);
-
-impl LongText for SpilledAnswer {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn write_pieces(
-        &self,
-        write: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
-        self.0
-            .for_each_piece(MAX_PIECE, |piece| write(piece.as_bytes()))
-    }
-}
-
-/// Messages kept by a trim, as their snapshot is written: a spilled answer among them is
-/// copied from its file into the row a piece at a time, never read whole.
-pub(crate) struct Snapshot(pub Vec<ChatMessage>);
-
-impl EncodeJson for Snapshot {
-    fn json_len(&self) -> std::io::Result<usize> {
-        text_json::spliced_len(&self.0)
-    }
-
-    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        text_json::write_spliced(out, &self.0).map(drop)
-    }
 }
 
 /// Where [`lend_rows`] took each assistant text from: (message index, row index).

@@ -34,6 +34,7 @@ use super::error::SessionError;
 use super::file_checkpoints::FileCheckpoints;
 use super::host::SessionHost;
 use super::live::{Job, JobKind, LiveSession};
+use super::long_answers::Snapshot;
 use super::persist::{self, Persister};
 use super::text;
 use super::tuning::Tuning;
@@ -328,7 +329,7 @@ impl Runner {
         // The kept messages go to the store and come back: it encodes a large snapshot
         // straight into its row, so a context holding a large prompt and its answer is not
         // held a second time as JSON (issue 27).
-        let kept = persist::Snapshot(self.context.split_off(trim.dropped));
+        let kept = Snapshot(self.context.split_off(trim.dropped));
         let (saved, kept) = if self.tuning.fail_snapshots.load(Ordering::SeqCst) {
             (Err(StoreError::InjectedFailure), Some(kept))
         } else {
