@@ -101,7 +101,7 @@ impl StepText {
             whole.push_str(&b.held);
             return Text::Held(whole);
         }
-        b.spilled.finish().unwrap_or_default()
+        b.spilled.finish().map_or_else(Text::default, Text::Spilled)
     }
 
     /// Runs `f` on the text from byte `from` (a character boundary), at most `max` bytes

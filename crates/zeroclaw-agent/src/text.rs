@@ -14,10 +14,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod escape;
 pub mod json;
 pub mod spill;
 
-use json::{escaped_len, splice_here};
+use escape::escaped_len;
+use json::splice_here;
 pub use spill::{SpillWriter, Spilled, set_spill_dir, set_spill_dir_for_tests};
 
 /// The text of a message: held, or spilled to a file.
@@ -50,7 +52,7 @@ impl Text {
     pub fn len(&self) -> usize {
         match self {
             Text::Held(s) => s.len(),
-            Text::Spilled(f) => f.len,
+            Text::Spilled(f) => f.len(),
         }
     }
 
@@ -62,7 +64,7 @@ impl Text {
     pub fn char_count(&self) -> usize {
         match self {
             Text::Held(s) => s.chars().count(),
-            Text::Spilled(f) => f.chars,
+            Text::Spilled(f) => f.chars(),
         }
     }
 
@@ -70,7 +72,7 @@ impl Text {
     pub fn json_len(&self) -> usize {
         match self {
             Text::Held(s) => escaped_len(s.as_bytes()),
-            Text::Spilled(f) => f.json_len,
+            Text::Spilled(f) => f.json_len(),
         }
     }
 
@@ -87,7 +89,7 @@ impl Text {
     pub fn load(&self) -> Cow<'_, str> {
         match self {
             Text::Held(s) => Cow::Borrowed(s),
-            Text::Spilled(f) => Cow::Owned(self.piece(0, f.len).into_owned()),
+            Text::Spilled(f) => Cow::Owned(f.read_piece(0, f.len())),
         }
     }
 
@@ -155,7 +157,7 @@ impl Text {
         }
         let mut w = SpillWriter::default();
         match w.write(&s) {
-            Ok(()) => w.finish().unwrap_or(Text::Held(s)),
+            Ok(()) => w.finish().map_or(Text::Held(s), Text::Spilled),
             Err(_) => Text::Held(s),
         }
     }
@@ -174,7 +176,7 @@ impl std::fmt::Debug for Text {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Text::Held(s) => s.fmt(f),
-            Text::Spilled(s) => write!(f, "Text::Spilled({} bytes)", s.len),
+            Text::Spilled(s) => write!(f, "Text::{s:?}"),
         }
     }
 }
@@ -205,7 +207,7 @@ impl Serialize for Text {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Text::Held(s) => serializer.serialize_str(s),
-            Text::Spilled(_) if splice_here(self) => serializer.serialize_str(""),
+            Text::Spilled(f) if splice_here(f) => serializer.serialize_str(""),
             Text::Spilled(_) => serializer.serialize_str(&self.load()),
         }
     }
@@ -217,16 +219,19 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
+/// `s` written to a spill file, in the tests' spill directory.
+#[cfg(test)]
+pub(crate) fn spilled_for_tests(s: &str) -> Text {
+    set_spill_dir_for_tests();
+    let mut w = SpillWriter::default();
+    w.write(s).expect("spill");
+    Text::Spilled(w.finish().expect("written"))
+}
+
 #[cfg(test)]
 mod tests {
+    use super::spilled_for_tests as spilled;
     use super::*;
-
-    fn spilled(s: &str) -> Text {
-        set_spill_dir_for_tests();
-        let mut w = SpillWriter::default();
-        w.write(s).expect("spill");
-        w.finish().expect("written")
-    }
 
     #[test]
     fn a_spilled_text_reads_back_as_written_in_whole_characters() {

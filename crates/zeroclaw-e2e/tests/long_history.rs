@@ -73,6 +73,32 @@ fn earlier_answer(request: &serde_json::Value) -> Option<String> {
     find(request).map(str::to_owned)
 }
 
+/// Starts the (killed) daemon again and runs a short turn "once more" in session `long`;
+/// returns the request that turn sent.
+fn start_again_and_prompt(daemon: &mut TestDaemon, fake: &Fake) -> serde_json::Value {
+    daemon.spawn_env(&[], &[]);
+    let mut c = daemon.client();
+    fake.push(Scripted::chunks(["short"], Duration::ZERO));
+    let (_, answer) = c.prompt("long", "once more");
+    assert_eq!(answer["result"]["outcome"], "completed", "{answer}");
+    fake.server
+        .requests()
+        .last()
+        .cloned()
+        .expect("a request after the restart")
+}
+
+/// The user prompts an OpenAI request carried, in order.
+fn user_prompts(request: &serde_json::Value) -> Vec<&str> {
+    request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect()
+}
+
 /// `request` (the last one sent) carried the first answer whole.
 fn assert_carries(request: Option<&serde_json::Value>, answer: &[String], what: &str) {
     let request = request.expect("a later request");
@@ -296,21 +322,9 @@ fn sigkill_while_a_long_history_is_being_sent_loses_nothing() {
     drop(c);
     fake.server.set_deaf(false);
 
-    daemon.spawn_env(&[], &[]);
-    let mut c = daemon.client();
-    fake.push(Scripted::chunks(["short"], Duration::ZERO));
-    let (_, third) = c.prompt("long", "once more");
-    assert_eq!(third["result"]["outcome"], "completed", "{third}");
-    let sent = fake.server.requests();
-    let last = sent.last();
-    assert_carries(last, &answer, "the first answer survived the kill");
-    let users: Vec<&str> = last.expect("a request after the restart")["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect();
+    let last = start_again_and_prompt(&mut daemon, &fake);
+    assert_carries(Some(&last), &answer, "the first answer survived the kill");
+    let users = user_prompts(&last);
     assert_eq!(users, ["write a lot", "and now briefly", "once more"]);
 }
 
@@ -432,21 +446,9 @@ fn a_trim_that_keeps_a_long_answer_writes_it_without_reading_it_whole() {
 
     daemon.kill_hard();
     drop(c);
-    daemon.spawn_env(&[], &[]);
-    let mut c = daemon.client();
-    fake.push(Scripted::chunks(["short"], Duration::ZERO));
-    let (_, third) = c.prompt("long", "once more");
-    assert_eq!(third["result"]["outcome"], "completed", "{third}");
-    let sent = fake.server.requests();
-    let last = sent.last();
-    assert_carries(last, &answer, "the kept answer was restored whole");
-    let users: Vec<&str> = last.expect("a request after the restart")["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect();
+    let last = start_again_and_prompt(&mut daemon, &fake);
+    assert_carries(Some(&last), &answer, "the kept answer was restored whole");
+    let users = user_prompts(&last);
     assert_eq!(
         users,
         ["write a lot", "once more"],

@@ -11,8 +11,12 @@ use std::io;
 
 use serde::Serialize;
 
+use std::sync::Arc;
+
 use super::ProviderError;
-use crate::text::{Text, json};
+use crate::text::escape::escape_into;
+use crate::text::json;
+use crate::text::spill::Spilled;
 
 /// A serialized request body: `bytes`, with `splices` inserted at their offsets.
 #[derive(Debug, Default)]
@@ -26,7 +30,7 @@ pub struct RequestBody {
 struct Splice {
     /// Inserted before `bytes[at]` (between the quotes of an empty string).
     at: usize,
-    text: Text,
+    text: Arc<Spilled>,
 }
 
 /// A body of plain bytes.
@@ -86,11 +90,11 @@ impl RequestBody {
             } else {
                 let text = &self.splices[k].text;
                 // Escaping at most doubles most texts; a control character takes six.
-                let piece = text.piece(cursor.offset, (max / 2).max(1));
+                let piece = text.read_piece(cursor.offset, (max / 2).max(1));
                 if !piece.is_empty() {
                     cursor.offset += piece.len();
                     let mut out = Vec::with_capacity(piece.len() + piece.len() / 8);
-                    json::escape_into(piece.as_bytes(), &mut out);
+                    escape_into(piece.as_bytes(), &mut out);
                     return Some(Ok(out));
                 }
                 if cursor.offset < text.len() {
@@ -119,14 +123,8 @@ pub fn encode(value: &impl Serialize) -> Result<RequestBody, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::SpillWriter;
-
-    fn spilled(s: &str) -> Text {
-        crate::text::set_spill_dir_for_tests();
-        let mut w = SpillWriter::default();
-        w.write(s).expect("spill");
-        w.finish().expect("written")
-    }
+    use crate::text::Text;
+    use crate::text::spilled_for_tests as spilled;
 
     #[test]
     fn a_spilled_text_whose_file_is_gone_fails_the_body_rather_than_shortening_it() {

@@ -1,6 +1,7 @@
 //! JSON with spilled texts spliced in from their files rather than read whole (issue 27).
 //!
-//! `serde` hands a serializer a string whole, so a spilled [`Text`] cannot stream itself
+//! `serde` hands a serializer a string whole, so a spilled [`Text`](super::Text) cannot
+//! stream itself
 //! through one. Instead, while a value is encoded by one of the functions here, a spilled
 //! text serializes as an empty string `""` and notes where it went ([`splice_here`]); the
 //! writer below the serializer then puts the text's escaped bytes between those quotes,
@@ -16,7 +17,13 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
-use super::Text;
+use std::sync::Arc;
+
+use super::escape::escape_into;
+use super::spill::Spilled;
+
+/// A spilled text noted by the encoding, with the position of the `""` it wrote.
+type Noted = (usize, Arc<Spilled>);
 
 /// Where the value being encoded on this thread is, and the texts noted to splice.
 #[derive(Clone, Default)]
@@ -24,19 +31,21 @@ struct Encoding {
     /// Bytes the serializer has written so far.
     at: Rc<Cell<usize>>,
     /// Spilled texts, with the position of the `""` each wrote, in order.
-    noted: Rc<RefCell<VecDeque<(usize, Text)>>>,
+    noted: Rc<RefCell<VecDeque<Noted>>>,
 }
 
 thread_local! {
     static ENCODING: RefCell<Option<Encoding>> = const { RefCell::new(None) };
 }
 
-/// Called by a spilled [`Text`] about to serialize as `""`: when a value is being encoded
+/// Called by a spilled text about to serialize as `""`: when a value is being encoded
 /// here on this thread, notes that `text` goes between those quotes and returns true.
-pub(crate) fn splice_here(text: &Text) -> bool {
+pub(crate) fn splice_here(text: &Arc<Spilled>) -> bool {
     ENCODING.with_borrow(|e| match e {
         Some(e) => {
-            e.noted.borrow_mut().push_back((e.at.get(), text.clone()));
+            e.noted
+                .borrow_mut()
+                .push_back((e.at.get(), Arc::clone(text)));
             true
         }
         None => false,
@@ -70,18 +79,24 @@ struct Splicing<W: Write> {
 
 impl<W: Write> Splicing<W> {
     /// Writes (or counts) `text` escaped.
-    fn splice(&mut self, text: &Text) -> io::Result<()> {
+    fn splice(&mut self, text: &Spilled) -> io::Result<()> {
         if self.count_only {
             self.total += text.json_len();
             return Ok(());
         }
-        let mut escaped = Vec::new();
+        let (mut escaped, mut written) = (Vec::new(), 0);
         text.for_each_piece(SPLICE_PIECE, |piece| {
             escaped.clear();
             escape_into(piece.as_bytes(), &mut escaped);
-            self.total += escaped.len();
+            written += escaped.len();
             self.out.write_all(&escaped)
-        })
+        })?;
+        self.total += written;
+        if written != text.json_len() {
+            // Its file could no longer be read whole: no shorter text in its place.
+            return Err(io::Error::other("a spilled text could not be read"));
+        }
+        Ok(())
     }
 }
 
@@ -166,7 +181,7 @@ pub fn spliced_len(value: &impl Serialize) -> io::Result<usize> {
 }
 
 /// Spilled texts left out of an encoding, each with the offset it goes at.
-pub type Deferred = Vec<(usize, Text)>;
+pub type Deferred = Vec<(usize, Arc<Spilled>)>;
 
 /// `value`'s JSON with each spilled text left out (an empty string in its place), and
 /// where each goes: the offset just after that string's opening quote.
@@ -177,7 +192,7 @@ pub fn encode_deferred(value: &impl Serialize) -> serde_json::Result<(Vec<u8>, D
         at: Rc::clone(&encoding.at),
     };
     encoding_with(&encoding, || serde_json::to_writer(&mut out, value))?;
-    let noted: Vec<(usize, Text)> = encoding.noted.borrow_mut().drain(..).collect();
+    let noted: Deferred = encoding.noted.borrow_mut().drain(..).collect();
     let bytes = out.bytes;
     let mut splices = Vec::with_capacity(noted.len());
     for (at, text) in noted {
@@ -207,75 +222,11 @@ impl Write for Counted {
     }
 }
 
-/// JSON's escaping of a string's bytes, as `serde_json` writes it: `"` and `\` and the
-/// control characters escaped, everything else (UTF-8 included) as is. Byte by byte, so a
-/// text may be escaped in pieces cut anywhere.
-pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let short = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'\n' => b'n',
-            b'\r' => b'r',
-            b'\t' => b't',
-            0x08 => b'b',
-            0x0c => b'f',
-            0x00..=0x1f => b'u',
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        out.push(b'\\');
-        out.push(short);
-        if short == b'u' {
-            let hex = [
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ];
-            out.extend_from_slice(&hex);
-        }
-        start = i + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-}
-
-/// The length of [`escape_into`]'s output for `bytes`.
-pub fn escaped_len(bytes: &[u8]) -> usize {
-    bytes
-        .iter()
-        .map(|&b| match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0x00..=0x1f => 6,
-            _ => 1,
-        })
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::SpillWriter;
-
-    fn spilled(s: &str) -> Text {
-        crate::text::set_spill_dir_for_tests();
-        let mut w = SpillWriter::default();
-        w.write(s).expect("spill");
-        w.finish().expect("written")
-    }
-
-    #[test]
-    fn escaping_matches_serde_json_for_every_ascii_byte_and_beyond() {
-        let mut all: String = (0u8..128).map(char::from).collect();
-        all.push_str("é€😀\u{2028}");
-        let mut out = Vec::new();
-        escape_into(all.as_bytes(), &mut out);
-        let expected = serde_json::to_vec(&all).expect("json");
-        assert_eq!(out, expected[1..expected.len() - 1]);
-        assert_eq!(escaped_len(all.as_bytes()), out.len());
-    }
+    use crate::text::Text;
+    use crate::text::spilled_for_tests as spilled;
 
     /// A writer that takes at most `step` bytes a call, as a buffered one may hand them on.
     struct Trickle {

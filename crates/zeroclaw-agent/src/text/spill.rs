@@ -1,4 +1,5 @@
-//! Spill files: where a long [`Text`] lives instead of memory (issue 27, item 3).
+//! Spill files: where a long [`Text`](super::Text) lives instead of memory (issue 27,
+//! item 3).
 //!
 //! One file per text, `<dir>/<pid>/<n>.txt` under the directory [`set_spill_dir`] names
 //! (the daemon's data dir; until it is named nothing is spilled), written once by a
@@ -14,8 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::Text;
-use super::json::escaped_len;
+use super::escape::escaped_len;
 
 /// Where spill files go: `<dir>/<pid>/`. Unset, nothing is spilled.
 static SPILL_DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -107,10 +107,16 @@ fn read_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<usize
 /// A text written to a spill file, removed when dropped.
 pub struct Spilled {
     path: PathBuf,
-    pub(super) len: usize,
-    pub(super) chars: usize,
+    len: usize,
+    chars: usize,
     /// Its length as a JSON string's contents (escaped), for a request body's length.
-    pub(super) json_len: usize,
+    json_len: usize,
+}
+
+impl std::fmt::Debug for Spilled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Spilled({} bytes)", self.len)
+    }
 }
 
 impl Drop for Spilled {
@@ -120,10 +126,49 @@ impl Drop for Spilled {
 }
 
 impl Spilled {
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Its length in characters, counted as it was written.
+    pub fn chars(&self) -> usize {
+        self.chars
+    }
+
+    /// Its length as the contents of a JSON string (escaped), counted as it was written.
+    pub fn json_len(&self) -> usize {
+        self.json_len
+    }
+
     /// Bytes `from..`, at most `max`, cut back to a character boundary (at least one
-    /// character when there is one).
-    pub(super) fn read_piece(&self, from: usize, max: usize) -> String {
+    /// character when there is one); empty at the end, or when the file cannot be read.
+    pub fn read_piece(&self, from: usize, max: usize) -> String {
         read_piece(&self.path, self.len, from, max)
+    }
+
+    /// Calls `f` with each piece of at most `max` bytes, in order, until it fails. A file
+    /// that can no longer be read ends it early (the caller sees fewer bytes than
+    /// [`Spilled::len`]).
+    pub fn for_each_piece<E>(
+        &self,
+        max: usize,
+        mut f: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut from = 0;
+        while from < self.len {
+            let piece = self.read_piece(from, max);
+            if piece.is_empty() {
+                break;
+            }
+            f(&piece)?;
+            from += piece.len();
+        }
+        Ok(())
     }
 
     /// Its file (tests remove it to see a reader fail).
@@ -133,7 +178,7 @@ impl Spilled {
     }
 
     /// Whether byte `at` starts a character (or is the end).
-    pub(super) fn is_char_boundary(&self, at: usize) -> bool {
+    pub fn is_char_boundary(&self, at: usize) -> bool {
         if at == 0 || at == self.len {
             return true;
         }
@@ -186,7 +231,7 @@ fn read_piece(path: &Path, len: usize, from: usize, max: usize) -> String {
 }
 
 /// A spill file being written: texts appended in order, then [`SpillWriter::finish`]ed
-/// into a [`Text`]. Dropped unfinished, its file is removed.
+/// into a [`Spilled`]. Dropped unfinished, its file is removed.
 #[derive(Default)]
 pub struct SpillWriter {
     file: Option<(File, PathBuf)>,
@@ -224,7 +269,7 @@ impl SpillWriter {
         self.len == 0
     }
 
-    /// Reads back bytes `from..` of what was written (see [`Text::piece`]).
+    /// Reads back bytes `from..` of what was written (see [`Spilled::read_piece`]).
     pub fn piece(&self, from: usize, max: usize) -> String {
         match &self.file {
             Some((_, path)) => read_piece(path, self.len, from, max),
@@ -233,15 +278,15 @@ impl SpillWriter {
     }
 
     /// The written text; `None` when nothing was written.
-    pub fn finish(mut self) -> Option<Text> {
+    pub fn finish(mut self) -> Option<Arc<Spilled>> {
         let (file, path) = self.file.take()?;
         drop(file);
-        Some(Text::Spilled(Arc::new(Spilled {
+        Some(Arc::new(Spilled {
             path,
             len: self.len,
             chars: self.chars,
             json_len: self.json_len,
-        })))
+        }))
     }
 }
 
@@ -264,12 +309,11 @@ mod tests {
         let mut w = SpillWriter::default();
         w.write("hello").expect("spill");
         let t = w.finish().expect("written");
-        let Text::Spilled(f) = &t else { panic!("held") };
-        let path = f.path.clone();
-        let clone = t.clone();
+        let path = t.path.clone();
+        let clone = Arc::clone(&t);
         drop(t);
         assert!(path.exists());
-        assert_eq!(clone, Text::from("hello"));
+        assert_eq!(clone.read_piece(0, 100), "hello");
         drop(clone);
         assert!(!path.exists());
         let mut w = SpillWriter::default();
