@@ -546,3 +546,49 @@ fn with_no_room_to_spill_answers_are_held_and_nothing_is_lost() {
         "the daemon says why it holds them"
     );
 }
+
+/// kill -9 while a long answer streams, most of it already in its spill file: after the
+/// restart the transcript holds what had streamed up to at most the last moments (SPEC
+/// §7.3's 250 ms), as a beginning of the answer, then the interruption; the killed
+/// daemon's spill files are gone; and the next turn sends that partial answer.
+#[test]
+fn sigkill_while_a_long_answer_streams_keeps_what_streamed() {
+    let fake = Fake::start();
+    let (mut daemon, pid, mut c) = start(untrimmed_config(&fake));
+    let answer = long_answer();
+    fake.push(Scripted::chunks(answer.clone(), Duration::from_millis(10)));
+    c.send_call(
+        "session/prompt",
+        json!({"sessionId": "long", "prompt": "write a lot"}),
+    );
+    // 128 chunks of 64 KiB, one every 10 ms: killed about halfway.
+    std::thread::sleep(Duration::from_millis(700));
+    daemon.kill_hard();
+    drop(c);
+    let spill = daemon.data_dir().join("spill").join(pid.to_string());
+
+    let last = start_again_and_prompt(&mut daemon, &fake);
+    assert!(
+        !spill.exists(),
+        "the killed daemon's spill files were removed"
+    );
+    let whole = answer.concat();
+    let partial: String = rusqlite::Connection::open(daemon.data_dir().join("zeroclaw.db"))
+        .expect("db")
+        .query_row(
+            "SELECT CAST(content AS TEXT) FROM transcript WHERE role = 'assistant' ORDER BY seq LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the streamed part was recovered");
+    println!("recovered {} of {} bytes", partial.len(), whole.len());
+    assert!(
+        partial.len() >= 8 * CHUNK && partial.len() < whole.len(),
+        "recovered {} of {} bytes",
+        partial.len(),
+        whole.len()
+    );
+    assert!(whole.starts_with(&partial), "a beginning of the answer");
+    let sent = earlier_answer(&last).expect("the partial answer was sent");
+    assert!(sent == partial, "the next turn sends what was recovered");
+}
