@@ -8,7 +8,8 @@
 //! commands, hooks, MCP servers) and probing whether a pid still runs, on Unix; Landlock's
 //! version query and, between fork and exec, `prctl(PR_SET_NO_NEW_PRIVS)` and
 //! `landlock_restrict_self` (the sandbox, on Linux); the job object that holds and ends a
-//! bash command's process tree, on Windows.
+//! bash command's process tree, and whether a pid still runs (`OpenProcess`, for the
+//! spill files a killed daemon left), on Windows.
 
 #![deny(unsafe_code)]
 

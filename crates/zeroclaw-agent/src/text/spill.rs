@@ -50,8 +50,8 @@ fn process_dir() -> io::Result<PathBuf> {
     Ok(base.join(std::process::id().to_string()))
 }
 
-/// Removes `<dir>/<pid>/` of every pid that no longer runs (Unix; elsewhere a process's
-/// files are removed as its texts are dropped).
+/// Removes `<dir>/<pid>/` of every pid that no longer runs (asked of the system on Unix
+/// and Windows; elsewhere every process is taken to run).
 fn remove_orphans(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -81,7 +81,31 @@ fn process_runs(pid: u32) -> bool {
     alive || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-#[cfg(not(unix))]
+#[cfg(windows)]
+#[allow(unsafe_code)]
+fn process_runs(pid: u32) -> bool {
+    use windows_sys::Win32::Foundation::{
+        CloseHandle, ERROR_INVALID_PARAMETER, GetLastError, STILL_ACTIVE,
+    };
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: OpenProcess takes plain values and returns a handle or null; a handle is
+    // passed to GetExitCodeProcess with a valid out pointer, then closed once.
+    unsafe {
+        let handle = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
+        if handle.is_null() {
+            // No such process; any other failure (access denied) may be a running one.
+            return GetLastError() != ERROR_INVALID_PARAMETER;
+        }
+        let mut code = 0u32;
+        let known = GetExitCodeProcess(handle, &mut code) != 0;
+        CloseHandle(handle);
+        !known || code == STILL_ACTIVE as u32
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
 fn process_runs(_pid: u32) -> bool {
     true
 }
