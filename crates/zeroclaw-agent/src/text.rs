@@ -130,25 +130,6 @@ impl Text {
         (head, true)
     }
 
-    /// Calls `f` with each piece of at most `max` bytes (cut at character boundaries), in
-    /// order, until it fails.
-    pub fn for_each_piece<E>(
-        &self,
-        max: usize,
-        mut f: impl FnMut(&str) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let mut from = 0;
-        while from < self.len() {
-            let piece = self.piece(from, max);
-            if piece.is_empty() {
-                break;
-            }
-            f(&piece)?;
-            from += piece.len();
-        }
-        Ok(())
-    }
-
     /// A text of `s`, spilled to a file when it is at least [`SPILL_AT`] long and a file
     /// could be written (else held).
     pub fn spilled_if_long(s: String) -> Text {
@@ -241,9 +222,12 @@ mod tests {
         assert_eq!(t.len(), s.len());
         assert_eq!(t.char_count(), s.chars().count());
         assert!(t.load() == s, "whole read");
+        let Text::Spilled(file) = &t else {
+            panic!("held")
+        };
         for max in [1, 2, 3, 5, 7, 64, 1000] {
             let mut back = String::new();
-            t.for_each_piece(max, |p| {
+            file.for_each_piece(max, |p| {
                 assert!(!p.is_empty() && (p.len() <= max || p.chars().count() == 1));
                 back.push_str(p);
                 Ok::<(), ()>(())

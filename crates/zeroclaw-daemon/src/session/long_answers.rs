@@ -6,6 +6,7 @@
 use std::io;
 use std::sync::Arc;
 
+use zeroclaw_agent::text::Spilled;
 use zeroclaw_agent::text::json as text_json;
 use zeroclaw_agent::{ChatMessage, Text};
 use zeroclaw_store::{EncodeJson, LongText, NewRow, Role};
@@ -18,12 +19,14 @@ const PIECE: usize = 256 * 1024;
 pub(crate) fn answer_row(content: &Text) -> NewRow {
     match content {
         Text::Held(held) => NewRow::assistant(held.clone()),
-        Text::Spilled(_) => NewRow::long(Role::Assistant, Arc::new(SpilledAnswer(content.clone()))),
+        Text::Spilled(file) => {
+            NewRow::long(Role::Assistant, Arc::new(SpilledAnswer(Arc::clone(file))))
+        }
     }
 }
 
 /// A spilled answer as the store reads it.
-struct SpilledAnswer(Text);
+struct SpilledAnswer(Arc<Spilled>);
 
 impl LongText for SpilledAnswer {
     fn len(&self) -> usize {
