@@ -4,10 +4,13 @@
 //! [`BUFFER_BYTES`] of serialized updates).
 //!
 //! Memory (SPEC §17.1 "Queued output is bounded per principal"): a line is built once and
-//! every subscriber's queue holds a reference to it. So is a replay: the first subscriber
-//! that needs an event replayed makes its `"replay": true` copy, kept next to the event,
-//! and every later replay of it queues that same copy. However many subscribe, a session
-//! holds at most twice [`BUFFER_BYTES`] (the events and their replay copies).
+//! every subscriber's queue holds a reference to it until it is written. The buffer keeps
+//! each event without the envelope it shares with its turn (session, type, turn, number),
+//! so a short event costs it a fraction of its line, and writes the line again when it is
+//! replayed. A replay is shared: the first subscriber that needs an event replayed makes
+//! its `"replay": true` copy, kept next to the event, and every later replay of it queues
+//! that same copy. However many subscribe, a session holds at most twice [`BUFFER_BYTES`]
+//! (the events and their replay copies).
 //!
 //! Invariants:
 //! - one mutex guards numbering, the buffer and the subscriber list, and every line is
@@ -53,41 +56,41 @@ pub struct Cursor {
     pub after_event_seq: u64,
 }
 
+/// One buffered event, kept without its envelope: a chunk's line is ~200 bytes, of which
+/// the update's own members are a few dozen; the session, turn and number it shares with
+/// every other event of its turn are written again when it is replayed. The line as sent
+/// lives only as long as some subscriber's queue still holds it.
 struct Event {
-    seq: u64,
-    /// The whole `session/update` line as sent: the buffer and the subscribers' queues
-    /// share it.
-    line: bytes::Bytes,
+    /// The update's `type`.
+    kind: &'static str,
+    /// Its members after the envelope's (`,"text":"…"`, or nothing), without the closing
+    /// `}` of `params`.
+    members: bytes::Bytes,
+    /// The length of the line as sent: the buffer's cap counts serialized updates (SPEC
+    /// §14), however they are kept.
+    line_len: u32,
     /// The line marked `"replay": true`, made by the first replay that needs it and shared
     /// by every later one.
     replay: Option<bytes::Bytes>,
 }
 
 impl Event {
-    /// The update's `params` object, serialized.
-    fn params(&self) -> &[u8] {
-        let head = line_head_len();
-        self.line
-            .get(head..self.line.len().saturating_sub(LINE_TAIL.len()))
-            .unwrap_or_default()
-    }
-
     /// The replay-marked line, made once.
-    fn replay_line(&mut self) -> bytes::Bytes {
+    fn replay_line(&mut self, envelope: &Envelope<'_>) -> bytes::Bytes {
         if let Some(line) = &self.replay {
             return line.clone();
         }
-        let line = bytes::Bytes::from(replay_line(self.params()));
+        let line = bytes::Bytes::from(envelope.line(&self.members, true));
         self.replay = Some(line.clone());
         line
     }
 }
 
-/// What one buffered event holds in memory, counted against [`BUFFER_BYTES`]: its line
-/// and its slot in the turn's queue (a 100,000-chunk turn has lines of ~150 bytes, where
-/// the 72-byte slot is not negligible).
-fn held(line: &bytes::Bytes) -> usize {
-    line.len() + std::mem::size_of::<Event>()
+/// What one buffered event counts against [`BUFFER_BYTES`]: its line as sent and its slot
+/// in the turn's queue (a 100,000-chunk turn has lines of ~150 bytes, where the slot is
+/// not negligible). Its members take less than the line, so the cap bounds memory too.
+fn held(event: &Event) -> usize {
+    event.line_len as usize + std::mem::size_of::<Event>()
 }
 
 /// The smallest and largest block that lines are packed into.
@@ -147,7 +150,10 @@ struct Inner {
     subscribers: Vec<Subscriber>,
     /// Where the next update line is written before it is packed into `blocks`.
     scratch: Vec<u8>,
+    /// The lines as sent, shared with the subscribers' queues.
     blocks: LineBlocks,
+    /// The buffered events' members.
+    kept: LineBlocks,
     next_order: u64,
 }
 
@@ -168,31 +174,50 @@ const LINE_HEAD: [&[u8]; 3] = [
 /// What a line has after its params.
 const LINE_TAIL: &[u8] = b"}\n";
 
-fn line_head_len() -> usize {
-    LINE_HEAD.iter().map(|part| part.len()).sum()
+/// What every update's `params` opens with: `{sessionId, type, turnId, eventSeq`.
+struct Envelope<'a> {
+    session_id: &'a str,
+    kind: &'a str,
+    turn_id: &'a str,
+    seq: u64,
 }
 
-/// Appends a `session/update` line to `line`: the head, whatever `params` writes, the tail.
-fn write_update_line(line: &mut Vec<u8>, params: impl FnOnce(&mut Vec<u8>)) {
-    for part in LINE_HEAD {
-        line.extend_from_slice(part);
-    }
-    params(line);
-    line.extend_from_slice(LINE_TAIL);
-}
-
-/// The update with serialized `params` marked `"replay": true` (first member).
-fn replay_line(params: &[u8]) -> Vec<u8> {
-    let rest = params.strip_prefix(b"{").unwrap_or(params);
-    let mut line = Vec::with_capacity(line_head_len() + params.len() + 16 + LINE_TAIL.len());
-    write_update_line(&mut line, |line| {
-        line.extend_from_slice(br#"{"replay":true"#);
-        if !rest.starts_with(b"}") {
-            line.push(b',');
+impl Envelope<'_> {
+    /// Appends the line's head and the envelope's members (after `"replay": true` for a
+    /// replayed line): the update's own members come next, then [`end_line`].
+    fn start_line(&self, line: &mut Vec<u8>, replay: bool) {
+        for part in LINE_HEAD {
+            line.extend_from_slice(part);
         }
-        line.extend_from_slice(rest);
-    });
-    line
+        line.push(b'{');
+        if replay {
+            line.extend_from_slice(br#""replay":true,"#);
+        }
+        // Strings into memory: cannot fail.
+        line.extend_from_slice(br#""sessionId":"#);
+        let _ = serde_json::to_writer(&mut *line, self.session_id);
+        line.extend_from_slice(br#","type":"#);
+        let _ = serde_json::to_writer(&mut *line, self.kind);
+        line.extend_from_slice(br#","turnId":"#);
+        let _ = serde_json::to_writer(&mut *line, self.turn_id);
+        line.extend_from_slice(br#","eventSeq":"#);
+        let _ = serde_json::to_writer(&mut *line, &self.seq);
+    }
+
+    /// The whole line of an event with `members`.
+    fn line(&self, members: &[u8], replay: bool) -> Vec<u8> {
+        let mut line = Vec::with_capacity(160 + members.len());
+        self.start_line(&mut line, replay);
+        line.extend_from_slice(members);
+        end_line(&mut line);
+        line
+    }
+}
+
+/// Closes `params` and the line.
+fn end_line(line: &mut Vec<u8>) {
+    line.push(b'}');
+    line.extend_from_slice(LINE_TAIL);
 }
 
 impl SessionStream {
@@ -219,11 +244,12 @@ impl SessionStream {
         }
         while inner.turns.len() > 1 {
             if let Some(old) = inner.turns.pop_front() {
-                inner.bytes -= old.events.iter().map(|e| held(&e.line)).sum::<usize>();
+                inner.bytes -= old.events.iter().map(held).sum::<usize>();
             }
         }
         // Small blocks again: a short turn keeps little more than its lines.
         inner.blocks = LineBlocks::default();
+        inner.kept = LineBlocks::default();
         inner.turns.push_back(TurnLog {
             turn_id: turn_id.to_owned(),
             next_seq: 1,
@@ -277,7 +303,7 @@ impl SessionStream {
     /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn. (The daemon emits
     /// typed updates; the tests write theirs as literals.)
     #[cfg(test)]
-    pub fn emit(&self, kind: &str, fields: serde_json::Value) {
+    pub fn emit(&self, kind: &'static str, fields: serde_json::Value) {
         self.emit_with(kind, |line| {
             if let serde_json::Value::Object(fields) = &fields {
                 for (key, value) in fields {
@@ -293,7 +319,7 @@ impl SessionStream {
 
     /// [`emit`](Self::emit) with the fields written by `members` (each preceded by `,`)
     /// after the envelope, in the stream's reused line buffer.
-    fn emit_with(&self, kind: &str, members: impl FnOnce(&mut Vec<u8>)) {
+    fn emit_with(&self, kind: &'static str, members: impl FnOnce(&mut Vec<u8>)) {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let Some(turn) = inner.turns.back_mut().filter(|t| !t.done) else {
@@ -305,46 +331,50 @@ impl SessionStream {
         // Written in a reused buffer, then copied once into an allocation of its size.
         let scratch = &mut inner.scratch;
         scratch.clear();
-        write_update_line(scratch, |line| {
-            // Strings into memory: cannot fail.
-            line.extend_from_slice(br#"{"sessionId":"#);
-            let _ = serde_json::to_writer(&mut *line, &self.session_id);
-            line.extend_from_slice(br#","type":"#);
-            let _ = serde_json::to_writer(&mut *line, kind);
-            line.extend_from_slice(br#","turnId":"#);
-            let _ = serde_json::to_writer(&mut *line, &turn.turn_id);
-            line.extend_from_slice(br#","eventSeq":"#);
-            let _ = serde_json::to_writer(&mut *line, &seq);
-            members(line);
-            line.push(b'}');
-        });
-        let line = if scratch.len() > SCRATCH_KEPT {
+        let envelope = Envelope {
+            session_id: &self.session_id,
+            kind,
+            turn_id: &turn.turn_id,
+            seq,
+        };
+        envelope.start_line(scratch, false);
+        let from = scratch.len();
+        members(scratch);
+        let to = scratch.len();
+        end_line(scratch);
+        let (line, members) = if scratch.len() > SCRATCH_KEPT {
             // A long line (a turn's final answer) keeps the buffer it was written in, cut
             // to its size, rather than being copied: the copy would double it for a while.
+            // Its members are that same buffer.
             scratch.shrink_to_fit();
-            bytes::Bytes::from(std::mem::take(scratch))
+            let line = bytes::Bytes::from(std::mem::take(scratch));
+            let members = line.slice(from..to);
+            (line, members)
         } else {
+            let members = inner.kept.pack(&scratch[from..to]);
             let line = inner.blocks.pack(scratch);
             if scratch.capacity() > SCRATCH_KEPT {
                 *scratch = Vec::new();
             }
-            line
+            (line, members)
         };
         if kind == TURN_COMPLETE {
             turn.done = true;
         }
-        let size = held(&line);
         if turn.events.len() == turn.events.capacity() {
             // Grown by a quarter rather than doubled: the slots are memory the buffer
             // holds, and a doubling could leave most of them empty.
             turn.events.reserve_exact(turn.events.len() / 4 + 16);
         }
-        turn.events.push_back(Event {
-            seq,
-            line: line.clone(),
+        let event = Event {
+            kind,
+            members,
+            // A line is at most a frame (SPEC §3), far below 4 GiB.
+            line_len: u32::try_from(line.len()).unwrap_or(u32::MAX),
             replay: None,
-        });
-        inner.bytes += size;
+        };
+        inner.bytes += held(&event);
+        turn.events.push_back(event);
         inner.evict();
         inner.fan_out(line);
     }
@@ -517,8 +547,8 @@ impl Inner {
                 return;
             };
             if let Some(old) = turn.events.pop_front() {
-                self.bytes -= held(&old.line);
-                turn.first_seq = old.seq + 1;
+                self.bytes -= held(&old);
+                turn.first_seq += 1;
             }
             if turn.done && turn.events.len() * 4 <= turn.events.capacity() * 3 {
                 turn.events.shrink_to_fit();
@@ -546,19 +576,33 @@ impl Inner {
             let after = if i == first { after } else { 0 };
             if turn.first_seq > after + 1 {
                 let gap = json!({
+                    "replay": true,
                     "sessionId": session_id,
                     "type": REPLAY_GAP,
                     "turnId": turn.turn_id,
                     "firstEventSeq": turn.first_seq,
                 });
-                lines.push(replay_line(gap.to_string().as_bytes()).into());
+                let mut line = Vec::new();
+                for part in LINE_HEAD {
+                    line.extend_from_slice(part);
+                }
+                // A `Value` into memory: cannot fail.
+                let _ = serde_json::to_writer(&mut line, &gap);
+                line.extend_from_slice(LINE_TAIL);
+                lines.push(line.into());
             }
-            lines.extend(
-                turn.events
-                    .iter_mut()
-                    .filter(|e| e.seq > after)
-                    .map(Event::replay_line),
-            );
+            // The events numbered after `after`: event `first_seq + i` is the `i`th.
+            let skip =
+                usize::try_from((after + 1).saturating_sub(turn.first_seq)).unwrap_or(usize::MAX);
+            for (seq, event) in (turn.first_seq..).zip(turn.events.iter_mut()).skip(skip) {
+                let envelope = Envelope {
+                    session_id,
+                    kind: event.kind,
+                    turn_id: &turn.turn_id,
+                    seq,
+                };
+                lines.push(event.replay_line(&envelope));
+            }
         }
         lines
     }
@@ -782,6 +826,10 @@ mod tests {
         use zeroclaw_protocol::Outcome;
         use zeroclaw_protocol::session::TurnUsage;
         let s = SessionStream::new("s1");
+        let p = probe(1);
+        s.subscribe(p.clone(), "operator", false, &Cursor::default())
+            .expect("room");
+        s.release(p.id);
         s.begin_turn("t1");
         s.emit_update(&UpdateKind::ToolCall {
             tool_call_id: "c1".into(),
@@ -810,11 +858,11 @@ mod tests {
             }
             Value::Object(params).to_string()
         };
-        let inner = s.lock();
-        let params: Vec<&str> = inner.turns[0]
-            .events
+        let pushed = p.pushed.lock().unwrap();
+        let head: usize = LINE_HEAD.iter().map(|part| part.len()).sum();
+        let params: Vec<&str> = pushed
             .iter()
-            .map(|e| std::str::from_utf8(e.params()).unwrap())
+            .map(|line| std::str::from_utf8(&line[head..line.len() - LINE_TAIL.len()]).unwrap())
             .collect();
         // The same object (members in any order: a build may or may not keep serde_json's
         // insertion order), the envelope written first.
@@ -843,7 +891,85 @@ mod tests {
             r#"{"sessionId":"s1","type":"tool_call","turnId":"t1","eventSeq":1,"toolCallId""#
         ));
         assert!(params[1].ends_with(r#""eventSeq":2,"outcome":"completed","content":"done","usage":{"inputTokens":1,"outputTokens":2}}"#));
-        assert!(inner.turns[0].done, "turn_complete ends the turn");
+        assert!(s.lock().turns[0].done, "turn_complete ends the turn");
+    }
+
+    #[test]
+    fn the_buffer_keeps_each_events_members_not_the_line_it_was_sent_in() {
+        let s = SessionStream::new("s1");
+        let p = probe(1);
+        s.subscribe(p.clone(), "operator", false, &Cursor::default())
+            .expect("room");
+        s.release(p.id);
+        s.begin_turn("t1");
+        for i in 0..100 {
+            s.emit("agent_message_chunk", json!({"text": format!("w{i}")}));
+        }
+        let inner = s.lock();
+        let pushed = p.pushed.lock().unwrap();
+        let sent: Vec<std::ops::Range<usize>> = pushed
+            .iter()
+            .map(|l| l.as_ptr() as usize..l.as_ptr() as usize + l.len())
+            .collect();
+        assert_eq!(inner.turns[0].events.len(), 100);
+        for (i, event) in inner.turns[0].events.iter().enumerate() {
+            assert_eq!(&event.members[..], format!(r#","text":"w{i}""#).as_bytes());
+            assert_eq!(event.line_len as usize, pushed[i].len());
+            let at = event.members.as_ptr() as usize;
+            assert!(
+                !sent.iter().any(|line| line.contains(&at)),
+                "event {i} pins a line it was sent in"
+            );
+        }
+    }
+
+    #[test]
+    fn a_replayed_line_is_the_sent_line_marked_replay_byte_for_byte() {
+        // Names that need escaping, and members of every kind of update.
+        let s = SessionStream::new("s\"1\u{e9}");
+        let live = probe(1);
+        s.subscribe(live.clone(), "operator", false, &Cursor::default())
+            .expect("room");
+        s.release(live.id);
+        s.begin_turn("t\\1");
+        s.emit("agent_message_chunk", json!({"text": "a\"b\n"}));
+        s.emit(
+            "tool_call",
+            json!({"toolCallId": "c1", "rawInput": {"k": [1, 2]}}),
+        );
+        s.emit("usage", json!({}));
+        s.emit(
+            "agent_message_chunk",
+            json!({"text": "x".repeat(100 * 1024)}),
+        );
+        s.emit("turn_complete", json!({"outcome": "completed"}));
+        let late = probe(2);
+        let cursor = Cursor {
+            turn_id: Some("t\\1".into()),
+            after_event_seq: 0,
+        };
+        s.subscribe(late.clone(), "operator", false, &cursor)
+            .expect("room");
+        s.release(late.id);
+        let marked = |line: &[u8]| -> Vec<u8> {
+            let open = br#""params":{"#;
+            let at = line
+                .windows(open.len())
+                .position(|w| w == open)
+                .expect("params")
+                + open.len();
+            [&line[..at], br#""replay":true,"#, &line[at..]].concat()
+        };
+        let sent = live.pushed.lock().unwrap();
+        let replayed = late.pushed.lock().unwrap();
+        assert_eq!(sent.len(), 5);
+        assert_eq!(replayed.len(), 5);
+        for (sent, replayed) in sent.iter().zip(replayed.iter()) {
+            assert_eq!(
+                String::from_utf8_lossy(&marked(sent)),
+                String::from_utf8_lossy(replayed)
+            );
+        }
     }
 
     #[test]
