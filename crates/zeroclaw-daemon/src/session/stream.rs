@@ -8,7 +8,7 @@
 //! each event without the envelope it shares with its turn (session, type, turn, number),
 //! so a short event costs it a fraction of its line, and writes the line again when it is
 //! replayed. A replay is shared: the first subscriber that needs an event replayed makes
-//! its `"replay": true` copy, kept next to the event, and every later replay of it queues
+//! its `"replay": true` copy, kept beside the buffer, and every later replay of it queues
 //! that same copy. However many subscribe, a session holds at most twice [`BUFFER_BYTES`]
 //! (the events and their replay copies).
 //!
@@ -28,13 +28,13 @@
 //! Layers: below the live session that owns it; it imports only [`link`](super::link) (and
 //! the error leaf). Typed updates come in through [`SessionStream::emit_update`].
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::json;
 use tokio::sync::Notify;
-use zeroclaw_protocol::update::{REPLAY_GAP, TURN_COMPLETE};
-use zeroclaw_protocol::{SESSION_UPDATE, UpdateKind};
+use zeroclaw_protocol::update::REPLAY_GAP;
+use zeroclaw_protocol::{SESSION_UPDATE, UpdateKind, UpdateType};
 
 use super::error::SessionError;
 use super::link::ClientLink;
@@ -61,29 +61,13 @@ pub struct Cursor {
 /// every other event of its turn are written again when it is replayed. The line as sent
 /// lives only as long as some subscriber's queue still holds it.
 struct Event {
-    /// The update's `type`.
-    kind: &'static str,
     /// Its members after the envelope's (`,"text":"…"`, or nothing), without the closing
     /// `}` of `params`.
     members: bytes::Bytes,
     /// The length of the line as sent: the buffer's cap counts serialized updates (SPEC
     /// §14), however they are kept.
     line_len: u32,
-    /// The line marked `"replay": true`, made by the first replay that needs it and shared
-    /// by every later one.
-    replay: Option<bytes::Bytes>,
-}
-
-impl Event {
-    /// The replay-marked line, made once.
-    fn replay_line(&mut self, envelope: &Envelope<'_>) -> bytes::Bytes {
-        if let Some(line) = &self.replay {
-            return line.clone();
-        }
-        let line = bytes::Bytes::from(envelope.line(&self.members, true));
-        self.replay = Some(line.clone());
-        line
-    }
+    kind: UpdateType,
 }
 
 /// What one buffered event counts against [`BUFFER_BYTES`]: its line as sent and its slot
@@ -128,6 +112,9 @@ struct TurnLog {
     /// The oldest event still buffered (events before it were evicted).
     first_seq: u64,
     events: VecDeque<Event>,
+    /// The buffered events' lines marked `"replay": true` by number, each made by the
+    /// first replay that needs it and shared by every later one (none until a replay).
+    replays: HashMap<u64, bytes::Bytes>,
     done: bool,
 }
 
@@ -255,6 +242,7 @@ impl SessionStream {
             next_seq: 1,
             first_seq: 1,
             events: VecDeque::new(),
+            replays: HashMap::new(),
             done: false,
         });
     }
@@ -273,7 +261,7 @@ impl SessionStream {
     /// replaced by the envelope.
     pub fn emit_update(&self, update: &UpdateKind) {
         let kind = update.type_name();
-        self.emit_with(kind, |line| {
+        self.emit_with(update.update_type(), |line| {
             let start = line.len();
             // Writing into memory cannot fail but for a map with non-string keys, which
             // no update has; such an update would be logged and sent without fields.
@@ -303,7 +291,8 @@ impl SessionStream {
     /// turnId, eventSeq, ...fields}`. `turn_complete` ends the turn. (The daemon emits
     /// typed updates; the tests write theirs as literals.)
     #[cfg(test)]
-    pub fn emit(&self, kind: &'static str, fields: serde_json::Value) {
+    pub fn emit(&self, kind: &str, fields: serde_json::Value) {
+        let kind = UpdateType::from_wire(kind).expect("a type of the vocabulary");
         self.emit_with(kind, |line| {
             if let serde_json::Value::Object(fields) = &fields {
                 for (key, value) in fields {
@@ -319,11 +308,11 @@ impl SessionStream {
 
     /// [`emit`](Self::emit) with the fields written by `members` (each preceded by `,`)
     /// after the envelope, in the stream's reused line buffer.
-    fn emit_with(&self, kind: &'static str, members: impl FnOnce(&mut Vec<u8>)) {
+    fn emit_with(&self, kind: UpdateType, members: impl FnOnce(&mut Vec<u8>)) {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let Some(turn) = inner.turns.back_mut().filter(|t| !t.done) else {
-            tracing::warn!(session = %self.session_id, kind, "update outside a turn dropped");
+            tracing::warn!(session = %self.session_id, kind = kind.as_str(), "update outside a turn dropped");
             return;
         };
         let seq = turn.next_seq;
@@ -333,7 +322,7 @@ impl SessionStream {
         scratch.clear();
         let envelope = Envelope {
             session_id: &self.session_id,
-            kind,
+            kind: kind.as_str(),
             turn_id: &turn.turn_id,
             seq,
         };
@@ -358,7 +347,7 @@ impl SessionStream {
             }
             (line, members)
         };
-        if kind == TURN_COMPLETE {
+        if kind == UpdateType::TurnComplete {
             turn.done = true;
         }
         if turn.events.len() == turn.events.capacity() {
@@ -367,11 +356,10 @@ impl SessionStream {
             turn.events.reserve_exact(turn.events.len() / 4 + 16);
         }
         let event = Event {
-            kind,
             members,
             // A line is at most a frame (SPEC §3), far below 4 GiB.
             line_len: u32::try_from(line.len()).unwrap_or(u32::MAX),
-            replay: None,
+            kind,
         };
         inner.bytes += held(&event);
         turn.events.push_back(event);
@@ -548,6 +536,9 @@ impl Inner {
             };
             if let Some(old) = turn.events.pop_front() {
                 self.bytes -= held(&old);
+                if !turn.replays.is_empty() {
+                    turn.replays.remove(&turn.first_seq);
+                }
                 turn.first_seq += 1;
             }
             if turn.done && turn.events.len() * 4 <= turn.events.capacity() * 3 {
@@ -594,14 +585,17 @@ impl Inner {
             // The events numbered after `after`: event `first_seq + i` is the `i`th.
             let skip =
                 usize::try_from((after + 1).saturating_sub(turn.first_seq)).unwrap_or(usize::MAX);
-            for (seq, event) in (turn.first_seq..).zip(turn.events.iter_mut()).skip(skip) {
-                let envelope = Envelope {
-                    session_id,
-                    kind: event.kind,
-                    turn_id: &turn.turn_id,
-                    seq,
-                };
-                lines.push(event.replay_line(&envelope));
+            for (seq, event) in (turn.first_seq..).zip(&turn.events).skip(skip) {
+                let line = turn.replays.entry(seq).or_insert_with(|| {
+                    let envelope = Envelope {
+                        session_id,
+                        kind: event.kind.as_str(),
+                        turn_id: &turn.turn_id,
+                        seq,
+                    };
+                    envelope.line(&event.members, true).into()
+                });
+                lines.push(line.clone());
             }
         }
         lines
@@ -1056,6 +1050,21 @@ mod tests {
         assert!(first > 1);
         assert_eq!(lines[1]["eventSeq"].as_u64(), Some(first));
         assert_eq!(lines.last().and_then(|l| l["eventSeq"].as_u64()), Some(200));
+        drop(lines);
+        // The replay copies go with their events.
+        let replayed = s.lock().turns[0].replays.len();
+        assert_eq!(replayed, s.lock().turns[0].events.len());
+        for _ in 0..200 {
+            s.emit("agent_message_chunk", json!({"text": text}));
+        }
+        let inner = s.lock();
+        let turn = &inner.turns[0];
+        assert!(turn.first_seq > 200, "every replayed event evicted");
+        assert!(
+            turn.replays.is_empty(),
+            "{} copies left",
+            turn.replays.len()
+        );
     }
 
     #[test]
