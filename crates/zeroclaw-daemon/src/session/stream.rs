@@ -141,6 +141,8 @@ struct Inner {
     blocks: LineBlocks,
     /// The buffered events' members.
     kept: LineBlocks,
+    /// Their replay copies.
+    replayed: LineBlocks,
     next_order: u64,
 }
 
@@ -191,13 +193,11 @@ impl Envelope<'_> {
         let _ = serde_json::to_writer(&mut *line, &self.seq);
     }
 
-    /// The whole line of an event with `members`.
-    fn line(&self, members: &[u8], replay: bool) -> Vec<u8> {
-        let mut line = Vec::with_capacity(160 + members.len());
-        self.start_line(&mut line, replay);
+    /// Appends the whole line of an event with `members`.
+    fn write_line(&self, line: &mut Vec<u8>, members: &[u8], replay: bool) {
+        self.start_line(line, replay);
         line.extend_from_slice(members);
-        end_line(&mut line);
-        line
+        end_line(line);
     }
 }
 
@@ -237,6 +237,7 @@ impl SessionStream {
         // Small blocks again: a short turn keeps little more than its lines.
         inner.blocks = LineBlocks::default();
         inner.kept = LineBlocks::default();
+        inner.replayed = LineBlocks::default();
         inner.turns.push_back(TurnLog {
             turn_id: turn_id.to_owned(),
             next_seq: 1,
@@ -593,10 +594,15 @@ impl Inner {
                         turn_id: &turn.turn_id,
                         seq,
                     };
-                    envelope.line(&event.members, true).into()
+                    self.scratch.clear();
+                    envelope.write_line(&mut self.scratch, &event.members, true);
+                    self.replayed.pack(&self.scratch)
                 });
                 lines.push(line.clone());
             }
+        }
+        if self.scratch.capacity() > SCRATCH_KEPT {
+            self.scratch = Vec::new();
         }
         lines
     }
