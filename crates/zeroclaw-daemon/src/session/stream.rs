@@ -81,13 +81,14 @@ fn held(event: &Event) -> usize {
 const FIRST_BLOCK: usize = 4 * 1024;
 const LAST_BLOCK: usize = 64 * 1024;
 
-/// Update lines packed side by side into shared blocks: one allocation and one reference
-/// count per block instead of an allocation per line and another for its reference count
-/// once it is shared (a line is small: the two cost about as much as its bytes). Blocks
-/// grow from [`FIRST_BLOCK`] to [`LAST_BLOCK`] within a turn, so a short turn pins little;
-/// a line longer than the block gets one of its own size (one over [`SCRATCH_KEPT`] is not
-/// packed at all: it keeps the buffer it was written in). A block is freed when its last
-/// line is dropped (lines leave the buffer in order, so blocks do too).
+/// Update lines (or the members the buffer keeps of them) packed side by side into shared
+/// blocks: one allocation and one reference count per block instead of an allocation per
+/// line and another for its reference count once it is shared (a line is small: the two
+/// cost about as much as its bytes). Blocks grow from [`FIRST_BLOCK`] to [`LAST_BLOCK`]
+/// within a turn, so a short turn pins little; a line longer than the block gets one of its
+/// own size (a sent line over [`SCRATCH_KEPT`] is not packed at all: it keeps the buffer it
+/// was written in). A block is freed when its last line is dropped (lines are written and
+/// leave the buffer in order, so blocks go in order too).
 #[derive(Default)]
 struct LineBlocks {
     block: bytes::BytesMut,
@@ -318,7 +319,8 @@ impl SessionStream {
         };
         let seq = turn.next_seq;
         turn.next_seq += 1;
-        // Written in a reused buffer, then copied once into an allocation of its size.
+        // Written in a reused buffer, then copied into the blocks: the line to send, and the
+        // members the buffer keeps.
         let scratch = &mut inner.scratch;
         scratch.clear();
         let envelope = Envelope {
