@@ -672,6 +672,15 @@ mod tests {
         })
     }
 
+    /// A probe subscribed (as the operator) from `cursor`, its replay released.
+    fn watching(s: &SessionStream, id: u64, cursor: &Cursor) -> Arc<Probe> {
+        let p = probe(id);
+        s.subscribe(p.clone(), "operator", false, cursor)
+            .expect("room");
+        s.release(id);
+        p
+    }
+
     fn seqs(p: &Probe) -> Vec<(String, u64, bool)> {
         p.lines
             .lock()
@@ -828,10 +837,7 @@ mod tests {
         use zeroclaw_protocol::Outcome;
         use zeroclaw_protocol::session::TurnUsage;
         let s = SessionStream::new("s1");
-        let p = probe(1);
-        s.subscribe(p.clone(), "operator", false, &Cursor::default())
-            .expect("room");
-        s.release(p.id);
+        let p = watching(&s, 1, &Cursor::default());
         s.begin_turn("t1");
         s.emit_update(&UpdateKind::ToolCall {
             tool_call_id: "c1".into(),
@@ -899,10 +905,7 @@ mod tests {
     #[test]
     fn the_buffer_keeps_each_events_members_not_the_line_it_was_sent_in() {
         let s = SessionStream::new("s1");
-        let p = probe(1);
-        s.subscribe(p.clone(), "operator", false, &Cursor::default())
-            .expect("room");
-        s.release(p.id);
+        let p = watching(&s, 1, &Cursor::default());
         s.begin_turn("t1");
         for i in 0..100 {
             s.emit("agent_message_chunk", json!({"text": format!("w{i}")}));
@@ -929,10 +932,7 @@ mod tests {
     fn a_replayed_line_is_the_sent_line_marked_replay_byte_for_byte() {
         // Names that need escaping, and members of every kind of update.
         let s = SessionStream::new("s\"1\u{e9}");
-        let live = probe(1);
-        s.subscribe(live.clone(), "operator", false, &Cursor::default())
-            .expect("room");
-        s.release(live.id);
+        let live = watching(&s, 1, &Cursor::default());
         s.begin_turn("t\\1");
         s.emit("agent_message_chunk", json!({"text": "a\"b\n"}));
         s.emit(
@@ -977,10 +977,7 @@ mod tests {
     #[test]
     fn a_long_line_keeps_its_own_buffer_and_the_next_lines_are_packed_again() {
         let s = SessionStream::new("s1");
-        let p = probe(1);
-        s.subscribe(p.clone(), "operator", false, &Cursor::default())
-            .expect("room");
-        s.release(p.id);
+        let p = watching(&s, 1, &Cursor::default());
         s.begin_turn("t1");
         s.emit("agent_message_chunk", json!({"text": "before"}));
         let long = "é\"x".repeat(100 * 1024);
@@ -1012,17 +1009,11 @@ mod tests {
         s.begin_turn("t1");
         s.emit("agent_message_chunk", json!({"text": "a"}));
         s.emit("turn_complete", json!({}));
-        let late = probe(1);
-        s.subscribe(late.clone(), "operator", false, &Cursor::default())
-            .expect("room");
-        s.release(1);
+        let late = watching(&s, 1, &Cursor::default());
         assert!(late.lines.lock().unwrap().is_empty());
         s.begin_turn("t2");
         s.emit("agent_message_chunk", json!({"text": "b"}));
-        let mid = probe(2);
-        s.subscribe(mid.clone(), "operator", false, &Cursor::default())
-            .expect("room");
-        s.release(2);
+        let mid = watching(&s, 2, &Cursor::default());
         assert_eq!(seqs(&mid), vec![("t2".into(), 1, true)]);
         // A cursor in the completed turn replays its rest and the whole running turn.
         let back = probe(3);
@@ -1048,10 +1039,7 @@ mod tests {
             s.emit("agent_message_chunk", json!({"text": text}));
         }
         assert!(s.buffered_bytes() <= BUFFER_BYTES);
-        let p = probe(1);
-        s.subscribe(p.clone(), "operator", false, &Cursor::default())
-            .expect("room");
-        s.release(1);
+        let p = watching(&s, 1, &Cursor::default());
         let lines = p.lines.lock().unwrap();
         assert_eq!(lines[0]["type"], "replay_gap");
         let first = lines[0]["firstEventSeq"].as_u64().expect("seq");
