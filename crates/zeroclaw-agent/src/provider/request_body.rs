@@ -1,17 +1,16 @@
-//! A request body as it is sent: its JSON bytes, with each spilled answer ([`Text`])
-//! spliced in from its file while the connection reads it, never held whole (issue 27,
-//! item 3). A conversation whose answers are long is then held in memory as its short
-//! parts only, and sent a piece at a time.
+//! A request body as it is sent: its JSON bytes, with each spilled answer
+//! ([`Text`](crate::text::Text)) spliced in from its file while the connection reads it,
+//! never held whole (issue 27, item 3). A conversation whose answers are long is then held
+//! in memory as its short parts only, and sent a piece at a time.
 //!
 //! [`encode`] serializes a body with each spilled text left out and noted where it goes
 //! ([`json::encode_deferred`]); its escaped length is known from when it was spilled, so
 //! the body's length is exact before a byte is sent.
 
 use std::io;
+use std::sync::Arc;
 
 use serde::Serialize;
-
-use std::sync::Arc;
 
 use super::ProviderError;
 use crate::text::escape::escape_into;

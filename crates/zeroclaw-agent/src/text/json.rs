@@ -1,23 +1,21 @@
 //! JSON with spilled texts spliced in from their files rather than read whole (issue 27).
 //!
 //! `serde` hands a serializer a string whole, so a spilled [`Text`](super::Text) cannot
-//! stream itself
-//! through one. Instead, while a value is encoded by one of the functions here, a spilled
-//! text serializes as an empty string `""` and notes where it went ([`splice_here`]); the
-//! writer below the serializer then puts the text's escaped bytes between those quotes,
-//! a piece at a time, as it passes that point ([`write_spliced`]), or counts them
-//! ([`spliced_len`]), or leaves them to be spliced later ([`encode_deferred`], a request
-//! body sent as the connection reads it). Outside these functions a spilled text is
-//! serialized whole, as any string.
+//! stream itself through one. Instead, while a value is encoded by one of the functions
+//! here, a spilled text serializes as an empty string `""` and notes where it went
+//! ([`splice_here`]); the writer below the serializer then puts the text's escaped bytes
+//! between those quotes, a piece at a time, as it passes that point ([`write_spliced`]),
+//! or counts them ([`spliced_len`]), or leaves them to be spliced later
+//! ([`encode_deferred`], a request body sent as the connection reads it). Outside these
+//! functions a spilled text is serialized whole, as any string.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use serde::Serialize;
-
-use std::sync::Arc;
 
 use super::escape::escape_into;
 use super::spill::Spilled;
