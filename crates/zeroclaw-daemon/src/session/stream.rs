@@ -167,7 +167,7 @@ const LINE_TAIL: &[u8] = b"}\n";
 /// What every update's `params` opens with: `{sessionId, type, turnId, eventSeq`.
 struct Envelope<'a> {
     session_id: &'a str,
-    kind: &'a str,
+    kind: UpdateType,
     turn_id: &'a str,
     seq: u64,
 }
@@ -187,7 +187,7 @@ impl Envelope<'_> {
         line.extend_from_slice(br#""sessionId":"#);
         let _ = serde_json::to_writer(&mut *line, self.session_id);
         line.extend_from_slice(br#","type":"#);
-        let _ = serde_json::to_writer(&mut *line, self.kind);
+        let _ = serde_json::to_writer(&mut *line, self.kind.as_str());
         line.extend_from_slice(br#","turnId":"#);
         let _ = serde_json::to_writer(&mut *line, self.turn_id);
         line.extend_from_slice(br#","eventSeq":"#);
@@ -325,7 +325,7 @@ impl SessionStream {
         scratch.clear();
         let envelope = Envelope {
             session_id: &self.session_id,
-            kind: kind.as_str(),
+            kind,
             turn_id: &turn.turn_id,
             seq,
         };
@@ -592,7 +592,7 @@ impl Inner {
                 let line = turn.replays.entry(seq).or_insert_with(|| {
                     let envelope = Envelope {
                         session_id,
-                        kind: event.kind.as_str(),
+                        kind: event.kind,
                         turn_id: &turn.turn_id,
                         seq,
                     };
