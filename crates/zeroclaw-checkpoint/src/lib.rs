@@ -21,25 +21,28 @@
 //! on one session are serialized by its lock; different sessions never wait for each
 //! other.
 //!
-//! Modules, leaves first: [`error`], [`limits`], [`digest`], [`escape`], [`durable`]
-//! (atomic writes and fsyncs), [`manifest`] (the text form), [`walk`] (the tree as
-//! `.gitignore` leaves it), [`tree`] (no-follow file operations), [`objects`] (content by
+//! Modules, leaves first: [`beneath`] (the no-follow writer that `write_file` and uploads
+//! use too), [`error`], [`limits`], [`digest`], [`escape`], [`durable`]
+//! (atomic writes and fsyncs), [`manifest`] (the text form), [`ignores`] (the bounded
+//! `.gitignore` rules), [`walk`] (the tree as they leave it), [`tree`] (no-follow file operations), [`objects`] (content by
 //! hash), [`turns`] (one record per turn start), [`journal`], [`session`] (one session's
 //! directory), [`budget`], [`record`], [`restore`]; this file ties them together.
 //!
 //! Unsafe code is denied but for libc calls std does not wrap, allowed where they are
-//! made: the descriptor-relative, no-follow file operations of [`tree`] (`openat`,
+//! made: the descriptor-relative, no-follow file operations of [`beneath`] and [`tree`] (`openat`,
 //! `fstatat`, `mkdirat`, `unlinkat`, `renameat`, `symlinkat`, `readlinkat`, `fchmod`,
 //! `futimens`, `fsync`), which keep a planted symlink from being followed, and
 //! [`durable::syncfs`].
 
 #![deny(unsafe_code)]
 
+pub mod beneath;
 pub mod budget;
 pub mod digest;
 pub mod durable;
 pub mod error;
 pub mod escape;
+pub mod ignores;
 pub mod journal;
 pub mod limits;
 pub mod manifest;

@@ -1,24 +1,28 @@
 //! The walk of a working directory ([`walk`]): every regular file, directory and symlink
 //! under the root with its metadata, sorted by path, as `.gitignore` rules leave them.
 //!
-//! Rules (SPEC §18 "File checkpoints"): `.gitignore` files in the tree and above it and
-//! `.git/info/exclude` apply, whether or not the tree is a git repository; the user's global
-//! git excludes do not (the daemon's own environment must not change what is recorded);
-//! anything named `.git` is skipped, and so is the checkpoint store itself when it lies in
-//! the tree; hidden files are walked like any other; symlinks are reported as such and never
+//! Rules (SPEC §18 "File checkpoints", §17.2 "Ignore files are bounded"): the `.gitignore`
+//! files from the repository root (or the root when there is none) down and the
+//! repository's `.git/info/exclude` apply, whether or not the tree is a git repository,
+//! read within bounds by [`ignores`](crate::ignores); the user's global git excludes do
+//! not (the daemon's own environment must not change what is recorded); anything named
+//! `.git` is skipped, and so is the checkpoint store itself when it lies in the tree;
+//! hidden files are walked like any other; symlinks are reported as such and never
 //! followed; other file types (sockets, FIFOs, devices) are left out. The walk stops early
-//! when the tree is over the limits or the deadline passes.
+//! when the tree is over the limits, an ignore file is over its bounds, the deadline
+//! passes, or every path of the tree is ignored (reported, never silently recorded empty).
 //!
-//! The `ignore` crate (ripgrep's walker) implements gitignore semantics in full (negations,
-//! anchored and directory-only patterns, nested files); writing that again would be worse.
-//! A leaf above [`manifest`](crate::manifest) (for [`Stat`]).
+//! A leaf above [`manifest`](crate::manifest) (for [`Stat`]) and
+//! [`ignores`](crate::ignores).
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{Error, IoContext, Result};
+use crate::ignores::{Chain, Rules};
 use crate::manifest::Stat;
 
 /// What a walk found at one path.
@@ -40,11 +44,13 @@ pub struct Found {
 }
 
 /// Why a walk stopped before the end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
     TooManyFiles(usize),
     TooManyBytes(u64),
     Deadline,
+    /// An ignore file over its bounds, or a tree wholly ignored: the reason in full.
+    Ignores(String),
 }
 
 impl Stop {
@@ -57,6 +63,7 @@ impl Stop {
                 n / (1024 * 1024)
             ),
             Stop::Deadline => "the checkpoint did not finish in time".to_owned(),
+            Stop::Ignores(why) => why,
         }
     }
 }
@@ -74,7 +81,8 @@ pub struct WalkSpec<'a> {
     pub deadline: Option<Instant>,
 }
 
-/// Walks `spec.root`; `Ok(Err(stop))` when a limit or the deadline stopped it.
+/// Walks `spec.root`; `Ok(Err(stop))` when a limit, an ignore file or the deadline
+/// stopped it.
 pub fn walk(spec: &WalkSpec) -> Result<std::result::Result<Vec<Found>, Stop>> {
     let root_meta = std::fs::metadata(spec.root).ctx(|| format!("stat {}", spec.root.display()))?;
     if !root_meta.is_dir() {
@@ -83,74 +91,128 @@ pub fn walk(spec: &WalkSpec) -> Result<std::result::Result<Vec<Found>, Stop>> {
             source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
         });
     }
-    let skip: Option<PathBuf> = spec.skip.map(Path::to_path_buf);
-    let walker = ignore::WalkBuilder::new(spec.root)
-        .hidden(false)
-        .parents(true)
-        .ignore(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(true)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(move |e| {
-            e.file_name() != ".git" && skip.as_deref().is_none_or(|s| e.path() != s)
-        })
-        .build();
-    let mut out = Vec::new();
-    let mut files = 0usize;
-    let mut bytes = 0u64;
-    for (n, item) in walker.enumerate() {
-        if n % 256 == 255 && spec.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(Err(Stop::Deadline));
-        }
+    let (mut rules, above) = match Rules::above(spec.root) {
+        Ok(found) => found,
+        Err(why) => return Ok(Err(Stop::Ignores(why))),
+    };
+    let mut walker = Walker {
+        spec,
+        out: Vec::new(),
+        files: 0,
+        bytes: 0,
+        seen: 0,
+        ignored: 0,
+    };
+    // Directories still to read, each with the rules above it (depth first).
+    let mut todo: Vec<(PathBuf, Option<Arc<Chain>>)> = vec![(spec.root.to_path_buf(), above)];
+    while let Some((dir, parent)) = todo.pop() {
+        let chain = match rules.enter(&dir, parent) {
+            Ok(c) => c,
+            Err(why) => return Ok(Err(Stop::Ignores(why))),
+        };
         // An unreadable directory is left out, as are its children.
-        let Ok(entry) = item else { continue };
-        if entry.depth() == 0 {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else { continue };
+            if let Err(stop) = walker.tick() {
+                return Ok(Err(stop));
+            }
+            let path = entry.path();
+            if entry.file_name() == ".git" || spec.skip.is_some_and(|s| path == s) {
+                continue;
+            }
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            let file_type = meta.file_type();
+            let kind = if file_type.is_symlink() {
+                FoundKind::Symlink
+            } else if file_type.is_dir() {
+                FoundKind::Dir
+            } else if file_type.is_file() {
+                FoundKind::File
+            } else {
+                continue;
+            };
+            let is_dir = kind == FoundKind::Dir;
+            if chain.ignored(&path, is_dir, rules.exclude()) {
+                walker.ignored += 1;
+                continue;
+            }
+            if let Err(stop) = walker.found(&path, kind, &meta) {
+                return Ok(Err(stop));
+            }
+            if is_dir {
+                todo.push((path, Some(Arc::clone(&chain))));
+            }
         }
-        let Some(file_type) = entry.file_type() else {
-            continue;
-        };
-        let kind = if file_type.is_symlink() {
-            FoundKind::Symlink
-        } else if file_type.is_dir() {
-            FoundKind::Dir
-        } else if file_type.is_file() {
-            FoundKind::File
-        } else {
-            continue;
-        };
-        let Ok(meta) = entry.path().symlink_metadata() else {
-            continue;
-        };
-        let Ok(rel) = entry.path().strip_prefix(spec.root) else {
-            continue;
+    }
+    if walker.out.is_empty() && walker.ignored > 0 {
+        return Ok(Err(Stop::Ignores(format!(
+            "every path of the tree is ignored by .gitignore rules ({} ignored): not recorded",
+            walker.ignored
+        ))));
+    }
+    let mut out = walker.out;
+    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    Ok(Ok(out))
+}
+
+/// The walk's findings and counts.
+struct Walker<'a> {
+    spec: &'a WalkSpec<'a>,
+    out: Vec<Found>,
+    files: usize,
+    bytes: u64,
+    /// Entries read (for the deadline check).
+    seen: usize,
+    /// Entries left out by the ignore rules.
+    ignored: usize,
+}
+
+impl Walker<'_> {
+    fn tick(&mut self) -> std::result::Result<(), Stop> {
+        self.seen += 1;
+        if self.seen % 256 == 0 && self.spec.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Stop::Deadline);
+        }
+        Ok(())
+    }
+
+    fn found(
+        &mut self,
+        path: &Path,
+        kind: FoundKind,
+        meta: &std::fs::Metadata,
+    ) -> std::result::Result<(), Stop> {
+        let Ok(rel) = path.strip_prefix(self.spec.root) else {
+            return Ok(());
         };
         if kind != FoundKind::Dir {
-            files += 1;
-            if files > spec.max_files {
-                return Ok(Err(Stop::TooManyFiles(spec.max_files)));
+            self.files += 1;
+            if self.files > self.spec.max_files {
+                return Err(Stop::TooManyFiles(self.spec.max_files));
             }
         }
         if kind == FoundKind::File
-            && let Some((per_file, total)) = spec.max_bytes
+            && let Some((per_file, total)) = self.spec.max_bytes
             && meta.len() <= per_file
         {
-            bytes += meta.len();
-            if bytes > total {
-                return Ok(Err(Stop::TooManyBytes(total)));
+            self.bytes += meta.len();
+            if self.bytes > total {
+                return Err(Stop::TooManyBytes(total));
             }
         }
-        out.push(Found {
+        self.out.push(Found {
             path: rel.as_os_str().as_bytes().to_vec(),
             kind,
-            stat: stat_of(&meta),
+            stat: stat_of(meta),
             mode: meta.mode() & 0o7777,
         });
+        Ok(())
     }
-    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    Ok(Ok(out))
 }
 
 /// The [`Stat`] of some metadata.

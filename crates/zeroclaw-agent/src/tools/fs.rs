@@ -6,8 +6,15 @@
 //! workspace; then the path is walked component by component from the
 //! canonical workspace root, and every symlink met is resolved and must stay
 //! inside the workspace (dangling symlinks are refused). The returned path
-//! contains no symlink at the time of the check (a concurrent swap of a
-//! component for a symlink is not defended against).
+//! contains no symlink at the time of the check; `read_file` opens it.
+//!
+//! `write_file` follows no link at all (SPEC §17.2): the same lexical checks,
+//! then [`zeroclaw_checkpoint::beneath`] opens every component from a
+//! descriptor of the workspace with `O_NOFOLLOW` and creates the file
+//! relative to its parent's descriptor. A symlink anywhere in the path — one
+//! leading back inside the workspace too — is refused, so a program racing
+//! the write by swapping a component for a link gets a refusal, never a
+//! write elsewhere.
 
 use std::ffi::OsString;
 use std::io::ErrorKind;
@@ -19,47 +26,7 @@ use super::{ToolLimits, str_arg};
 
 /// Resolves `input` to a path inside `workspace`, or explains the refusal.
 pub fn resolve_in_workspace(workspace: &Path, input: &str) -> Result<PathBuf, String> {
-    if input.is_empty() {
-        return Err("Error: the path is empty".to_string());
-    }
-    let root = workspace.canonicalize().map_err(|e| {
-        format!(
-            "Error: the workspace {} is not accessible: {e}",
-            workspace.display()
-        )
-    })?;
-    let p = Path::new(input);
-    let rel: &Path = if p.is_absolute() {
-        match p.strip_prefix(workspace).or_else(|_| p.strip_prefix(&root)) {
-            Ok(r) => r,
-            Err(_) => {
-                return Err(format!(
-                    "Refused: {input} is outside the workspace ({}); only paths inside the workspace are allowed",
-                    root.display()
-                ));
-            }
-        }
-    } else {
-        p
-    };
-    let mut parts: Vec<OsString> = Vec::new();
-    for c in rel.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if parts.pop().is_none() {
-                    return Err(format!(
-                        "Refused: {input} uses `..` to leave the workspace ({})",
-                        root.display()
-                    ));
-                }
-            }
-            Component::Normal(s) => parts.push(s.to_os_string()),
-            Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("Refused: {input} is not a workspace path"));
-            }
-        }
-    }
+    let (root, parts) = workspace_parts(workspace, input)?;
     let mut cur = root.clone();
     let mut missing = false;
     for part in parts {
@@ -94,6 +61,58 @@ pub fn resolve_in_workspace(workspace: &Path, input: &str) -> Result<PathBuf, St
         }
     }
     Ok(cur)
+}
+
+/// The canonical workspace root and `input`'s components beneath it (`..` applied
+/// lexically, never above the root), or the refusal.
+fn workspace_parts(workspace: &Path, input: &str) -> Result<(PathBuf, Vec<OsString>), String> {
+    if input.is_empty() {
+        return Err("Error: the path is empty".to_string());
+    }
+    let root = workspace.canonicalize().map_err(|e| {
+        format!(
+            "Error: the workspace {} is not accessible: {e}",
+            workspace.display()
+        )
+    })?;
+    let p = Path::new(input);
+    let rel: &Path = if p.is_absolute() {
+        match p.strip_prefix(workspace).or_else(|_| p.strip_prefix(&root)) {
+            Ok(r) => r,
+            Err(_) => {
+                return Err(format!(
+                    "Refused: {input} is outside the workspace ({}); only paths inside the workspace are allowed",
+                    root.display()
+                ));
+            }
+        }
+    } else {
+        p
+    };
+    let parts = lexical_parts(input, rel, &root)?;
+    Ok((root, parts))
+}
+
+fn lexical_parts(input: &str, rel: &Path, root: &Path) -> Result<Vec<OsString>, String> {
+    let mut parts: Vec<OsString> = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "Refused: {input} uses `..` to leave the workspace ({})",
+                        root.display()
+                    ));
+                }
+            }
+            Component::Normal(s) => parts.push(s.to_os_string()),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("Refused: {input} is not a workspace path"));
+            }
+        }
+    }
+    Ok(parts)
 }
 
 /// `read_file {path}`.
@@ -152,6 +171,42 @@ pub async fn write_file(workspace: &Path, args: &Value) -> String {
     run_blocking(move || write_blocking(&workspace, &path, &content)).await
 }
 
+#[cfg(unix)]
+fn write_blocking(workspace: &Path, path: &str, content: &str) -> String {
+    use zeroclaw_checkpoint::beneath::{Error, Root};
+    if let Err(e) = std::fs::create_dir_all(workspace) {
+        return format!(
+            "Error: cannot create the workspace {}: {e}",
+            workspace.display()
+        );
+    }
+    let (root, parts) = match workspace_parts(workspace, path) {
+        Ok(found) => found,
+        Err(e) => return e,
+    };
+    if parts.is_empty() {
+        return format!("Error: {path} is a directory");
+    }
+    let opened = match Root::open(&root) {
+        Ok(r) => r,
+        Err(e) => {
+            return format!(
+                "Error: the workspace {} is not accessible: {e}",
+                root.display()
+            );
+        }
+    };
+    match opened.write(&parts, content.as_bytes(), true) {
+        Ok(()) => format!("Wrote {} bytes to {path}", content.len()),
+        Err(e @ Error::Link { .. }) => format!("Refused: {path}: {e}"),
+        Err(Error::NotFileOrDir { at }) => {
+            format!("Error: cannot write {path}: {at} is not a regular file or directory")
+        }
+        Err(e @ Error::Io { .. }) => format!("Error: cannot write {path}: {e}"),
+    }
+}
+
+#[cfg(not(unix))]
 fn write_blocking(workspace: &Path, path: &str, content: &str) -> String {
     if let Err(e) = std::fs::create_dir_all(workspace) {
         return format!(
@@ -268,6 +323,17 @@ mod tests {
             read_file(&ws, &json!({"path": "alias/f"}), &l).await,
             "inside"
         );
+        // write_file follows no link, even one that stays inside (SPEC §17.2).
+        let r = write_file(&ws, &json!({"path": "alias/f", "content": "x"})).await;
+        assert!(r.starts_with("Refused:") && r.contains("symlink"), "{r}");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("real/f")).unwrap(),
+            "inside"
+        );
+        let r = write_file(&ws, &json!({"path": "real", "content": "x"})).await;
+        assert!(r.starts_with("Error:"), "{r}");
+        let r = write_file(&ws, &json!({"path": ".", "content": "x"})).await;
+        assert!(r.contains("is a directory"), "{r}");
     }
 
     #[tokio::test]

@@ -141,16 +141,40 @@ fn sweep_dir(dir: &Path) -> usize {
     removed
 }
 
-/// Writes `bytes` to `target` atomically through a temp file `.upload-<random>` beside it
-/// (see [`zeroclaw_config::persist`]). The rename replaces whatever is at `target` (a
-/// symlink included) without following it.
-fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), FilesError> {
-    zeroclaw_config::persist::write_atomic(target, bytes, PARTIAL_PREFIX, false).map_err(|source| {
-        FilesError::Write {
-            path: target.to_path_buf(),
+/// Writes `bytes` to `uploads/<name>` of `workspace` atomically through a temp file
+/// `.upload-<random>` beside it, renamed over whatever is there (a symlink included)
+/// without following it. On Unix every component below the workspace is opened without
+/// following a link (SPEC §17.2), so an `uploads/` swapped for a symlink after
+/// [`uploads_dir`] checked it gets the write refused, never a file elsewhere.
+#[cfg(unix)]
+fn write_atomic(workspace: &Path, name: &str, bytes: &[u8]) -> Result<(), FilesError> {
+    use std::ffi::{OsStr, OsString};
+    use zeroclaw_checkpoint::beneath::Root;
+    let target = workspace.join("uploads").join(name);
+    let err = |source: std::io::Error| FilesError::Write {
+        path: target.clone(),
+        source,
+    };
+    let root = Root::open(workspace).map_err(err)?;
+    let mut random = [0u8; 8];
+    getrandom::fill(&mut random).map_err(|e| err(std::io::Error::other(e.to_string())))?;
+    let temp = format!("{PARTIAL_PREFIX}{}", hex::encode(random));
+    let parts = [OsString::from("uploads"), OsString::from(name)];
+    root.replace(&parts, OsStr::new(&temp), bytes, 0o600)
+        .map_err(|e| err(std::io::Error::other(e.to_string())))
+}
+
+/// Writes `bytes` to `uploads/<name>` of `workspace` atomically through a temp file
+/// `.upload-<random>` beside it (see [`zeroclaw_config::persist`]).
+#[cfg(not(unix))]
+fn write_atomic(workspace: &Path, name: &str, bytes: &[u8]) -> Result<(), FilesError> {
+    let target = workspace.join("uploads").join(name);
+    zeroclaw_config::persist::write_atomic(&target, bytes, PARTIAL_PREFIX, false).map_err(
+        |source| FilesError::Write {
+            path: target.clone(),
             source,
-        }
-    })
+        },
+    )
 }
 
 /// Whether `path` is a regular file (not a link) holding exactly `bytes`.
@@ -188,7 +212,8 @@ pub fn store(
         let path = PathBuf::from(&known.workspace_path);
         if !intact(&path, bytes) {
             tracing::warn!(path = %path.display(), "indexed upload was changed on disk; writing it back");
-            write_atomic(&path, bytes)?;
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(&hash);
+            write_atomic(workspace, name, bytes)?;
         }
         return Ok(StoredFile {
             deduplicated: true,
@@ -202,7 +227,7 @@ pub fn store(
     };
     let path = dir.join(&name);
     if !intact(&path, bytes) {
-        write_atomic(&path, bytes)?;
+        write_atomic(workspace, &name, bytes)?;
     }
     let shown = path.display().to_string();
     let marker = if is_image(mime, ext.as_deref()) {
