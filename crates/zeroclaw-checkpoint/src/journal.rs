@@ -21,6 +21,10 @@ pub struct Journal {
     pub root: String,
     /// The manifest being restored (64 hex digits).
     pub manifest: String,
+    /// The only paths the restore touches ([`escape`](crate::escape)d), for a rewind that
+    /// restores its own session's changes alone; `None`: the whole tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<String>>,
 }
 
 impl Journal {

@@ -25,8 +25,9 @@
 //! use too), [`error`], [`limits`], [`digest`], [`escape`], [`durable`]
 //! (atomic writes and fsyncs), [`manifest`] (the text form), [`ignores`] (the bounded
 //! `.gitignore` rules), [`walk`] (the tree as they leave it), [`tree`] (no-follow file operations), [`objects`] (content by
-//! hash), [`turns`] (one record per turn start), [`journal`], [`session`] (one session's
-//! directory), [`budget`], [`record`], [`restore`]; this file ties them together.
+//! hash), [`turns`] (one record per turn start or end), [`journal`], [`session`] (one
+//! session's directory), [`budget`], [`record`], [`ownership`] (what a rewind may put
+//! back), [`restore`]; this file ties them together.
 //!
 //! Unsafe code is denied but for libc calls std does not wrap, allowed where they are
 //! made: the descriptor-relative, no-follow file operations of [`beneath`] and [`tree`] (`openat`,
@@ -47,6 +48,7 @@ pub mod journal;
 pub mod limits;
 pub mod manifest;
 pub mod objects;
+pub mod ownership;
 pub mod record;
 pub mod restore;
 pub mod session;
@@ -221,6 +223,35 @@ impl Checkpoints {
         })
     }
 
+    /// Records the tree at `root` as it is at turn `turn_id`'s end (what a rewind of the
+    /// turn compares with, [`ownership`]).
+    pub fn record_end(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        root: &Path,
+        opts: &RecordOptions,
+    ) -> Result<Recorded> {
+        self.record(session_id, &ownership::end_id(turn_id), root, opts)
+    }
+
+    /// Restores of `root` what the rewound `turns` (oldest first; the first is the turn
+    /// rewound to) changed and nobody changed since, to its state at the first one's start;
+    /// with `force` everything, as [`Checkpoints::restore`]. Paths left are in `conflicts`.
+    pub fn restore_own(
+        &self,
+        session_id: &str,
+        turns: &[String],
+        root: &Path,
+        force: bool,
+    ) -> Result<Restored> {
+        let first = turns.first().cloned().unwrap_or_default();
+        self.with_store(session_id, false, |store| match store {
+            None => Err(Error::UnknownTurn(first)),
+            Some(store) => restore::restore_own(store, Some(&self.base), turns, root, force),
+        })
+    }
+
     /// Removes every checkpoint of `session_id`.
     pub fn delete_session(&self, session_id: &str) -> Result<()> {
         let removed = {
@@ -288,6 +319,7 @@ impl Checkpoints {
             Ok(store
                 .records()?
                 .into_iter()
+                .filter(|r| !r.turn_id.ends_with(ownership::END_SUFFIX))
                 .map(|r| TurnInfo {
                     unrestorable: r
                         .manifest

@@ -27,6 +27,7 @@ use crate::journal::Journal;
 use crate::limits::{FSYNC_EACH_UP_TO, MAX_RESTORE_WALK, RACY_NS};
 use crate::manifest::{Content, Entry, Kind, Manifest};
 use crate::objects::Objects;
+use crate::ownership;
 use crate::session::SessionStore;
 use crate::tree::{Current, Tree, split};
 use crate::walk::{self, FoundKind, WalkSpec};
@@ -39,6 +40,9 @@ pub struct Restored {
     /// Paths that could not be put back, and why (the root itself when the whole turn
     /// cannot be restored).
     pub unrestorable: Vec<(String, String)>,
+    /// Paths a rewind left alone because someone else changed them, and why
+    /// ([`restore_own`]).
+    pub conflicts: Vec<(String, String)>,
 }
 
 /// Restores `root` to the state recorded at turn `turn_id`'s start.
@@ -56,8 +60,8 @@ pub fn restore(
         .ctx(|| format!("resolve {}", root.display()))?;
     let root_text = escape::encode(root.as_os_str().as_bytes());
     let whole = |reason: String| Restored {
-        restored: Vec::new(),
         unrestorable: vec![(root.display().to_string(), reason)],
+        ..Restored::default()
     };
     if record.root != root_text {
         let then = escape::decode(&record.root).unwrap_or_default();
@@ -82,6 +86,7 @@ pub fn restore(
         turn_id: turn_id.to_owned(),
         root: root_text,
         manifest: digest.to_hex(),
+        only: None,
     }
     .write(&journal_path)?;
     let out = apply(
@@ -93,6 +98,73 @@ pub fn restore(
         false,
     )?;
     Journal::clear(&journal_path)?;
+    Ok(out)
+}
+
+/// Restores, of `root`, only what the rewound `turns` (oldest first, `turns[0]` the turn
+/// rewound to) changed and nobody changed since — or, with `force`, everything — to its
+/// state at `turns[0]`'s start ([`ownership::decide`]); the rest is listed in `conflicts`.
+/// Journaled like [`restore`], with the paths it may touch.
+pub fn restore_own(
+    store: &SessionStore,
+    skip: Option<&Path>,
+    turns: &[String],
+    root: &Path,
+    force: bool,
+) -> Result<Restored> {
+    let Some(turn_id) = turns.first() else {
+        return Ok(Restored::default());
+    };
+    let record = store
+        .find(turn_id)?
+        .ok_or_else(|| Error::UnknownTurn(turn_id.to_owned()))?;
+    let root = root
+        .canonicalize()
+        .ctx(|| format!("resolve {}", root.display()))?;
+    let root_text = escape::encode(root.as_os_str().as_bytes());
+    let whole = |reason: String| Restored {
+        unrestorable: vec![(root.display().to_string(), reason)],
+        ..Restored::default()
+    };
+    if record.root != root_text {
+        let then = escape::decode(&record.root).unwrap_or_default();
+        return Ok(whole(format!(
+            "the checkpoint is of another directory: {}",
+            escape::display(&then)
+        )));
+    }
+    let Some(digest) = record.manifest_digest()? else {
+        let reason = record
+            .unrestorable
+            .unwrap_or_else(|| "no checkpoint content".to_owned());
+        return Ok(whole(reason));
+    };
+    let manifest = store.read_manifest(digest)?;
+    let decision = match ownership::decide(store, skip, &root, &manifest, turns, force)? {
+        Ok(d) => d,
+        Err(reason) => return Ok(whole(reason)),
+    };
+    let journal_path = store.journal_path();
+    if let Ok(Some(old)) = Journal::read(&journal_path) {
+        sweep_after(store, &old);
+    }
+    Journal {
+        turn_id: turn_id.to_owned(),
+        root: root_text,
+        manifest: digest.to_hex(),
+        only: Some(decision.restore.iter().map(|p| escape::encode(p)).collect()),
+    }
+    .write(&journal_path)?;
+    let mut out = apply_only(
+        &store.objects,
+        &root,
+        &manifest,
+        &decision.restore,
+        record.started_ns,
+        false,
+    )?;
+    Journal::clear(&journal_path)?;
+    out.conflicts = decision.conflicts;
     Ok(out)
 }
 
@@ -109,7 +181,17 @@ pub fn complete_journal(store: &SessionStore, skip: Option<&Path>) -> Result<Opt
         .ok_or_else(|| Error::Damaged("a restore journal with a bad manifest name".into()))?;
     let manifest = store.read_manifest(digest)?;
     sweep_temps(&root, &manifest);
-    let out = apply(&store.objects, skip, &root, &manifest, 0, true)?;
+    let out = match &journal.only {
+        None => apply(&store.objects, skip, &root, &manifest, 0, true)?,
+        Some(only) => {
+            let only = only
+                .iter()
+                .map(|p| escape::decode(p))
+                .collect::<Option<BTreeSet<Vec<u8>>>>()
+                .ok_or_else(|| Error::Damaged("a restore journal with a bad path".into()))?;
+            apply_only(&store.objects, &root, &manifest, &only, 0, true)?
+        }
+    };
     Journal::clear(&journal_path)?;
     Ok(Some(out))
 }
@@ -177,6 +259,62 @@ fn apply(
     // 3. Everything recorded, parents before children.
     for e in &manifest.entries {
         run.ensure(e)?;
+    }
+    run.make_durable(root);
+    run.out.restored.sort();
+    run.out.restored.dedup();
+    Ok(run.out)
+}
+
+/// Makes exactly the paths `only` what `manifest` holds (removing those it does not
+/// hold, deepest first; a directory still holding files stays), touching nothing else.
+fn apply_only(
+    objects: &Objects,
+    root: &Path,
+    manifest: &Manifest,
+    only: &BTreeSet<Vec<u8>>,
+    started_ns: i64,
+    verify: bool,
+) -> Result<Restored> {
+    let tree = Tree::open(root).ctx(|| format!("open {}", root.display()))?;
+    let mut run = Run {
+        tree,
+        objects,
+        verify,
+        started_ns,
+        out: Restored::default(),
+        written: Vec::new(),
+        touched: BTreeSet::new(),
+    };
+    for path in only.iter().rev() {
+        if manifest.get(path).is_some() {
+            continue;
+        }
+        let current = match run.tree.current(path) {
+            Ok(c) => c,
+            Err(err) => {
+                run.unrestorable(path, format!("cannot inspect it: {err}"));
+                continue;
+            }
+        };
+        let is_dir = matches!(current, Current::Dir(_));
+        match current {
+            Current::Absent => {}
+            _ => match run.tree.remove(path, is_dir) {
+                Ok(()) if is_dir => {
+                    run.touched.insert(split(path).0.to_vec());
+                }
+                Ok(()) => run.changed(path, false),
+                Err(e) if is_dir && e.raw_os_error() == Some(libc::ENOTEMPTY) => {}
+                Err(e) => run.unrestorable(path, format!("cannot remove it: {e}")),
+            },
+        }
+        crash_point()?;
+    }
+    for e in &manifest.entries {
+        if only.contains(&*e.path) {
+            run.ensure(e)?;
+        }
     }
     run.make_durable(root);
     run.out.restored.sort();

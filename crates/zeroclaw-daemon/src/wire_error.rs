@@ -122,6 +122,9 @@ impl From<SessionError> for ErrorObject {
             SessionError::CwdOutsideWorkspace(_) => {
                 ErrorObject::forbidden(message).with_data(json!({"prop": "cwd"}))
             }
+            SessionError::AdminOnly(prop) => {
+                ErrorObject::forbidden(message).with_data(json!({ "prop": prop }))
+            }
             SessionError::NotFound(_) => ErrorObject::session_not_found(message),
             SessionError::TooManySessions(limit) => ErrorObject::session_limit(limit),
             SessionError::Busy(_) => ErrorObject::session_busy(message),

@@ -88,7 +88,8 @@ fn rewind_takes_turns_back_and_the_next_prompt_sends_the_context_before_them() {
             "rewoundTurns": [turns[1], turns[2]],
             "prompt": "p2",
             "restoredFiles": [],
-            "unrestorable": []
+            "unrestorable": [],
+            "conflicts": []
         })
     );
     // The watcher is told, after the commit.

@@ -25,12 +25,24 @@ pub struct RewindParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub restore_files: Option<bool>,
+    /// Also put back the paths someone else changed (listed in `conflicts` otherwise):
+    /// admin only (SPEC §17.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
 }
 
 /// A file a rewind could not put back, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Unrestorable {
+    pub path: String,
+    pub reason: String,
+}
+
+/// A path a rewind left alone because someone else changed it, and how (SPEC §17.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Conflict {
     pub path: String,
     pub reason: String,
 }
@@ -48,6 +60,10 @@ pub struct RewindResult {
     /// Paths (relative to the session's working directory) put back.
     pub restored_files: Vec<String>,
     pub unrestorable: Vec<Unrestorable>,
+    /// Paths the rewound turns did not leave as they are now (someone else changed them):
+    /// left alone unless `force` was passed.
+    #[serde(default)]
+    pub conflicts: Vec<Conflict>,
 }
 
 /// `session/fork` params.

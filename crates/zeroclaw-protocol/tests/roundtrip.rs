@@ -161,11 +161,17 @@ fn rewind_fork_and_titles() {
         "session/rewind",
         json!({"sessionId": "s1", "mode": "acp", "turnId": "t2", "restoreFiles": false}),
     );
+    let _: RewindParams = params(
+        "session/rewind",
+        json!({"sessionId": "s1", "turnId": "t2", "force": true}),
+    );
     let _: RewindResult = result(
         "session/rewind",
         json!({"sessionId": "s1", "rewoundTurns": ["t2", "t3"], "prompt": "p2",
                "restoredFiles": ["a.txt"],
-               "unrestorable": [{"path": "big.bin", "reason": "over 10 MiB"}]}),
+               "unrestorable": [{"path": "big.bin", "reason": "over 10 MiB"}],
+               "conflicts": [{"path": "b.txt",
+                              "reason": "changed by someone else, not by the rewound turns"}]}),
     );
     let _: ForkParams = params("session/fork", json!({"sessionId": "s1", "turnId": "t1"}));
     let _: ForkResult = result(

@@ -4,6 +4,7 @@
 
 mod budget;
 mod crash;
+mod own_rewind;
 mod recording;
 mod restoring;
 

@@ -15,7 +15,7 @@ use crate::methods::mode;
 use crate::session::link::ClientLink;
 use crate::state::Daemon;
 
-/// `session/rewind {sessionId, mode?, turnId, restoreFiles?}`.
+/// `session/rewind {sessionId, mode?, turnId, restoreFiles?, force?}`.
 pub(crate) async fn rewind(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
@@ -32,6 +32,7 @@ pub(crate) async fn rewind(
             mode(p.mode),
             p.turn_id,
             p.restore_files.unwrap_or(true),
+            p.force.unwrap_or(false),
         )
         .await
         .map_err(Into::into)

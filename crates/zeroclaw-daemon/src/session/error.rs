@@ -15,6 +15,9 @@ pub enum SessionError {
     /// The principal may not use this agent.
     #[error("principal {principal} may not use agent {agent}")]
     AgentNotAllowed { principal: String, agent: String },
+    /// Only an admin may pass this parameter (`prop`).
+    #[error("only an admin may pass {0}")]
+    AdminOnly(String),
     /// The requested cwd is outside the agent's workspace.
     #[error("cwd {0:?} is outside the agent's workspace")]
     CwdOutsideWorkspace(String),

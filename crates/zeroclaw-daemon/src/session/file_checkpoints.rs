@@ -5,8 +5,11 @@
 //!   is called, records the session's working directory — on a blocking thread, so no
 //!   other session's turn ever waits for it, and within [`RECORD_TIME_LIMIT`]: past it the
 //!   turn goes on and that turn is recorded as unrestorable;
-//! - [`FileCheckpoints::restore`]: puts the working directory back as it was at a turn's
-//!   start (for `session/rewind` with `restoreFiles`);
+//! - [`FileCheckpoints::record_turn_end`]: the same at the turn's end, so that a rewind
+//!   can tell what its turns changed from what others did (SPEC §17.2);
+//! - [`FileCheckpoints::restore_own`]: puts back what the rewound turns changed and nobody
+//!   changed since, as it was at the first one's start (for `session/rewind` with
+//!   `restoreFiles`; everything with `force`), listing the rest as conflicts;
 //! - [`FileCheckpoints::delete_session`]: `session/delete` removes the session's
 //!   checkpoints with it;
 //! - [`FileCheckpoints::unload`]: a live session that goes away (closed, killed, deleted)
@@ -61,6 +64,32 @@ impl FileCheckpoints {
         root: PathBuf,
         budget_mb: u32,
     ) {
+        self.record(session_id, turn_id, root, budget_mb, false)
+            .await;
+    }
+
+    /// Records `root` as turn `turn_id`'s end, as [`Self::record_turn_start`] does its
+    /// start; a turn whose end is not recorded has its files listed as conflicts by a
+    /// rewind (its changes cannot be told from others').
+    pub async fn record_turn_end(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        root: PathBuf,
+        budget_mb: u32,
+    ) {
+        self.record(session_id, turn_id, root, budget_mb, true)
+            .await;
+    }
+
+    async fn record(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        root: PathBuf,
+        budget_mb: u32,
+        end: bool,
+    ) {
         let Ok(store) = &self.store else {
             return;
         };
@@ -71,14 +100,17 @@ impl FileCheckpoints {
             ..RecordOptions::with_budget(u64::from(budget_mb) * 1024 * 1024)
         };
         let (sid, tid) = (session_id.to_owned(), turn_id.to_owned());
-        let job = tokio::task::spawn_blocking(move || store.record(&sid, &tid, &root, &opts));
+        let job = tokio::task::spawn_blocking(move || match end {
+            false => store.record(&sid, &tid, &root, &opts),
+            true => store.record_end(&sid, &tid, &root, &opts),
+        });
         match tokio::time::timeout(RECORD_TIME_LIMIT + RECORD_GRACE, job).await {
             Ok(Ok(Ok(done))) => {
                 tracing::debug!(
                     session = %session_id, turn = %turn_id,
                     entries = done.entries, hashed = done.hashed,
                     stored_bytes = done.stored_bytes, evicted = done.evicted.len(),
-                    unrestorable = ?done.unrestorable,
+                    unrestorable = ?done.unrestorable, end,
                     elapsed_ms = started.elapsed().as_millis() as u64,
                     "file checkpoint recorded"
                 );
@@ -95,27 +127,31 @@ impl FileCheckpoints {
         }
     }
 
-    /// Restores `root` to its state at turn `turn_id`'s start. A turn without a usable
-    /// checkpoint gives an empty `restored` and the reason in `unrestorable`; only a failure
-    /// of the restore itself is an error.
-    pub async fn restore(
+    /// Restores of `root` what the rewound `turns` (oldest first, the turn rewound to
+    /// first) changed and nobody changed since — everything with `force` — to its state at
+    /// the first one's start; other changes are listed in `conflicts`. A turn without a
+    /// usable checkpoint gives an empty `restored` and the reason in `unrestorable`; only a
+    /// failure of the restore itself is an error.
+    pub async fn restore_own(
         &self,
         session_id: &str,
-        turn_id: &str,
+        turns: Vec<String>,
         root: PathBuf,
+        force: bool,
     ) -> Result<Restored, SessionError> {
         let whole = |reason: String| Restored {
-            restored: Vec::new(),
             unrestorable: vec![(root.display().to_string(), reason)],
+            ..Restored::default()
         };
         let store = match &self.store {
             Ok(store) => Arc::clone(store),
             Err(e) => return Ok(whole(format!("file checkpoints are unavailable: {e}"))),
         };
-        let (sid, tid, dir) = (session_id.to_owned(), turn_id.to_owned(), root.clone());
-        let done = tokio::task::spawn_blocking(move || store.restore(&sid, &tid, &dir))
-            .await
-            .map_err(|e| SessionError::failed(format!("file restore panicked: {e}")))?;
+        let (sid, dir) = (session_id.to_owned(), root.clone());
+        let done =
+            tokio::task::spawn_blocking(move || store.restore_own(&sid, &turns, &dir, force))
+                .await
+                .map_err(|e| SessionError::failed(format!("file restore panicked: {e}")))?;
         match done {
             Ok(done) => Ok(done),
             Err(Error::UnknownTurn(_)) => Ok(whole(

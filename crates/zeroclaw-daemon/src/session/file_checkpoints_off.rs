@@ -14,6 +14,7 @@ use super::error::SessionError;
 pub struct Restored {
     pub restored: Vec<String>,
     pub unrestorable: Vec<(String, String)>,
+    pub conflicts: Vec<(String, String)>,
 }
 
 /// The daemon's checkpoint store: none on this system.
@@ -36,17 +37,27 @@ impl FileCheckpoints {
     ) {
     }
 
-    pub async fn unload(&self, _session_id: &str) {}
-
-    pub async fn restore(
+    pub async fn record_turn_end(
         &self,
         _session_id: &str,
         _turn_id: &str,
+        _root: PathBuf,
+        _budget_mb: u32,
+    ) {
+    }
+
+    pub async fn unload(&self, _session_id: &str) {}
+
+    pub async fn restore_own(
+        &self,
+        _session_id: &str,
+        _turns: Vec<String>,
         root: PathBuf,
+        _force: bool,
     ) -> Result<Restored, SessionError> {
         Ok(Restored {
-            restored: Vec::new(),
             unrestorable: vec![(root.display().to_string(), UNSUPPORTED.to_owned())],
+            ..Restored::default()
         })
     }
 

@@ -10,11 +10,12 @@ use super::error::SessionError;
 use super::file_checkpoints::{FileCheckpoints, Restored};
 use super::live::LiveSession;
 
-/// What a restore put back, and what it could not (path, reason).
+/// What a restore put back, what it could not and what it left to others (path, reason).
 #[derive(Debug, Default)]
 pub(crate) struct FilesRestored {
     pub restored: Vec<String>,
     pub unrestorable: Vec<(String, String)>,
+    pub conflicts: Vec<(String, String)>,
 }
 
 impl From<Restored> for FilesRestored {
@@ -22,29 +23,32 @@ impl From<Restored> for FilesRestored {
         FilesRestored {
             restored: r.restored,
             unrestorable: r.unrestorable,
+            conflicts: r.conflicts,
         }
     }
 }
 
-/// Restores the files of `session`'s working directory to their state at the start of
-/// turn `turn_id`. Without a checkpoint store (`None`) nothing is restored and the whole
-/// directory is reported unrestorable.
+/// Puts back, in `session`'s working directory, what the rewound `turns` (oldest first,
+/// the turn rewound to first) changed and nobody changed since — everything with `force` —
+/// as it was at the first one's start (SPEC §17.2). Without a checkpoint store (`None`)
+/// nothing is restored and the whole directory is reported unrestorable.
 pub(crate) async fn restore_for_rewind(
     files: Option<&FileCheckpoints>,
     session: &LiveSession,
-    turn_id: &str,
+    turns: Vec<String>,
+    force: bool,
 ) -> Result<FilesRestored, SessionError> {
     let Some(files) = files else {
         return Ok(FilesRestored {
-            restored: Vec::new(),
             unrestorable: vec![(
                 session.cwd.display().to_string(),
                 "file checkpoints are off".to_owned(),
             )],
+            ..FilesRestored::default()
         });
     };
     let done = files
-        .restore(&session.key.session_id, turn_id, session.cwd.clone())
+        .restore_own(&session.key.session_id, turns, session.cwd.clone(), force)
         .await?;
     Ok(done.into())
 }

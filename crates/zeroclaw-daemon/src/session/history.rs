@@ -78,9 +78,14 @@ impl SessionManager {
         mode: Option<Mode>,
         turn_id: String,
         restore_files: bool,
+        force: bool,
     ) -> Result<RewindResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         acp_only(&key, "session/rewind")?;
+        // Forcing reverts other people's changes: the daemon's owner alone decides that.
+        if force && !principal.admin {
+            return Err(SessionError::AdminOnly("force".to_owned()));
+        }
         self.owner_checked(principal, &key).await?;
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
@@ -89,6 +94,7 @@ impl SessionManager {
             kind: JobKind::Rewind {
                 turn_id,
                 restore_files,
+                force,
             },
             link: Arc::clone(&link),
             config,

@@ -90,9 +90,11 @@ pub(crate) enum JobKind {
     /// `session/prompt`: one turn; `prompted` is what its `user_message` shows (SPEC §18).
     Prompt { prompt: String, prompted: Prompted },
     /// `session/rewind` (SPEC §18): back to just before turn `turn_id`.
+    /// With `force`, files someone else changed too (admin only, SPEC §17.2).
     Rewind {
         turn_id: String,
         restore_files: bool,
+        force: bool,
     },
     /// `session/compact` (SPEC §18).
     Compact { instructions: Option<String> },

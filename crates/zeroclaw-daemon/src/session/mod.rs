@@ -31,7 +31,7 @@
 //! - [`link`]: what a session knows of a client connection ([`link::ClientLink`]);
 //! - leaves: [`live_id`], [`limits`], [`tuning`], [`error`], [`text`], [`prompted`] (the
 //!   `user_message` a prompted turn starts with, §18), [`sandbox`] (the agent's sandbox
-//!   settings, §21.2).
+//!   settings, §21.2), [`cwd_links`] (where a `cwd` that does not resolve leads, §17.2).
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
@@ -50,6 +50,7 @@ pub mod compact;
 pub mod compact_call;
 pub mod compaction;
 pub mod configure;
+pub mod cwd_links;
 pub mod error;
 #[cfg(unix)]
 pub mod file_checkpoints;

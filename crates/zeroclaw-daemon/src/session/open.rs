@@ -18,6 +18,7 @@ use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::session::SessionNewResult;
 use zeroclaw_store::{Mode, NewSession, RPC_SURFACE, SessionKey, SessionRow};
 
+use super::cwd_links;
 use super::error::SessionError;
 use super::live::LiveSession;
 use super::manager::{Quota, SessionManager, check_owner};
@@ -136,7 +137,14 @@ impl SessionManager {
             if confined && !lexically_inside(workspace, req) {
                 return Err(outside());
             }
-            let path = workspace.join(req).canonicalize().map_err(|_| not_dir())?;
+            let path = match workspace.join(req).canonicalize() {
+                Ok(path) => path,
+                // A link inside to a missing path outside is outside all the same.
+                Err(_) if confined && cwd_links::leads_outside(workspace, req) => {
+                    return Err(outside());
+                }
+                Err(_) => return Err(not_dir()),
+            };
             // And as resolved: a symlink inside may point out.
             if confined && !path.starts_with(workspace) {
                 return Err(outside());

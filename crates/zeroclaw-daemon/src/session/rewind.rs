@@ -3,13 +3,14 @@
 //!
 //! Order: the store's one transaction first (rows from the turn on flagged rewound, a new
 //! snapshot holding the context as it was before the turn's prompt); then the in-memory
-//! context is reloaded from the store; then the files are put back (when asked); only then
+//! context is reloaded from the store; then the files are put back (when asked: only those
+//! the rewound turns changed and nobody changed since, or all with `force`); only then
 //! `session_rewound` is sent, as the first event of the rewind's own turn. A kill -9 at
 //! any point leaves the old history or the whole rewind (the store), and the file restore
 //! is journaled by the checkpoint store (completed when the daemon next starts).
 
 use zeroclaw_protocol::UpdateKind;
-use zeroclaw_protocol::history::{RewindResult, Unrestorable};
+use zeroclaw_protocol::history::{Conflict, RewindResult, Unrestorable};
 
 use super::error::SessionError;
 use super::file_restore::{self, FilesRestored};
@@ -24,6 +25,7 @@ impl Runner {
         session: &LiveSession,
         to: &str,
         restore_files: bool,
+        force: bool,
     ) -> Result<RewindResult, SessionError> {
         if self.needs_recover {
             self.reload(session).await?;
@@ -40,13 +42,19 @@ impl Runner {
         let files = if restore_files {
             // The history part is committed: a failed file restore is reported, not
             // turned into a failed rewind.
-            file_restore::restore_for_rewind(self.files.as_ref(), session, to)
+            // Only what the rewound turns changed goes back (SPEC §17.2): `to` first, then
+            // the later turns this rewind took back.
+            let mut turns = rewound.rewound_turns.clone();
+            if turns.first().map(String::as_str) != Some(to) {
+                turns.insert(0, to.to_owned());
+            }
+            file_restore::restore_for_rewind(self.files.as_ref(), session, turns, force)
                 .await
                 .unwrap_or_else(|e| {
                     tracing::error!(session = %session.key.session_id, to, "file restore failed: {e}");
                     FilesRestored {
-                        restored: Vec::new(),
                         unrestorable: vec![(session.cwd.display().to_string(), e.to_string())],
+                        ..FilesRestored::default()
                     }
                 })
         } else {
@@ -70,6 +78,11 @@ impl Runner {
                 .unrestorable
                 .into_iter()
                 .map(|(path, reason)| Unrestorable { path, reason })
+                .collect(),
+            conflicts: files
+                .conflicts
+                .into_iter()
+                .map(|(path, reason)| Conflict { path, reason })
                 .collect(),
         })
     }

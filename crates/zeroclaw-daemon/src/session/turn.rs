@@ -160,14 +160,14 @@ impl Runner {
             );
             (Some(p), began)
         };
+        let budget = job
+            .config
+            .agents
+            .get(&session.agent_alias)
+            .map_or(zeroclaw_config::schema::DEFAULT_CHECKPOINT_BUDGET_MB, |a| {
+                a.checkpoint_budget_mb
+            });
         if acp && let Some(files) = &self.files {
-            let budget = job
-                .config
-                .agents
-                .get(&session.agent_alias)
-                .map_or(zeroclaw_config::schema::DEFAULT_CHECKPOINT_BUDGET_MB, |a| {
-                    a.checkpoint_budget_mb
-                });
             files
                 .record_turn_start(&key.session_id, turn_id, session.cwd.clone(), budget)
                 .await;
@@ -216,6 +216,12 @@ impl Runner {
             watch_begin
         );
         drop(host);
+        // What the turn left, for a rewind to tell its changes from others' (SPEC §17.2).
+        if acp && let Some(files) = &self.files {
+            files
+                .record_turn_end(&key.session_id, turn_id, session.cwd.clone(), budget)
+                .await;
+        }
         if let Some(p) = persister {
             p.finish().await;
         }

@@ -67,10 +67,11 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
             JobKind::Rewind {
                 turn_id: to,
                 restore_files,
+                force,
             } => {
-                let (to, restore_files) = (to.clone(), *restore_files);
+                let (to, restore_files, force) = (to.clone(), *restore_files, *force);
                 runner
-                    .rewind(&session, &to, restore_files)
+                    .rewind(&session, &to, restore_files, force)
                     .await
                     .map(JobAnswer::Rewound)
             }

@@ -195,6 +195,13 @@ pub async fn rewind(
             file["reason"].as_str().unwrap_or("?")
         ));
     }
+    for file in list("conflicts") {
+        ui.note(&format!(
+            "left alone: {} ({})",
+            file["path"].as_str().unwrap_or("?"),
+            file["reason"].as_str().unwrap_or("?")
+        ));
+    }
     let prompt = r["prompt"].as_str().unwrap_or("");
     if input.is_editor() {
         input.prefill(prompt);
