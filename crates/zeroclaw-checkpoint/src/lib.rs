@@ -235,20 +235,19 @@ impl Checkpoints {
         self.record(session_id, &ownership::end_id(turn_id), root, opts)
     }
 
-    /// Restores of `root` what the rewound `turns` (oldest first; the first is the turn
-    /// rewound to) changed and nobody changed since, to its state at the first one's start;
-    /// with `force` everything, as [`Checkpoints::restore`]. Paths left are in `conflicts`.
+    /// Restores of `root` what the turns from `turn_id` on changed and nobody changed
+    /// since, to its state at `turn_id`'s start; with `force` everything, as
+    /// [`Checkpoints::restore`]. Paths left are in `conflicts`.
     pub fn restore_own(
         &self,
         session_id: &str,
-        turns: &[String],
+        turn_id: &str,
         root: &Path,
         force: bool,
     ) -> Result<Restored> {
-        let first = turns.first().cloned().unwrap_or_default();
         self.with_store(session_id, false, |store| match store {
-            None => Err(Error::UnknownTurn(first)),
-            Some(store) => restore::restore_own(store, Some(&self.base), turns, root, force),
+            None => Err(Error::UnknownTurn(turn_id.to_owned())),
+            Some(store) => restore::restore_own(store, Some(&self.base), turn_id, root, force),
         })
     }
 

@@ -101,20 +101,24 @@ pub fn restore(
     Ok(out)
 }
 
-/// Restores, of `root`, only what the rewound `turns` (oldest first, `turns[0]` the turn
-/// rewound to) changed and nobody changed since — or, with `force`, everything — to its
-/// state at `turns[0]`'s start ([`ownership::decide`]); the rest is listed in `conflicts`.
-/// Journaled like [`restore`], with the paths it may touch.
+/// Restores, of `root`, only what the turns from `turn_id` on (every later turn start the
+/// session recorded, rewound before or not) changed and nobody changed since — or, with
+/// `force`, everything — to its state at `turn_id`'s start ([`ownership::decide`]); the
+/// rest is listed in `conflicts`. Journaled like [`restore`], with the paths it may touch.
 pub fn restore_own(
     store: &SessionStore,
     skip: Option<&Path>,
-    turns: &[String],
+    turn_id: &str,
     root: &Path,
     force: bool,
 ) -> Result<Restored> {
-    let Some(turn_id) = turns.first() else {
-        return Ok(Restored::default());
-    };
+    let turns: Vec<String> = store
+        .records()?
+        .into_iter()
+        .map(|r| r.turn_id)
+        .filter(|t| !t.ends_with(ownership::END_SUFFIX))
+        .skip_while(|t| t != turn_id)
+        .collect();
     let record = store
         .find(turn_id)?
         .ok_or_else(|| Error::UnknownTurn(turn_id.to_owned()))?;
@@ -140,7 +144,7 @@ pub fn restore_own(
         return Ok(whole(reason));
     };
     let manifest = store.read_manifest(digest)?;
-    let decision = match ownership::decide(store, skip, &root, &manifest, turns, force)? {
+    let decision = match ownership::decide(store, skip, &root, &manifest, &turns, force)? {
         Ok(d) => d,
         Err(reason) => return Ok(whole(reason)),
     };

@@ -4,10 +4,6 @@
 
 use super::{Fixture, opts};
 
-fn turns(ids: &[&str]) -> Vec<String> {
-    ids.iter().map(|s| s.to_string()).collect()
-}
-
 impl Fixture {
     fn end(&self, turn: &str) {
         self.store
@@ -35,7 +31,7 @@ fn only_the_rewound_turns_changes_go_back_and_force_takes_the_rest() {
     f.write("touched.txt", "operator");
     let r = f
         .store
-        .restore_own("s1", &turns(&["t1"]), &f.root, false)
+        .restore_own("s1", "t1", &f.root, false)
         .expect("rewind");
     assert_eq!(r.restored, vec!["mine.txt", "new.txt"], "{r:?}");
     let conflicts: Vec<&str> = r.conflicts.iter().map(|(p, _)| p.as_str()).collect();
@@ -53,7 +49,7 @@ fn only_the_rewound_turns_changes_go_back_and_force_takes_the_rest() {
 
     let r = f
         .store
-        .restore_own("s1", &turns(&["t1"]), &f.root, true)
+        .restore_own("s1", "t1", &f.root, true)
         .expect("forced");
     assert_eq!(
         r.restored,
@@ -78,7 +74,7 @@ fn a_change_between_rewound_turns_and_a_turn_without_an_end_are_conflicts() {
     f.end("t2");
     let r = f
         .store
-        .restore_own("s1", &turns(&["t1", "t2"]), &f.root, false)
+        .restore_own("s1", "t1", &f.root, false)
         .expect("rewind");
     assert_eq!(r.conflicts.len(), 1, "{r:?}");
     assert!(r.conflicts[0].1.contains("between"), "{r:?}");
@@ -88,7 +84,7 @@ fn a_change_between_rewound_turns_and_a_turn_without_an_end_are_conflicts() {
     f.write("b.txt", "t3");
     let r = f
         .store
-        .restore_own("s1", &turns(&["t3"]), &f.root, false)
+        .restore_own("s1", "t3", &f.root, false)
         .expect("rewind");
     assert!(r.restored.is_empty(), "{r:?}");
     assert!(
@@ -110,7 +106,7 @@ fn an_interrupted_own_rewind_is_completed_on_the_same_paths_only() {
     f.end("t1");
     f.write("b.txt", "operator");
     crate::restore::CRASH_AFTER.with(|c| c.set(Some(1)));
-    let crashed = f.store.restore_own("s1", &turns(&["t1"]), &f.root, false);
+    let crashed = f.store.restore_own("s1", "t1", &f.root, false);
     crate::restore::CRASH_AFTER.with(|c| c.set(None));
     assert!(crashed.is_err(), "the simulated crash stops it");
     drop(crate::Checkpoints::open(&f.base).expect("reopen completes"));

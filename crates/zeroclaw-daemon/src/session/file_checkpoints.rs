@@ -127,15 +127,15 @@ impl FileCheckpoints {
         }
     }
 
-    /// Restores of `root` what the rewound `turns` (oldest first, the turn rewound to
-    /// first) changed and nobody changed since — everything with `force` — to its state at
-    /// the first one's start; other changes are listed in `conflicts`. A turn without a
+    /// Restores of `root` what the turns from `turn_id` on (rewound before or not) changed
+    /// and nobody changed since — everything with `force` — to its state at `turn_id`'s
+    /// start; other changes are listed in `conflicts`. A turn without a
     /// usable checkpoint gives an empty `restored` and the reason in `unrestorable`; only a
     /// failure of the restore itself is an error.
     pub async fn restore_own(
         &self,
         session_id: &str,
-        turns: Vec<String>,
+        turn_id: &str,
         root: PathBuf,
         force: bool,
     ) -> Result<Restored, SessionError> {
@@ -147,11 +147,10 @@ impl FileCheckpoints {
             Ok(store) => Arc::clone(store),
             Err(e) => return Ok(whole(format!("file checkpoints are unavailable: {e}"))),
         };
-        let (sid, dir) = (session_id.to_owned(), root.clone());
-        let done =
-            tokio::task::spawn_blocking(move || store.restore_own(&sid, &turns, &dir, force))
-                .await
-                .map_err(|e| SessionError::failed(format!("file restore panicked: {e}")))?;
+        let (sid, tid, dir) = (session_id.to_owned(), turn_id.to_owned(), root.clone());
+        let done = tokio::task::spawn_blocking(move || store.restore_own(&sid, &tid, &dir, force))
+            .await
+            .map_err(|e| SessionError::failed(format!("file restore panicked: {e}")))?;
         match done {
             Ok(done) => Ok(done),
             Err(Error::UnknownTurn(_)) => Ok(whole(

@@ -51,7 +51,7 @@ impl FileCheckpoints {
     pub async fn restore_own(
         &self,
         _session_id: &str,
-        _turns: Vec<String>,
+        _turn_id: &str,
         root: PathBuf,
         _force: bool,
     ) -> Result<Restored, SessionError> {

@@ -28,14 +28,14 @@ impl From<Restored> for FilesRestored {
     }
 }
 
-/// Puts back, in `session`'s working directory, what the rewound `turns` (oldest first,
-/// the turn rewound to first) changed and nobody changed since — everything with `force` —
-/// as it was at the first one's start (SPEC §17.2). Without a checkpoint store (`None`)
+/// Puts back, in `session`'s working directory, what the turns from `turn_id` on changed
+/// and nobody changed since — everything with `force` — as it was at `turn_id`'s start
+/// (SPEC §17.2). Without a checkpoint store (`None`)
 /// nothing is restored and the whole directory is reported unrestorable.
 pub(crate) async fn restore_for_rewind(
     files: Option<&FileCheckpoints>,
     session: &LiveSession,
-    turns: Vec<String>,
+    turn_id: &str,
     force: bool,
 ) -> Result<FilesRestored, SessionError> {
     let Some(files) = files else {
@@ -48,7 +48,7 @@ pub(crate) async fn restore_for_rewind(
         });
     };
     let done = files
-        .restore_own(&session.key.session_id, turns, session.cwd.clone(), force)
+        .restore_own(&session.key.session_id, turn_id, session.cwd.clone(), force)
         .await?;
     Ok(done.into())
 }

@@ -42,13 +42,8 @@ impl Runner {
         let files = if restore_files {
             // The history part is committed: a failed file restore is reported, not
             // turned into a failed rewind.
-            // Only what the rewound turns changed goes back (SPEC §17.2): `to` first, then
-            // the later turns this rewind took back.
-            let mut turns = rewound.rewound_turns.clone();
-            if turns.first().map(String::as_str) != Some(to) {
-                turns.insert(0, to.to_owned());
-            }
-            file_restore::restore_for_rewind(self.files.as_ref(), session, turns, force)
+            // Only what the turns from `to` on changed goes back (SPEC §17.2).
+            file_restore::restore_for_rewind(self.files.as_ref(), session, to, force)
                 .await
                 .unwrap_or_else(|e| {
                     tracing::error!(session = %session.key.session_id, to, "file restore failed: {e}");
