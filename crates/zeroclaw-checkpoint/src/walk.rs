@@ -175,7 +175,8 @@ struct Walker<'a> {
 impl Walker<'_> {
     fn tick(&mut self) -> std::result::Result<(), Stop> {
         self.seen += 1;
-        if self.seen % 256 == 0 && self.spec.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.seen.is_multiple_of(256) && self.spec.deadline.is_some_and(|d| Instant::now() >= d)
+        {
             return Err(Stop::Deadline);
         }
         Ok(())
