@@ -5,9 +5,16 @@
 //! the walked root holding a `.git`), or from the walked root when there is no repository,
 //! down: never from the directories above. Each is opened without following a link and
 //! read through a bounded reader — at most [`MAX_IGNORE_FILE_BYTES`] and
-//! [`MAX_IGNORE_PATTERNS`] patterns, and all the files of one walk together at most
-//! [`MAX_TOTAL_PATTERNS`] — so a huge file is never held or parsed whole: past a bound the
-//! walk stops and the turn is unrestorable, saying which file and why.
+//! [`MAX_IGNORE_PATTERNS`] patterns, and all the files of one walk together no more than
+//! one file may hold ([`MAX_TOTAL_BYTES`], [`MAX_TOTAL_PATTERNS`]) — so a huge file is
+//! never held or parsed whole: past a bound the walk stops and the turn is unrestorable,
+//! saying which file and why.
+//!
+//! The totals are there because compiled patterns cost far more than their text: one file
+//! at its bounds (10,000 patterns of a `**` glob each, about 300 KB once trimmed) takes the
+//! daemon's peak RSS up by about 120 MiB, and five of them in one tree took it up by
+//! 222 MiB before the totals (`ignore_files_at_their_bounds_cost_bounded_memory` in
+//! `crates/zeroclaw-e2e/tests/hardening3_files.rs`).
 //!
 //! Precedence is git's: the rules of the deepest directory first, then its parents', then
 //! the repository's `.git/info/exclude`; the last matching pattern of a file decides.
@@ -27,7 +34,9 @@ pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 /// Most patterns taken from one ignore file.
 pub const MAX_IGNORE_PATTERNS: usize = 10_000;
 /// Most patterns taken from all the ignore files of one walk.
-pub const MAX_TOTAL_PATTERNS: usize = 50_000;
+pub const MAX_TOTAL_PATTERNS: usize = MAX_IGNORE_PATTERNS;
+/// Most bytes read from all the ignore files of one walk.
+pub const MAX_TOTAL_BYTES: u64 = MAX_IGNORE_FILE_BYTES;
 
 /// The rules of one directory and of the directories above it (deepest first).
 pub struct Chain {
@@ -58,6 +67,8 @@ pub struct Rules {
     exclude: Option<Gitignore>,
     /// Patterns taken so far.
     total: usize,
+    /// Bytes read so far.
+    bytes: u64,
 }
 
 /// Why a walk cannot apply the ignore rules: the turn's reason.
@@ -72,6 +83,7 @@ impl Rules {
         let mut rules = Rules {
             exclude: None,
             total: 0,
+            bytes: 0,
         };
         let Some(repo) = repository_of(root) else {
             return Ok((rules, None));
@@ -128,6 +140,13 @@ impl Rules {
                 MAX_IGNORE_FILE_BYTES / (1024 * 1024)
             )));
         };
+        self.bytes += bytes.len() as u64;
+        if self.bytes > MAX_TOTAL_BYTES {
+            return Err(over(format!(
+                "brings the tree's ignore files over {} MiB",
+                MAX_TOTAL_BYTES / (1024 * 1024)
+            )));
+        }
         let mut builder = GitignoreBuilder::new(dir);
         let mut patterns = 0usize;
         for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -190,24 +209,28 @@ mod tests {
     fn a_big_file_is_refused_after_reading_at_most_one_byte_over() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().canonicalize().unwrap();
+        let fresh = || Rules::above(&root).unwrap().0;
         let f = std::fs::File::create(root.join(".gitignore")).unwrap();
         f.set_len(MAX_IGNORE_FILE_BYTES + 1).unwrap();
-        let mut rules = Rules::above(&root).unwrap().0;
-        let e = rules.enter(&root, None).err().unwrap();
+        let e = fresh().enter(&root, None).err().unwrap();
         assert!(e.contains("is over 1 MiB"), "{e}");
         std::fs::write(
             root.join(".gitignore"),
             "x\n".repeat(MAX_IGNORE_PATTERNS + 1),
         )
         .unwrap();
-        let e = rules.enter(&root, None).err().unwrap();
+        let e = fresh().enter(&root, None).err().unwrap();
         assert!(e.contains("over 10000 patterns"), "{e}");
         std::fs::write(
             root.join(".gitignore"),
             "# c\n\nx\n".repeat(MAX_IGNORE_PATTERNS),
         )
         .unwrap();
+        let mut rules = fresh();
         assert!(rules.enter(&root, None).is_ok());
+        // A second file would take the walk over its total.
+        let e = rules.enter(&root, None).err().unwrap();
+        assert!(e.contains("ignore patterns over"), "{e}");
     }
 
     #[test]

@@ -203,6 +203,17 @@ fn unrestorable(c: &mut Conn, sid: &str, turn: &str) -> Vec<String> {
 /// Runs a turn in `cwd` and checks the daemon's memory grew by less than 64 MiB; returns
 /// the reasons a rewind of the turn reports.
 fn turn_within_memory(fake: &Fake, daemon: &TestDaemon, c: &mut Conn, cwd: &Path) -> Vec<String> {
+    turn_within(fake, daemon, c, cwd, 64)
+}
+
+/// As [`turn_within_memory`], with a bound of `mib` MiB.
+fn turn_within(
+    fake: &Fake,
+    daemon: &TestDaemon,
+    c: &mut Conn,
+    cwd: &Path,
+    mib: u64,
+) -> Vec<String> {
     let sid = new_session(c, cwd);
     let (peak_before, _) = rss_kib(daemon);
     let turn = bash_turn(fake, c, &sid, "echo ran > proof.txt");
@@ -216,7 +227,7 @@ fn turn_within_memory(fake: &Fake, daemon: &TestDaemon, c: &mut Conn, cwd: &Path
         now / 1024
     );
     assert!(
-        peak_after.saturating_sub(peak_before) < 64 * 1024,
+        peak_after.saturating_sub(peak_before) < mib * 1024,
         "the daemon grew by {} MiB",
         (peak_after - peak_before) / 1024
     );
@@ -480,4 +491,37 @@ fn only_an_admin_may_force_a_rewind() {
     // Positive control: the same rewind without force is hers to make.
     let r = u.result("session/rewind", json!({"sessionId": sid, "turnId": t1}));
     assert_eq!(r["rewoundTurns"], json!([t1]), "{r}");
+}
+
+/// An ignore file at its bounds (10,000 `**` patterns in 1,000,000 bytes) is parsed, at a
+/// cost measured here (about 120 MiB of peak RSS: the compiled patterns, not the text); a
+/// second one in the tree takes the walk over its total (the files of one walk together
+/// may hold no more than one), so five cost no more than one.
+#[test]
+fn ignore_files_at_their_bounds_cost_bounded_memory() {
+    let fake = Fake::start();
+    let work = tempfile::tempdir().expect("tempdir");
+    let at_bounds = |dir: &Path, tag: usize| {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        let text: String = (0..10_000)
+            .map(|i| format!("{:<99}\n", format!("d{tag}-{i}/**/long-name-{i}-*.tmp")))
+            .collect();
+        assert!(text.len() as u64 <= 1024 * 1024);
+        std::fs::write(dir.join(".gitignore"), text).expect("write");
+    };
+    at_bounds(work.path(), 0);
+    let daemon = start(&fake, &agent(5));
+    let mut c = daemon.client();
+    let why = turn_within(&fake, &daemon, &mut c, work.path(), 192);
+    assert!(why.is_empty(), "restorable: {why:?}");
+
+    let five = tempfile::tempdir().expect("tempdir");
+    at_bounds(five.path(), 0);
+    for d in 1..5 {
+        at_bounds(&five.path().join(format!("sub{d}")), d);
+    }
+    let daemon = start(&fake, &agent(5));
+    let mut c = daemon.client();
+    let why = turn_within(&fake, &daemon, &mut c, five.path(), 192);
+    assert!(why.iter().any(|w| w.contains("over 1 MiB")), "{why:?}");
 }
