@@ -173,6 +173,85 @@ fn write_file_never_writes_through_a_racing_symlink() {
     assert!(planted.is_empty(), "written outside: {planted:?}");
 }
 
+/// Uploads' commit (SPEC §8.1) writes through the same no-follow writer: `uploads/`
+/// flipped between a directory and a symlink out of the workspace while files are
+/// attached gets refusals, never a file (or a partial `.upload-*`) outside.
+#[test]
+fn an_upload_never_lands_through_a_racing_symlinked_uploads_dir() {
+    const TRIES: usize = 2000;
+    let fake = Fake::start();
+    let daemon = start(&fake, "");
+    let mut c = daemon.client();
+    let r = c.new_session(json!({"agentAlias": "echo"}));
+    let (sid, ws) = (
+        r["sessionId"].as_str().expect("sessionId").to_owned(),
+        r["workspaceDir"]
+            .as_str()
+            .map(PathBuf::from)
+            .expect("workspaceDir"),
+    );
+    let outside = tempfile::tempdir().expect("tempdir");
+    let stop = Arc::new(AtomicBool::new(false));
+    let links = Arc::new(AtomicU64::new(0));
+    let racer = {
+        let (stop, links) = (Arc::clone(&stop), Arc::clone(&links));
+        let (uploads, target) = (ws.join("uploads"), outside.path().to_path_buf());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match std::fs::symlink_metadata(&uploads) {
+                    Ok(m) if m.is_dir() => {
+                        let _ = std::fs::remove_dir_all(&uploads);
+                    }
+                    Ok(_) => {
+                        let _ = std::fs::remove_file(&uploads);
+                    }
+                    Err(_) => {}
+                }
+                if std::os::unix::fs::symlink(&target, &uploads).is_ok() {
+                    links.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let (mut stored, mut refused) = (0, 0);
+    for i in 0..TRIES {
+        let data = format!("upload {i}");
+        let r = c.call(
+            "file/attach",
+            json!({"sessionId": sid, "files": [{"dataB64": b64(data.as_bytes()), "filename": "a.txt"}]}),
+        );
+        if r.get("result").is_some() {
+            stored += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    racer.join().expect("racer");
+    let planted: Vec<PathBuf> = std::fs::read_dir(outside.path())
+        .expect("outside")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    println!(
+        "{TRIES} attaches: {stored} stored, {refused} refused, {} symlinks made by the racer, \
+         {} files outside",
+        links.load(Ordering::Relaxed),
+        planted.len()
+    );
+    // Positive control: the racer put the link in place and the writer met it.
+    assert!(links.load(Ordering::Relaxed) > 100, "the racer made links");
+    assert!(
+        refused > 0,
+        "no attach met the symlink: the race was not played"
+    );
+    assert!(planted.is_empty(), "written outside: {planted:?}");
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 // ---- finding 4: ignore files ------------------------------------------------------------
 
 /// Writes an ignore file of about `bytes` bytes of distinct patterns.
