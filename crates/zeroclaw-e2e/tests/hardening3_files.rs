@@ -170,7 +170,12 @@ fn write_file_never_writes_through_a_racing_symlink() {
         refused > 0,
         "no write met the symlink: the race was not played"
     );
-    assert!(planted.is_empty(), "written outside: {planted:?}");
+    assert!(
+        planted.is_empty(),
+        "{} written outside, among them {:?}",
+        planted.len(),
+        &planted[..planted.len().min(3)]
+    );
 }
 
 /// Uploads' commit (SPEC §8.1) writes through the same no-follow writer: `uploads/`
@@ -193,22 +198,27 @@ fn an_upload_never_lands_through_a_racing_symlinked_uploads_dir() {
     let outside = tempfile::tempdir().expect("tempdir");
     let stop = Arc::new(AtomicBool::new(false));
     let links = Arc::new(AtomicU64::new(0));
+    // The racer puts a real directory and a symlink at `uploads` in turn, so the daemon's
+    // check can see a directory and its write meet the link (whatever the daemon made is
+    // moved aside, inside the workspace).
     let racer = {
         let (stop, links) = (Arc::clone(&stop), Arc::clone(&links));
-        let (uploads, target) = (ws.join("uploads"), outside.path().to_path_buf());
+        let (uploads, target, ws) = (ws.join("uploads"), outside.path().to_path_buf(), ws.clone());
         std::thread::spawn(move || {
+            let real = ws.join("uploads.real");
+            let mut n = 0u64;
             while !stop.load(Ordering::SeqCst) {
-                match std::fs::symlink_metadata(&uploads) {
-                    Ok(m) if m.is_dir() => {
-                        let _ = std::fs::remove_dir_all(&uploads);
-                    }
-                    Ok(_) => {
-                        let _ = std::fs::remove_file(&uploads);
-                    }
-                    Err(_) => {}
-                }
+                let _ = std::fs::create_dir(&real);
+                let _ = std::fs::rename(&real, &uploads);
+                std::thread::yield_now();
+                n += 1;
+                let _ = std::fs::rename(&uploads, ws.join(format!("aside-{n}")));
                 if std::os::unix::fs::symlink(&target, &uploads).is_ok() {
                     links.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::yield_now();
+                if std::fs::symlink_metadata(&uploads).is_ok_and(|m| m.file_type().is_symlink()) {
+                    let _ = std::fs::remove_file(&uploads);
                 }
             }
         })
@@ -244,7 +254,12 @@ fn an_upload_never_lands_through_a_racing_symlinked_uploads_dir() {
         refused > 0,
         "no attach met the symlink: the race was not played"
     );
-    assert!(planted.is_empty(), "written outside: {planted:?}");
+    assert!(
+        planted.is_empty(),
+        "{} written outside, among them {:?}",
+        planted.len(),
+        &planted[..planted.len().min(3)]
+    );
 }
 
 fn b64(bytes: &[u8]) -> String {
