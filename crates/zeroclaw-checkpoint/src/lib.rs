@@ -238,17 +238,59 @@ impl Checkpoints {
     /// Restores of `root` what the turns from `turn_id` on changed and nobody changed
     /// since, to its state at `turn_id`'s start; with `force` everything, as
     /// [`Checkpoints::restore`]. Paths left are in `conflicts`.
+    ///
+    /// A restore that changes files is recorded as a turn of its own (its start before,
+    /// its end after, within `opts`), so that a later rewind to an earlier turn takes the
+    /// files it put back for the session's own doing, not someone else's.
     pub fn restore_own(
         &self,
         session_id: &str,
         turn_id: &str,
         root: &Path,
         force: bool,
+        opts: &RecordOptions,
     ) -> Result<Restored> {
-        self.with_store(session_id, false, |store| match store {
-            None => Err(Error::UnknownTurn(turn_id.to_owned())),
-            Some(store) => restore::restore_own(store, Some(&self.base), turn_id, root, force),
+        self.with_store(session_id, false, |store| {
+            let Some(store) = store else {
+                return Err(Error::UnknownTurn(turn_id.to_owned()));
+            };
+            let plan = match restore::plan_own(store, Some(&self.base), turn_id, root, force)? {
+                restore::OwnPlan::Whole(done) => return Ok(done),
+                restore::OwnPlan::Paths(plan) => plan,
+            };
+            if !plan.touches_files() {
+                return restore::apply_own(store, *plan);
+            }
+            let own = ownership::rewind_id(record::now_ns());
+            let root = plan.root().to_path_buf();
+            self.record_in(store, session_id, &own, &root, opts);
+            let done = restore::apply_own(store, *plan)?;
+            self.record_in(store, session_id, &ownership::end_id(&own), &root, opts);
+            Ok(done)
         })
+    }
+
+    /// Records `root` as `turn_id` in a loaded store; a failure is logged (a later rewind
+    /// then lists what it cannot tell apart).
+    fn record_in(
+        &self,
+        store: &mut SessionStore,
+        session_id: &str,
+        turn_id: &str,
+        root: &Path,
+        opts: &RecordOptions,
+    ) {
+        let cached = self.cached(session_id);
+        match record::record(store, Some(&self.base), turn_id, root, opts, cached) {
+            Ok((_, latest)) => {
+                if let Some((d, m)) = latest {
+                    self.remember(session_id, d, m);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(session = %session_id, turn = %turn_id, "rewind not recorded: {e}")
+            }
+        }
     }
 
     /// Removes every checkpoint of `session_id`.
@@ -318,7 +360,7 @@ impl Checkpoints {
             Ok(store
                 .records()?
                 .into_iter()
-                .filter(|r| !r.turn_id.ends_with(ownership::END_SUFFIX))
+                .filter(|r| ownership::is_turn_start(&r.turn_id))
                 .map(|r| TurnInfo {
                     unrestorable: r
                         .manifest

@@ -31,6 +31,20 @@ pub fn end_id(turn_id: &str) -> String {
 /// What [`end_id`] appends (a turn id never holds `@`).
 pub const END_SUFFIX: &str = "@end";
 
+/// The id under which a rewind's own restore is recorded as a turn (its start before the
+/// restore, its [`end_id`] after), so that a later rewind counts what it put back as the
+/// session's doing.
+pub fn rewind_id(now_ns: i64) -> String {
+    format!("{REWIND_PREFIX}{now_ns}")
+}
+
+const REWIND_PREFIX: &str = "@rewind-";
+
+/// Whether a record's id is a turn's start (not a turn's end, not a rewind's restore).
+pub fn is_turn_start(id: &str) -> bool {
+    !id.ends_with(END_SUFFIX) && !id.starts_with(REWIND_PREFIX)
+}
+
 /// What a rewind may restore and what it must leave.
 #[derive(Debug, Default)]
 pub struct Decision {

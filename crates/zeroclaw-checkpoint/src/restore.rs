@@ -101,17 +101,47 @@ pub fn restore(
     Ok(out)
 }
 
-/// Restores, of `root`, only what the turns from `turn_id` on (every later turn start the
-/// session recorded, rewound before or not) changed and nobody changed since — or, with
-/// `force`, everything — to its state at `turn_id`'s start ([`ownership::decide`]); the
-/// rest is listed in `conflicts`. Journaled like [`restore`], with the paths it may touch.
-pub fn restore_own(
+/// What a rewind that restores only its session's changes will do ([`plan_own`]).
+pub enum OwnPlan {
+    /// Nothing can be compared or restored: the report says why.
+    Whole(Restored),
+    /// These paths go back ([`apply_own`]); the rest are conflicts.
+    Paths(Box<OwnPaths>),
+}
+
+pub struct OwnPaths {
+    turn_id: String,
+    root: PathBuf,
+    root_text: String,
+    digest: Digest,
+    manifest: Manifest,
+    started_ns: i64,
+    decision: ownership::Decision,
+}
+
+impl OwnPaths {
+    /// Whether the restore will change anything.
+    pub fn touches_files(&self) -> bool {
+        !self.decision.restore.is_empty()
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// Decides what a rewind to `turn_id` restores of `root`: only what the turns from
+/// `turn_id` on (every later turn start the session recorded, rewound before or not)
+/// changed and nobody changed since — or, with `force`, everything — back to its state at
+/// `turn_id`'s start ([`ownership::decide`]); the rest becomes `conflicts`.
+pub fn plan_own(
     store: &SessionStore,
     skip: Option<&Path>,
     turn_id: &str,
     root: &Path,
     force: bool,
-) -> Result<Restored> {
+) -> Result<OwnPlan> {
     let turns: Vec<String> = store
         .records()?
         .into_iter()
@@ -126,9 +156,11 @@ pub fn restore_own(
         .canonicalize()
         .ctx(|| format!("resolve {}", root.display()))?;
     let root_text = escape::encode(root.as_os_str().as_bytes());
-    let whole = |reason: String| Restored {
-        unrestorable: vec![(root.display().to_string(), reason)],
-        ..Restored::default()
+    let whole = |reason: String| {
+        OwnPlan::Whole(Restored {
+            unrestorable: vec![(root.display().to_string(), reason)],
+            ..Restored::default()
+        })
     };
     if record.root != root_text {
         let then = escape::decode(&record.root).unwrap_or_default();
@@ -148,27 +180,47 @@ pub fn restore_own(
         Ok(d) => d,
         Err(reason) => return Ok(whole(reason)),
     };
+    Ok(OwnPlan::Paths(Box::new(OwnPaths {
+        turn_id: turn_id.to_owned(),
+        root,
+        root_text,
+        digest,
+        manifest,
+        started_ns: record.started_ns,
+        decision,
+    })))
+}
+
+/// Carries out a [`plan_own`] plan, journaled like [`restore`] with the paths it may
+/// touch.
+pub fn apply_own(store: &SessionStore, plan: OwnPaths) -> Result<Restored> {
     let journal_path = store.journal_path();
     if let Ok(Some(old)) = Journal::read(&journal_path) {
         sweep_after(store, &old);
     }
     Journal {
-        turn_id: turn_id.to_owned(),
-        root: root_text,
-        manifest: digest.to_hex(),
-        only: Some(decision.restore.iter().map(|p| escape::encode(p)).collect()),
+        turn_id: plan.turn_id,
+        root: plan.root_text,
+        manifest: plan.digest.to_hex(),
+        only: Some(
+            plan.decision
+                .restore
+                .iter()
+                .map(|p| escape::encode(p))
+                .collect(),
+        ),
     }
     .write(&journal_path)?;
     let mut out = apply_only(
         &store.objects,
-        &root,
-        &manifest,
-        &decision.restore,
-        record.started_ns,
+        &plan.root,
+        &plan.manifest,
+        &plan.decision.restore,
+        plan.started_ns,
         false,
     )?;
     Journal::clear(&journal_path)?;
-    out.conflicts = decision.conflicts;
+    out.conflicts = plan.decision.conflicts;
     Ok(out)
 }
 

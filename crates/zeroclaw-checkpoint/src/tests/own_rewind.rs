@@ -31,7 +31,7 @@ fn only_the_rewound_turns_changes_go_back_and_force_takes_the_rest() {
     f.write("touched.txt", "operator");
     let r = f
         .store
-        .restore_own("s1", "t1", &f.root, false)
+        .restore_own("s1", "t1", &f.root, false, &opts())
         .expect("rewind");
     assert_eq!(r.restored, vec!["mine.txt", "new.txt"], "{r:?}");
     let conflicts: Vec<&str> = r.conflicts.iter().map(|(p, _)| p.as_str()).collect();
@@ -49,7 +49,7 @@ fn only_the_rewound_turns_changes_go_back_and_force_takes_the_rest() {
 
     let r = f
         .store
-        .restore_own("s1", "t1", &f.root, true)
+        .restore_own("s1", "t1", &f.root, true, &opts())
         .expect("forced");
     assert_eq!(
         r.restored,
@@ -74,7 +74,7 @@ fn a_change_between_rewound_turns_and_a_turn_without_an_end_are_conflicts() {
     f.end("t2");
     let r = f
         .store
-        .restore_own("s1", "t1", &f.root, false)
+        .restore_own("s1", "t1", &f.root, false, &opts())
         .expect("rewind");
     assert_eq!(r.conflicts.len(), 1, "{r:?}");
     assert!(r.conflicts[0].1.contains("between"), "{r:?}");
@@ -84,7 +84,7 @@ fn a_change_between_rewound_turns_and_a_turn_without_an_end_are_conflicts() {
     f.write("b.txt", "t3");
     let r = f
         .store
-        .restore_own("s1", "t3", &f.root, false)
+        .restore_own("s1", "t3", &f.root, false, &opts())
         .expect("rewind");
     assert!(r.restored.is_empty(), "{r:?}");
     assert!(
@@ -106,7 +106,7 @@ fn an_interrupted_own_rewind_is_completed_on_the_same_paths_only() {
     f.end("t1");
     f.write("b.txt", "operator");
     crate::restore::CRASH_AFTER.with(|c| c.set(Some(1)));
-    let crashed = f.store.restore_own("s1", "t1", &f.root, false);
+    let crashed = f.store.restore_own("s1", "t1", &f.root, false, &opts());
     crate::restore::CRASH_AFTER.with(|c| c.set(None));
     assert!(crashed.is_err(), "the simulated crash stops it");
     drop(crate::Checkpoints::open(&f.base).expect("reopen completes"));
@@ -117,4 +117,34 @@ fn an_interrupted_own_rewind_is_completed_on_the_same_paths_only() {
         Some("operator"),
         "not the session's"
     );
+}
+
+#[test]
+fn what_an_earlier_rewind_put_back_counts_as_the_sessions_own() {
+    let f = Fixture::new();
+    f.write("a.txt", "v0");
+    f.record("t1");
+    f.write("a.txt", "t1");
+    f.end("t1");
+    f.record("t2");
+    f.write("a.txt", "t2");
+    f.end("t2");
+    let r = f
+        .store
+        .restore_own("s1", "t2", &f.root, false, &opts())
+        .expect("rewind to t2");
+    assert_eq!(r.restored, vec!["a.txt"], "{r:?}");
+    assert_eq!(f.read("a.txt").as_deref(), Some("t1"));
+    f.record("t3");
+    f.write("b.txt", "t3");
+    f.end("t3");
+    let r = f
+        .store
+        .restore_own("s1", "t1", &f.root, false, &opts())
+        .expect("rewind to t1");
+    assert_eq!(r.restored, vec!["a.txt", "b.txt"], "{r:?}");
+    assert!(r.conflicts.is_empty(), "{r:?}");
+    assert_eq!(f.read("a.txt").as_deref(), Some("v0"));
+    // Rewinds are not listed as turns.
+    assert_eq!(f.turn_ids().len(), 3, "{:?}", f.turn_ids());
 }

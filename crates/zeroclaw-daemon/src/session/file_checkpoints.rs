@@ -138,6 +138,7 @@ impl FileCheckpoints {
         turn_id: &str,
         root: PathBuf,
         force: bool,
+        budget_mb: u32,
     ) -> Result<Restored, SessionError> {
         let whole = |reason: String| Restored {
             unrestorable: vec![(root.display().to_string(), reason)],
@@ -148,9 +149,16 @@ impl FileCheckpoints {
             Err(e) => return Ok(whole(format!("file checkpoints are unavailable: {e}"))),
         };
         let (sid, tid, dir) = (session_id.to_owned(), turn_id.to_owned(), root.clone());
-        let done = tokio::task::spawn_blocking(move || store.restore_own(&sid, &tid, &dir, force))
-            .await
-            .map_err(|e| SessionError::failed(format!("file restore panicked: {e}")))?;
+        // The restore is recorded as a turn of its own, before and after, within the
+        // budget and (each) the time limit of a turn start's recording.
+        let opts = RecordOptions {
+            deadline: Some(Instant::now() + RECORD_TIME_LIMIT),
+            ..RecordOptions::with_budget(u64::from(budget_mb) * 1024 * 1024)
+        };
+        let done =
+            tokio::task::spawn_blocking(move || store.restore_own(&sid, &tid, &dir, force, &opts))
+                .await
+                .map_err(|e| SessionError::failed(format!("file restore panicked: {e}")))?;
         match done {
             Ok(done) => Ok(done),
             Err(Error::UnknownTurn(_)) => Ok(whole(

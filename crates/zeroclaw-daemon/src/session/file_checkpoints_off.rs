@@ -54,6 +54,7 @@ impl FileCheckpoints {
         _turn_id: &str,
         root: PathBuf,
         _force: bool,
+        _budget_mb: u32,
     ) -> Result<Restored, SessionError> {
         Ok(Restored {
             unrestorable: vec![(root.display().to_string(), UNSUPPORTED.to_owned())],

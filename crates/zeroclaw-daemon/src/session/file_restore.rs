@@ -37,6 +37,7 @@ pub(crate) async fn restore_for_rewind(
     session: &LiveSession,
     turn_id: &str,
     force: bool,
+    budget_mb: u32,
 ) -> Result<FilesRestored, SessionError> {
     let Some(files) = files else {
         return Ok(FilesRestored {
@@ -48,7 +49,13 @@ pub(crate) async fn restore_for_rewind(
         });
     };
     let done = files
-        .restore_own(&session.key.session_id, turn_id, session.cwd.clone(), force)
+        .restore_own(
+            &session.key.session_id,
+            turn_id,
+            session.cwd.clone(),
+            force,
+            budget_mb,
+        )
         .await?;
     Ok(done.into())
 }

@@ -26,6 +26,7 @@ impl Runner {
         to: &str,
         restore_files: bool,
         force: bool,
+        budget_mb: u32,
     ) -> Result<RewindResult, SessionError> {
         if self.needs_recover {
             self.reload(session).await?;
@@ -43,7 +44,7 @@ impl Runner {
             // The history part is committed: a failed file restore is reported, not
             // turned into a failed rewind.
             // Only what the turns from `to` on changed goes back (SPEC §17.2).
-            file_restore::restore_for_rewind(self.files.as_ref(), session, to, force)
+            file_restore::restore_for_rewind(self.files.as_ref(), session, to, force, budget_mb)
                 .await
                 .unwrap_or_else(|e| {
                     tracing::error!(session = %session.key.session_id, to, "file restore failed: {e}");

@@ -70,8 +70,15 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
                 force,
             } => {
                 let (to, restore_files, force) = (to.clone(), *restore_files, *force);
+                let budget_mb = job
+                    .config
+                    .agents
+                    .get(&session.agent_alias)
+                    .map_or(zeroclaw_config::schema::DEFAULT_CHECKPOINT_BUDGET_MB, |a| {
+                        a.checkpoint_budget_mb
+                    });
                 runner
-                    .rewind(&session, &to, restore_files, force)
+                    .rewind(&session, &to, restore_files, force, budget_mb)
                     .await
                     .map(JobAnswer::Rewound)
             }
