@@ -10,6 +10,9 @@
 //! - [`Checkpoints::restore`] puts the tree back as it was at a turn's start (modified and
 //!   deleted files back, files created since removed), never writing through a symlink,
 //!   journaled so that a crash midway is completed by the next [`Checkpoints::open`];
+//!   [`Checkpoints::restore_own`] puts back only what the turns from one on changed and
+//!   nobody changed since (turn ends are recorded by [`Checkpoints::record_end`]), listing
+//!   the rest as conflicts (SPEC §17.2);
 //! - each session's storage stays within its budget (`checkpoint_budget_mb`): the oldest
 //!   checkpoints go first and their turns become unrestorable;
 //!   [`Checkpoints::delete_session`] removes a session's checkpoints;
