@@ -41,7 +41,7 @@ pub struct Restored {
     /// cannot be restored).
     pub unrestorable: Vec<(String, String)>,
     /// Paths a rewind left alone because someone else changed them, and why
-    /// ([`restore_own`]).
+    /// ([`plan_own`], [`apply_own`]).
     pub conflicts: Vec<(String, String)>,
 }
 
