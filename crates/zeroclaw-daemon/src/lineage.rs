@@ -48,7 +48,9 @@ pub(crate) async fn vet(pid: Option<u32>, daemon_pid: u32) -> Lineage {
 #[cfg(target_os = "linux")]
 fn walk(pid: u32, daemon_pid: u32) -> Lineage {
     use crate::procfs;
-    if pid == daemon_pid {
+    // Pid 0: the peer is in a pid namespace this daemon cannot see, which no descendant of
+    // it can be in (its descendants' namespaces are all visible from its own).
+    if pid == daemon_pid || pid == 0 {
         return Lineage::Outside;
     }
     let Ok(mut child) = procfs::stat(pid) else {

@@ -317,6 +317,99 @@ mod tests {
         assert_eq!(parse_pid(b"\0"), None);
     }
 
+    /// A hook command that starts a `setsid` sleeper, writes its pid to `file`, then runs
+    /// `then`.
+    fn leaving_a_sleeper(file: &std::path::Path, then: &str) -> String {
+        format!(
+            "setsid sh -c 'echo $$ > {f}.tmp && mv {f}.tmp {f} && exec sleep 1000' \
+             </dev/null >/dev/null 2>&1 & \
+             while [ ! -e {f} ]; do sleep 0.01; done; {then}",
+            f = file.display()
+        )
+    }
+
+    fn alive(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_owned()))
+            .is_some_and(|r| !r.starts_with('Z'))
+    }
+
+    async fn gone_soon(pid: &str) -> bool {
+        for _ in 0..100 {
+            if !alive(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    use super::super::process::{Ended, run};
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_setsid_child_ends_with_the_hook_and_the_status_is_the_hooks() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pid");
+        let ended = run(
+            &leaving_a_sleeper(&file, "echo out; exit 3"),
+            dir.path(),
+            b"",
+            Duration::from_secs(10),
+        )
+        .await;
+        let Ended::Exited { code, stdout, .. } = ended else {
+            panic!("{ended:?}");
+        };
+        assert_eq!((code, stdout), (Some(3), b"out\n".to_vec()));
+        let pid = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            gone_soon(pid.trim()).await,
+            "the setsid sleeper outlived the hook"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_setsid_child_ends_at_the_timeout_and_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pid");
+        let ended = run(
+            &leaving_a_sleeper(&file, "sleep 1000"),
+            dir.path(),
+            b"",
+            Duration::from_millis(500),
+        )
+        .await;
+        assert!(matches!(ended, Ended::TimedOut), "{ended:?}");
+        let pid = std::fs::read_to_string(&file).unwrap();
+        assert!(gone_soon(pid.trim()).await, "outlived the timeout");
+
+        let file = dir.path().join("pid2");
+        let hook = leaving_a_sleeper(&file, "sleep 1000");
+        let running = run(&hook, dir.path(), b"", Duration::from_secs(60));
+        let seen = tokio::time::timeout(Duration::from_secs(10), async {
+            tokio::pin!(running);
+            tokio::select! {
+                _ = &mut running => None,
+                pid = async {
+                    while !file.exists() {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    let pid = std::fs::read_to_string(&file).unwrap();
+                    // Control, while the hook still runs: the sleeper does too.
+                    assert!(alive(pid.trim()), "the sleeper ran");
+                    pid
+                } => Some(pid),
+            }
+            // `running` is dropped here, the turn's hook cancelled.
+        })
+        .await
+        .unwrap()
+        .expect("the hook ran");
+        assert!(gone_soon(seen.trim()).await, "outlived the dropped hook");
+    }
+
     #[test]
     fn this_process_is_the_child_of_its_parent() {
         // SAFETY-free wrappers are unsafe fns only for their system calls.
