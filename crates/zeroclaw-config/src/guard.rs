@@ -276,6 +276,40 @@ permission_profiles = []
     }
 
     #[test]
+    fn fences_moved_from_above_are_found() {
+        // SPEC §17.2: an agent's workspace, autonomy, tools and sandbox, and the `wss` and
+        // `security` sections, written whole or through a new agent
+        let found = edit(
+            |c| {
+                let a = c.agents.get_mut("a").unwrap();
+                a.workspace = "/".into();
+                a.tools = vec!["bash".into()];
+                c.agents.insert(
+                    "new".into(),
+                    Agent {
+                        provider: "echo".into(),
+                        autonomy: crate::schema::Autonomy::Full,
+                        ..Default::default()
+                    },
+                );
+                c.wss.bind = "0.0.0.0".into();
+                c.security.trust_daemon_uid = false;
+            },
+            NOBODY,
+        );
+        assert_eq!(
+            props(&found),
+            [
+                "wss",
+                "security",
+                "agents.a.tools",
+                "agents.a.workspace",
+                "agents.new.autonomy"
+            ]
+        );
+    }
+
+    #[test]
     fn identities_cannot_be_taken() {
         // swapping two equal users' uids escalates nothing, but takes identities
         let found = edit(

@@ -371,11 +371,7 @@ permission_profiles = ["boss"]
             assert!(!p.may_write(&path(prop)), "{prop}");
             assert!(Principal::operator().may_write(&path(prop)), "{prop}");
         }
-        for prop in [
-            "providers.local.model",
-            "providers.local.timeout_secs",
-            "wss.port",
-        ] {
+        for prop in ["providers.local.model", "providers.local.timeout_secs"] {
             assert!(!admin_only(&path(prop)), "{prop}");
             assert!(p.may_write(&path(prop)), "{prop}");
         }
@@ -392,6 +388,17 @@ permission_profiles = ["boss"]
             "agents.a.sandbox_network",
             "hooks",
             "hooks.stop",
+            // what fences the tools and who reaches the daemon (SPEC §17.2)
+            "agents.a.workspace",
+            "agents.a.autonomy",
+            "agents.a.tools",
+            "agents.a.sandbox_deny_read",
+            "wss",
+            "wss.port",
+            "wss.bind",
+            "gateway.hostnames",
+            "security",
+            "security.trust_daemon_uid",
         ] {
             assert!(admin_only(&path(prop)), "{prop}");
             assert!(!p.may_write(&path(prop)), "{prop}");
