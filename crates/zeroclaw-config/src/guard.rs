@@ -84,10 +84,14 @@ pub fn admin_only_changes(before: &Config, after: &Config) -> Vec<PropPath> {
     }
     let provider = serde_json::to_value(Provider::default()).unwrap_or(Value::Null);
     let agent = serde_json::to_value(Agent::default()).unwrap_or(Value::Null);
-    let provider_key = |key: &str| PROVIDER_ADMIN_KEYS.contains(&key);
-    let sections: [(&str, &dyn Fn(&str) -> bool, &Value); 2] = [
-        ("providers", &provider_key, &provider),
-        ("agents", &agent_key_admin_only, &agent),
+    fn provider_key(key: &str) -> bool {
+        PROVIDER_ADMIN_KEYS.contains(&key)
+    }
+    /// A section of named tables, which of their keys are admin-only, a table's defaults.
+    type Named<'a> = (&'a str, fn(&str) -> bool, &'a Value);
+    let sections: [Named<'_>; 2] = [
+        ("providers", provider_key, &provider),
+        ("agents", agent_key_admin_only, &agent),
     ];
     for (section, admin_key, default) in sections {
         let (bs, as_) = (b.get(section), a.get(section));
