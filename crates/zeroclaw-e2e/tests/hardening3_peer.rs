@@ -445,12 +445,19 @@ fn a_hooks_setsid_child_ends_with_the_hook() {
         let sleeper = read_pid(&pidfile);
         // Control: while the hook runs, its setsid child runs, in a session of its own.
         assert!(running(sleeper), "the sleeper runs while the hook does");
-        let cmdline = std::fs::read(format!("/proc/{sleeper}/cmdline")).unwrap();
-        assert!(
-            String::from_utf8_lossy(&cmdline).starts_with("sleep\u{0}1000"),
-            "{cmdline:?}"
-        );
+        // (its pid is written just before it execs `sleep`: give it a moment to)
+        let is_sleep = || {
+            std::fs::read(format!("/proc/{sleeper}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with("sleep\u{0}1000"))
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !is_sleep() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let became_sleep = is_sleep();
+        // Let the hook end whatever was seen, so that a failure does not wait for it.
         std::fs::write(&go, b"").unwrap();
+        assert!(became_sleep, "the sleeper execs sleep 1000");
         prompt.join().unwrap();
         assert!(
             ends_within(sleeper, Duration::from_secs(2)),
