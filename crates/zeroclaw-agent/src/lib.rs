@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod message;
 pub mod provider;
 pub mod sandbox;
+pub mod spawned;
 pub mod step_text;
 pub mod text;
 pub mod tools;

@@ -2,7 +2,8 @@
 //! §17.1). [`find`] compares the running configuration with a candidate and reports:
 //! - escalation: some principal would hold more than the writer ([`crate::escalation`]);
 //! - admin-only settings ([`crate::policy::admin_only`]: a provider's endpoint and key, an
-//!   agent's MCP servers, hooks and sandbox, the `hooks` section) added, changed or removed
+//!   agent's MCP servers, hooks, workspace, autonomy, tools and sandbox, the `hooks`,
+//!   `wss`, `security` sections and the like) added, changed or removed
 //!   by a write above them (`agents.X = {…, mcp_servers = …}`, `agents = {…}`, deleting an
 //!   agent that has MCP servers);
 //! - identities taken: the `uid` of an existing user changed, or a user created under a
@@ -16,7 +17,7 @@ use serde_json::Value;
 
 use crate::escalation;
 use crate::path::PropPath;
-use crate::policy::{ADMIN_SECTIONS, AGENT_ADMIN_KEYS, PROVIDER_ADMIN_KEYS, Principal};
+use crate::policy::{ADMIN_SECTIONS, PROVIDER_ADMIN_KEYS, Principal, agent_key_admin_only};
 use crate::schema::{Agent, Config, Provider};
 
 /// One thing a candidate config would bring about that its writer may not.
@@ -59,8 +60,8 @@ pub fn find(
         out.push(Offence {
             message: format!(
                 "{changed} would change, and only an admin may change it (it decides which \
-                 programs the daemon runs, or where it connects and with which key); principal \
-                 {} is not an admin",
+                 programs the daemon runs, where it connects and with which key, or what fences \
+                 its tools and who may reach it); principal {} is not an admin",
                 writer.id
             ),
             props: vec![changed],
@@ -83,10 +84,16 @@ pub fn admin_only_changes(before: &Config, after: &Config) -> Vec<PropPath> {
     }
     let provider = serde_json::to_value(Provider::default()).unwrap_or(Value::Null);
     let agent = serde_json::to_value(Agent::default()).unwrap_or(Value::Null);
-    for (section, keys, default) in [
-        ("providers", PROVIDER_ADMIN_KEYS, &provider),
-        ("agents", AGENT_ADMIN_KEYS, &agent),
-    ] {
+    fn provider_key(key: &str) -> bool {
+        PROVIDER_ADMIN_KEYS.contains(&key)
+    }
+    /// A section of named tables, which of their keys are admin-only, a table's defaults.
+    type Named<'a> = (&'a str, fn(&str) -> bool, &'a Value);
+    let sections: [Named<'_>; 2] = [
+        ("providers", provider_key, &provider),
+        ("agents", agent_key_admin_only, &agent),
+    ];
+    for (section, admin_key, default) in sections {
         let (bs, as_) = (b.get(section), a.get(section));
         let mut names: Vec<&String> = [bs, as_]
             .into_iter()
@@ -99,6 +106,14 @@ pub fn admin_only_changes(before: &Config, after: &Config) -> Vec<PropPath> {
         for name in names {
             let be = bs.and_then(|m| m.get(name)).unwrap_or(default);
             let ae = as_.and_then(|m| m.get(name)).unwrap_or(default);
+            let mut keys: Vec<&String> = [be, ae, default]
+                .into_iter()
+                .filter_map(Value::as_object)
+                .flat_map(|m| m.keys())
+                .filter(|k| admin_key(k))
+                .collect();
+            keys.sort();
+            keys.dedup();
             for key in keys {
                 if be.get(key) != ae.get(key) {
                     out.push(prop(&[section, name, key]));
@@ -262,6 +277,40 @@ permission_profiles = []
         after.agents.clear();
         assert!(find(&Principal::operator(), &before, &after, NOBODY).is_empty());
         assert!(!find(&alice(&before), &before, &after, NOBODY).is_empty());
+    }
+
+    #[test]
+    fn fences_moved_from_above_are_found() {
+        // SPEC §17.2: an agent's workspace, autonomy, tools and sandbox, and the `wss` and
+        // `security` sections, written whole or through a new agent
+        let found = edit(
+            |c| {
+                let a = c.agents.get_mut("a").unwrap();
+                a.workspace = "/".into();
+                a.tools = vec!["bash".into()];
+                c.agents.insert(
+                    "new".into(),
+                    Agent {
+                        provider: "echo".into(),
+                        autonomy: crate::schema::Autonomy::Full,
+                        ..Default::default()
+                    },
+                );
+                c.wss.bind = "0.0.0.0".into();
+                c.security.trust_daemon_uid = false;
+            },
+            NOBODY,
+        );
+        assert_eq!(
+            props(&found),
+            [
+                "wss",
+                "security",
+                "agents.a.tools",
+                "agents.a.workspace",
+                "agents.new.autonomy"
+            ]
+        );
     }
 
     #[test]

@@ -188,22 +188,27 @@ impl Principal {
 pub const PROVIDER_ADMIN_KEYS: &[&str] = &["base_url", "kind", "api_key", "api_key_env"];
 
 /// The agent keys only an admin may write (SPEC §17.1 "Whatever runs a program or reaches a
-/// host is admin-only"): the programs started for every session of the agent (MCP servers,
-/// hooks of SPEC §21.1) and what confines them (the sandbox of SPEC §21.2).
-pub const AGENT_ADMIN_KEYS: &[&str] = &[
-    "mcp_servers",
-    "hooks",
-    "sandbox",
-    "sandbox_writable",
-    "sandbox_network",
-];
+/// host is admin-only", §17.2 "Whatever moves a fence is admin-only"): the programs started
+/// for every session of the agent (MCP servers, hooks of SPEC §21.1) and what confines its
+/// tools (where they may write, what they may do, which tools there are). Every key that
+/// starts with `sandbox` (the sandbox of SPEC §21.2) is too, see [`agent_key_admin_only`].
+pub const AGENT_ADMIN_KEYS: &[&str] = &["mcp_servers", "hooks", "workspace", "autonomy", "tools"];
 
-/// Top-level sections only an admin may write: `hooks` run for every agent (SPEC §21.1).
-pub const ADMIN_SECTIONS: &[&str] = &["hooks"];
+/// Whether an agent's key is admin-only: one of [`AGENT_ADMIN_KEYS`] or a `sandbox*` key.
+pub fn agent_key_admin_only(key: &str) -> bool {
+    AGENT_ADMIN_KEYS.contains(&key) || key.starts_with("sandbox")
+}
+
+/// Top-level sections only an admin may write, every key of them: `hooks` run for every
+/// agent (SPEC §21.1); `wss` and `gateway` decide who may reach the daemon from the
+/// network; `security` decides who the operator is (SPEC §17.2); `webhooks` and `notify`
+/// would reach hosts (none of them is built yet: the names are reserved).
+pub const ADMIN_SECTIONS: &[&str] = &["hooks", "wss", "gateway", "security", "webhooks", "notify"];
 
 /// Whether writing or deleting `prop` is admin-only whatever `config_write_paths` says: the
 /// `providers` section, a whole provider table, a provider's endpoint or key; anything at
-/// or under an agent's MCP servers, hooks or sandbox settings; the `hooks` section.
+/// or under an agent's MCP servers, hooks, workspace, autonomy, tools or sandbox settings;
+/// the [`ADMIN_SECTIONS`].
 ///
 /// A write *above* these (`agents.X = {…}`, `agents = {…}`) is not admin-only by its path;
 /// the store refuses it when it would change one of them (see [`crate::guard`]).
@@ -214,7 +219,7 @@ pub fn admin_only(prop: &PropPath) -> bool {
             [] | [_] => true,
             [_, key, ..] => PROVIDER_ADMIN_KEYS.contains(&key.as_str()),
         },
-        [first, _, key, ..] if first == "agents" => AGENT_ADMIN_KEYS.contains(&key.as_str()),
+        [first, _, key, ..] if first == "agents" => agent_key_admin_only(key),
         _ => false,
     }
 }
@@ -366,11 +371,7 @@ permission_profiles = ["boss"]
             assert!(!p.may_write(&path(prop)), "{prop}");
             assert!(Principal::operator().may_write(&path(prop)), "{prop}");
         }
-        for prop in [
-            "providers.local.model",
-            "providers.local.timeout_secs",
-            "wss.port",
-        ] {
+        for prop in ["providers.local.model", "providers.local.timeout_secs"] {
             assert!(!admin_only(&path(prop)), "{prop}");
             assert!(p.may_write(&path(prop)), "{prop}");
         }
@@ -387,6 +388,17 @@ permission_profiles = ["boss"]
             "agents.a.sandbox_network",
             "hooks",
             "hooks.stop",
+            // what fences the tools and who reaches the daemon (SPEC §17.2)
+            "agents.a.workspace",
+            "agents.a.autonomy",
+            "agents.a.tools",
+            "agents.a.sandbox_deny_read",
+            "wss",
+            "wss.port",
+            "wss.bind",
+            "gateway.hostnames",
+            "security",
+            "security.trust_daemon_uid",
         ] {
             assert!(admin_only(&path(prop)), "{prop}");
             assert!(!p.may_write(&path(prop)), "{prop}");

@@ -14,6 +14,7 @@ use zeroclaw_protocol::{Method, Requirement};
 pub(crate) use zeroclaw_config::policy::Principal;
 
 use crate::gateway::logins::{LoginError, Logins};
+use crate::lineage::Lineage;
 use crate::pairing::{PairingError, TokenStore};
 
 /// Why a caller may not make a call.
@@ -26,6 +27,11 @@ pub enum AuthError {
     #[cfg_attr(windows, allow(dead_code))]
     #[error("authentication failed: peer credentials unavailable")]
     NoPeerCredentials,
+    /// A local peer that is a program the daemon started for a session, or descends from
+    /// one, or that could not be vetted (SPEC §17.2): it runs as the daemon's user, but is
+    /// no operator.
+    #[error("{}", session_program_refusal(*.0))]
+    SessionProgram(Lineage),
     /// A token that is unknown or revoked.
     #[error(transparent)]
     Token(#[from] PairingError),
@@ -49,11 +55,26 @@ pub enum AuthError {
     LocalOnly(Method),
 }
 
+/// The message of [`AuthError::SessionProgram`].
+fn session_program_refusal(lineage: Lineage) -> String {
+    match lineage {
+        Lineage::Unvetted(why) => format!(
+            "authentication failed: this local peer cannot be vetted ({why}); a program the \
+             daemon started may not call it (SPEC §17.2)"
+        ),
+        _ => "authentication failed: this local peer is a program the daemon started for a \
+              session (a tool, a process it left, an MCP server or a hook), or one of its \
+              descendants; such programs may not call the daemon (SPEC §17.2)"
+            .to_owned(),
+    }
+}
+
 /// What a caller presents to prove who it is.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Presented<'a> {
-    /// A local-endpoint peer: its uid, when the OS told us (the pipe itself on Windows).
-    Local { uid: Option<u32> },
+    /// A local-endpoint peer: its uid, when the OS told us (the pipe itself on Windows),
+    /// and whether it is a program the daemon started (SPEC §17.2).
+    Local { uid: Option<u32>, lineage: Lineage },
     /// A WebSocket peer: the pairing token it gave at `initialize`, if any.
     WebSocket { token: Option<&'a str> },
 }
@@ -80,7 +101,10 @@ pub(crate) fn credential(
     presented: &Presented,
 ) -> Result<Credential, AuthError> {
     match *presented {
-        Presented::Local { uid } => local_credential(uid),
+        Presented::Local { lineage, .. } if lineage != Lineage::Outside => {
+            Err(AuthError::SessionProgram(lineage))
+        }
+        Presented::Local { uid, .. } => local_credential(uid),
         Presented::WebSocket { token } => {
             let token = token.ok_or(AuthError::NoToken)?;
             if Logins::is_session_token(token) {

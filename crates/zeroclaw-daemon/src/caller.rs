@@ -62,7 +62,10 @@ impl ConnectionContext {
     /// The credential this connection presents with `token` (the one `initialize` offers).
     pub fn presenting<'a>(&self, token: Option<&'a str>) -> Presented<'a> {
         match self.peer.kind {
-            TransportKind::Local => Presented::Local { uid: self.peer.uid },
+            TransportKind::Local => Presented::Local {
+                uid: self.peer.uid,
+                lineage: self.peer.lineage,
+            },
             TransportKind::WebSocket => Presented::WebSocket { token },
         }
     }

@@ -71,6 +71,7 @@ impl Harness {
             uid: Some(daemon.uid),
             kind: TransportKind::Local,
             ip: None,
+            lineage: crate::lineage::Lineage::Outside,
         };
         tokio::spawn(connection::serve(
             Arc::clone(daemon),

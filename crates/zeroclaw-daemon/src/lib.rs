@@ -16,8 +16,9 @@
 //! Unsafe code is denied but for libc calls std does not wrap, each `#[allow]`ed where it
 //! is made: `geteuid` (the daemon's own uid, which the policy trusts) and
 //! `getrlimit`/`setrlimit` (raising the open-files limit at start), on Unix; `mallopt`
-//! (glibc's mmap threshold and arena count, `malloc_tuning`), on Linux with glibc; a test
-//! makes a FIFO with `mkfifo`.
+//! (glibc's mmap threshold and arena count, `malloc_tuning`), on Linux with glibc;
+//! `prctl(PR_SET_CHILD_SUBREAPER)`, `waitid` and `waitpid` (the reaper of adopted
+//! orphans, `reaper`), on Linux; a test makes a FIFO with `mkfifo`.
 
 #![deny(unsafe_code)]
 
@@ -30,6 +31,7 @@ mod files;
 mod gateway;
 #[cfg(feature = "test-hooks")]
 pub mod harness;
+mod lineage;
 mod malloc_tuning;
 pub use malloc_tuning::limit_malloc_arenas;
 mod methods;
@@ -37,7 +39,11 @@ mod ordering;
 mod outbound;
 pub mod pairing;
 mod params;
+#[cfg(target_os = "linux")]
+mod procfs;
 mod read_gate;
+#[cfg(target_os = "linux")]
+mod reaper;
 mod registry;
 mod server;
 mod session;
@@ -130,6 +136,10 @@ fn startup<E: std::fmt::Display>(e: E) -> StartupError {
 /// Runs the daemon to completion. Must be called inside a multi-threaded tokio runtime.
 pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let started = Instant::now();
+    // Before anything is started: the orphans of every program the daemon starts are its
+    // own, and local peers among them are refused (SPEC §17.2).
+    #[cfg(target_os = "linux")]
+    reaper::become_subreaper();
     raise_open_files_limit();
     malloc_tuning::fix_mmap_threshold();
     let signals = server::StopSignals::install()
@@ -184,6 +194,8 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     });
     install_gateway_starter(&daemon);
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
+    #[cfg(target_os = "linux")]
+    let reaping = tokio::spawn(reaper::run(daemon.shutdown.clone()));
     #[cfg(feature = "test-hooks")]
     test_hooks::start(&daemon);
     let stopping = {
@@ -213,6 +225,8 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let since = stopping.await.unwrap_or_else(|_| Instant::now());
     let left = SHUTDOWN_BUDGET.saturating_sub(since.elapsed());
     daemon.sessions.wait_idle(left).await;
+    #[cfg(target_os = "linux")]
+    let _ = reaping.await;
     tracing::info!("stopped");
     Ok(())
 }

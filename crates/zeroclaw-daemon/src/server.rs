@@ -16,6 +16,7 @@ use zeroclaw_ipc::{LocalConnection, LocalListener};
 use zeroclaw_rpc::message::error_line;
 
 use crate::connection;
+use crate::lineage::{self, Lineage};
 use crate::state::Daemon;
 use crate::transport::{PeerIdentity, StreamSink, StreamSource, TransportKind};
 
@@ -128,12 +129,29 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection, accepted: Insta
             return;
         }
     };
-    tracing::info!(conn = id, peer = %peer.label, "accepted connection");
+    // SPEC §17.2: a program the daemon started (or one of its descendants) is no operator.
+    let lineage = lineage::vet(peer.pid, daemon.pid).await;
+    match lineage {
+        Lineage::Outside => {
+            tracing::info!(conn = id, peer = %peer.label, "accepted connection");
+        }
+        Lineage::SessionProgram => tracing::warn!(
+            conn = id,
+            peer = %peer.label,
+            "accepted connection from a program the daemon started: every call is refused"
+        ),
+        Lineage::Unvetted(why) => tracing::warn!(
+            conn = id,
+            peer = %peer.label,
+            "accepted connection that cannot be vetted ({why}): every call is refused"
+        ),
+    }
     let identity = PeerIdentity {
         label: peer.label,
         uid: peer.uid,
         kind: TransportKind::Local,
         ip: None,
+        lineage,
     };
     let source = StreamSource::new(reader);
     let sink = StreamSink::with_write_now(writer, write_now);

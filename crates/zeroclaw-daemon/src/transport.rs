@@ -14,6 +14,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use zeroclaw_ipc::WriteNow;
 use zeroclaw_rpc::{Frame, FrameReader, MAX_FRAME_BYTES};
 
+use crate::lineage::Lineage;
+
 /// Which kind of transport a connection came in on; some methods are local-only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportKind {
@@ -31,6 +33,9 @@ pub struct PeerIdentity {
     pub kind: TransportKind,
     /// A network peer's address (what failed logins are counted by, SPEC §20).
     pub ip: Option<std::net::IpAddr>,
+    /// A local peer's standing with respect to the programs the daemon started (SPEC
+    /// §17.2); always `Outside` over WebSocket.
+    pub lineage: Lineage,
 }
 
 /// A boxed future: keeps the traits object-safe-ish and spawnable from generic code (the

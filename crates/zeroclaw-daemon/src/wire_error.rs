@@ -90,7 +90,7 @@ impl From<PairingError> for ErrorObject {
 impl From<AuthError> for ErrorObject {
     fn from(e: AuthError) -> ErrorObject {
         match e {
-            AuthError::NoToken | AuthError::NoPeerCredentials => {
+            AuthError::NoToken | AuthError::NoPeerCredentials | AuthError::SessionProgram(_) => {
                 ErrorObject::not_initialized(e.to_string())
             }
             AuthError::Token(e) => e.into(),
@@ -124,6 +124,9 @@ impl From<SessionError> for ErrorObject {
             }
             SessionError::AdminOnly(prop) => {
                 ErrorObject::forbidden(message).with_data(json!({ "prop": prop }))
+            }
+            SessionError::AutonomyRaised { .. } => {
+                ErrorObject::forbidden(message).with_data(json!({"prop": "autonomy"}))
             }
             SessionError::NotFound(_) => ErrorObject::session_not_found(message),
             SessionError::TooManySessions(limit) => ErrorObject::session_limit(limit),

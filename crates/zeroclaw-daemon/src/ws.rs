@@ -52,6 +52,7 @@ pub(crate) async fn serve<S>(
         uid: None,
         kind: TransportKind::WebSocket,
         ip: Some(addr.ip()),
+        lineage: crate::lineage::Lineage::Outside,
     };
     let close = Arc::new(Mutex::new(None));
     // The upgrade request has its own limits; the allowance is for the first message.

@@ -6,6 +6,8 @@
 //!   their outcomes (the first deny wins);
 //! - [`process`]: one hook as a process (`sh -c`, its own process group, the event's JSON on
 //!   stdin, stdout and stderr read up to 64 KiB each, the group killed on timeout or drop);
+//! - [`supervise`] (Linux): the supervisor that makes a hook die whole, `setsid`
+//!   descendants included;
 //! - [`outcome`]: what a finished hook said (exit status and stdout's JSON object).
 //!
 //! Every hook run is reported ([`HookReport`], the `hook` session update); a hook that fails
@@ -14,6 +16,8 @@
 pub mod outcome;
 pub mod process;
 pub mod set;
+#[cfg(target_os = "linux")]
+pub mod supervise;
 
 pub use outcome::HookOutcome;
 pub use set::{EventInput, HookDef, HookSet, Verdict};

@@ -3,8 +3,10 @@
 //! and stderr read up to [`OUTPUT_CAP`] each (the rest is read and dropped, so a hook that
 //! prints without end never blocks on a full pipe and never costs the daemon memory).
 //!
-//! The whole group is killed at the timeout, when the future is dropped (a cancelled turn,
-//! a daemon that stops) and once the hook has finished (a hook leaves nothing running).
+//! A hook dies whole (SPEC §17.2): at the timeout, when the future is dropped (a cancelled
+//! turn, a daemon that stops) and once the hook has finished, nothing it started is left
+//! running. On Linux its supervisor ([`super::supervise`]) ends every descendant, `setsid`
+//! ones included; elsewhere the hook's process group is killed.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -31,12 +33,14 @@ pub enum Ended {
     SpawnFailed(String),
 }
 
-/// Kills the hook's process group when dropped.
+/// Kills the hook's process group when dropped (where there is no supervisor).
+#[cfg(not(target_os = "linux"))]
 struct GroupGuard {
     #[cfg_attr(not(unix), allow(dead_code))]
     pgid: i32,
 }
 
+#[cfg(not(target_os = "linux"))]
 impl Drop for GroupGuard {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
@@ -81,18 +85,31 @@ async fn read_capped<R: AsyncRead + Unpin>(mut r: R, into: &mut Vec<u8>) {
 }
 
 /// Runs `cmd` in `cwd` with `input` on its stdin, for at most `timeout`. Cancel-safe:
-/// dropping the future kills the hook's whole process group.
+/// dropping the future ends the hook and everything it started.
 pub async fn run(cmd: &str, cwd: &Path, input: &[u8], timeout: Duration) -> Ended {
     let mut c = command(cmd);
     c.current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = match c.spawn() {
+        .stderr(Stdio::piped());
+    // Declared before the child: dropped after it, which is when the supervisor ends the
+    // hook's processes (the supervisor itself is never killed from here, so that it can).
+    #[cfg(target_os = "linux")]
+    let mut _supervision = match super::supervise::supervise(&mut c) {
+        Ok(s) => s,
+        Err(e) => return Ended::SpawnFailed(format!("cannot supervise the hook: {e}")),
+    };
+    #[cfg(not(target_os = "linux"))]
+    c.kill_on_drop(true);
+    let spawned = c.spawn();
+    #[cfg(target_os = "linux")]
+    _supervision.started();
+    let mut child = match spawned {
         Ok(ch) => ch,
         Err(e) => return Ended::SpawnFailed(e.to_string()),
     };
+    let _registered = crate::spawned::Registered::new(child.id());
+    #[cfg(not(target_os = "linux"))]
     let _guard = GroupGuard {
         pgid: child.id().map_or(0, |p| p as i32),
     };

@@ -364,6 +364,9 @@ async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) 
         Err(e) => return slot.fail(format!("cannot start `{}`: {e}", config.command)),
     };
     slot.lock().pgid = process.id();
+    // Held until this task ends, after the server is gone: the daemon's reaper of adopted
+    // orphans leaves it to the code that waits for it (SPEC §17.2).
+    let _registered = crate::spawned::Registered::new(process.id());
     if slot.stop.is_cancelled() {
         // Stopped while spawning: `stop` saw no group yet.
         return slot.stop();

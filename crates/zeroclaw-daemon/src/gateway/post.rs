@@ -231,6 +231,7 @@ fn authenticate(
         uid: None,
         kind: TransportKind::WebSocket,
         ip: Some(ip),
+        lineage: crate::lineage::Lineage::Outside,
     };
     let (out, rx) = Outbound::new(daemon.stall_timeout);
     out.count_in(daemon.connections.principal_queue(&principal.id));

@@ -77,6 +77,9 @@ impl SessionManager {
         if principal.id != live.owner {
             return Err(SessionError::not_owner(session_id));
         }
+        if let Some(requested) = autonomy {
+            check_not_raised(principal, config, &live.agent_alias, requested)?;
+        }
         if let Some(model) = req.model.as_deref().filter(|m| !m.is_empty()) {
             self.check_model(config, &live, model).await?;
         }
@@ -144,6 +147,43 @@ impl SessionManager {
             }
         }
     }
+}
+
+/// How much an autonomy lets the agent do without asking: `read_only` < `supervised` <
+/// `full`.
+fn latitude(a: zeroclaw_config::Autonomy) -> u8 {
+    match a {
+        zeroclaw_config::Autonomy::ReadOnly => 0,
+        zeroclaw_config::Autonomy::Supervised => 1,
+        zeroclaw_config::Autonomy::Full => 2,
+    }
+}
+
+/// SPEC §17.2: a non-admin may set a session's autonomy to its agent's or lower, never
+/// higher (the agent's autonomy is an admin-only fence). An admin may set any.
+fn check_not_raised(
+    principal: &Principal,
+    config: &Config,
+    agent: &str,
+    requested: zeroclaw_config::Autonomy,
+) -> Result<(), SessionError> {
+    if principal.admin {
+        return Ok(());
+    }
+    let base = config
+        .agents
+        .get(agent)
+        .map(|a| a.autonomy)
+        .unwrap_or(zeroclaw_config::Autonomy::ReadOnly);
+    if latitude(requested) <= latitude(base) {
+        return Ok(());
+    }
+    Err(SessionError::AutonomyRaised {
+        principal: principal.id.clone(),
+        agent: agent.to_owned(),
+        base: wire::autonomy(base).as_str(),
+        requested: wire::autonomy(requested).as_str(),
+    })
 }
 
 /// The autonomy the session's turns use.

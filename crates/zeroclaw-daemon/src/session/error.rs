@@ -21,6 +21,18 @@ pub enum SessionError {
     /// The requested cwd is outside the agent's workspace.
     #[error("cwd {0:?} is outside the agent's workspace")]
     CwdOutsideWorkspace(String),
+    /// A non-admin asked for a session autonomy above its agent's (SPEC §17.2: a non-admin
+    /// may lower a fence, never raise it).
+    #[error(
+        "principal {principal} may not raise the autonomy of a session of agent {agent} above \
+         the agent's {base} (to {requested}); only an admin may"
+    )]
+    AutonomyRaised {
+        principal: String,
+        agent: String,
+        base: &'static str,
+        requested: &'static str,
+    },
     /// No such session, or it is closed, killed or not served here.
     #[error("{0}")]
     NotFound(String),

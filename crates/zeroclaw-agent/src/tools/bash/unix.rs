@@ -10,6 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use tokio::net::unix::pipe;
 
 use crate::sandbox::Prepared;
+use crate::spawned::Registered;
 
 /// The shell's name in error messages.
 pub const SHELL_NAME: &str = "bash";
@@ -25,6 +26,8 @@ pub struct Spawned {
 pub struct GroupGuard {
     pgid: i32,
     pub armed: bool,
+    /// Keeps the daemon's reaper of adopted orphans off this child (SPEC §17.2).
+    _registered: Registered,
 }
 
 impl GroupGuard {
@@ -78,6 +81,7 @@ pub fn spawn(
     let guard = GroupGuard {
         pgid: child.id().map(|p| p as i32).unwrap_or(0),
         armed: true,
+        _registered: Registered::new(child.id()),
     };
     let rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     Ok(Spawned { child, rx, guard })

@@ -1,0 +1,112 @@
+//! No way back in (SPEC §17.2): whether a local peer is a program the daemon started for a
+//! session (a `bash` command, a process it left behind, an MCP server, a hook) or descends
+//! from one. Such a peer runs as the daemon's user, so its uid would make it the operator;
+//! it is refused instead (-32010 at `initialize` and at every later call).
+//!
+//! On Linux the daemon is a child subreaper (`reaper`), so the orphans of what it started
+//! are reparented to it and stay its descendants: the peer's pid (SO_PEERCRED) is followed
+//! up its parents in `/proc` until the daemon (a descendant), pid 1 or a process without
+//! parent (outside). A peer whose pid is gone, a chain that changes under the walk (a
+//! parent that started after its child: its pid was reused) or one deeper than
+//! [`MAX_DEPTH`] cannot be vetted and is refused too. The daemon itself is outside.
+//!
+//! Elsewhere (other Unix systems) peers are not vetted: there a tool that reaches the
+//! socket is the operator; only the sandbox, where there is one, keeps it out.
+
+use std::time::Duration;
+
+/// Where a local peer stands with respect to the daemon's own programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lineage {
+    /// Not started by the daemon (or the OS did not give a pid to follow).
+    Outside,
+    /// A program the daemon started, or a descendant of one.
+    SessionProgram,
+    /// The peer could not be vetted (why).
+    Unvetted(&'static str),
+}
+
+/// The longest chain of parents followed.
+const MAX_DEPTH: usize = 4096;
+
+/// How long the walk may take before the peer is refused as unvetted.
+const VET_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Vets the peer `pid` of the daemon `daemon_pid`, off the async threads.
+pub(crate) async fn vet(pid: Option<u32>, daemon_pid: u32) -> Lineage {
+    let Some(pid) = pid else {
+        return Lineage::Outside;
+    };
+    let walk = tokio::task::spawn_blocking(move || walk(pid, daemon_pid));
+    match tokio::time::timeout(VET_TIMEOUT, walk).await {
+        Ok(Ok(lineage)) => lineage,
+        Ok(Err(_)) => Lineage::Unvetted("the check of its process failed"),
+        Err(_) => Lineage::Unvetted("the check of its process took too long"),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn walk(pid: u32, daemon_pid: u32) -> Lineage {
+    use crate::procfs;
+    // Pid 0: the peer is in a pid namespace this daemon cannot see, which no descendant of
+    // it can be in (its descendants' namespaces are all visible from its own).
+    if pid == daemon_pid || pid == 0 {
+        return Lineage::Outside;
+    }
+    let Ok(mut child) = procfs::stat(pid) else {
+        return Lineage::Unvetted("its process is gone");
+    };
+    for _ in 0..MAX_DEPTH {
+        if child.ppid == daemon_pid {
+            return Lineage::SessionProgram;
+        }
+        if child.ppid <= 1 {
+            return Lineage::Outside;
+        }
+        let Ok(parent) = procfs::stat(child.ppid) else {
+            return Lineage::Unvetted("a parent of its process is gone");
+        };
+        if parent.start > child.start {
+            return Lineage::Unvetted("its parents changed while they were read");
+        }
+        child = parent;
+    }
+    Lineage::Unvetted("its chain of parents is too deep")
+}
+
+#[cfg(not(target_os = "linux"))]
+fn walk(_pid: u32, _daemon_pid: u32) -> Lineage {
+    Lineage::Outside
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn children_are_session_programs_and_others_are_not() {
+        let me = std::process::id();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        assert_eq!(vet(Some(child.id()), me).await, Lineage::SessionProgram);
+        assert_eq!(
+            vet(Some(me), me).await,
+            Lineage::Outside,
+            "the daemon itself"
+        );
+        assert_eq!(
+            vet(Some(me), child.id()).await,
+            Lineage::Outside,
+            "a parent is not a descendant"
+        );
+        assert_eq!(vet(None, me).await, Lineage::Outside);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(matches!(
+            vet(Some(child.id()), me).await,
+            Lineage::Unvetted(_)
+        ));
+    }
+}
