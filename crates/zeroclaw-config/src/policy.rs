@@ -189,13 +189,16 @@ pub const PROVIDER_ADMIN_KEYS: &[&str] = &["base_url", "kind", "api_key", "api_k
 
 /// The agent keys only an admin may write (SPEC §17.1 "Whatever runs a program or reaches a
 /// host is admin-only"): the programs started for every session of the agent (MCP servers,
-/// hooks of SPEC §21.1) and what confines them (the sandbox of SPEC §21.2).
+/// hooks of SPEC §21.1), what confines them (the sandbox of SPEC §21.2) and what of the
+/// daemon's environment they inherit (`env`, SPEC §17.2).
 pub const AGENT_ADMIN_KEYS: &[&str] = &[
     "mcp_servers",
     "hooks",
     "sandbox",
     "sandbox_writable",
     "sandbox_network",
+    "sandbox_deny_read",
+    "env",
 ];
 
 /// Top-level sections only an admin may write: `hooks` run for every agent (SPEC §21.1).
@@ -385,6 +388,8 @@ permission_profiles = ["boss"]
             "agents.a.sandbox",
             "agents.a.sandbox_writable",
             "agents.a.sandbox_network",
+            "agents.a.sandbox_deny_read",
+            "agents.a.env",
             "hooks",
             "hooks.stop",
         ] {
