@@ -243,6 +243,7 @@ fn read_only_bash_holds_no_capability_changes_no_metadata_and_signals_nobody_out
          kill -TERM {daemon_pid}; echo kill_daemon=$?"
     );
     let out = run(&fake, &mut c, &sid, &command);
+    eprintln!("TOOL OUTPUT:\n{out}");
     // The tool's own view: no capability at all, and its own children are its to kill.
     assert_eq!(cap(&out, "CapEff"), Some(0), "{out}");
     assert_eq!(cap(&out, "CapPrm"), Some(0), "{out}");
@@ -354,6 +355,7 @@ fn read_only_bash_reads_no_secret_and_nothing_of_the_daemon() {
         outside.path().join("denied/file").display(),
     );
     let out = run(&fake, &mut c, &sid, &command);
+    eprintln!("TOOL OUTPUT:\n{out}");
     for (label, _) in &controls {
         assert_eq!(field(&out, label), Some("0"), "{label}: {out}");
     }
