@@ -29,7 +29,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Conn, Fake, TestDaemon, is_root, session_config, test_uid, update_types, updates};
+use common::{
+    Conn, Fake, TestDaemon, UidConn, code, is_root, session_config, test_uid, update_types, updates,
+};
 use serde_json::json;
 use zeroclaw_testkit::Scripted;
 
@@ -234,7 +236,7 @@ fn read_only_bash_holds_no_capability_changes_no_metadata_and_signals_nobody_out
 
     let v = victim.display();
     let command = format!(
-        "grep -E '^Cap(Eff|Prm|Bnd|Inh|Amb):' /proc/self/status; \
+        "grep -E '^(Cap(Eff|Prm|Bnd|Inh|Amb)|NoNewPrivs|Seccomp):' /proc/self/status; \
          sleep 100 & own=$!; kill $own; wait $own; echo own_kill=$?; \
          chmod 666 {v}; echo chmod=$?; chown {uid}:{uid} {v}; echo chown=$?; \
          /usr/bin/python3 -c 'import os,sys; os.setxattr(sys.argv[1], \"user.zc\", b\"1\")' {v} \
@@ -249,6 +251,8 @@ fn read_only_bash_holds_no_capability_changes_no_metadata_and_signals_nobody_out
     assert_eq!(cap(&out, "CapPrm"), Some(0), "{out}");
     assert_eq!(cap(&out, "CapBnd"), Some(0), "{out}");
     assert_eq!(cap(&out, "CapAmb"), Some(0), "{out}");
+    assert_eq!(cap(&out, "NoNewPrivs"), Some(1), "{out}");
+    assert_eq!(cap(&out, "Seccomp"), Some(2), "filter mode: {out}");
     assert_eq!(field(&out, "own_kill"), Some("143"), "{out}");
 
     // The file system's view: mode, owner, attributes unchanged; the other uid still
@@ -459,4 +463,142 @@ fn bash_gets_only_the_short_list_and_the_allowlist_of_the_environment() {
             assert!(fine, "{sandbox}: {name} is in the environment: {out}");
         }
     }
+}
+
+/// The variables in `/proc/PID/environ`, as `NAME=VALUE` strings.
+fn environ(pid: u64) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .unwrap_or_default()
+        .split(|b| *b == 0)
+        .filter(|v| !v.is_empty())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
+fn an_mcp_server_starts_without_capabilities_or_the_daemons_secrets() {
+    assert!(is_root(), "needs root to read the server's /proc files");
+    let fake = Fake::start();
+    let keys = "autonomy = \"read_only\"\nenv = [\"ZC_ALLOWED\"]\n\
+                [agents.default.mcp_servers.idle]\ncommand = \"/bin/sleep\"\nargs = [\"300\"]\n\
+                env = { OWN_VAR = \"own-value\" }";
+    let daemon = start(
+        &fake,
+        keys,
+        &[
+            ("OPENAI_API_KEY", "sk-env-secret-1"),
+            ("GITHUB_TOKEN", "ghp-env-secret-2"),
+            ("ZC_ALLOWED", "allowed-value"),
+        ],
+    );
+    let mut c = daemon.client();
+    let (sid, _) = session(&mut c, None);
+    if !landlock_here(&mut c, &sid) {
+        return;
+    }
+    // The server never answers: it stays `starting`, with its pid, until the session ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        let status = c.result("session/status", json!({"sessionId": sid}));
+        if let Some(pid) = status["mcpServers"][0]["pid"].as_u64() {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no server pid: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its environment as the kernel holds it (read once exec has happened).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let env = loop {
+        let env = environ(pid);
+        if env.iter().any(|v| v == "OWN_VAR=own-value") {
+            break env;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never exec'd: {env:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert_eq!(cap(&status, "CapEff"), Some(0), "{status}");
+    assert_eq!(cap(&status, "CapPrm"), Some(0), "{status}");
+    assert_eq!(cap(&status, "CapBnd"), Some(0), "{status}");
+    assert_eq!(cap(&status, "NoNewPrivs"), Some(1), "{status}");
+    assert_eq!(cap(&status, "Seccomp"), Some(2), "{status}");
+    assert!(
+        env.contains(&"ZC_ALLOWED=allowed-value".to_owned()),
+        "{env:?}"
+    );
+    for v in &env {
+        assert!(
+            !v.contains("secret") && !v.starts_with("ZEROCLAW_"),
+            "{v} reached the server: {env:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
+fn only_an_admin_sets_what_a_program_may_read_or_inherit() {
+    assert!(is_root(), "needs root to connect as another uid");
+    let uid = test_uid();
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "[providers.echo]\nkind = \"echo\"\n\
+                 [agents.default]\nprovider = \"echo\"\n\
+                 [permission_profiles.everything]\n\
+                 grants = {{ config = [\"read\", \"update\", \"delete\"] }}\n\
+                 config_write_paths = [\"*\"]\n\
+                 [users.wide]\nuid = {uid}\npermission_profiles = [\"everything\"]\n"
+            ),
+        )
+        .unwrap();
+    });
+    for (path, mode) in [
+        (daemon.config_dir().to_path_buf(), 0o711),
+        (daemon.config_dir().join("data"), 0o711),
+        (daemon.socket.clone(), 0o666),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let mut u = UidConn::open(&daemon.socket, uid);
+    let init = u.call("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(init["result"]["principal"]["admin"], json!(false), "{init}");
+    let before = std::fs::read(daemon.config_dir().join("config.toml")).unwrap();
+    // Control: a key this user may write.
+    u.result(
+        "config/set",
+        json!({"prop": "agents.default.system_prompt", "value": "hello"}),
+    );
+    let after_control = std::fs::read(daemon.config_dir().join("config.toml")).unwrap();
+    assert_ne!(before, after_control, "the control write landed");
+    for (prop, value) in [
+        ("agents.default.env", json!(["OPENAI_API_KEY"])),
+        ("agents.default.sandbox_deny_read", json!([])),
+    ] {
+        let e = u.error("config/set", json!({"prop": prop, "value": value}));
+        assert_eq!(code(&e), -32012, "{prop}: {e}");
+        let e = u.error("config/delete", json!({"prop": prop}));
+        assert_eq!(code(&e), -32012, "{prop}: {e}");
+    }
+    assert_eq!(
+        std::fs::read(daemon.config_dir().join("config.toml")).unwrap(),
+        after_control
+    );
+    let mut admin = daemon.client();
+    admin.result(
+        "config/set",
+        json!({"prop": "agents.default.env", "value": ["ZC_ALLOWED"]}),
+    );
+    let e = admin.error(
+        "config/set",
+        json!({"prop": "agents.default.sandbox_deny_read", "value": ["relative/path"]}),
+    );
+    assert_eq!(code(&e), -32602, "{e}");
 }
