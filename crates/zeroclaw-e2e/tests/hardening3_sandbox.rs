@@ -234,13 +234,33 @@ fn read_only_bash_holds_no_capability_changes_no_metadata_and_signals_nobody_out
     assert!(alive(sleeper_pid));
     let daemon_pid = daemon_pid(&daemon);
 
+    // An abstract socket of the test's own (outside the sandbox): the test connects to it
+    // (control); the tool must not.
+    let abstract_name = format!("zc-h3-{}", std::process::id());
+    let listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    listener.set_nonblocking(true).unwrap();
+    {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        let _control = std::os::unix::net::UnixStream::connect_addr(&addr).unwrap();
+        assert!(listener.accept().is_ok(), "the control connection arrives");
+    }
+
     let v = victim.display();
     let command = format!(
         "grep -E '^(Cap(Eff|Prm|Bnd|Inh|Amb)|NoNewPrivs|Seccomp):' /proc/self/status; \
          sleep 100 & own=$!; kill $own; wait $own; echo own_kill=$?; \
          chmod 666 {v}; echo chmod=$?; chown {uid}:{uid} {v}; echo chown=$?; \
+         /usr/bin/python3 -c 'print(\"py_runs=1\")'; \
          /usr/bin/python3 -c 'import os,sys; os.setxattr(sys.argv[1], \"user.zc\", b\"1\")' {v} \
-           2>/dev/null; echo xattr=$?; \
+           2>&1 | tail -1; echo xattr=${{PIPESTATUS[0]}}; \
+         /usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); \
+           s.connect(\"\\0\"+sys.argv[1])' {abstract_name} 2>&1 | tail -1; \
+           echo abstract=${{PIPESTATUS[0]}}; \
          kill -KILL {sleeper_pid}; echo kill_other=$?; \
          kill -TERM {daemon_pid}; echo kill_daemon=$?"
     );
@@ -254,6 +274,13 @@ fn read_only_bash_holds_no_capability_changes_no_metadata_and_signals_nobody_out
     assert_eq!(cap(&out, "NoNewPrivs"), Some(1), "{out}");
     assert_eq!(cap(&out, "Seccomp"), Some(2), "filter mode: {out}");
     assert_eq!(field(&out, "own_kill"), Some("143"), "{out}");
+    assert_eq!(field(&out, "py_runs"), Some("1"), "{out}");
+    assert_ne!(field(&out, "xattr"), Some("0"), "{out}");
+    assert_ne!(field(&out, "abstract"), Some("0"), "{out}");
+    assert!(
+        listener.accept().is_err(),
+        "the tool reached an abstract socket outside: {out}"
+    );
 
     // The file system's view: mode, owner, attributes unchanged; the other uid still
     // cannot write it.
@@ -332,6 +359,7 @@ fn read_only_bash_reads_no_secret_and_nothing_of_the_daemon() {
         ("deny", outside.path().join("denied/file")),
         ("p1_config", via("/proc/1/root", &config)),
         ("pd_config", via(&format!("/proc/{dp}/root"), &config)),
+        ("pd_environ", PathBuf::from(format!("/proc/{dp}/environ"))),
         ("ps_config", via("/proc/self/root", &config)),
         (
             "ps_shadow",
