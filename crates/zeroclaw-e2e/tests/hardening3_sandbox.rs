@@ -19,7 +19,9 @@
 //!
 //! The tests that act as another uid or read root files carry the `needs root` marker
 //! (`.ci/run` runs them as root with `--ignored`). Where the kernel has no Landlock they
-//! skip, unless `ZEROCLAW_REQUIRE_LANDLOCK` is set (then a skip fails).
+//! skip, unless `ZEROCLAW_REQUIRE_LANDLOCK` is set (then a skip fails). Linux only (Landlock,
+//! /proc, abstract sockets).
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -2,7 +2,8 @@
 //! (SPEC §17.2): of the daemon's variables only `PATH`, `HOME`, `USER`, `LANG`, `LC_*`,
 //! `TERM`, `SHELL`, `TMPDIR` and the names of the agent's `env` allowlist are passed on;
 //! never a `ZEROCLAW_*` one, whatever the allowlist says. No provider key, no token reaches
-//! a program unless the admin named it.
+//! a program unless the admin named it. (On Unix; on Windows the environment is left whole,
+//! see [`scrub`].)
 
 use std::ffi::{OsStr, OsString};
 
@@ -29,8 +30,16 @@ pub fn inherited(allow: &[String]) -> Vec<(OsString, OsString)> {
 
 /// Clears `cmd`'s environment down to [`inherited`]; variables set on `cmd` afterwards (an
 /// MCP server's own `env`, the private `TMPDIR`) are added to that.
+#[cfg(unix)]
 pub fn scrub(cmd: &mut tokio::process::Command, allow: &[String]) {
     cmd.env_clear().envs(inherited(allow));
+}
+
+/// Not on Windows: its programs need variables (`SystemRoot`, `ComSpec`, …) the list above
+/// does not name, so the environment is left whole there.
+#[cfg(not(unix))]
+pub fn scrub(cmd: &mut tokio::process::Command, allow: &[String]) {
+    let _ = (cmd, allow);
 }
 
 #[cfg(test)]
