@@ -17,11 +17,12 @@
 //! unconfined.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope,
+    ABI, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope,
 };
 
 use super::child::Hardening;
@@ -97,28 +98,41 @@ impl Prepared {
             .create()
             .map_err(|e| fail("cannot create the ruleset", &e))?;
         let denied = complement::real_paths(&rules.denied);
+        // Each place is opened without following a final symlink: one swapped in for an
+        // entry since the walk (in a directory others may write, such as /tmp) is skipped,
+        // never followed to where it points. One that vanished is skipped too.
         let mut add = |path: &Path, rights: BitFlags<AccessFs>| -> Result<(), String> {
-            let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let opened = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path);
+            let file = match opened {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            };
+            let meta = file
+                .metadata()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if meta.file_type().is_symlink() {
+                return Ok(());
+            }
             let rights = if meta.is_dir() {
                 rights
             } else {
                 rights & file_rights
             };
-            let fd = PathFd::new(path).map_err(|e| format!("{}: {e}", path.display()))?;
             created
                 .as_mut()
-                .add_rule(PathBeneath::new(fd, rights))
+                .add_rule(PathBeneath::new(file, rights))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(())
         };
-        // Reading: everywhere but the denied paths. A place found by the walk that vanished
-        // before it was opened is left out.
+        // Reading: everywhere but the denied paths.
         let mut places = Vec::new();
         complement::grants(Path::new("/"), &denied, &mut places)?;
         for place in &places {
-            if std::fs::symlink_metadata(place).is_ok() {
-                add(place, read)?;
-            }
+            add(place, read)?;
         }
         // Writing: the private directory, each writable place, but the denied paths.
         let real_tmp = std::fs::canonicalize(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
@@ -137,9 +151,7 @@ impl Prepared {
             }
         }
         for place in &places {
-            if std::fs::symlink_metadata(place).is_ok() {
-                add(place, write)?;
-            }
+            add(place, write)?;
         }
         let fd: Option<OwnedFd> = created.into();
         let fd = fd.ok_or_else(|| "the kernel gave no ruleset".to_owned())?;

@@ -291,6 +291,49 @@ mod tests {
         assert!(!marker.exists());
     }
 
+    /// Confined in `read_only` (Linux with Landlock only): a denied directory cannot be read
+    /// (its neighbour can), a symlink to it leads nowhere, no file's mode changes, and the
+    /// command holds no capability.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn confined_read_only_reads_and_metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        if sandbox::landlock_abi().is_none() {
+            eprintln!("no Landlock here: skipped");
+            return;
+        }
+        let cwd = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let denied = outside.path().join("denied");
+        std::fs::create_dir(&denied).unwrap();
+        std::fs::write(denied.join("secret"), "hidden-text").unwrap();
+        let open = outside.path().join("open");
+        std::fs::write(&open, "open-text").unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&denied, cwd.path().join("link")).unwrap();
+        let rules = Rules {
+            writable: vec![],
+            network: true,
+            denied: vec![denied.clone()],
+            read_only: true,
+        };
+        let cmd = format!(
+            "cat {d}/secret; echo d=$?; cat link/secret; echo l=$?; cat {o}; echo; \
+             chmod 600 {o}; echo m=$?; grep CapEff /proc/self/status",
+            d = denied.display(),
+            o = open.display()
+        );
+        let out = run_bash(&cmd, cwd.path(), &limits(), Some((&rules, tmp.path())), &[]).await;
+        assert!(out.contains("d=1") && out.contains("l=1"), "{out}");
+        assert!(!out.contains("hidden-text"), "{out}");
+        assert!(out.contains("open-text"), "{out}");
+        assert!(out.contains("m=1"), "{out}");
+        assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+        let mode = std::fs::metadata(&open).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+    }
+
     /// A sandbox that cannot be set up (here: its temporary directory is gone) fails the
     /// call; the command never runs unconfined.
     #[tokio::test]
