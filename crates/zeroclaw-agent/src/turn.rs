@@ -1044,7 +1044,8 @@ impl Turn<'_> {
                     Some(Plan::Confine(rules)) => match self.scratch().await {
                         Ok(tmp) => {
                             let sandbox = Some((&rules, tmp.path()));
-                            bash::run_bash(cmd, &spec.cwd, &spec.limits, sandbox).await
+                            bash::run_bash(cmd, &spec.cwd, &spec.limits, sandbox, &spec.sandbox.env)
+                                .await
                         }
                         Err(e) => format!(
                             "Error: the sandbox could not be set up (its temporary directory: \
@@ -1052,7 +1053,7 @@ impl Turn<'_> {
                         ),
                     },
                     Some(Plan::Unconfined) | None => {
-                        bash::run_bash(cmd, &spec.cwd, &spec.limits, None).await
+                        bash::run_bash(cmd, &spec.cwd, &spec.limits, None, &spec.sandbox.env).await
                     }
                 }
             }

@@ -189,10 +189,18 @@ pub const PROVIDER_ADMIN_KEYS: &[&str] = &["base_url", "kind", "api_key", "api_k
 
 /// The agent keys only an admin may write (SPEC §17.1 "Whatever runs a program or reaches a
 /// host is admin-only", §17.2 "Whatever moves a fence is admin-only"): the programs started
-/// for every session of the agent (MCP servers, hooks of SPEC §21.1) and what confines its
-/// tools (where they may write, what they may do, which tools there are). Every key that
-/// starts with `sandbox` (the sandbox of SPEC §21.2) is too, see [`agent_key_admin_only`].
-pub const AGENT_ADMIN_KEYS: &[&str] = &["mcp_servers", "hooks", "workspace", "autonomy", "tools"];
+/// for every session of the agent (MCP servers, hooks of SPEC §21.1), what confines its
+/// tools (where they may write, what they may do, which tools there are) and what of the
+/// daemon's environment they inherit (`env`). Every key that starts with `sandbox` (the
+/// sandbox of SPEC §21.2) is too, see [`agent_key_admin_only`].
+pub const AGENT_ADMIN_KEYS: &[&str] = &[
+    "mcp_servers",
+    "hooks",
+    "workspace",
+    "autonomy",
+    "tools",
+    "env",
+];
 
 /// Whether an agent's key is admin-only: one of [`AGENT_ADMIN_KEYS`] or a `sandbox*` key.
 pub fn agent_key_admin_only(key: &str) -> bool {
@@ -386,13 +394,14 @@ permission_profiles = ["boss"]
             "agents.a.sandbox",
             "agents.a.sandbox_writable",
             "agents.a.sandbox_network",
+            "agents.a.sandbox_deny_read",
+            "agents.a.env",
             "hooks",
             "hooks.stop",
             // what fences the tools and who reaches the daemon (SPEC §17.2)
             "agents.a.workspace",
             "agents.a.autonomy",
             "agents.a.tools",
-            "agents.a.sandbox_deny_read",
             "wss",
             "wss.port",
             "wss.bind",

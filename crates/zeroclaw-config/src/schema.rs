@@ -87,6 +87,9 @@ checkpoint_budget_mb = 512         # file checkpoints kept per session (rewind);
 # sandbox = "auto"                 # "off": unconfined (read_only then refuses bash)
 # sandbox_writable = []            # more absolute paths supervised and full may write
 # sandbox_network = true           # false: no TCP connect or bind (Landlock ABI 4 or later)
+# sandbox_deny_read = ["~/.ssh", "~/.gnupg", "~/.aws", "~/.config/gcloud", "~/.netrc",
+#   "~/.docker/config.json", "/etc/shadow", "/etc/gshadow"]   # read_only cannot read these
+# env = []                         # daemon variables bash and MCP servers also get (names)
 
 # stdio MCP tool servers started for each session of the agent (tools named SERVER__TOOL):
 # [agents.default.mcp_servers.files]
@@ -295,7 +298,26 @@ pub struct Agent {
     pub sandbox_writable: Vec<String>,
     /// `false`: the sandbox also denies TCP connect and bind (where Landlock can).
     pub sandbox_network: bool,
+    /// Paths (absolute, or `~/…` for the daemon's home) a `read_only` program cannot read
+    /// in the sandbox (SPEC §17.2).
+    pub sandbox_deny_read: Vec<String>,
+    /// Names of the daemon's environment variables that `bash` and MCP servers also get,
+    /// beyond the few every program gets (SPEC §17.2).
+    pub env: Vec<String>,
 }
+
+/// `sandbox_deny_read` when not set (SPEC §17.2; `/etc/shadow` and `/etc/gshadow` from
+/// issue 44).
+pub const DEFAULT_SANDBOX_DENY_READ: &[&str] = &[
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.config/gcloud",
+    "~/.netrc",
+    "~/.docker/config.json",
+    "/etc/shadow",
+    "/etc/gshadow",
+];
 
 /// An agent's `sandbox` (SPEC §21.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -341,6 +363,11 @@ impl Default for Agent {
             sandbox: SandboxMode::Auto,
             sandbox_writable: Vec::new(),
             sandbox_network: true,
+            sandbox_deny_read: DEFAULT_SANDBOX_DENY_READ
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect(),
+            env: Vec::new(),
         }
     }
 }
@@ -532,6 +559,22 @@ impl Config {
                     out.push(Violation {
                         prop: at(&["agents", alias, "sandbox_writable"]),
                         message: format!("{w:?} at index {i} is not an absolute path"),
+                    });
+                }
+            }
+            for (i, d) in a.sandbox_deny_read.iter().enumerate() {
+                if !(Path::new(d).is_absolute() || d.starts_with("~/")) {
+                    out.push(Violation {
+                        prop: at(&["agents", alias, "sandbox_deny_read"]),
+                        message: format!("{d:?} at index {i} is neither absolute nor ~/…"),
+                    });
+                }
+            }
+            for (i, n) in a.env.iter().enumerate() {
+                if n.is_empty() || n.contains('=') || n.contains('\0') {
+                    out.push(Violation {
+                        prop: at(&["agents", alias, "env"]),
+                        message: format!("{n:?} at index {i} is not a variable name"),
                     });
                 }
             }

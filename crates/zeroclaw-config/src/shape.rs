@@ -101,6 +101,9 @@ static AGENT: Shape = Shape::Struct(&[
     ("sandbox", Shape::Enum(SANDBOX_MODES)),
     ("sandbox_writable", Shape::StrList),
     ("sandbox_network", Shape::Bool),
+    ("sandbox_deny_read", Shape::StrList),
+    // What bash and MCP servers inherit of the daemon's environment (SPEC §17.2).
+    ("env", Shape::StrList),
 ]);
 
 static HOOK: Shape = Shape::Struct(&[

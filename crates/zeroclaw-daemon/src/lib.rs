@@ -155,6 +155,17 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     zeroclaw_config::sweep_config_temp_files(config.config_dir());
     files::workspace::sweep_partial_uploads(&config.current(), &dirs.config_dir);
     let sessions = open_sessions(&dirs).await?;
+    // No program a session starts may read or write these (SPEC §17.2 "No way back in").
+    zeroclaw_agent::sandbox::set_daemon_private(vec![
+        dirs.config_file(),
+        dirs.data_dir.clone(),
+        endpoint.clone(),
+        {
+            let mut lock = endpoint.clone().into_os_string();
+            lock.push(".lock");
+            PathBuf::from(lock)
+        },
+    ]);
     let wss = config.current().wss.clone();
     let ws = match wss.enabled {
         true => Some(

@@ -97,7 +97,10 @@ fn a_user_who_may_edit_agents_cannot_make_the_daemon_run_a_command() {
          [users.wide]\nuid = {}\npermission_profiles = [\"everything\"]\n",
         uid + 1
     ));
-    let dir = daemon.config_dir().to_path_buf();
+    // The markers' own directory: the config dir itself holds the daemon's files, which no
+    // program it starts may write (SPEC §17.2), so a server cannot make files directly there.
+    let dir = daemon.config_dir().join("markers");
+    std::fs::create_dir_all(&dir).unwrap();
     let marker = dir.join("pwned");
     let server = |file: &Path| json!({"command": "/bin/sh", "args": ["-c", format!("id > {}", file.display())]});
     let evil = server(&marker);

@@ -312,6 +312,8 @@ async fn read_stderr(slot: Arc<Slot>, stderr: tokio::process::ChildStderr) {
 /// Starts the server, publishes its tools, then waits for it to exit or be stopped.
 async fn run(slot: Arc<Slot>, config: McpServerConfig, ready_timeout: Duration) {
     let mut cmd = tokio::process::Command::new(&config.command);
+    // The daemon's environment scrubbed (SPEC §17.2), then the server's own variables.
+    sandbox::env::scrub(&mut cmd, &config.inherit);
     cmd.args(&config.args)
         .envs(config.env.iter().map(|(k, v)| (k, v)))
         .kill_on_drop(true);
@@ -519,6 +521,7 @@ mod tests {
             ],
             cwd: None,
             sandbox: None,
+            inherit: Vec::new(),
         };
         let slot = Slot::starting(&config);
         slot.fail("exit 1: token ghp_TOPSECRET refused".into());

@@ -21,8 +21,11 @@ pub struct McpServerConfig {
     pub name: String,
     pub command: String,
     pub args: Vec<String>,
-    /// Added to the daemon's environment.
+    /// The server's own variables, added to what it inherits.
     pub env: Vec<(String, String)>,
+    /// Names of the daemon's variables it inherits beyond the short list (the agent's `env`
+    /// allowlist, SPEC §17.2; [`crate::sandbox::env`]).
+    pub inherit: Vec<String>,
     /// Working directory of the server (the session's cwd).
     pub cwd: Option<PathBuf>,
     /// The sandbox rules it starts under (SPEC §21.2), with a private temporary directory

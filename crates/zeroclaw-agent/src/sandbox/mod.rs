@@ -1,5 +1,11 @@
-//! The sandbox of `bash` commands and MCP servers (SPEC §21.2): what each autonomy may
-//! write, decided here, enforced by the kernel (Landlock on Linux, [`landlock`]).
+//! The sandbox of `bash` commands and MCP servers (SPEC §21.2, §17.2): what each autonomy
+//! may read and write, decided here, enforced by the kernel (Landlock on Linux,
+//! [`landlock`]; no capabilities, and in `read_only` no metadata change, [`child`]).
+//!
+//! The daemon's own files (its config file, data dir and socket, [`set_daemon_private`])
+//! are neither read nor written by any confined program; in `read_only` neither are the
+//! agent's `sandbox_deny_read` paths. The environment of every program, confined or not,
+//! is scrubbed ([`env`]).
 //!
 //! [`plan`] turns the agent's settings, the autonomy and the session's cwd into a
 //! [`Plan`]: with `sandbox = "auto"` and Landlock available, `read_only` may write nowhere
@@ -12,13 +18,18 @@
 //! Test builds of the daemon may pretend Landlock is missing ([`pretend_unavailable`]).
 
 #[cfg(target_os = "linux")]
+mod child;
+#[cfg(target_os = "linux")]
+mod complement;
+pub mod env;
+#[cfg(target_os = "linux")]
 mod landlock;
 mod rules;
 mod scratch;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,6 +43,18 @@ pub use rules::{Plan, Rules, SandboxMode, SandboxSettings};
 pub use scratch::Scratch;
 
 static PRETEND_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+static DAEMON_PRIVATE: OnceLock<Vec<PathBuf>> = OnceLock::new();
+
+/// Records the daemon's own places (its config file, data dir, socket), which no confined
+/// program may read or write (SPEC §17.2 "No way back in"). Set once, at the daemon's start;
+/// a second call is ignored.
+pub fn set_daemon_private(paths: Vec<PathBuf>) {
+    let _ = DAEMON_PRIVATE.set(paths);
+}
+
+fn daemon_private() -> &'static [PathBuf] {
+    DAEMON_PRIVATE.get().map(Vec::as_slice).unwrap_or(&[])
+}
 
 /// Makes [`landlock_abi`] answer `None` from now on (the daemon's test hooks only).
 pub fn pretend_unavailable() {
@@ -68,6 +91,12 @@ pub fn plan(settings: &SandboxSettings, read_only: bool, cwd: &Path) -> Plan {
                     .collect()
             },
             network: settings.network,
+            denied: daemon_private()
+                .iter()
+                .chain(settings.deny_read.iter().filter(|_| read_only))
+                .cloned()
+                .collect(),
+            read_only,
         }),
         _ if !read_only => Plan::Unconfined,
         (SandboxMode::Off, _) => Plan::Refuse(
@@ -98,6 +127,7 @@ mod tests {
         let cwd = Path::new("/work/here");
         let mut s = SandboxSettings {
             writable: vec!["/opt/cache".into()],
+            deny_read: vec!["/etc/shadow".into()],
             ..SandboxSettings::default()
         };
         if landlock_abi().is_some() {
@@ -105,14 +135,18 @@ mod tests {
                 plan(&s, true, cwd),
                 Plan::Confine(Rules {
                     writable: vec![],
-                    network: true
+                    network: true,
+                    denied: vec!["/etc/shadow".into()],
+                    read_only: true,
                 })
             );
             assert_eq!(
                 plan(&s, false, cwd),
                 Plan::Confine(Rules {
                     writable: vec![cwd.into(), "/opt/cache".into()],
-                    network: true
+                    network: true,
+                    denied: vec![],
+                    read_only: false,
                 })
             );
         }

@@ -33,13 +33,15 @@ mod windows;
 use windows as platform;
 
 /// Runs the command and returns the text given to the model; `sandbox` = the rules and
-/// the private temporary directory to confine it with.
+/// the private temporary directory to confine it with; `env_allow` = the agent's `env`
+/// allowlist (the environment is scrubbed, confined or not: SPEC §17.2).
 /// Cancel-safe: dropping the future kills the command and everything it started.
 pub async fn run_bash(
     command: &str,
     cwd: &Path,
     limits: &ToolLimits,
     sandbox: Option<(&Rules, &Path)>,
+    env_allow: &[String],
 ) -> String {
     if !cwd.is_dir() {
         return format!(
@@ -49,7 +51,7 @@ pub async fn run_bash(
     }
     let prepared = match sandbox {
         None => None,
-        Some((rules, tmp)) => match sandbox::prepare(rules, tmp) {
+        Some((rules, tmp)) => match prepare_off_thread(rules, tmp).await {
             Ok(p) => Some((p, tmp)),
             Err(e) => {
                 return format!(
@@ -59,7 +61,7 @@ pub async fn run_bash(
         },
     };
     let confine = prepared.as_ref().map(|(p, tmp)| (p, *tmp));
-    match run_inner(command, cwd, limits, confine).await {
+    match run_inner(command, cwd, limits, confine, env_allow).await {
         Ok(s) => s,
         Err(e) if confine.is_some() => format!(
             "Error: failed to run {} in its sandbox: {e}; the command was not run unconfined.",
@@ -69,17 +71,26 @@ pub async fn run_bash(
     }
 }
 
+/// [`sandbox::prepare`] (it walks directories and opens paths) on the blocking pool.
+async fn prepare_off_thread(rules: &Rules, tmp: &Path) -> Result<sandbox::Prepared, String> {
+    let (rules, tmp) = (rules.clone(), tmp.to_path_buf());
+    tokio::task::spawn_blocking(move || sandbox::prepare(&rules, &tmp))
+        .await
+        .map_err(|e| e.to_string())?
+}
+
 async fn run_inner(
     command: &str,
     cwd: &Path,
     limits: &ToolLimits,
     sandbox: Option<(&sandbox::Prepared, &Path)>,
+    env_allow: &[String],
 ) -> std::io::Result<String> {
     let platform::Spawned {
         mut child,
         mut rx,
         mut guard,
-    } = platform::spawn(command, cwd, sandbox)?;
+    } = platform::spawn(command, cwd, sandbox, env_allow)?;
 
     let cap = limits.bash_output_cap;
     let mut out: Vec<u8> = Vec::new();
@@ -164,6 +175,7 @@ mod tests {
             dir.path(),
             &limits(),
             None,
+            &[],
         )
         .await;
         let cwd = dir.path().canonicalize().unwrap();
@@ -172,12 +184,12 @@ mod tests {
             format!("out\nerr\n{}\n\n[exit code: 3]", cwd.display())
         );
         assert_eq!(
-            run_bash("true", dir.path(), &limits(), None).await,
+            run_bash("true", dir.path(), &limits(), None, &[]).await,
             "(no output)"
         );
         let gone = dir.path().join("gone");
         assert!(
-            run_bash("true", &gone, &limits(), None)
+            run_bash("true", &gone, &limits(), None, &[])
                 .await
                 .contains("does not exist")
         );
@@ -190,7 +202,14 @@ mod tests {
             bash_output_cap: 1000,
             ..limits()
         };
-        let out = run_bash("head -c 5000 /dev/zero | tr '\\0' a", dir.path(), &l, None).await;
+        let out = run_bash(
+            "head -c 5000 /dev/zero | tr '\\0' a",
+            dir.path(),
+            &l,
+            None,
+            &[],
+        )
+        .await;
         assert!(out.starts_with(&"a".repeat(1000)));
         assert!(out.contains("[output truncated: 4000 more bytes not shown; limit 1000 bytes]"));
     }
@@ -208,7 +227,7 @@ mod tests {
             marker.display()
         );
         let t = Instant::now();
-        let out = run_bash(&cmd, dir.path(), &l, None).await;
+        let out = run_bash(&cmd, dir.path(), &l, None, &[]).await;
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
         assert!(out.starts_with("started\n"), "{out}");
         assert!(out.contains("timed out"), "{out}");
@@ -222,7 +241,7 @@ mod tests {
         let marker = dir.path().join("marker");
         let cmd = format!("sleep 1; touch {}", marker.display());
         let l = limits();
-        let fut = run_bash(&cmd, dir.path(), &l, None);
+        let fut = run_bash(&cmd, dir.path(), &l, None, &[]);
         let r = tokio::time::timeout(Duration::from_millis(200), fut).await;
         assert!(r.is_err());
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -244,13 +263,15 @@ mod tests {
         let rules = Rules {
             writable: vec![cwd.path().to_path_buf()],
             network: true,
+            denied: vec![],
+            read_only: false,
         };
         let sb = Some((&rules, tmp.path()));
         let cmd = format!(
             "echo a > in; echo b > \"$TMPDIR/t\"; echo c > /dev/null; echo d > {}/f",
             outside.path().display()
         );
-        let out = run_bash(&cmd, cwd.path(), &limits(), sb).await;
+        let out = run_bash(&cmd, cwd.path(), &limits(), sb, &[]).await;
         assert!(out.contains("Permission denied"), "{out}");
         assert!(cwd.path().join("in").exists());
         assert!(tmp.path().join("t").exists());
@@ -263,11 +284,54 @@ mod tests {
         };
         let keep = cwd.path().join("kept");
         let cmd = format!("(sleep 1; touch {}) & sleep 30", keep.display());
-        let out = run_bash(&cmd, cwd.path(), &l, sb).await;
+        let out = run_bash(&cmd, cwd.path(), &l, sb, &[]).await;
         assert!(out.contains("timed out"), "{out}");
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!keep.exists(), "background child survived the kill");
         assert!(!marker.exists());
+    }
+
+    /// Confined in `read_only` (Linux with Landlock only): a denied directory cannot be read
+    /// (its neighbour can), a symlink to it leads nowhere, no file's mode changes, and the
+    /// command holds no capability.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn confined_read_only_reads_and_metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        if sandbox::landlock_abi().is_none() {
+            eprintln!("no Landlock here: skipped");
+            return;
+        }
+        let cwd = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let denied = outside.path().join("denied");
+        std::fs::create_dir(&denied).unwrap();
+        std::fs::write(denied.join("secret"), "hidden-text").unwrap();
+        let open = outside.path().join("open");
+        std::fs::write(&open, "open-text").unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&denied, cwd.path().join("link")).unwrap();
+        let rules = Rules {
+            writable: vec![],
+            network: true,
+            denied: vec![denied.clone()],
+            read_only: true,
+        };
+        let cmd = format!(
+            "cat {d}/secret; echo d=$?; cat link/secret; echo l=$?; cat {o}; echo; \
+             chmod 600 {o}; echo m=$?; grep CapEff /proc/self/status",
+            d = denied.display(),
+            o = open.display()
+        );
+        let out = run_bash(&cmd, cwd.path(), &limits(), Some((&rules, tmp.path())), &[]).await;
+        assert!(out.contains("d=1") && out.contains("l=1"), "{out}");
+        assert!(!out.contains("hidden-text"), "{out}");
+        assert!(out.contains("open-text"), "{out}");
+        assert!(out.contains("m=1"), "{out}");
+        assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+        let mode = std::fs::metadata(&open).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
     }
 
     /// A sandbox that cannot be set up (here: its temporary directory is gone) fails the
@@ -278,11 +342,13 @@ mod tests {
         let rules = Rules {
             writable: vec![cwd.path().to_path_buf()],
             network: true,
+            denied: vec![],
+            read_only: false,
         };
         let gone = cwd.path().join("no-such-tmp");
         let marker = cwd.path().join("ran");
         let cmd = format!("touch {}", marker.display());
-        let out = run_bash(&cmd, cwd.path(), &limits(), Some((&rules, &gone))).await;
+        let out = run_bash(&cmd, cwd.path(), &limits(), Some((&rules, &gone)), &[]).await;
         assert!(
             out.starts_with("Error: the sandbox could not be set up"),
             "{out}"
@@ -294,7 +360,7 @@ mod tests {
     async fn background_process_does_not_hang_the_tool() {
         let dir = tempfile::tempdir().unwrap();
         let t = Instant::now();
-        let out = run_bash("sleep 2 & echo hi", dir.path(), &limits(), None).await;
+        let out = run_bash("sleep 2 & echo hi", dir.path(), &limits(), None, &[]).await;
         assert_eq!(out, "hi\n");
         assert!(t.elapsed() < Duration::from_secs(3));
     }

@@ -70,6 +70,7 @@ pub fn servers_for(
     let read_only =
         live.overrides().autonomy.unwrap_or(base) == zeroclaw_config::Autonomy::ReadOnly;
     let rules = super::sandbox::mcp_rules(config, alias, read_only, &live.cwd);
+    let inherit = super::sandbox::settings(config, alias).env;
     if let Some(agent) = config.agents.get(alias) {
         for (name, m) in &agent.mcp_servers {
             if session.iter().any(|s| &s.name == name) {
@@ -82,6 +83,7 @@ pub fn servers_for(
                 env: m.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cwd: Some(live.cwd.clone()),
                 sandbox: rules.clone(),
+                inherit: inherit.clone(),
             });
         }
     }
@@ -97,6 +99,7 @@ pub fn servers_for(
                 .collect(),
             cwd: Some(live.cwd.clone()),
             sandbox: rules.clone(),
+            inherit: inherit.clone(),
         });
     }
     out

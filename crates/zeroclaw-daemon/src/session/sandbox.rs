@@ -21,6 +21,27 @@ pub(crate) fn settings(config: &Config, alias: &str) -> SandboxSettings {
         },
         writable: agent.sandbox_writable.iter().map(PathBuf::from).collect(),
         network: agent.sandbox_network,
+        deny_read: agent
+            .sandbox_deny_read
+            .iter()
+            .filter_map(|p| expand_home(p))
+            .collect(),
+        env: agent.env.clone(),
+    }
+}
+
+/// `~/…` under the daemon's `HOME` (an entry is dropped, and logged, when `HOME` is unset);
+/// any other path as it is.
+fn expand_home(path: &str) -> Option<PathBuf> {
+    let Some(rest) = path.strip_prefix("~/") else {
+        return Some(PathBuf::from(path));
+    };
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => Some(PathBuf::from(home).join(rest)),
+        None => {
+            tracing::warn!("sandbox_deny_read: {path} is skipped: HOME is not set");
+            None
+        }
     }
 }
 

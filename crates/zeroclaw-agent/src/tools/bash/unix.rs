@@ -1,5 +1,6 @@
 //! The Unix side of the `bash` tool: `bash -c COMMAND` in its own process group, output
-//! through one pipe shared by stdout and stderr, SIGKILL to the whole group on kill; when
+//! through one pipe shared by stdout and stderr, SIGKILL to the whole group on kill; the
+//! environment scrubbed to the short list and the agent's allowlist (SPEC §17.2); when
 //! confined (SPEC §21.2), the prepared ruleset applied in the child and `TMPDIR` set to the
 //! private temporary directory.
 
@@ -51,12 +52,14 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Starts `bash -c command` in `cwd`, in a new process group, confined by `sandbox` (the
+/// Starts `bash -c command` in `cwd`, in a new process group, with the daemon's environment
+/// scrubbed but for `env_allow` ([`crate::sandbox::env`]), confined by `sandbox` (the
 /// ruleset and the private temporary directory) when given.
 pub fn spawn(
     command: &str,
     cwd: &Path,
     sandbox: Option<(&Prepared, &Path)>,
+    env_allow: &[String],
 ) -> std::io::Result<Spawned> {
     let (reader, writer) = std::io::pipe()?;
     let child = {
@@ -70,6 +73,7 @@ pub fn spawn(
             .stderr(Stdio::from(writer2))
             .process_group(0)
             .kill_on_drop(true);
+        crate::sandbox::env::scrub(&mut cmd, env_allow);
         if let Some((prepared, tmp)) = sandbox {
             cmd.env("TMPDIR", tmp);
             prepared.confine(&mut cmd);

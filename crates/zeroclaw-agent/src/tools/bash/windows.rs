@@ -192,12 +192,16 @@ fn shell_command(command: &str) -> tokio::process::Command {
 }
 
 /// Starts the command in `cwd`, inside a new Job object.
-/// `sandbox` is always `None` here: Windows has no Landlock ([`crate::sandbox`]).
+/// `sandbox` is always `None` here: Windows has no Landlock ([`crate::sandbox`]). The
+/// environment is not scrubbed here (`env_allow` is unused): a Windows shell needs
+/// variables (`SystemRoot`, …) that the Unix list does not name.
 pub fn spawn(
     command: &str,
     cwd: &Path,
     sandbox: Option<(&crate::sandbox::Prepared, &Path)>,
+    env_allow: &[String],
 ) -> io::Result<Spawned> {
+    let _ = env_allow;
     if let Some((prepared, _)) = sandbox {
         match *prepared {}
     }
