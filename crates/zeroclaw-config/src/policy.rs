@@ -198,12 +198,14 @@ pub const AGENT_ADMIN_KEYS: &[&str] = &[
     "sandbox_network",
 ];
 
-/// Top-level sections only an admin may write: `hooks` run for every agent (SPEC §21.1).
-pub const ADMIN_SECTIONS: &[&str] = &["hooks"];
+/// Top-level sections only an admin may write: `hooks` run for every agent (SPEC §21.1);
+/// `gateway` says which `Host` names the gateway answers (SPEC §17.2).
+pub const ADMIN_SECTIONS: &[&str] = &["hooks", "gateway"];
 
 /// Whether writing or deleting `prop` is admin-only whatever `config_write_paths` says: the
 /// `providers` section, a whole provider table, a provider's endpoint or key; anything at
-/// or under an agent's MCP servers, hooks or sandbox settings; the `hooks` section.
+/// or under an agent's MCP servers, hooks or sandbox settings; the `hooks` and `gateway`
+/// sections.
 ///
 /// A write *above* these (`agents.X = {…}`, `agents = {…}`) is not admin-only by its path;
 /// the store refuses it when it would change one of them (see [`crate::guard`]).

@@ -126,6 +126,10 @@ port = 9781
 cert_path = ""                     # TLS is required when bind is not a loopback address
 key_path = ""
 allowed_origins = []               # browser origins allowed to open a WebSocket
+
+# Host names the gateway answers besides loopback ones (admin-only; DNS rebinding):
+# [gateway]
+# hostnames = ["zeroclaw.example.org"]
 "#;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -138,6 +142,8 @@ pub struct Config {
     pub users: BTreeMap<String, User>,
     pub permission_profiles: BTreeMap<String, Profile>,
     pub wss: Wss,
+    /// The gateway's own settings beyond its listener (SPEC §17.2).
+    pub gateway: GatewaySettings,
     /// Hooks run for every agent, before the agent's own (SPEC §21.1).
     pub hooks: crate::hooks::Hooks,
 }
@@ -399,6 +405,14 @@ pub struct Wss {
     pub allowed_origins: Vec<String>,
 }
 
+/// `[gateway]`: the `Host` names the gateway answers besides loopback names and addresses
+/// (SPEC §17.2 "Host names the listener"). Admin-only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewaySettings {
+    pub hostnames: Vec<String>,
+}
+
 impl Default for Wss {
     fn default() -> Self {
         Wss {
@@ -657,11 +671,11 @@ impl Config {
     }
 
     /// Whether a change at `prop` takes effect only after a restart: the WebSocket
-    /// listener (`wss.*`) and the `[limits]` are read at start.
+    /// listener (`wss.*`, `gateway.*`) and the `[limits]` are read at start.
     pub fn needs_restart(prop: &PropPath) -> bool {
         matches!(
             prop.segments().first().map(String::as_str),
-            Some("wss" | "limits")
+            Some("wss" | "limits" | "gateway")
         )
     }
 
