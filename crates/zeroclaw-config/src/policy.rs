@@ -352,6 +352,18 @@ permission_profiles = ["boss"]
     }
 
     #[test]
+    fn the_gateways_host_names_are_admin_only() {
+        let mut p = Principal::holding_nothing("user:x".into());
+        p.config_write_paths.push(WritePattern::parse("*").unwrap());
+        for prop in ["gateway", "gateway.hostnames"] {
+            let prop = PropPath::parse(prop).unwrap();
+            assert!(admin_only(&prop), "{prop:?}");
+            assert!(!p.may_write(&prop), "{prop:?}");
+            assert!(Principal::operator().may_write(&prop), "{prop:?}");
+        }
+    }
+
+    #[test]
     fn provider_endpoint_and_key_are_admin_only() {
         let mut p = Principal::holding_nothing("user:x".into());
         p.config_write_paths.push(WritePattern::parse("*").unwrap());

@@ -32,6 +32,11 @@ grants = { sessions = ["create", "read", "update", "execute"], system = ["read"]
 allowed_agents = ["default"]
 [users.alice]
 permission_profiles = ["remote"]
+[permission_profiles.editor]
+grants = { config = ["read", "update"] }
+config_write_paths = ["*"]
+[users.carol]
+permission_profiles = ["editor"]
 "#;
 
 /// A daemon with the gateway started by `[wss]` on an OS-chosen port (`extra` added to the
@@ -537,4 +542,24 @@ async fn a_foreign_host_gets_421_on_every_route() {
         ),
     );
     assert_eq!(r.status, 421);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_admin_names_the_gateways_hosts() {
+    let (daemon, port) = gateway_daemon("", &[]);
+    let carol = pair(daemon.config_dir(), "carol");
+    let host = format!("127.0.0.1:{port}");
+    let set = json!({"jsonrpc": "2.0", "id": 1, "method": "config/set",
+        "params": {"prop": "gateway.hostnames", "value": ["evil.example"]}});
+    // Carol may write every path (config_write_paths = ["*"]), but not this one.
+    let r = request(port, &post_raw(Some(&host), Some(&carol), &set)).json();
+    assert_eq!(code(&r["error"]), -32012, "{r}");
+    let allowed = json!({"jsonrpc": "2.0", "id": 1, "method": "config/set",
+        "params": {"prop": "agents.default.keep_recent_turns", "value": 3}});
+    let r = request(port, &post_raw(Some(&host), Some(&carol), &allowed)).json();
+    assert!(r["result"].is_object(), "positive control: {r}");
+    daemon.client().result(
+        "config/set",
+        json!({"prop": "gateway.hostnames", "value": ["zeroclaw.test"]}),
+    );
 }
