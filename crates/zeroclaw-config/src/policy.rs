@@ -12,7 +12,7 @@ use crate::path::{PropPath, WritePattern};
 use crate::schema::{Config, Profile};
 
 /// How a peer proved who it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Credential {
     /// A local peer's uid (SO_PEERCRED).
     LocalUid(u32),

@@ -6,7 +6,9 @@
 //! SHA-256; the tables are bounded, and shared out per credential (SPEC §17.2 "Quotas per
 //! principal"): one credential holds at most [`CODES_PER_CREDENTIAL`] codes (used ones
 //! until they expire) and [`SESSIONS_PER_CREDENTIAL`] sessions, a new session evicting
-//! that credential's oldest, so no caller can use up the others' logins.
+//! that credential's oldest, so no caller can use up the others' logins. When a whole table
+//! is full (many credentials at their share), the credential holding the most gives up its
+//! oldest entry: a full table never refuses one who holds less.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -100,6 +102,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Makes room in a full table: the oldest entry of the credential holding the most goes
+/// (of equal holders, the one whose oldest entry is oldest).
+fn evict_from_largest<V>(
+    table: &mut HashMap<String, V>,
+    credential: impl Fn(&V) -> &Credential,
+    age: impl Fn(&V) -> Instant,
+) {
+    // Per credential: how many it holds, and its oldest entry's key and age.
+    let mut holders: HashMap<&Credential, (usize, &String, Instant)> = HashMap::new();
+    for (key, v) in table.iter() {
+        let at = age(v);
+        let h = holders.entry(credential(v)).or_insert((0, key, at));
+        h.0 += 1;
+        if at < h.2 {
+            (h.1, h.2) = (key, at);
+        }
+    }
+    let victim = holders
+        .into_values()
+        .max_by_key(|(n, _, at)| (*n, std::cmp::Reverse(*at)))
+        .map(|(_, key, _)| key.clone());
+    if let Some(key) = victim {
+        table.remove(&key);
+    }
+}
+
 /// The key of the oldest session that `pick` selects.
 fn oldest_of(
     sessions: &HashMap<String, Session>,
@@ -132,8 +160,11 @@ impl Logins {
             .values()
             .filter(|c| c.credential == credential)
             .count();
-        if held >= CODES_PER_CREDENTIAL || codes.len() >= MAX_CODES {
+        if held >= CODES_PER_CREDENTIAL {
             return Err(LoginError::TooManyCodes);
+        }
+        if codes.len() >= MAX_CODES {
+            evict_from_largest(&mut codes, |c| &c.credential, |c| c.expires);
         }
         codes.insert(
             digest(&code),
@@ -179,7 +210,7 @@ impl Logins {
                 sessions.remove(&oldest);
             }
         } else if sessions.len() >= MAX_SESSIONS {
-            return Err(LoginError::TooManySessions);
+            evict_from_largest(&mut sessions, |s| &s.credential, |s| s.made);
         }
         sessions.insert(
             digest(&token),
@@ -252,6 +283,52 @@ mod tests {
         logins.redeem(&operator.code).expect("the operator logs in");
         tokio::time::advance(CODE_TTL).await;
         logins.issue(bob).expect("bob's codes expired: room again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn full_tables_make_room_from_the_largest_holder() {
+        let logins = Logins::default();
+        let holders = (MAX_CODES / CODES_PER_CREDENTIAL) as u32;
+        let mut first = None;
+        for uid in 0..holders {
+            for _ in 0..CODES_PER_CREDENTIAL {
+                tokio::time::advance(Duration::from_millis(1)).await;
+                let code = logins
+                    .issue(Credential::LocalUid(1000 + uid))
+                    .expect("code");
+                first.get_or_insert(code.code);
+            }
+        }
+        assert_eq!(lock(&logins.codes).len(), MAX_CODES);
+        let late = logins.issue(Credential::LocalUid(0)).expect("room made");
+        assert_eq!(lock(&logins.codes).len(), MAX_CODES);
+        logins.redeem(&late.code).expect("the late one logs in");
+        let first = first.expect("a first code");
+        assert_eq!(
+            logins.redeem(&first).err(),
+            Some(LoginError::UnknownCode),
+            "the oldest code of a largest holder made room"
+        );
+
+        let logins = Logins::default();
+        let holders = (MAX_SESSIONS / SESSIONS_PER_CREDENTIAL) as u32;
+        // Rounds of as many codes as one may hold, each credential in turn.
+        for _ in 0..SESSIONS_PER_CREDENTIAL / CODES_PER_CREDENTIAL {
+            for uid in 0..holders {
+                for _ in 0..CODES_PER_CREDENTIAL {
+                    let cred = Credential::LocalUid(1000 + uid);
+                    let code = logins.issue(cred).expect("code");
+                    logins.redeem(&code.code).expect("session");
+                    tokio::time::advance(Duration::from_millis(1)).await;
+                }
+            }
+            tokio::time::advance(CODE_TTL).await;
+        }
+        assert_eq!(lock(&logins.sessions).len(), MAX_SESSIONS);
+        let code = logins.issue(Credential::LocalUid(0)).expect("code");
+        let (token, _) = logins.redeem(&code.code).expect("room made");
+        assert_eq!(logins.session(&token), Some(Credential::LocalUid(0)));
+        assert_eq!(lock(&logins.sessions).len(), MAX_SESSIONS);
     }
 
     #[tokio::test(start_paused = true)]
