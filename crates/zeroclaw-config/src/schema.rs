@@ -637,7 +637,34 @@ impl Config {
         }
         hook_violations(&self.hooks, &at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
+        self.validate_gateway(&mut out);
         out
+    }
+
+    /// Each of `gateway.hostnames` is a host name or an IP address, without a port.
+    fn validate_gateway(&self, out: &mut Vec<Violation>) {
+        for name in &self.gateway.hostnames {
+            let bare = name
+                .strip_prefix('[')
+                .and_then(|n| n.strip_suffix(']'))
+                .unwrap_or(name);
+            let ipv6 = bare.parse::<std::net::Ipv6Addr>().is_ok();
+            let bad = bare.is_empty()
+                || bare.len() > 253
+                || bare
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || "/@?#[]".contains(c))
+                || (bare.contains(':') && !ipv6);
+            if bad {
+                out.push(Violation {
+                    prop: at(&["gateway", "hostnames"]),
+                    message: format!(
+                        "{} is not a host name or an IP address (no port, no scheme)",
+                        crate::shape::shown(name)
+                    ),
+                });
+            }
+        }
     }
 
     fn validate_wss(&self, out: &mut Vec<Violation>) {
@@ -699,4 +726,35 @@ pub fn valid_mcp_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hostnames(names: &[&str]) -> Vec<String> {
+        let mut c = Config::default();
+        c.gateway.hostnames = names.iter().map(|n| (*n).to_owned()).collect();
+        c.validate().into_iter().map(|v| v.message).collect()
+    }
+
+    #[test]
+    fn gateway_hostnames_are_names_or_addresses_without_a_port() {
+        let ok = [
+            "zeroclaw.example.org",
+            "192.0.2.1",
+            "[2001:db8::1]",
+            "2001:db8::1",
+        ];
+        assert_eq!(hostnames(&ok), Vec::<String>::new());
+        for bad in [
+            "",
+            "example.org:443",
+            "http://example.org",
+            "a b",
+            "user@example.org",
+        ] {
+            assert_eq!(hostnames(&[bad]).len(), 1, "{bad:?}");
+        }
+    }
 }

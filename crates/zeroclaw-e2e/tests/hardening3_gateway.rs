@@ -558,8 +558,15 @@ async fn only_an_admin_names_the_gateways_hosts() {
         "params": {"prop": "agents.default.keep_recent_turns", "value": 3}});
     let r = request(port, &post_raw(Some(&host), Some(&carol), &allowed)).json();
     assert!(r["result"].is_object(), "positive control: {r}");
-    daemon.client().result(
+    let mut op = daemon.client();
+    op.result(
         "config/set",
         json!({"prop": "gateway.hostnames", "value": ["zeroclaw.test"]}),
     );
+    // A port or a scheme is not a host name.
+    let e = op.error(
+        "config/set",
+        json!({"prop": "gateway.hostnames", "value": ["zeroclaw.test:443"]}),
+    );
+    assert_eq!(code(&e), -32602, "{e}");
 }

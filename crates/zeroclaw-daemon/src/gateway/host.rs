@@ -16,13 +16,23 @@ pub(crate) struct HostNames {
     pub listener: SocketAddr,
     /// Served over TLS (the default port is 443, else 80).
     pub tls: bool,
-    /// `gateway.hostnames`, lower-cased, without a trailing dot.
+    /// `gateway.hostnames`, without a trailing dot or an IPv6 literal's brackets.
     pub names: Vec<String>,
 }
 
 impl HostNames {
     pub fn new(listener: SocketAddr, tls: bool, names: &[String]) -> HostNames {
-        let names = names.iter().map(|n| normalize(n).to_owned()).collect();
+        let names = names
+            .iter()
+            .map(|n| {
+                let n = n.trim();
+                let n = n
+                    .strip_prefix('[')
+                    .and_then(|n| n.strip_suffix(']'))
+                    .unwrap_or(n);
+                normalize(n).to_owned()
+            })
+            .collect();
         HostNames {
             listener,
             tls,
@@ -141,7 +151,13 @@ mod tests {
 
     #[test]
     fn the_bound_address_and_configured_names() {
-        let h = names("192.0.2.7:443", true, &["Zeroclaw.Example.org."]);
+        let h = names(
+            "192.0.2.7:443",
+            true,
+            &["Zeroclaw.Example.org.", "[2001:db8::1]", "198.51.100.1"],
+        );
+        assert!(h.accepts("[2001:db8::1]:9000"));
+        assert!(h.accepts("198.51.100.1"));
         assert!(h.accepts("192.0.2.7"), "default port of https");
         assert!(h.accepts("192.0.2.7:443"));
         assert!(!h.accepts("192.0.2.8:443"));
