@@ -4,7 +4,8 @@
 //!
 //! The bearer is checked before the body is read, and a refused one counts as a failed
 //! login of its prefix from the peer's source ([`super::rate`]: past the limit, that
-//! prefix gets 429 until the window passes; other bearers are not refused for it). An authenticated connection gets one caller context (its slot moves from the
+//! prefix gets 429 until the window passes; other bearers are not refused for it). An
+//! authenticated connection gets one caller context (its slot moves from the
 //! unauthenticated pool to the token's count, as a WebSocket's does at `initialize`); the
 //! call runs through the same front door as every other ([`crate::dispatch`]) and waits
 //! for its result (`session/prompt`: the turn's end). Notifications the call causes are
