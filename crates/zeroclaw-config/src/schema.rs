@@ -656,11 +656,12 @@ impl Config {
                     .any(|c| c.is_whitespace() || c.is_control() || "/@?#[]".contains(c))
                 || (bare.contains(':') && !ipv6);
             if bad {
+                // At most 80 characters of it in the message.
+                let shown: String = name.chars().take(80).collect();
                 out.push(Violation {
                     prop: at(&["gateway", "hostnames"]),
                     message: format!(
-                        "{} is not a host name or an IP address (no port, no scheme)",
-                        crate::shape::shown(name)
+                        "{shown:?} is not a host name or an IP address (no port, no scheme)"
                     ),
                 });
             }
