@@ -12,7 +12,7 @@ use crate::path::{PropPath, WritePattern};
 use crate::schema::{Config, Profile};
 
 /// How a peer proved who it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Credential {
     /// A local peer's uid (SO_PEERCRED).
     LocalUid(u32),
@@ -359,6 +359,18 @@ permission_profiles = ["boss"]
                 n.require(r, v, "m"),
                 Err(PolicyError::MissingGrant { .. })
             ));
+        }
+    }
+
+    #[test]
+    fn the_gateways_host_names_are_admin_only() {
+        let mut p = Principal::holding_nothing("user:x".into());
+        p.config_write_paths.push(WritePattern::parse("*").unwrap());
+        for prop in ["gateway", "gateway.hostnames"] {
+            let prop = PropPath::parse(prop).unwrap();
+            assert!(admin_only(&prop), "{prop:?}");
+            assert!(!p.may_write(&prop), "{prop:?}");
+            assert!(Principal::operator().may_write(&prop), "{prop:?}");
         }
     }
 

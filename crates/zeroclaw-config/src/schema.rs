@@ -129,6 +129,10 @@ port = 9781
 cert_path = ""                     # TLS is required when bind is not a loopback address
 key_path = ""
 allowed_origins = []               # browser origins allowed to open a WebSocket
+
+# Host names the gateway answers besides loopback ones (admin-only; DNS rebinding):
+# [gateway]
+# hostnames = ["zeroclaw.example.org"]
 "#;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -141,6 +145,8 @@ pub struct Config {
     pub users: BTreeMap<String, User>,
     pub permission_profiles: BTreeMap<String, Profile>,
     pub wss: Wss,
+    /// The gateway's own settings beyond its listener (SPEC §17.2).
+    pub gateway: GatewaySettings,
     /// Hooks run for every agent, before the agent's own (SPEC §21.1).
     pub hooks: crate::hooks::Hooks,
 }
@@ -426,6 +432,14 @@ pub struct Wss {
     pub allowed_origins: Vec<String>,
 }
 
+/// `[gateway]`: the `Host` names the gateway answers besides loopback names and addresses
+/// (SPEC §17.2 "Host names the listener"). Admin-only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewaySettings {
+    pub hostnames: Vec<String>,
+}
+
 impl Default for Wss {
     fn default() -> Self {
         Wss {
@@ -666,7 +680,35 @@ impl Config {
         }
         hook_violations(&self.hooks, &at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
+        self.validate_gateway(&mut out);
         out
+    }
+
+    /// Each of `gateway.hostnames` is a host name or an IP address, without a port.
+    fn validate_gateway(&self, out: &mut Vec<Violation>) {
+        for name in &self.gateway.hostnames {
+            let bare = name
+                .strip_prefix('[')
+                .and_then(|n| n.strip_suffix(']'))
+                .unwrap_or(name);
+            let ipv6 = bare.parse::<std::net::Ipv6Addr>().is_ok();
+            let bad = bare.is_empty()
+                || bare.len() > 253
+                || bare
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || "/@?#[]".contains(c))
+                || (bare.contains(':') && !ipv6);
+            if bad {
+                // At most 80 characters of it in the message.
+                let shown: String = name.chars().take(80).collect();
+                out.push(Violation {
+                    prop: at(&["gateway", "hostnames"]),
+                    message: format!(
+                        "{shown:?} is not a host name or an IP address (no port, no scheme)"
+                    ),
+                });
+            }
+        }
     }
 
     fn validate_wss(&self, out: &mut Vec<Violation>) {
@@ -700,11 +742,11 @@ impl Config {
     }
 
     /// Whether a change at `prop` takes effect only after a restart: the WebSocket
-    /// listener (`wss.*`) and the `[limits]` are read at start.
+    /// listener (`wss.*`, `gateway.*`) and the `[limits]` are read at start.
     pub fn needs_restart(prop: &PropPath) -> bool {
         matches!(
             prop.segments().first().map(String::as_str),
-            Some("wss" | "limits")
+            Some("wss" | "limits" | "gateway")
         )
     }
 
@@ -728,4 +770,35 @@ pub fn valid_mcp_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hostnames(names: &[&str]) -> Vec<String> {
+        let mut c = Config::default();
+        c.gateway.hostnames = names.iter().map(|n| (*n).to_owned()).collect();
+        c.validate().into_iter().map(|v| v.message).collect()
+    }
+
+    #[test]
+    fn gateway_hostnames_are_names_or_addresses_without_a_port() {
+        let ok = [
+            "zeroclaw.example.org",
+            "192.0.2.1",
+            "[2001:db8::1]",
+            "2001:db8::1",
+        ];
+        assert_eq!(hostnames(&ok), Vec::<String>::new());
+        for bad in [
+            "",
+            "example.org:443",
+            "http://example.org",
+            "a b",
+            "user@example.org",
+        ] {
+            assert_eq!(hostnames(&[bad]).len(), 1, "{bad:?}");
+        }
+    }
 }

@@ -179,6 +179,7 @@ pub static ROOT: Shape = Shape::Struct(&[
             ("allowed_origins", Shape::StrList),
         ]),
     ),
+    ("gateway", Shape::Struct(&[("hostnames", Shape::StrList)])),
     ("hooks", HOOKS),
 ]);
 

@@ -194,6 +194,7 @@ impl From<FilesError> for ErrorObject {
             BudgetExhausted { needed, budget } => {
                 ErrorObject::limit_exceeded(message, budget, needed)
             }
+            ShareExhausted { needed, share } => ErrorObject::limit_exceeded(message, share, needed),
             SessionNotFound(_) | SessionGone(_) => ErrorObject::session_not_found(message),
             NotOwner(id) => ErrorObject::not_owner(&id),
             AgentNotAllowed { .. } => ErrorObject::forbidden(message),

@@ -541,7 +541,12 @@ async fn a_connection_cut_mid_turn_resumes_with_nothing_lost_or_doubled() {
     let relay = Relay::start().await;
     let dash = Dash::start(&config(
         Some(&fake.base_url()),
-        &format!("allowed_origins = [\"http://127.0.0.1:{}\"]", relay.port),
+        // The page reaches the gateway through the relay's port: that `Host` is named in
+        // `gateway.hostnames` (an address there matches on any port, SPEC §17.2).
+        &format!(
+            "allowed_origins = [\"http://127.0.0.1:{}\"]\n[gateway]\nhostnames = [\"127.0.0.1\"]",
+            relay.port
+        ),
     ));
     relay.to(dash.port);
     let browser = Browser::launch().await;

@@ -309,7 +309,7 @@ fn static_files_healthz_and_headers_on_every_response() {
 
     let r = request(
         port,
-        "DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        &format!("DELETE / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
     );
     assert_eq!(r.status, 405);
     r.assert_secure();
@@ -649,7 +649,7 @@ async fn a_login_code_stands_for_its_callers_principal() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failed_logins_are_limited_per_address() {
+async fn failed_logins_are_limited_per_credential_prefix() {
     let (daemon, port) = gateway_daemon("");
     let token = pair(daemon.config_dir(), "alice");
     let login = daemon.client().result("dashboard/login", json!({}));
@@ -671,8 +671,8 @@ async fn failed_logins_are_limited_per_address() {
             401
         );
     }
-    // The 11th is refused even with a good credential.
-    let e = ws_call(&mut ws, 10, "initialize", json!({"authToken": token})).await;
+    // The 11th with that credential is refused, over WebSocket and POST /rpc alike.
+    let e = ws_initialize(port, json!({"authToken": "zct_bad"})).await;
     assert_eq!(code(&e["error"]), -32010, "{e}");
     assert!(
         e["error"]["message"]
@@ -681,21 +681,21 @@ async fn failed_logins_are_limited_per_address() {
             .contains("too many failed logins"),
         "{e}"
     );
-    let e = ws_initialize(port, json!({"authCode": login["code"]})).await;
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("too many failed logins"),
-        "{e}"
-    );
-    let r = post(port, Some(&token), rpc("status", json!({})));
+    let r = post(port, Some("zct_bad"), rpc("status", json!({})));
     assert_eq!(r.status, 429, "{}", r.text());
     assert!(
         r.header("retry-after")
             .is_some_and(|s| s.parse::<u64>().is_ok_and(|s| s > 0 && s <= 60))
     );
     r.assert_secure();
+    // Good credentials are not refused for them (SPEC §17.2): a code, a token on the
+    // WebSocket that failed five times, a bearer.
+    let ok = ws_initialize(port, json!({"authCode": login["code"]})).await;
+    assert!(ok["result"]["authToken"].is_string(), "{ok}");
+    let ok = ws_call(&mut ws, 10, "initialize", json!({"authToken": token})).await;
+    assert_eq!(ok["result"]["principal"]["id"], "user:alice", "{ok}");
+    let r = post(port, Some(&token), rpc("status", json!({})));
+    assert_eq!(r.status, 200, "{}", r.text());
     // The connection that logged in before goes on.
     before
         .write_all(post_raw(port, Some(&token), &rpc("status", json!({})).to_string()).as_bytes())

@@ -39,6 +39,11 @@ pub enum FilesError {
     /// `needed`: the budget in use plus this upload's cost.
     #[error("staged upload budget exhausted; commit or wait for uploads to finish")]
     BudgetExhausted { needed: u64, budget: u64 },
+    /// `needed`: what the caller's principal holds plus this upload's cost.
+    #[error(
+        "this principal's share of the staged upload budget is used up; commit or wait for its uploads to finish"
+    )]
+    ShareExhausted { needed: u64, share: u64 },
 
     // The session (-32000, -32003, -32012).
     #[error("session {0} not found")]

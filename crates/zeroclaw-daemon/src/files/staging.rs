@@ -2,8 +2,10 @@
 //! and is bound to one session generation; it holds its bytes until `commit`.
 //!
 //! Limits: 4 staged uploads per connection, and a daemon-wide budget of 256 MiB that counts
-//! each upload's declared size plus its retained metadata (so empty uploads are not free).
-//! `begin` reserves that cost. An upload idle for 5 minutes is expired: unknown to `chunk`
+//! each upload's declared size plus its retained metadata (so empty uploads are not free),
+//! of which one principal may hold at most a quarter ([`PRINCIPAL_SHARE_BYTES`], SPEC §17.2
+//! "Quotas per principal"): with three others at their share, the operator can still
+//! upload. `begin` reserves that cost. An upload idle for 5 minutes is expired: unknown to `chunk`
 //! and `commit` from then on, and when a new one would not fit, expired uploads are
 //! reclaimed first, whichever connection holds them.
 
@@ -21,6 +23,8 @@ use super::workspace::{MAX_FILE_BYTES, check_filename};
 
 pub const MAX_STAGED_PER_CONNECTION: usize = 4;
 pub const STAGED_BUDGET_BYTES: u64 = 256 * 1024 * 1024;
+/// What one principal may hold of [`STAGED_BUDGET_BYTES`].
+pub const PRINCIPAL_SHARE_BYTES: u64 = STAGED_BUDGET_BYTES / 4;
 pub const CHUNK_BYTES: usize = 1024 * 1024;
 pub const IDLE_EXPIRY: Duration = Duration::from_secs(5 * 60);
 /// Bookkeeping counted per upload beyond its strings (map entry, struct, allocation).
@@ -47,6 +51,8 @@ pub struct Finished {
 
 struct Staged {
     conn: u64,
+    /// The principal that began it (whose share it counts in).
+    principal: String,
     target: UploadTarget,
     filename: Option<String>,
     sha256: Option<String>,
@@ -79,10 +85,11 @@ impl UploadManager {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reserves room for an upload of `size` bytes and returns its id.
+    /// Reserves room for an upload of `size` bytes, begun by `principal`, and returns its id.
     pub fn begin(
         &self,
         conn: u64,
+        principal: &str,
         target: UploadTarget,
         size: u64,
         filename: Option<String>,
@@ -117,8 +124,23 @@ impl UploadManager {
                 limit: MAX_STAGED_PER_CONNECTION,
             });
         }
-        if inner.used + cost > STAGED_BUDGET_BYTES {
+        let held = |inner: &Inner| -> u64 {
+            inner
+                .uploads
+                .values()
+                .filter(|u| u.principal == principal)
+                .map(|u| u.cost)
+                .sum()
+        };
+        if inner.used + cost > STAGED_BUDGET_BYTES || held(&inner) + cost > PRINCIPAL_SHARE_BYTES {
             Self::reclaim_expired(&mut inner);
+        }
+        let mine = held(&inner);
+        if mine + cost > PRINCIPAL_SHARE_BYTES {
+            return Err(FilesError::ShareExhausted {
+                needed: mine + cost,
+                share: PRINCIPAL_SHARE_BYTES,
+            });
         }
         if inner.used + cost > STAGED_BUDGET_BYTES {
             return Err(FilesError::BudgetExhausted {
@@ -130,6 +152,7 @@ impl UploadManager {
         inner.used += cost;
         let staged = Staged {
             conn,
+            principal: principal.to_owned(),
             target,
             filename,
             sha256,
@@ -302,7 +325,9 @@ mod tests {
     #[test]
     fn offsets_retries_gaps_and_overruns() {
         let m = UploadManager::default();
-        let id = m.begin(1, target(), 6, Some("f.txt".into()), None).unwrap();
+        let id = m
+            .begin(1, "operator", target(), 6, Some("f.txt".into()), None)
+            .unwrap();
         assert_eq!(m.chunk(1, &id, 0, b"abc").unwrap(), 3);
         assert_eq!(
             m.chunk(1, &id, 0, b"abc").unwrap(),
@@ -371,16 +396,18 @@ mod tests {
         let m = UploadManager::default();
         let good = super::super::workspace::sha256_hex(b"hi");
         let id = m
-            .begin(1, target(), 2, None, Some(good.to_uppercase()))
+            .begin(1, "operator", target(), 2, None, Some(good.to_uppercase()))
             .unwrap();
         m.chunk(1, &id, 0, b"hi").unwrap();
         assert!(m.finish(1, &id).is_ok());
-        let id = m.begin(1, target(), 2, None, Some("0".repeat(64))).unwrap();
+        let id = m
+            .begin(1, "operator", target(), 2, None, Some("0".repeat(64)))
+            .unwrap();
         m.chunk(1, &id, 0, b"hi").unwrap();
         let e = m.finish(1, &id).map_err(ErrorObject::from).unwrap_err();
         assert!(e.message.contains("sha256 mismatch"));
         assert_eq!(
-            m.begin(1, target(), 2, None, Some("xyz".into()))
+            m.begin(1, "operator", target(), 2, None, Some("xyz".into()))
                 .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
@@ -392,17 +419,17 @@ mod tests {
     fn per_connection_and_size_limits() {
         let m = UploadManager::default();
         for _ in 0..4 {
-            m.begin(7, target(), 0, None, None).unwrap();
+            m.begin(7, "operator", target(), 0, None, None).unwrap();
         }
         let e = m
-            .begin(7, target(), 0, None, None)
+            .begin(7, "operator", target(), 0, None, None)
             .map_err(ErrorObject::from)
             .unwrap_err();
         assert_eq!(
             (e.code, e.data.clone()),
             (-32013, Some(json!({"limit": 4, "value": 5})))
         );
-        m.begin(8, target(), 0, None, None)
+        m.begin(8, "operator", target(), 0, None, None)
             .expect("another connection");
         assert!(
             m.used_bytes() > 0,
@@ -411,14 +438,21 @@ mod tests {
         m.drop_connection(7);
         assert_eq!(m.staged_count(), 1);
         assert_eq!(
-            m.begin(9, target(), MAX_FILE_BYTES as u64 + 1, None, None)
-                .map_err(ErrorObject::from)
-                .unwrap_err()
-                .code,
+            m.begin(
+                9,
+                "operator",
+                target(),
+                MAX_FILE_BYTES as u64 + 1,
+                None,
+                None
+            )
+            .map_err(ErrorObject::from)
+            .unwrap_err()
+            .code,
             -32602
         );
         assert_eq!(
-            m.begin(9, target(), 1, Some("n".repeat(256)), None)
+            m.begin(9, "operator", target(), 1, Some("n".repeat(256)), None)
                 .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
@@ -437,13 +471,18 @@ mod tests {
     async fn budget_exhaustion_and_reclaim_of_idle_uploads() {
         let m = UploadManager::default();
         let ten = MAX_FILE_BYTES as u64;
-        // 25 uploads of 10 MiB across 7 connections fill most of the 256 MiB budget.
+        // 25 uploads of 10 MiB across 7 connections of 5 principals fill most of the
+        // 256 MiB budget.
         let mut ids = Vec::new();
         for i in 0..25u64 {
-            ids.push(m.begin(100 + i / 4, target(), ten, None, None).unwrap());
+            let who = format!("user:{}", i % 5);
+            ids.push(
+                m.begin(100 + i / 4, &who, target(), ten, None, None)
+                    .unwrap(),
+            );
         }
         let e = m
-            .begin(200, target(), ten, None, None)
+            .begin(200, "operator", target(), ten, None, None)
             .map_err(ErrorObject::from)
             .unwrap_err();
         assert_eq!(e.code, -32013);
@@ -451,7 +490,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(4 * 60)).await;
         m.chunk(100, &ids[0], 0, b"x").unwrap();
         assert_eq!(
-            m.begin(200, target(), ten, None, None)
+            m.begin(200, "operator", target(), ten, None, None)
                 .map_err(ErrorObject::from)
                 .unwrap_err()
                 .code,
@@ -460,7 +499,7 @@ mod tests {
         // Past five minutes of idleness, the other 24 are reclaimed to make room.
         tokio::time::advance(Duration::from_secs(61 + 60)).await;
         let id = m
-            .begin(200, target(), ten, None, None)
+            .begin(200, "operator", target(), ten, None, None)
             .expect("room after reclaim");
         assert_eq!(m.staged_count(), 2);
         assert_eq!(
@@ -479,9 +518,35 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn one_principal_holds_at_most_its_share() {
+        let m = UploadManager::default();
+        let ten = MAX_FILE_BYTES as u64;
+        let fits = (PRINCIPAL_SHARE_BYTES / (ten + 1024)) as usize;
+        for i in 0..fits {
+            m.begin(i as u64 / 4, "user:bob", target(), ten, None, None)
+                .expect("within bob's share");
+        }
+        let e = m
+            .begin(99, "user:bob", target(), ten, None, None)
+            .map_err(ErrorObject::from)
+            .unwrap_err();
+        assert_eq!(e.code, -32013);
+        assert_eq!(
+            e.data.as_ref().map(|d| d["limit"].clone()),
+            Some(json!(PRINCIPAL_SHARE_BYTES))
+        );
+        m.begin(100, "operator", target(), ten, None, None)
+            .expect("the operator is not held back by bob");
+        // Bob's idle uploads are reclaimed for bob too.
+        tokio::time::advance(IDLE_EXPIRY + Duration::from_secs(1)).await;
+        m.begin(99, "user:bob", target(), ten, None, None)
+            .expect("bob's idle uploads reclaimed");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn empty_and_repeated_chunks_do_not_keep_an_upload_alive() {
         let m = UploadManager::default();
-        let id = m.begin(1, target(), 4, None, None).unwrap();
+        let id = m.begin(1, "operator", target(), 4, None, None).unwrap();
         m.chunk(1, &id, 0, b"ab").unwrap();
         for _ in 0..5 {
             tokio::time::advance(Duration::from_secs(59)).await;
@@ -504,9 +569,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_idle_upload_is_unknown_to_chunk_and_commit() {
         let m = UploadManager::default();
-        let complete = m.begin(1, target(), 2, None, None).unwrap();
+        let complete = m.begin(1, "operator", target(), 2, None, None).unwrap();
         m.chunk(1, &complete, 0, b"hi").unwrap();
-        let partial = m.begin(1, target(), 2, None, None).unwrap();
+        let partial = m.begin(1, "operator", target(), 2, None, None).unwrap();
         m.chunk(1, &partial, 0, b"h").unwrap();
         // Just under five idle minutes both are still known; the budget was never needed.
         tokio::time::advance(IDLE_EXPIRY).await;

@@ -1,7 +1,8 @@
 //! One gateway connection (SPEC §20): reads HTTP/1.1 requests off the socket (keep-alive and
 //! pipelining: one head after another, in order) and answers each by its route — the
 //! dashboard's files, `/healthz`, `POST /rpc` — or hands the socket to the WebSocket
-//! transport when the request is an upgrade on `/` or `/rpc`.
+//! transport when the request is an upgrade on `/` or `/rpc`. A request whose `Host` does
+//! not name the gateway gets 421 first, whatever its route ([`super::host`]).
 //!
 //! Every wait ends: until a request authenticates (a bearer on `POST /rpc`, or the
 //! WebSocket's `initialize`), every request head must be in within 10 s of the TCP accept
@@ -78,6 +79,12 @@ pub(crate) async fn serve<S>(
         };
         let keep_alive = head.keep_alive();
         let head_only = head.method == "HEAD";
+        // Every route, the upgrade included, answers only a Host that names it.
+        if let Err(r) = settings.hosts.check(&head) {
+            tracing::info!(peer = %addr, host = ?head.header("host"), "misdirected request (Host)");
+            let _ = send(&mut stream, &r, false, head_only).await;
+            break;
+        }
         if upgrade::is_upgrade(&head) {
             let Some(admission) = state.take_for_upgrade() else {
                 // Upgrading a connection that already authenticated a bearer: refused.

@@ -15,6 +15,7 @@ use tokio_rustls::TlsAcceptor;
 use zeroclaw_config::Wss;
 
 use super::conn;
+use super::host::HostNames;
 use super::peer::{Peer, Settings};
 use super::tls::tls_acceptor;
 use crate::connection::INITIALIZE_WITHIN;
@@ -80,11 +81,18 @@ impl GatewayListener {
 /// Accepts gateway connections until shutdown; returns once they have all ended (or the
 /// shutdown bound has passed).
 pub async fn serve(daemon: Arc<Daemon>, gateway: GatewayListener) {
-    let GatewayListener { listener, tls, .. } = gateway;
+    let GatewayListener {
+        listener,
+        tls,
+        addr,
+    } = gateway;
+    let config = daemon.config.current();
     let settings = Arc::new(Settings {
-        allowed_origins: daemon.config.current().wss.allowed_origins.clone(),
+        allowed_origins: config.wss.allowed_origins.clone(),
         tls: tls.is_some(),
+        hosts: HostNames::new(addr, tls.is_some(), &config.gateway.hostnames),
     });
+    drop(config);
     let mut connections = JoinSet::new();
     let mut backoff = AcceptBackoff::default();
     loop {

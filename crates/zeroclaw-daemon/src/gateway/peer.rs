@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::host::HostNames;
 use crate::registry::Admission;
 
 /// Time to send a response.
@@ -26,4 +27,6 @@ pub(crate) struct Settings {
     pub allowed_origins: Vec<String>,
     /// Served over TLS (the page's origin is `https://…`).
     pub tls: bool,
+    /// The `Host` names it answers.
+    pub hosts: HostNames,
 }

@@ -3,8 +3,9 @@
 //! `Authorization: Bearer TOKEN` — a pairing token or a dashboard session token — else 401.
 //!
 //! The bearer is checked before the body is read, and a refused one counts as a failed
-//! login of the peer's address ([`super::rate`]: past the limit, 429 until the window
-//! passes). An authenticated connection gets one caller context (its slot moves from the
+//! login of its prefix from the peer's source ([`super::rate`]: past the limit, that
+//! prefix gets 429 until the window passes; other bearers are not refused for it). An
+//! authenticated connection gets one caller context (its slot moves from the
 //! unauthenticated pool to the token's count, as a WebSocket's does at `initialize`); the
 //! call runs through the same front door as every other ([`crate::dispatch`]) and waits
 //! for its result (`session/prompt`: the turn's end). Notifications the call causes are
@@ -26,6 +27,7 @@ use zeroclaw_rpc::message::{error_line, response_line};
 use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
 
 use super::http::{self, BodyError, RequestHead, Response};
+use super::rate::Attempt;
 use crate::auth::{AuthError, Presented};
 use crate::caller::{ConnectionContext, Handshake};
 use crate::dispatch;
@@ -192,7 +194,12 @@ fn authenticate(
         };
     }
     let failures = &daemon.gateway.failures;
-    if let Err(wait) = failures.check(ip) {
+    let attempt = Attempt {
+        ip,
+        credential: token,
+        conn: None,
+    };
+    if let Err(wait) = failures.check(&attempt) {
         let secs = wait.as_secs().max(1);
         let why = format!("too many failed logins from {ip}: try again in {secs} s");
         return Err(Response::text(429, &why)
@@ -206,7 +213,7 @@ fn authenticate(
     let principal = match daemon.principal(&presented) {
         Ok(principal) => principal,
         Err(e @ (AuthError::Token(_) | AuthError::Login(_) | AuthError::NoToken)) => {
-            failures.failed(ip);
+            failures.failed(&attempt);
             tracing::info!(peer = %state.addr, "POST /rpc refused: {e}");
             return Err(unauthorized(&e.to_string()));
         }

@@ -113,13 +113,16 @@ pub(crate) async fn upgrade<S>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::host::HostNames;
     use super::*;
 
     #[test]
     fn own_origin_and_listed_origins_only() {
+        let any = "127.0.0.1:4000".parse().expect("addr");
         let plain = Settings {
             allowed_origins: vec!["https://ok.example".into()],
             tls: false,
+            hosts: HostNames::new(any, false, &[]),
         };
         let host = Some("127.0.0.1:4000");
         assert!(origin_allowed("http://127.0.0.1:4000", host, &plain));
@@ -132,6 +135,7 @@ mod tests {
         let tls = Settings {
             allowed_origins: vec![],
             tls: true,
+            hosts: HostNames::new(any, true, &[]),
         };
         assert!(origin_allowed(
             "https://LOCALHOST:4000",

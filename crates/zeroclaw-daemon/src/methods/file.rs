@@ -50,9 +50,14 @@ pub(crate) async fn upload_begin(
     let key = daemon.sessions.resolve_key(&p.session_id, mode(p.mode));
     bring_back(daemon, principal, &key).await?;
     let target = commit::target_of(&daemon.sessions, principal, &key)?;
-    let upload_id = daemon
-        .uploads
-        .begin(conn.id, target, p.size_bytes, p.filename, p.sha256)?;
+    let upload_id = daemon.uploads.begin(
+        conn.id,
+        &principal.id,
+        target,
+        p.size_bytes,
+        p.filename,
+        p.sha256,
+    )?;
     Ok(UploadBeginResult {
         upload_id,
         chunk_bytes: CHUNK_BYTES as u64,

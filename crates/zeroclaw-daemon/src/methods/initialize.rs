@@ -1,7 +1,8 @@
 //! `initialize`: the handshake (SPEC §4). Checks the protocol version, authenticates the
 //! peer (local uid; over WebSocket a pairing token, a dashboard session token, or a
 //! dashboard login code exchanged here for a session token, SPEC §20) and records what the
-//! client can do. Failed logins over WebSocket count against the peer's address.
+//! client can do. Failed logins over WebSocket count against the credential's prefix from
+//! the peer's source and against the connection ([`crate::gateway::rate`]).
 
 use serde_json::json;
 use zeroclaw_protocol::system::{
@@ -11,6 +12,7 @@ use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::{self, AuthError};
 use crate::caller::{ConnectionContext, Handshake};
+use crate::gateway::rate::Attempt;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
@@ -39,7 +41,7 @@ pub(crate) async fn initialize(
         Ok(principal) => principal,
         Err(e) => {
             if remote && counts_as_failed_login(&e) {
-                failed_login(daemon, conn);
+                failed_login(daemon, conn, auth_token.as_deref());
             }
             return Err(e.into());
         }
@@ -85,8 +87,9 @@ pub(crate) async fn initialize(
 }
 
 /// The token this connection will present from now on, and the dashboard session token to
-/// answer when `authCode` was exchanged for it (SPEC §20). Over WebSocket, an address past
-/// its failed logins is refused first, whatever it sends; a bad code counts as a failure.
+/// answer when `authCode` was exchanged for it (SPEC §20). Over WebSocket, a credential
+/// prefix past its failed logins from this source, or a connection past its own, is
+/// refused first; a bad code counts as a failure.
 fn credentials(
     daemon: &Daemon,
     conn: &ConnectionContext,
@@ -101,9 +104,11 @@ fn credentials(
         }
         return Ok((auth_token, None));
     }
-    if let Some(ip) = conn.peer.ip
-        && let Err(wait) = daemon.gateway.failures.check(ip)
+    let presented = auth_code.as_deref().or(auth_token.as_deref());
+    if let Some(attempt) = attempt(conn, presented)
+        && let Err(wait) = daemon.gateway.failures.check(&attempt)
     {
+        let ip = attempt.ip;
         let retry_after_secs = wait.as_secs().max(1);
         return Err(AuthError::RateLimited {
             ip,
@@ -122,7 +127,7 @@ fn credentials(
     match daemon.gateway.logins.redeem(&code) {
         Ok((token, _)) => Ok((Some(token.clone()), Some(token))),
         Err(e) => {
-            failed_login(daemon, conn);
+            failed_login(daemon, conn, Some(&code));
             Err(AuthError::from(e).into())
         }
     }
@@ -136,9 +141,18 @@ fn counts_as_failed_login(e: &AuthError) -> bool {
     )
 }
 
-fn failed_login(daemon: &Daemon, conn: &ConnectionContext) {
-    if let Some(ip) = conn.peer.ip {
+/// A login attempt on `conn` presenting `credential`, when `conn` has an address.
+fn attempt<'a>(conn: &ConnectionContext, credential: Option<&'a str>) -> Option<Attempt<'a>> {
+    conn.peer.ip.map(|ip| Attempt {
+        ip,
+        credential,
+        conn: Some(conn.id),
+    })
+}
+
+fn failed_login(daemon: &Daemon, conn: &ConnectionContext, credential: Option<&str>) {
+    if let Some(attempt) = attempt(conn, credential) {
         tracing::info!(conn = conn.id, peer = %conn.peer.label, "failed login");
-        daemon.gateway.failures.failed(ip);
+        daemon.gateway.failures.failed(&attempt);
     }
 }

@@ -3,15 +3,20 @@
 //! and opens it with the desktop's opener when there is one: `xdg-open` on Linux and the
 //! BSDs (only with a `DISPLAY` or `WAYLAND_DISPLAY`), `open` on macOS, `start` on Windows.
 //! `--no-open` or `ZEROCLAW_NO_BROWSER=1` only prints.
+//!
+//! The opener never sees the URL (SPEC §17.2): a command line is readable by every user
+//! (`/proc/*/cmdline`), and the URL carries the code. It is given the path of a private
+//! page that leads the browser on ([`super::login_page`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use zeroclaw_client::Method;
+use zeroclaw_ipc::Dirs;
 
 use super::error::CliError;
-use super::rpc;
+use super::{login_page, rpc};
 
 pub async fn run(
     config_dir: Option<PathBuf>,
@@ -19,7 +24,7 @@ pub async fn run(
     no_open: bool,
     json: bool,
 ) -> Result<(), CliError> {
-    let handle = rpc::handle(config_dir, socket).await?;
+    let handle = rpc::handle(config_dir.clone(), socket).await?;
     handle
         .call(Method::GatewayStart, json!({}))
         .await
@@ -38,18 +43,38 @@ pub async fn run(
     if no_open || std::env::var("ZEROCLAW_NO_BROWSER").is_ok_and(|v| !v.is_empty() && v != "0") {
         return Ok(());
     }
-    match open(&url) {
+    if !has_opener() {
+        if !json {
+            eprintln!("no desktop to open a browser on: open the link above");
+        }
+        return Ok(());
+    }
+    let data_dir = Dirs::resolve(config_dir.as_deref())
+        .ok()
+        .map(|dirs| dirs.data_dir);
+    let page = match login_page::write(data_dir.as_deref(), &url) {
+        Ok(page) => page,
+        Err(e) => {
+            eprintln!("could not write the login page ({e}); open the link above");
+            return Ok(());
+        }
+    };
+    match open(&page) {
         Some(Ok(())) => {}
         Some(Err(e)) => eprintln!("could not open a browser ({e}); open the link above"),
-        None if !json => eprintln!("no desktop to open a browser on: open the link above"),
         None => {}
     }
     Ok(())
 }
 
-/// Starts the desktop's opener on `url`; `None` when there is none to start.
-fn open(url: &str) -> Option<std::io::Result<()>> {
-    let mut command = opener(url)?;
+/// Whether there is a desktop opener to start.
+fn has_opener() -> bool {
+    opener(Path::new("")).is_some()
+}
+
+/// Starts the desktop's opener on the page at `page`; `None` when there is none to start.
+fn open(page: &Path) -> Option<std::io::Result<()>> {
+    let mut command = opener(page)?;
     let spawned = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -59,22 +84,22 @@ fn open(url: &str) -> Option<std::io::Result<()>> {
 }
 
 #[cfg(target_os = "macos")]
-fn opener(url: &str) -> Option<Command> {
+fn opener(page: &Path) -> Option<Command> {
     let mut c = Command::new("open");
-    c.arg(url);
+    c.arg(page);
     Some(c)
 }
 
 #[cfg(windows)]
-fn opener(url: &str) -> Option<Command> {
+fn opener(page: &Path) -> Option<Command> {
     let mut c = Command::new("cmd");
     // `start`'s first quoted argument is a window title.
-    c.args(["/C", "start", ""]).arg(url);
+    c.args(["/C", "start", ""]).arg(page);
     Some(c)
 }
 
 #[cfg(not(any(target_os = "macos", windows)))]
-fn opener(url: &str) -> Option<Command> {
+fn opener(page: &Path) -> Option<Command> {
     let desktop = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
@@ -82,7 +107,7 @@ fn opener(url: &str) -> Option<Command> {
         return None;
     }
     let mut c = Command::new("xdg-open");
-    c.arg(url);
+    c.arg(page);
     Some(c)
 }
 

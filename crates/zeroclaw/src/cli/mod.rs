@@ -6,6 +6,7 @@ mod connect;
 mod dashboard;
 mod error;
 mod human;
+mod login_page;
 mod pair;
 mod rpc;
 mod schema;
