@@ -1,4 +1,4 @@
-//! HTTP dates (RFC 9110 §5.6.7), as a `retry-after` header may carry one (SPEC §17.2):
+//! HTTP dates (RFC 9110, section 5.6.7), as a `retry-after` header may carry one (SPEC §17.2):
 //! the preferred IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) and the two obsolete forms
 //! a recipient must still accept, RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and C's
 //! asctime (`Sun Nov  6 08:49:37 1994`). Anything else, or a date that does not exist
@@ -100,7 +100,7 @@ fn time_of(word: &str) -> Option<(u32, u32, u32)> {
     it.next().is_none().then_some(t)
 }
 
-/// The year a two-digit RFC 850 year means at `now` (RFC 9110 §5.6.7).
+/// The year a two-digit RFC 850 year means at `now` (RFC 9110, section 5.6.7).
 fn full_year(yy: u32, now: SystemTime) -> i64 {
     let this_year = civil_year(now);
     let mut year = this_year - this_year.rem_euclid(100) + i64::from(yy);
