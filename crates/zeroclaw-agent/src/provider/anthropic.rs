@@ -19,7 +19,10 @@
 //! preceded for the rest of the turn's tool loop. They are kept here, in memory only,
 //! keyed by the id of the first tool call of their response ([`KeptThinking`]), and
 //! dropped when a new turn starts (a request whose last message is the user's prompt):
-//! they never reach the context, a snapshot or the transcript.
+//! they never reach the context, a snapshot or the transcript. What one response holds
+//! (text, thinking, signatures, tool-call JSON) counts against one bound
+//! ([`super::held`], SPEC §17.2), and so do the kept blocks, all responses together: the
+//! oldest go first.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -28,6 +31,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::held::{Held, MAX_HELD};
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
@@ -37,30 +41,42 @@ use crate::message::{ChatMessage, ToolCallRequest};
 pub const API_VERSION: &str = "2023-06-01";
 /// Responses whose thinking is kept at most (a turn's tool rounds; the oldest go first).
 const MAX_KEPT: usize = 64;
-/// Tool-call arguments of one response, all calls together, in bytes.
-const MAX_ARGUMENTS: usize = super::openai::MAX_ARGUMENTS;
 
 /// Thinking blocks of this turn's responses, by the id of the first tool call each
 /// response made.
 #[derive(Default)]
 struct KeptThinking {
-    blocks: VecDeque<(String, Vec<Value>)>,
+    /// `(call id, blocks, their bytes)`, oldest first.
+    blocks: VecDeque<(String, Vec<Value>, usize)>,
+    /// The bytes of all of them.
+    bytes: usize,
 }
 
 impl KeptThinking {
-    fn keep(&mut self, call_id: String, blocks: Vec<Value>) {
-        if self.blocks.len() >= MAX_KEPT {
-            self.blocks.pop_front();
+    /// Keeps one response's blocks, which hold `bytes`; the oldest go while there are more
+    /// than [`MAX_KEPT`] responses or [`MAX_HELD`] bytes (the newest always stays: it is
+    /// what the next request must send back).
+    fn keep(&mut self, call_id: String, blocks: Vec<Value>, bytes: usize) {
+        self.blocks.push_back((call_id, blocks, bytes));
+        self.bytes += bytes;
+        while self.blocks.len() > MAX_KEPT || (self.bytes > MAX_HELD && self.blocks.len() > 1) {
+            if let Some((_, _, gone)) = self.blocks.pop_front() {
+                self.bytes -= gone;
+            }
         }
-        self.blocks.push_back((call_id, blocks));
+    }
+
+    fn clear(&mut self) {
+        self.blocks.clear();
+        self.bytes = 0;
     }
 
     fn of(&self, call_id: &str) -> Option<&[Value]> {
         self.blocks
             .iter()
             .rev()
-            .find(|(id, _)| id == call_id)
-            .map(|(_, b)| b.as_slice())
+            .find(|(id, _, _)| id == call_id)
+            .map(|(_, b, _)| b.as_slice())
     }
 }
 
@@ -215,7 +231,7 @@ impl Provider for AnthropicProvider {
             // A request ending with the user's prompt starts a turn: the last turn's
             // thinking is not needed any more.
             if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
-                kept.blocks.clear();
+                kept.clear();
             }
             encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
@@ -268,7 +284,10 @@ struct Messages {
     /// Thinking blocks of this response, as they go back to the API.
     thinking: Vec<Value>,
     first_call: Option<String>,
-    arguments: usize,
+    /// What this response holds, against the bound of SPEC §17.2.
+    held: Held,
+    /// Of it, the bytes of `thinking` (what the kept blocks cost).
+    thinking_bytes: usize,
     usage: Usage,
     input: u64,
 }
@@ -279,7 +298,24 @@ impl Messages {
         true
     }
 
-    fn start_block(&mut self, index: u64, block: &Value) {
+    /// Starts a block; false (and the error pushed) when what it brings is past the bound.
+    fn start_block(&mut self, index: u64, block: &Value, out: &mut Out) -> bool {
+        let str_len = |k: &str| block[k].as_str().map_or(0, str::len);
+        let brings = match block["type"].as_str() {
+            Some("thinking") => str_len("thinking") + str_len("signature"),
+            Some("redacted_thinking") => str_len("data"),
+            Some("tool_use") => str_len("id") + str_len("name"),
+            _ => 0,
+        } + std::mem::size_of::<Block>(); // an open block costs its slot
+        if let Err(e) = self.held.add(brings) {
+            return self.fail(out, e);
+        }
+        if matches!(
+            block["type"].as_str(),
+            Some("thinking" | "redacted_thinking")
+        ) {
+            self.thinking_bytes += brings;
+        }
         let b = match block["type"].as_str() {
             Some("text") => Block::Text,
             Some("thinking") => Block::Thinking {
@@ -295,6 +331,7 @@ impl Messages {
             _ => Block::Other,
         };
         self.blocks.insert(index, b);
+        false
     }
 
     fn delta(&mut self, index: u64, delta: &Value, out: &mut Out) -> bool {
@@ -304,34 +341,34 @@ impl Messages {
         match (delta["type"].as_str(), block) {
             (Some("text_delta"), _) => {
                 if let Some(t) = delta["text"].as_str().filter(|t| !t.is_empty()) {
+                    if let Err(e) = self.held.add(t.len()) {
+                        return self.fail(out, e);
+                    }
                     out.push_back(Ok(ProviderEvent::TextDelta(t.to_string())));
                 }
             }
             (Some("thinking_delta"), Block::Thinking { thinking, .. }) => {
                 if let Some(t) = delta["thinking"].as_str().filter(|t| !t.is_empty()) {
-                    if thinking.len() + t.len() > body::MAX_EVENT {
-                        return self.fail(
-                            out,
-                            ProviderError::Stream("a thinking block is too large".into()),
-                        );
+                    if let Err(e) = self.held.add(t.len()) {
+                        return self.fail(out, e);
                     }
+                    self.thinking_bytes += t.len();
                     thinking.push_str(t);
                     out.push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
                 }
             }
             (Some("signature_delta"), Block::Thinking { signature, .. }) => {
-                signature.push_str(delta["signature"].as_str().unwrap_or_default());
+                let part = delta["signature"].as_str().unwrap_or_default();
+                if let Err(e) = self.held.add(part.len()) {
+                    return self.fail(out, e);
+                }
+                self.thinking_bytes += part.len();
+                signature.push_str(part);
             }
             (Some("input_json_delta"), Block::ToolUse { json, .. }) => {
                 let part = delta["partial_json"].as_str().unwrap_or_default();
-                self.arguments += part.len();
-                if self.arguments > MAX_ARGUMENTS {
-                    return self.fail(
-                        out,
-                        ProviderError::Stream(format!(
-                            "tool call arguments exceed {MAX_ARGUMENTS} bytes"
-                        )),
-                    );
+                if let Err(e) = self.held.add(part.len()) {
+                    return self.fail(out, e);
                 }
                 json.push_str(part);
             }
@@ -394,7 +431,7 @@ impl Messages {
         if let Some(id) = self.first_call.take()
             && !self.thinking.is_empty()
         {
-            lock(&self.kept).keep(id, std::mem::take(&mut self.thinking));
+            lock(&self.kept).keep(id, std::mem::take(&mut self.thinking), self.thinking_bytes);
         }
         out.push_back(Ok(ProviderEvent::Usage(self.usage)));
         out.push_back(Ok(ProviderEvent::Done));
@@ -416,10 +453,7 @@ impl Payloads for Messages {
                 }
                 false
             }
-            "content_block_start" => {
-                self.start_block(index, &v["content_block"]);
-                false
-            }
+            "content_block_start" => self.start_block(index, &v["content_block"], out),
             "content_block_delta" => self.delta(index, &v["delta"], out),
             "content_block_stop" => {
                 self.stop_block(index, out);
@@ -597,5 +631,88 @@ mod tests {
                 "message": "Overloaded"}}),
         ]);
         assert_eq!(out, vec![Err(ProviderError::Api("Overloaded".into()))]);
+    }
+
+    /// A message of `blocks` thinking blocks, each `thinking` bytes of thinking and
+    /// `signature` bytes of signature, then the message's end.
+    fn thinking_blocks(blocks: u64, thinking: usize, signature: usize) -> Vec<Value> {
+        let mut events = vec![json!({"type": "message_start", "message": {"usage": {}}})];
+        for i in 0..blocks {
+            events.push(json!({"type": "content_block_start", "index": i,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""}}));
+            events.push(json!({"type": "content_block_delta", "index": i,
+                "delta": {"type": "thinking_delta", "thinking": "t".repeat(thinking)}}));
+            events.push(json!({"type": "content_block_delta", "index": i,
+                "delta": {"type": "signature_delta", "signature": "s".repeat(signature)}}));
+            events.push(json!({"type": "content_block_stop", "index": i}));
+        }
+        events.push(json!({"type": "message_stop"}));
+        events
+    }
+
+    #[test]
+    fn thinking_and_signatures_of_many_blocks_count_against_one_bound() {
+        const MIB: usize = 1024 * 1024;
+        // 12 blocks of 1 + 2 MiB: 36 MiB, past the bound in the 11th block's signature.
+        let out = read(&thinking_blocks(12, MIB, 2 * MIB));
+        assert_eq!(out.last(), Some(&Err(crate::provider::held::too_much())));
+        let thoughts = out
+            .iter()
+            .filter(|e| matches!(e, Ok(ProviderEvent::ThoughtDelta(_))))
+            .count();
+        assert_eq!(thoughts, 11);
+        assert!(!out.contains(&Ok(ProviderEvent::Done)));
+        // Under the bound the same stream completes.
+        let out = read(&thinking_blocks(4, MIB, 2 * MIB));
+        assert_eq!(out.last(), Some(&Ok(ProviderEvent::Done)));
+    }
+
+    #[test]
+    fn text_and_tool_call_json_share_the_bound_with_thinking() {
+        const MIB: usize = 1024 * 1024;
+        let mut events = thinking_blocks(1, 8 * MIB, 8 * MIB);
+        events.pop(); // message_stop
+        events.push(json!({"type": "content_block_start", "index": 1,
+            "content_block": {"type": "text", "text": ""}}));
+        events.push(json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "text_delta", "text": "x".repeat(8 * MIB)}}));
+        events.push(json!({"type": "content_block_stop", "index": 1}));
+        events.push(json!({"type": "content_block_start", "index": 2,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}}));
+        for _ in 0..8 {
+            events.push(json!({"type": "content_block_delta", "index": 2,
+                "delta": {"type": "input_json_delta", "partial_json": " ".repeat(MIB)}}));
+        }
+        events.push(json!({"type": "content_block_stop", "index": 2}));
+        events.push(json!({"type": "message_stop"}));
+        let out = read(&events);
+        assert_eq!(out.last(), Some(&Err(crate::provider::held::too_much())));
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, Ok(ProviderEvent::ToolCall(_)))),
+            "the call that crossed the bound never came out"
+        );
+    }
+
+    #[test]
+    fn kept_thinking_is_bounded_in_all_and_keeps_the_newest() {
+        let mut kept = KeptThinking::default();
+        let block = |n: usize| vec![json!({"type": "thinking", "thinking": "t".repeat(n)})];
+        for i in 0..5 {
+            kept.keep(format!("call_{i}"), block(1), MAX_HELD / 3);
+        }
+        assert!(kept.bytes <= MAX_HELD, "{}", kept.bytes);
+        assert_eq!(kept.blocks.len(), 3);
+        assert!(kept.of("call_4").is_some() && kept.of("call_1").is_none());
+        // One response over the bound on its own is still kept: the next request needs it.
+        kept.keep("big".into(), block(1), MAX_HELD + 1);
+        assert_eq!(kept.blocks.len(), 1);
+        assert!(kept.of("big").is_some());
+        for i in 0..(MAX_KEPT + 10) {
+            kept.keep(format!("small_{i}"), block(1), 1);
+        }
+        assert_eq!(kept.blocks.len(), MAX_KEPT);
+        kept.clear();
+        assert_eq!((kept.blocks.len(), kept.bytes), (0, 0));
     }
 }

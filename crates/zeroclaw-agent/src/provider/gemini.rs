@@ -16,7 +16,9 @@
 //!
 //! A function call's `thoughtSignature` must go back with it in the next request, or the
 //! API refuses it. Signatures are kept here, in memory only, by tool call id, and dropped
-//! when a new turn starts (a request whose last message is the user's prompt).
+//! when a new turn starts (a request whose last message is the user's prompt). What one
+//! response holds (text, thoughts, calls, signatures) counts against [`super::held`]'s
+//! bound (SPEC §17.2), and the kept signatures are bounded by it in all.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +28,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::held::{Held, MAX_HELD};
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
@@ -38,14 +41,21 @@ const MAX_KEPT: usize = 256;
 #[derive(Default)]
 struct Signatures {
     by_call: VecDeque<(String, String)>,
+    /// Bytes of the ids and signatures kept.
+    bytes: usize,
 }
 
 impl Signatures {
+    /// Keeps one; the oldest go while there are more than [`MAX_KEPT`] or they hold more
+    /// than [`MAX_HELD`] bytes in all (SPEC §17.2; the newest always stays).
     fn keep(&mut self, call_id: String, signature: String) {
-        if self.by_call.len() >= MAX_KEPT {
-            self.by_call.pop_front();
-        }
+        self.bytes += call_id.len() + signature.len();
         self.by_call.push_back((call_id, signature));
+        while self.by_call.len() > MAX_KEPT || (self.bytes > MAX_HELD && self.by_call.len() > 1) {
+            if let Some((id, sig)) = self.by_call.pop_front() {
+                self.bytes -= id.len() + sig.len();
+            }
+        }
     }
 
     fn of(&self, call_id: &str) -> Option<&str> {
@@ -196,6 +206,7 @@ impl Provider for GeminiProvider {
             let mut kept = lock(&self.kept);
             if matches!(req.messages.last(), Some(ChatMessage::User { .. })) {
                 kept.by_call.clear();
+                kept.bytes = 0;
             }
             encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
@@ -233,7 +244,8 @@ struct Responses {
     calls: Arc<AtomicU64>,
     usage: Option<Usage>,
     finished: bool,
-    arguments: usize,
+    /// What this response holds, against the bound of SPEC §17.2.
+    held: Held,
 }
 
 impl Payloads for Responses {
@@ -266,27 +278,30 @@ impl Payloads for Responses {
                         .get("args")
                         .filter(|a| !a.is_null())
                         .map_or_else(|| "{}".to_string(), Value::to_string);
-                    self.arguments += arguments.len();
-                    if self.arguments > super::openai::MAX_ARGUMENTS {
-                        out.push_back(Err(ProviderError::Stream(format!(
-                            "tool call arguments exceed {} bytes",
-                            super::openai::MAX_ARGUMENTS
-                        ))));
+                    let name = call["name"].as_str().unwrap_or_default();
+                    let signature = part.get("thoughtSignature").and_then(Value::as_str);
+                    let brings = arguments.len() + name.len() + signature.map_or(0, str::len);
+                    if let Err(e) = self.held.add(brings) {
+                        out.push_back(Err(e));
                         return true;
                     }
                     let id = match call.get("id").and_then(Value::as_str) {
                         Some(id) if !id.is_empty() => id.to_string(),
                         _ => format!("gemini_call_{}", self.calls.fetch_add(1, Ordering::Relaxed)),
                     };
-                    if let Some(sig) = part.get("thoughtSignature").and_then(Value::as_str) {
+                    if let Some(sig) = signature {
                         lock(&self.kept).keep(id.clone(), sig.to_string());
                     }
                     out.push_back(Ok(ProviderEvent::ToolCall(ToolCallRequest {
                         id,
-                        name: call["name"].as_str().unwrap_or_default().to_string(),
+                        name: name.to_string(),
                         arguments,
                     })));
                 } else if let Some(t) = part["text"].as_str().filter(|t| !t.is_empty()) {
+                    if let Err(e) = self.held.add(t.len()) {
+                        out.push_back(Err(e));
+                        return true;
+                    }
                     out.push_back(Ok(if part["thought"] == json!(true) {
                         ProviderEvent::ThoughtDelta(t.to_string())
                     } else {
@@ -392,5 +407,44 @@ mod tests {
             json!([{"functionDeclarations": [{"name": "bash", "description": "Runs a command.",
                 "parameters": {"type": "object", "required": ["command"]}}]}])
         );
+    }
+
+    fn read(events: &[Value]) -> Vec<Result<ProviderEvent, ProviderError>> {
+        let mut p = Responses::default();
+        let mut out = Out::new();
+        for e in events {
+            if p.payload(&e.to_string(), &mut out) {
+                break;
+            }
+        }
+        out.into()
+    }
+
+    #[test]
+    fn thoughts_text_calls_and_signatures_count_against_one_bound() {
+        const MIB: usize = 1024 * 1024;
+        let part = |p: Value| json!({"candidates": [{"content": {"parts": [p]}}]});
+        let mut events = Vec::new();
+        for _ in 0..4 {
+            events.push(part(json!({"text": "t".repeat(4 * MIB), "thought": true})));
+            events.push(part(json!({"text": "x".repeat(4 * MIB)})));
+            events.push(part(json!({"functionCall": {"name": "bash",
+                "args": {"command": "c".repeat(MIB)}}, "thoughtSignature": "s".repeat(MIB)})));
+        }
+        let out = read(&events);
+        // 10 MiB a round: the fourth round's thought crosses the bound.
+        assert_eq!(out.last(), Some(&Err(crate::provider::held::too_much())));
+        assert_eq!(out.len(), 10, "three rounds of three, the error");
+    }
+
+    #[test]
+    fn kept_signatures_are_bounded_in_all() {
+        let mut kept = Signatures::default();
+        for i in 0..4 {
+            kept.keep(format!("c{i}"), "s".repeat(MAX_HELD / 3));
+        }
+        assert!(kept.bytes <= MAX_HELD);
+        assert_eq!(kept.by_call.len(), 2);
+        assert!(kept.of("c3").is_some() && kept.of("c1").is_none());
     }
 }

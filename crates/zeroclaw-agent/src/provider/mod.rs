@@ -13,7 +13,8 @@
 //! whose §17 bounds (event size, idle time, error body size) are tested; a crate per API
 //! would bring three more dependency trees with their own HTTP and SSE handling, whose
 //! bounds would have to be checked again (the SSE library used before was quadratic). The
-//! retry policy every provider shares is [`retry`]; the turn loop runs it.
+//! retry policy every provider shares is [`retry`]; the turn loop runs it. What one response
+//! may hold, all providers alike, is bounded by [`held`].
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -31,7 +32,9 @@ pub mod body;
 mod body_start;
 pub mod echo;
 pub mod gemini;
+pub mod held;
 mod http;
+mod http_date;
 pub mod models;
 pub mod ollama;
 pub mod openai;

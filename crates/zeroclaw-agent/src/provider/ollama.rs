@@ -12,12 +12,14 @@
 //! thought, `message.tool_calls` → tool calls (Ollama sends each whole, without an id: the
 //! turn gives it one), the last line has `done: true` with `prompt_eval_count` and
 //! `eval_count` (usage). A line `{"error": "…"}` (or `{"error": {"message": "…"}}`, as a
-//! gateway before Ollama may send) fails the turn with that message.
+//! gateway before Ollama may send) fails the turn with that message. Text, thinking and
+//! tool calls of one response count against [`super::held`]'s bound (SPEC §17.2).
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::held::Held;
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream, Usage};
@@ -146,7 +148,8 @@ impl Provider for OllamaProvider {
 /// The reading of one `/api/chat` stream.
 #[derive(Default)]
 struct Lines {
-    arguments: usize,
+    /// What this response holds, against the bound of SPEC §17.2.
+    held: Held,
 }
 
 impl Payloads for Lines {
@@ -170,9 +173,17 @@ impl Payloads for Lines {
         }
         let msg = &v["message"];
         if let Some(t) = msg["thinking"].as_str().filter(|t| !t.is_empty()) {
+            if let Err(e) = self.held.add(t.len()) {
+                out.push_back(Err(e));
+                return true;
+            }
             out.push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
         }
         if let Some(t) = msg["content"].as_str().filter(|t| !t.is_empty()) {
+            if let Err(e) = self.held.add(t.len()) {
+                out.push_back(Err(e));
+                return true;
+            }
             out.push_back(Ok(ProviderEvent::TextDelta(t.to_string())));
         }
         for call in msg["tool_calls"].as_array().into_iter().flatten() {
@@ -182,17 +193,15 @@ impl Payloads for Lines {
                 Value::Null => "{}".to_string(),
                 other => other.to_string(),
             };
-            self.arguments += arguments.len();
-            if self.arguments > super::openai::MAX_ARGUMENTS {
-                out.push_back(Err(ProviderError::Stream(format!(
-                    "tool call arguments exceed {} bytes",
-                    super::openai::MAX_ARGUMENTS
-                ))));
+            let id = call["id"].as_str().unwrap_or_default().to_string();
+            let name = f["name"].as_str().unwrap_or_default().to_string();
+            if let Err(e) = self.held.add(arguments.len() + id.len() + name.len()) {
+                out.push_back(Err(e));
                 return true;
             }
             out.push_back(Ok(ProviderEvent::ToolCall(ToolCallRequest {
-                id: call["id"].as_str().unwrap_or_default().to_string(),
-                name: f["name"].as_str().unwrap_or_default().to_string(),
+                id,
+                name,
                 arguments,
             })));
         }
@@ -290,5 +299,34 @@ mod tests {
                 "description": "Runs a command.",
                 "parameters": {"type": "object", "required": ["command"]}}}])
         );
+    }
+
+    #[test]
+    fn thinking_text_and_calls_count_against_one_bound() {
+        const MIB: usize = 1024 * 1024;
+        let mut p = Lines::default();
+        let mut out = Out::new();
+        let line = |m: Value| json!({"message": m, "done": false}).to_string();
+        let mut ended = false;
+        for _ in 0..3 {
+            for m in [
+                json!({"role": "assistant", "content": "", "thinking": "t".repeat(5 * MIB)}),
+                json!({"role": "assistant", "content": "x".repeat(5 * MIB)}),
+                json!({"role": "assistant", "content": "", "tool_calls": [{"function":
+                    {"name": "bash", "arguments": {"command": "c".repeat(2 * MIB)}}}]}),
+            ] {
+                if p.payload(&line(m), &mut out) {
+                    ended = true;
+                    break;
+                }
+            }
+            if ended {
+                break;
+            }
+        }
+        assert!(ended);
+        assert_eq!(out.back(), Some(&Err(crate::provider::held::too_much())));
+        // 12 MiB a round: the third round's text crosses the bound.
+        assert_eq!(out.len(), 8, "two rounds of three, one thought, the error");
     }
 }

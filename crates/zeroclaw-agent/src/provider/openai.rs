@@ -12,8 +12,8 @@
 //!
 //! Memory is bounded whatever the server sends (SPEC §17): an error body is
 //! read up to [`MAX_ERROR_BODY`] bytes, one event over [`MAX_EVENT`] bytes
-//! (see [`super::sse`]) and tool-call arguments over [`MAX_ARGUMENTS`] bytes
-//! in total fail the stream.
+//! (see [`super::sse`]) and a response holding more than [`MAX_HELD`] bytes of
+//! text, thinking and tool-call JSON (SPEC §17.2, [`super::held`]) fail the stream.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
@@ -24,6 +24,7 @@ use futures_util::{Stream, StreamExt, stream};
 use serde_json::Value;
 
 use super::body_start::BodyStart;
+use super::held::Held;
 use super::http;
 use super::openai_chunk::Chunk;
 use super::openai_request::request_body;
@@ -35,8 +36,7 @@ use crate::message::ToolCallRequest;
 pub use super::http::MAX_ERROR_BODY;
 /// Longest server-sent event, in bytes (its lines without their line ends).
 pub const MAX_EVENT: usize = 8 * 1024 * 1024;
-/// Tool-call arguments of one response, all calls together, in bytes.
-pub const MAX_ARGUMENTS: usize = 32 * 1024 * 1024;
+pub use super::held::MAX_HELD;
 
 /// Connection settings of one OpenAI-compatible endpoint.
 #[derive(Debug, Clone)]
@@ -150,8 +150,8 @@ struct SseState {
     idle: Duration,
     pending: VecDeque<Result<ProviderEvent, ProviderError>>,
     calls: BTreeMap<u64, PartialCall>,
-    /// Bytes of tool-call arguments received in this response.
-    arguments: usize,
+    /// What this response holds, against the bound of SPEC §17.2.
+    held: Held,
     saw_finish: bool,
     finished: bool,
     start: BodyStart,
@@ -206,10 +206,16 @@ impl SseState {
                     .non_empty()
                     .or_else(|| delta.reasoning.non_empty());
                 if let Some(t) = thought {
+                    if let Err(e) = self.held.add(t.len()) {
+                        return self.fail(e);
+                    }
                     self.pending
                         .push_back(Ok(ProviderEvent::ThoughtDelta(t.to_string())));
                 }
                 if let Some(t) = delta.content.0.filter(|t| !t.is_empty()) {
+                    if let Err(e) = self.held.add(t.len()) {
+                        return self.fail(e);
+                    }
                     self.pending
                         .push_back(Ok(ProviderEvent::TextDelta(t.into_owned())));
                 }
@@ -244,11 +250,16 @@ impl SseState {
                 .get("index")
                 .and_then(Value::as_u64)
                 .unwrap_or(pos as u64);
+            if !self.calls.contains_key(&index) {
+                // A call being assembled costs its slot, whatever it holds yet.
+                self.held.add(std::mem::size_of::<PartialCall>())?;
+            }
             let entry = self.calls.entry(index).or_default();
             if let Some(id) = frag.get("id").and_then(Value::as_str)
                 && !id.is_empty()
                 && entry.id.is_empty()
             {
+                self.held.add(id.len())?;
                 entry.id = id.to_string();
             }
             if let Some(f) = frag.get("function") {
@@ -256,20 +267,21 @@ impl SseState {
                     && !n.is_empty()
                     && entry.name.is_empty()
                 {
+                    self.held.add(n.len())?;
                     entry.name = n.to_string();
                 }
-                let before = entry.arguments.len();
                 match f.get("arguments") {
-                    Some(Value::String(a)) => entry.arguments.push_str(a),
+                    Some(Value::String(a)) => {
+                        self.held.add(a.len())?;
+                        entry.arguments.push_str(a);
+                    }
                     // Some servers send the arguments as an object.
-                    Some(a @ Value::Object(_)) => entry.arguments.push_str(&a.to_string()),
+                    Some(a @ Value::Object(_)) => {
+                        let a = a.to_string();
+                        self.held.add(a.len())?;
+                        entry.arguments.push_str(&a);
+                    }
                     _ => {}
-                }
-                self.arguments += entry.arguments.len() - before;
-                if self.arguments > MAX_ARGUMENTS {
-                    return Err(ProviderError::Stream(format!(
-                        "tool call arguments exceed {MAX_ARGUMENTS} bytes"
-                    )));
                 }
             }
         }
@@ -293,7 +305,7 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
         idle,
         pending: VecDeque::new(),
         calls: BTreeMap::new(),
-        arguments: 0,
+        held: Held::default(),
         saw_finish: false,
         finished: false,
         start: BodyStart::default(),
@@ -344,4 +356,67 @@ fn sse_to_events(body: Body, idle: Duration) -> ProviderStream {
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::held::too_much;
+    use serde_json::json;
+
+    const MIB: usize = 1024 * 1024;
+
+    async fn read(events: Vec<String>) -> Vec<Result<ProviderEvent, ProviderError>> {
+        let body: Body = Box::pin(stream::iter(
+            events.into_iter().map(|e| Ok(bytes::Bytes::from(e))),
+        ));
+        sse_to_events(body, Duration::from_secs(5)).collect().await
+    }
+
+    fn chunk(delta: Value) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta}]})
+        )
+    }
+
+    #[tokio::test]
+    async fn reasoning_text_and_tool_call_arguments_count_against_one_bound() {
+        let mut events = Vec::new();
+        for _ in 0..4 {
+            events.push(chunk(json!({"reasoning_content": "r".repeat(4 * MIB)})));
+        }
+        for _ in 0..2 {
+            events.push(chunk(json!({"content": "x".repeat(4 * MIB)})));
+        }
+        events.push(chunk(json!({"tool_calls": [{"index": 0, "id": "c1",
+            "function": {"name": "bash", "arguments": ""}}]})));
+        // 24 MiB so far: the second 4 MiB of arguments crosses the bound.
+        for _ in 0..3 {
+            events.push(chunk(json!({"tool_calls": [{"index": 0,
+                "function": {"arguments": "a".repeat(4 * MIB)}}]})));
+        }
+        events.push("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n".into());
+        let out = read(events).await;
+        assert_eq!(out.last(), Some(&Err(too_much())));
+        assert_eq!(out.len(), 7, "four thoughts, two texts, the error");
+        assert!(
+            !out.iter()
+                .any(|e| matches!(e, Ok(ProviderEvent::ToolCall(_))))
+        );
+    }
+
+    #[tokio::test]
+    async fn tool_call_slots_count_even_when_empty() {
+        // Two events opening 300,000 calls each that hold nothing yet: their slots alone
+        // are past the bound.
+        let open = |from: u64| {
+            let frags: Vec<Value> = (from..from + 300_000)
+                .map(|i| json!({"index": i}))
+                .collect();
+            chunk(json!({"tool_calls": frags}))
+        };
+        let out = read(vec![open(0), open(300_000)]).await;
+        assert_eq!(out, vec![Err(too_much())]);
+    }
 }

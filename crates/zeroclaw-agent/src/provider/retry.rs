@@ -9,11 +9,12 @@
 //! HTTP 408, 429, 500, 502, 503, 504, 529 and a connection failure are retried up to
 //! [`MAX_RETRIES`] times. Retry n waits `min(30, 2^(n-1))` s times a random factor in
 //! [0.8, 1.2], or the server's `retry-after`; a `retry-after` over [`MAX_RETRY_AFTER`]
-//! fails the turn at once. The wait itself (announced, cancellable) belongs to the turn
-//! loop.
+//! fails the turn at once. `retry-after` is a number of seconds or an HTTP date
+//! ([`super::http_date`]), the time from now until it (none for a date already past), SPEC
+//! §17.2. The wait itself (announced, cancellable) belongs to the turn loop.
 
 use std::hash::{BuildHasher, Hasher};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::ProviderError;
 
@@ -82,17 +83,25 @@ pub fn jitter() -> f64 {
     0.8 + 0.4 * unit
 }
 
-/// A `retry-after` header (seconds, possibly fractional) or `retry-after-ms`, as a
-/// duration. An HTTP-date or anything else unreadable counts as absent (the policy's own
-/// back-off applies).
-pub fn parse_retry_after(seconds: Option<&str>, millis: Option<&str>) -> Option<Duration> {
+/// A `retry-after` header (seconds, possibly fractional, or an HTTP date, read at `now`) or
+/// `retry-after-ms`, as a duration. A date already past is no wait. Anything unreadable
+/// counts as absent (the policy's own back-off applies).
+pub fn parse_retry_after(
+    seconds: Option<&str>,
+    millis: Option<&str>,
+    now: SystemTime,
+) -> Option<Duration> {
     if let Some(ms) = millis.and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
     {
         return Some(Duration::from_secs_f64(ms / 1000.0));
     }
-    let secs = seconds?.trim().parse::<f64>().ok()?;
+    let seconds = seconds?.trim();
+    let Ok(secs) = seconds.parse::<f64>() else {
+        let date = super::http_date::parse(seconds, now)?;
+        return Some(date.duration_since(now).unwrap_or(Duration::ZERO));
+    };
     if secs.is_finite() && secs >= 0.0 {
         // Capped only to stay representable; over 60 s fails the turn anyway.
         Some(Duration::from_secs_f64(secs.min(1e9)))
@@ -101,10 +110,10 @@ pub fn parse_retry_after(seconds: Option<&str>, millis: Option<&str>) -> Option<
     }
 }
 
-/// The `retry-after` of a response's headers.
+/// The `retry-after` of a response's headers, read now.
 pub fn retry_after_of(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    parse_retry_after(get("retry-after"), get("retry-after-ms"))
+    parse_retry_after(get("retry-after"), get("retry-after-ms"), SystemTime::now())
 }
 
 fn clip(s: &str) -> String {
@@ -183,23 +192,65 @@ mod tests {
             decide(&http(429, Some(Duration::from_secs(61))), 0),
             RetryDecision::GiveUp
         );
+        let now = SystemTime::now();
         assert_eq!(
-            parse_retry_after(Some("2"), None),
+            parse_retry_after(Some("2"), None, now),
             Some(Duration::from_secs(2))
         );
         assert_eq!(
-            parse_retry_after(Some("0.5"), None),
+            parse_retry_after(Some("0.5"), None, now),
             Some(Duration::from_millis(500))
         );
         assert_eq!(
-            parse_retry_after(Some("9"), Some("250")),
+            parse_retry_after(Some("9"), Some("250"), now),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(parse_retry_after(Some("-1"), None, now), None);
+        assert_eq!(parse_retry_after(Some("soon"), None, now), None);
+        assert_eq!(parse_retry_after(None, None, now), None);
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date_is_the_time_until_it() {
+        // 2015-10-21 07:28:00 UTC, and 0.25 s before it.
+        let date = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let now = date - Duration::from_millis(250);
+        let at = |text: &str, now| parse_retry_after(Some(text), None, now);
+        assert_eq!(
+            at("Wed, 21 Oct 2015 07:28:00 GMT", now),
             Some(Duration::from_millis(250))
         );
         assert_eq!(
-            parse_retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT"), None),
-            None
+            at("Wed, 21 Oct 2015 07:28:02 GMT", now),
+            Some(Duration::from_millis(2250))
         );
-        assert_eq!(parse_retry_after(Some("-1"), None), None);
-        assert_eq!(parse_retry_after(None, None), None);
+        // The obsolete forms too.
+        assert_eq!(
+            at("Wednesday, 21-Oct-15 07:28:00 GMT", now),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            at("Wed Oct 21 07:28:00 2015", now),
+            Some(Duration::from_millis(250))
+        );
+        // A date already past: no wait.
+        assert_eq!(
+            at("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        // Like a number of seconds: up to 60 s waited, beyond that the turn fails.
+        let in_60 = at("Wed, 21 Oct 2015 07:29:00 GMT", date).expect("a date");
+        assert_eq!(in_60, Duration::from_secs(60));
+        assert!(matches!(
+            decide(&http(429, Some(in_60)), 0),
+            RetryDecision::Retry { delay, .. } if delay == in_60
+        ));
+        let in_120 = at("Wed, 21 Oct 2015 07:30:00 GMT", date).expect("a date");
+        assert_eq!(decide(&http(503, Some(in_120)), 0), RetryDecision::GiveUp);
+        // `retry-after-ms` still comes first.
+        assert_eq!(
+            parse_retry_after(Some("Wed, 21 Oct 2015 07:30:00 GMT"), Some("5"), date),
+            Some(Duration::from_millis(5))
+        );
     }
 }

@@ -46,17 +46,21 @@ impl SessionManager {
             .stream
             .subscribe_prompter(&link, &principal.id, principal.admin);
         let (reply, answer) = oneshot::channel();
+        let (queued, answered) = super::answered::pair();
         let submitted = live.submit(Job {
             kind: JobKind::Compact { instructions },
             link: Arc::clone(&link),
             config,
             reply,
+            answered,
         });
         link.record_prompt(&live.instance, submitted?);
         crate::ordering::admitted();
         let answer = answer
             .await
             .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));
+        // The worker starts the next job once this answer is queued (SPEC §17.2).
+        queued.after_answer();
         match answer {
             Err(SessionError::Failed(_) | SessionError::Store(_)) if live.is_closing() => {
                 Err(SessionError::not_found(format!(

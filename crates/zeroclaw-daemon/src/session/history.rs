@@ -90,6 +90,7 @@ impl SessionManager {
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
         let (reply, answer) = oneshot::channel();
+        let (queued, answered) = super::answered::pair();
         let submitted = live.submit(Job {
             kind: JobKind::Rewind {
                 turn_id,
@@ -99,13 +100,16 @@ impl SessionManager {
             link: Arc::clone(&link),
             config,
             reply,
+            answered,
         });
         // As for a prompt: the connection's next request for this session goes once this
         // one is queued (or refused), so pipelined calls keep their order.
         link.record_prompt(&live.instance, submitted?);
         crate::ordering::admitted();
+        let answer = answer.await;
+        // The worker starts the next job once this answer is queued (SPEC §17.2).
+        queued.after_answer();
         answer
-            .await
             .unwrap_or_else(|_| {
                 Err(SessionError::not_found(format!(
                     "session {session_id} was closed before the rewind ran"

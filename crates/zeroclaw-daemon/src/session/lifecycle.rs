@@ -81,6 +81,7 @@ impl SessionManager {
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
         check_owner(principal, &live.owner, session_id)?;
         let (reply, answer) = oneshot::channel();
+        let (queued, answered) = super::answered::pair();
         if !live
             .stream
             .subscribe_prompter(&link, &principal.id, principal.admin)
@@ -95,6 +96,7 @@ impl SessionManager {
             link: Arc::clone(&link),
             config,
             reply,
+            answered,
         });
         // A refusal (busy) is returned without admitting: the ticket lets the connection's
         // next request for this session go only once the refusal is queued, so refusals
@@ -105,6 +107,8 @@ impl SessionManager {
         let answer = answer
             .await
             .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));
+        // The worker starts the next job once this answer is queued (SPEC §17.2).
+        queued.after_answer();
         // A prompt that raced the close, kill or delete of its session lost to it: that is
         // "no such session", not an internal failure (SPEC §17.1).
         match answer {

@@ -32,6 +32,7 @@ use zeroclaw_protocol::history::RewindResult;
 use zeroclaw_protocol::session::TurnResult;
 use zeroclaw_store::SessionKey;
 
+use super::answered::AnswerWait;
 use super::error::SessionError;
 use super::limits::MAX_QUEUED_PROMPTS;
 use super::link::ClientLink;
@@ -49,6 +50,8 @@ pub(crate) struct Job {
     /// The configuration in force when the prompt was accepted.
     pub config: Arc<Config>,
     pub reply: oneshot::Sender<Result<JobAnswer, SessionError>>,
+    /// Ends once the caller's answer is queued: the next job waits for it (SPEC §17.2).
+    pub answered: AnswerWait,
 }
 
 /// What the worker answers a [`Job`] with: the result of its kind.

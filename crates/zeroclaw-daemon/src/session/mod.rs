@@ -46,6 +46,7 @@
 //! `test-hooks`).
 
 pub mod agent;
+pub mod answered;
 pub mod compact;
 pub mod compact_call;
 pub mod compaction;

@@ -99,6 +99,12 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
         session.end_turn();
         // The caller may be gone (its connection closed); the turn is persisted anyway.
         let _ = job.reply.send(outcome);
+        // Its answer goes on the wire before the next turn's first event (SPEC §17.2); a
+        // session closing meanwhile stops at once.
+        tokio::select! {
+            () = job.answered.wait() => {}
+            () = session.closing() => {}
+        }
     }
     session.drain_and_stop(&mut rx);
     tracing::debug!(session = %session.key.session_id, "session worker stopped");
