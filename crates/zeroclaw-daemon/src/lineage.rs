@@ -27,6 +27,7 @@ pub enum Lineage {
 }
 
 /// The longest chain of parents followed.
+#[cfg(target_os = "linux")]
 const MAX_DEPTH: usize = 4096;
 
 /// How long the walk may take before the peer is refused as unvetted.
