@@ -46,6 +46,7 @@ pub mod retry;
 pub mod settings;
 pub(crate) mod shown;
 pub mod sse;
+pub mod summary;
 
 pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;
