@@ -31,6 +31,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::call::{Call, KeyHeader};
 use super::held::{Held, MAX_HELD};
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -220,7 +221,7 @@ pub fn request_body<'a>(
 #[async_trait]
 impl Provider for AnthropicProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let mut builder = self
+        let builder = self
             .client
             .post(format!("{}/v1/messages", self.config.base()))
             .header("anthropic-version", API_VERSION)
@@ -235,24 +236,21 @@ impl Provider for AnthropicProvider {
             }
             encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
-        let key = self.config.api_key();
-        if let Some(key) = &key {
-            builder = builder.header("x-api-key", key);
-        }
-        let resp = super::http::send(
-            builder,
-            body,
-            &self.config.base_url,
-            key.as_deref(),
-            self.config.first_byte_timeout,
-        )
-        .await?;
         let parser = Messages {
             kept: Arc::clone(&self.kept),
             ..Messages::default()
         };
-        let events = body::events(resp, Framing::Sse, self.config.idle_timeout, parser);
-        Ok(super::shown::events_without_key(events, key))
+        let idle = self.config.idle_timeout;
+        Call {
+            builder,
+            body,
+            base_url: &self.config.base_url,
+            api_key: self.config.api_key(),
+            key_header: KeyHeader::Named("x-api-key"),
+            first_byte_timeout: self.config.first_byte_timeout,
+        }
+        .events(|resp| body::events(resp, Framing::Sse, idle, parser))
+        .await
     }
 
     fn kind(&self) -> &'static str {

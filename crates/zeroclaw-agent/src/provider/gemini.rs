@@ -28,6 +28,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::call::{Call, KeyHeader};
 use super::held::{Held, MAX_HELD};
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -210,26 +211,22 @@ impl Provider for GeminiProvider {
             }
             encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
-        let mut builder = self.client.post(url);
-        let key = self.config.api_key();
-        if let Some(key) = &key {
-            builder = builder.header("x-goog-api-key", key);
-        }
-        let resp = super::http::send(
-            builder,
-            body,
-            &self.config.base_url,
-            key.as_deref(),
-            self.config.first_byte_timeout,
-        )
-        .await?;
         let parser = Responses {
             kept: Arc::clone(&self.kept),
             calls: Arc::clone(&self.calls),
             ..Responses::default()
         };
-        let events = body::events(resp, Framing::Sse, self.config.idle_timeout, parser);
-        Ok(super::shown::events_without_key(events, key))
+        let idle = self.config.idle_timeout;
+        Call {
+            builder: self.client.post(url),
+            body,
+            base_url: &self.config.base_url,
+            api_key: self.config.api_key(),
+            key_header: KeyHeader::Named("x-goog-api-key"),
+            first_byte_timeout: self.config.first_byte_timeout,
+        }
+        .events(|resp| body::events(resp, Framing::Sse, idle, parser))
+        .await
     }
 
     fn kind(&self) -> &'static str {

@@ -30,6 +30,7 @@ use crate::message::{ChatMessage, ToolCallRequest};
 pub mod anthropic;
 pub mod body;
 mod body_start;
+mod call;
 pub mod echo;
 pub mod gemini;
 pub mod held;

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::call::{Call, KeyHeader};
 use super::held::Held;
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -121,23 +122,17 @@ pub fn request_body<'a>(req: &'a ProviderRequest, config: &'a NativeConfig) -> J
 impl Provider for OllamaProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
         let body = encode(&request_body(&req, &self.config))?;
-        let builder = self.client.post(format!("{}/api/chat", self.config.base()));
-        let key = self.config.api_key();
-        let builder = match &key {
-            Some(key) => builder.bearer_auth(key),
-            None => builder,
-        };
-        let resp = super::http::send(
-            builder,
-            body,
-            &self.config.base_url,
-            key.as_deref(),
-            self.config.first_byte_timeout,
-        )
-        .await?;
         let idle = self.config.idle_timeout;
-        let events = body::events(resp, Framing::Ndjson, idle, Lines::default());
-        Ok(super::shown::events_without_key(events, key))
+        Call {
+            builder: self.client.post(format!("{}/api/chat", self.config.base())),
+            body,
+            base_url: &self.config.base_url,
+            api_key: self.config.api_key(),
+            key_header: KeyHeader::Bearer,
+            first_byte_timeout: self.config.first_byte_timeout,
+        }
+        .events(|resp| body::events(resp, Framing::Ndjson, idle, Lines::default()))
+        .await
     }
 
     fn kind(&self) -> &'static str {
