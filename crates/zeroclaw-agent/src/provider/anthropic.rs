@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::call::{Call, KeyHeader};
+use super::call::KeyHeader;
 use super::held::{Held, MAX_HELD};
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -241,16 +241,10 @@ impl Provider for AnthropicProvider {
             ..Messages::default()
         };
         let idle = self.config.idle_timeout;
-        Call {
-            builder,
-            body,
-            base_url: &self.config.base_url,
-            api_key: self.config.api_key(),
-            key_header: KeyHeader::Named("x-api-key"),
-            first_byte_timeout: self.config.first_byte_timeout,
-        }
-        .events(|resp| body::events(resp, Framing::Sse, idle, parser))
-        .await
+        self.config
+            .call(builder, body, KeyHeader::Named("x-api-key"))
+            .events(|resp| body::events(resp, Framing::Sse, idle, parser))
+            .await
     }
 
     fn kind(&self) -> &'static str {

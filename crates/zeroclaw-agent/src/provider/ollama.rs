@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
-use super::call::{Call, KeyHeader};
+use super::call::KeyHeader;
 use super::held::Held;
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -123,16 +123,14 @@ impl Provider for OllamaProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
         let body = encode(&request_body(&req, &self.config))?;
         let idle = self.config.idle_timeout;
-        Call {
-            builder: self.client.post(format!("{}/api/chat", self.config.base())),
-            body,
-            base_url: &self.config.base_url,
-            api_key: self.config.api_key(),
-            key_header: KeyHeader::Bearer,
-            first_byte_timeout: self.config.first_byte_timeout,
-        }
-        .events(|resp| body::events(resp, Framing::Ndjson, idle, Lines::default()))
-        .await
+        self.config
+            .call(
+                self.client.post(format!("{}/api/chat", self.config.base())),
+                body,
+                KeyHeader::Bearer,
+            )
+            .events(|resp| body::events(resp, Framing::Ndjson, idle, Lines::default()))
+            .await
     }
 
     fn kind(&self) -> &'static str {
