@@ -544,14 +544,7 @@ mod tests {
     }
 
     fn read(events: &[Value]) -> Vec<Result<ProviderEvent, ProviderError>> {
-        let mut p = Messages::default();
-        let mut out = Out::new();
-        for e in events {
-            if p.payload(&e.to_string(), &mut out) {
-                break;
-            }
-        }
-        out.into()
+        body::read_all(Messages::default(), events)
     }
 
     #[test]

@@ -188,6 +188,22 @@ pub fn malformed(data: &str, e: &serde_json::Error) -> ProviderError {
     ProviderError::Stream(format!("malformed event JSON ({e}): {shown}"))
 }
 
+/// What `parser` makes of `payloads`, up to the one that ends the stream: the providers'
+/// tests read their parsers with it.
+#[cfg(test)]
+pub fn read_all<P: Payloads>(
+    mut parser: P,
+    payloads: &[serde_json::Value],
+) -> Vec<Result<ProviderEvent, ProviderError>> {
+    let mut out = Out::new();
+    for p in payloads {
+        if parser.payload(&p.to_string(), &mut out) {
+            break;
+        }
+    }
+    out.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
