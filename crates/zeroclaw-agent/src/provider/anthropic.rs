@@ -433,9 +433,8 @@ impl Messages {
 
 impl Payloads for Messages {
     fn payload(&mut self, data: &str, out: &mut Out) -> bool {
-        let v: Value = match serde_json::from_str(data) {
-            Ok(v) => v,
-            Err(e) => return self.fail(out, body::malformed(data, &e)),
+        let Some(v) = body::parse(data, out) else {
+            return true;
         };
         let index = v["index"].as_u64().unwrap_or(0);
         match v["type"].as_str().unwrap_or_default() {

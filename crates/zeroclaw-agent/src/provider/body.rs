@@ -182,6 +182,18 @@ impl<P> State<P> {
     }
 }
 
+/// `data` parsed as JSON; a payload that is not JSON puts [`malformed`] in `out` and gives
+/// `None` (the stream ends there).
+pub fn parse(data: &str, out: &mut Out) -> Option<serde_json::Value> {
+    match serde_json::from_str(data) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            out.push_back(Err(malformed(data, &e)));
+            None
+        }
+    }
+}
+
 /// A payload that is not JSON: the error that fails the stream.
 pub fn malformed(data: &str, e: &serde_json::Error) -> ProviderError {
     let shown: String = data.chars().take(200).collect();

@@ -245,12 +245,8 @@ struct Responses {
 
 impl Payloads for Responses {
     fn payload(&mut self, data: &str, out: &mut Out) -> bool {
-        let v: Value = match serde_json::from_str(data) {
-            Ok(v) => v,
-            Err(e) => {
-                out.push_back(Err(body::malformed(data, &e)));
-                return true;
-            }
+        let Some(v) = body::parse(data, out) else {
+            return true;
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
             let msg = err
