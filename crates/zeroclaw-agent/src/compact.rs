@@ -1,8 +1,9 @@
 //! Compaction of the retained provider context (SPEC §18): which messages are summarized
 //! and which are kept ([`plan`]), the summarization call on the session's own provider
-//! ([`summarize`]: same model, no tools, the streamed text collected), the `echo`
-//! provider's deterministic summary ([`echo_summary`]) so the whole path runs offline,
-//! and the context that replaces the old one ([`compacted_context`]).
+//! ([`summarize`]: same model, no tools, the streamed text collected) and the context that
+//! replaces the old one ([`compacted_context`]). The request's marker line lives below, in
+//! [`crate::provider::summary`], where the `echo` provider recognizes it (and answers with
+//! its deterministic summary, so the whole path runs offline).
 //!
 //! Knows nothing about storage: the daemon commits the new context as a snapshot and
 //! only then tells the clients.
@@ -13,13 +14,8 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::ChatMessage;
+pub use crate::provider::summary::{SUMMARY_REQUEST, is_summary_request};
 use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest};
-
-/// First line of the user message that asks for the summary. The `echo` provider
-/// recognizes it and answers with [`echo_summary`] of the messages before it.
-pub const SUMMARY_REQUEST: &str = "[zeroclaw:summarize] Summarize the conversation above so that it can replace it: \
-keep the goals, decisions, facts, file names, commands and open questions a continuation needs. \
-Answer with the summary only.";
 
 /// System prompt of the summarization call.
 pub const SUMMARY_SYSTEM: &str =
@@ -27,9 +23,6 @@ pub const SUMMARY_SYSTEM: &str =
 
 /// Start of the user message holding a summary in a compacted context.
 pub const SUMMARY_PREFIX: &str = "[Summary of the earlier conversation]\n";
-
-/// Characters of each message an `echo` summary keeps.
-pub const ECHO_LINE_CHARS: usize = 80;
 
 /// Longest summary accepted, in bytes: a provider streaming more fails the compaction.
 pub const MAX_SUMMARY: usize = 1024 * 1024;
@@ -93,46 +86,6 @@ pub fn summary_request(
         messages: Arc::new(messages),
         tools: Vec::new(),
     }
-}
-
-/// Whether `req` is a summarization request made by [`summary_request`].
-pub fn is_summary_request(req: &ProviderRequest) -> bool {
-    req.tools.is_empty()
-        && matches!(req.messages.last(),
-            Some(ChatMessage::User { content }) if content.starts_with(SUMMARY_REQUEST))
-}
-
-/// The `echo` provider's summary of `messages`: one line per message, `role: ` and the
-/// first [`ECHO_LINE_CHARS`] characters of its text (line breaks become spaces; an
-/// assistant message with only tool calls shows `[calls NAME, …]`).
-pub fn echo_summary(messages: &[ChatMessage]) -> String {
-    let mut out = String::new();
-    for m in messages {
-        let text = match m {
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-            } if content.is_empty() && !tool_calls.is_empty() => {
-                let names: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
-                format!("[calls {}]", names.join(", "))
-            }
-            // Only a line of it is shown: a long answer is not read whole for it.
-            ChatMessage::Assistant { content, .. } => {
-                content.head(ECHO_LINE_CHARS * 4).0.into_owned()
-            }
-            other => other.content().into_owned(),
-        };
-        let line: String = text
-            .chars()
-            .take(ECHO_LINE_CHARS)
-            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-            .collect();
-        out.push_str(m.role());
-        out.push_str(": ");
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
 }
 
 /// Why a summary could not be had.
@@ -246,29 +199,6 @@ mod tests {
         ctx.extend(turns(1));
         assert_eq!(plan(&ctx, 1), Some(Plan { cut: 1 }));
         assert_eq!(plan(&ctx, 2), None);
-    }
-
-    #[test]
-    fn echo_summary_is_one_line_per_message_cut_at_80_characters() {
-        let long = "é".repeat(100);
-        let msgs = vec![
-            ChatMessage::user("two\nlines"),
-            ChatMessage::assistant(long.clone()),
-            ChatMessage::Assistant {
-                content: Text::default(),
-                tool_calls: vec![ToolCallRequest {
-                    id: "a".into(),
-                    name: "bash".into(),
-                    arguments: "{}".into(),
-                }],
-            },
-            ChatMessage::tool_result("a", "bash", "ok"),
-        ];
-        let want = format!(
-            "user: two lines\nassistant: {}\nassistant: [calls bash]\ntool: ok\n",
-            "é".repeat(80)
-        );
-        assert_eq!(echo_summary(&msgs), want);
     }
 
     #[test]

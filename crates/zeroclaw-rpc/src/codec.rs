@@ -131,62 +131,16 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     }
 }
 
+/// The chunked test reader, shared with `tests/fuzz.rs`.
+#[cfg(test)]
+#[path = "../tests/support/chunked.rs"]
+mod chunked;
+
 #[cfg(test)]
 mod tests {
+    use super::chunked::frames;
     use super::*;
     use proptest::prelude::*;
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
-    use tokio::io::{AsyncRead, BufReader, ReadBuf};
-
-    /// Hands out the input in the given chunk sizes, one chunk per read.
-    struct Chunked {
-        data: Vec<u8>,
-        pos: usize,
-        sizes: Vec<usize>,
-        next: usize,
-    }
-
-    impl AsyncRead for Chunked {
-        fn poll_read(
-            mut self: Pin<&mut Self>,
-            _cx: &mut Context<'_>,
-            buf: &mut ReadBuf<'_>,
-        ) -> Poll<std::io::Result<()>> {
-            let size = self
-                .sizes
-                .get(self.next)
-                .copied()
-                .unwrap_or(usize::MAX)
-                .max(1);
-            self.next += 1;
-            let n = size.min(self.data.len() - self.pos).min(buf.remaining());
-            let start = self.pos;
-            buf.put_slice(&self.data[start..start + n]);
-            self.pos += n;
-            Poll::Ready(Ok(()))
-        }
-    }
-
-    fn frames(data: &[u8], sizes: Vec<usize>, max: usize, buf_cap: usize) -> Vec<Frame> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
-            let src = Chunked {
-                data: data.to_vec(),
-                pos: 0,
-                sizes,
-                next: 0,
-            };
-            let mut reader = FrameReader::with_limit(BufReader::with_capacity(buf_cap, src), max);
-            let mut out = Vec::new();
-            while let Some(frame) = reader.next_frame().await.expect("read") {
-                out.push(frame);
-            }
-            out
-        })
-    }
 
     fn line(s: &str) -> Frame {
         Frame::Line(s.as_bytes().to_vec())

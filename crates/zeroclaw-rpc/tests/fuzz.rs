@@ -3,66 +3,13 @@
 //! contract's invariants. `cargo test` runs the default number of cases; `.ci/run` runs
 //! more (`PROPTEST_CASES`).
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use proptest::prelude::*;
 use serde_json::Value;
-use tokio::io::{AsyncRead, BufReader, ReadBuf};
 use zeroclaw_rpc::{Frame, FrameReader, Inbound, classify};
 
-/// Hands out the input in the given chunk sizes, one chunk per read.
-struct Chunked {
-    data: Vec<u8>,
-    pos: usize,
-    sizes: Vec<usize>,
-    next: usize,
-}
-
-impl AsyncRead for Chunked {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let size = self
-            .sizes
-            .get(self.next)
-            .copied()
-            .unwrap_or(usize::MAX)
-            .max(1);
-        self.next += 1;
-        let n = size.min(self.data.len() - self.pos).min(buf.remaining());
-        let start = self.pos;
-        buf.put_slice(&self.data[start..start + n]);
-        self.pos += n;
-        Poll::Ready(Ok(()))
-    }
-}
-
-fn decode(data: Vec<u8>, sizes: Vec<usize>, max: usize, buf_cap: usize) -> Vec<Frame> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let src = Chunked {
-            data,
-            pos: 0,
-            sizes,
-            next: 0,
-        };
-        let mut reader = FrameReader::with_limit(BufReader::with_capacity(buf_cap, src), max);
-        let mut out = Vec::new();
-        while let Some(frame) = reader
-            .next_frame()
-            .await
-            .expect("in-memory reads never fail")
-        {
-            out.push(frame);
-        }
-        out
-    })
-}
+#[path = "support/chunked.rs"]
+mod chunked;
+use chunked::frames;
 
 /// Random bytes with frequent `\n` and `\r` (about one byte in ten each).
 fn with_line_breaks(mut data: Vec<u8>) -> Vec<u8> {
@@ -224,10 +171,10 @@ proptest! {
         buf_cap in 1usize..128,
     ) {
         let newlines = data.iter().filter(|b| **b == b'\n').count();
-        let frames = decode(data, sizes, max, buf_cap);
+        let decoded = frames(&data, sizes, max, buf_cap);
         // At most one frame per line (plus an unterminated last one).
-        prop_assert!(frames.len() <= newlines + 1);
-        for frame in frames {
+        prop_assert!(decoded.len() <= newlines + 1);
+        for frame in decoded {
             if let Frame::Line(line) = frame {
                 prop_assert!(line.len() < max, "line of {} with cap {}", line.len(), max);
                 prop_assert!(!line.contains(&b'\n'));

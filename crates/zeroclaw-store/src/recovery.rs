@@ -20,7 +20,7 @@ use crate::large_text::StoredText;
 use crate::turns;
 use crate::types::{
     ContextRow, INTERRUPTED, Mode, RecoveredSession, Recovery, RestoredContext, Role, SessionKey,
-    ToolCall, ToolResult,
+    Snapshot, ToolCall, ToolResult,
 };
 
 /// Closes every open checkpoint of session `pk`; returns (turn ids, rows appended).
@@ -74,13 +74,25 @@ fn interrupt_open_turns(conn: &Connection, pk: i64) -> Result<(Vec<String>, usiz
 /// Latest snapshot + transcript rows after its boundary (all rows without one), provider-safe.
 pub(crate) fn build_context(conn: &Connection, pk: i64) -> Result<RestoredContext> {
     let snapshot = turns::latest_snapshot(conn, pk)?;
+    context_from(conn, pk, snapshot, i64::MAX)
+}
+
+/// `snapshot`'s messages plus the visible rows after its boundary (all rows without one)
+/// and before `before_seq`, provider-safe: the one reader behind [`build_context`] and
+/// `rewind::context_at`.
+pub(crate) fn context_from(
+    conn: &Connection,
+    pk: i64,
+    snapshot: Option<Snapshot>,
+    before_seq: i64,
+) -> Result<RestoredContext> {
     let after = snapshot.as_ref().map_or(0, |s| s.covers_seq);
     let mut stmt = conn.prepare_cached(
         "SELECT seq, turn_id, role, content FROM transcript \
-         WHERE session = ?1 AND seq > ?2 AND rewound = 0 \
+         WHERE session = ?1 AND seq > ?2 AND seq < ?3 AND rewound = 0 \
          AND role NOT IN ('interruption', 'compaction') ORDER BY seq",
     )?;
-    let rows = stmt.query_map(params![pk, after], |r| {
+    let rows = stmt.query_map(params![pk, after, before_seq], |r| {
         Ok((
             r.get(0)?,
             r.get(1)?,

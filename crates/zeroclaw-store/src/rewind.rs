@@ -21,11 +21,9 @@ use serde_json::Value;
 use crate::db::{self, Db, now_ms};
 use crate::error::{Result, StoreError};
 use crate::large_text::StoredText;
-use crate::recovery::{build_context, provider_safe};
+use crate::recovery::{build_context, context_from};
 use crate::turns;
-use crate::types::{
-    ContextRow, ForkRequest, Forked, ForkedFrom, Mode, RestoredContext, Rewound, SessionKey,
-};
+use crate::types::{ForkRequest, Forked, ForkedFrom, Mode, RestoredContext, Rewound, SessionKey};
 
 /// Turns a rebuilt context into the messages of the snapshot to commit.
 pub type ToMessages = Box<dyn FnOnce(&RestoredContext) -> Result<Value> + Send>;
@@ -79,35 +77,7 @@ pub(crate) fn context_at(
         })?),
         None => None,
     };
-    let after = snapshot.as_ref().map_or(0, |s| s.covers_seq);
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, turn_id, role, content FROM transcript \
-         WHERE session = ?1 AND seq > ?2 AND seq < ?3 AND rewound = 0 \
-         AND role NOT IN ('interruption', 'compaction') ORDER BY seq",
-    )?;
-    let rows = stmt.query_map(params![pk, after, before_seq], |r| {
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, StoredText>(3)?.0,
-        ))
-    })?;
-    let rows = rows
-        .map(|r| {
-            let (seq, turn_id, role, content) = r?;
-            Ok(ContextRow {
-                seq,
-                turn_id,
-                role: role.parse()?,
-                content,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(RestoredContext {
-        snapshot,
-        rows: provider_safe(rows),
-    })
+    context_from(conn, pk, snapshot, before_seq)
 }
 
 pub(crate) fn rewind(

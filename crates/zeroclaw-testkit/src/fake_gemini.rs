@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
 
-use crate::fake_openai::{RecordedRequest, read_request, reason, split_words};
+use crate::fake_openai::{reason, split_words};
+use crate::fake_serve::{RecordedRequest, read_recorded, serve};
 
 /// One scripted answer to one `streamGenerateContent`.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,29 +94,12 @@ pub struct FakeGemini {
 
 impl FakeGemini {
     pub async fn start() -> std::io::Result<FakeGemini> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let state = Arc::new(State {
             queue: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
             marks: Arc::default(),
         });
-        let st = Arc::clone(&state);
-        let task = tokio::spawn(async move {
-            let mut conns = JoinSet::new();
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => {
-                            let st = Arc::clone(&st);
-                            conns.spawn(async move { handle(stream, st).await });
-                        }
-                        Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                    },
-                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
-                }
-            }
-        });
+        let (addr, task) = serve(Arc::clone(&state), "fake gemini", handle).await?;
         Ok(FakeGemini { addr, state, task })
     }
 
@@ -160,17 +144,9 @@ impl Drop for FakeGemini {
 }
 
 async fn handle(mut stream: TcpStream, state: Arc<State>) {
-    let Ok(Some((head, body))) = read_request(&mut stream).await else {
+    let Some((method, path, _)) = read_recorded(&mut stream, &state.requests).await else {
         return;
     };
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let (method, path) = (head.method.clone(), head.path.clone());
-    lock(&state.requests).push(RecordedRequest {
-        method: head.method,
-        path: head.path,
-        headers: head.headers,
-        body,
-    });
     let mut w = Events {
         stream,
         started: false,

@@ -21,12 +21,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
 
-const MAX_HEAD: usize = 64 * 1024;
-const MAX_BODY: usize = 32 * 1024 * 1024;
+use crate::fake_serve::{RecordedRequest, read_recorded, serve};
 
 /// One tool call the fake model asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -201,27 +200,6 @@ pub fn split_words(text: &str) -> Vec<String> {
     out
 }
 
-/// What the fake server saw for one request.
-#[derive(Debug, Clone)]
-pub struct RecordedRequest {
-    pub method: String,
-    pub path: String,
-    /// Header names lower-cased.
-    pub headers: Vec<(String, String)>,
-    /// The body parsed as JSON (`Value::Null` when it was not JSON).
-    pub body: Value,
-}
-
-impl RecordedRequest {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 struct State {
     queue: Mutex<VecDeque<Scripted>>,
     requests: Mutex<Vec<RecordedRequest>>,
@@ -255,8 +233,6 @@ pub struct FakeOpenAi {
 impl FakeOpenAi {
     /// Binds `127.0.0.1:0` and starts serving on the current tokio runtime.
     pub async fn start() -> std::io::Result<FakeOpenAi> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let state = Arc::new(State {
             queue: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
@@ -271,25 +247,7 @@ impl FakeOpenAi {
             deaf: std::sync::atomic::AtomicBool::new(false),
             held_unread: AtomicUsize::new(0),
         });
-        let st = state.clone();
-        let task = tokio::spawn(async move {
-            let mut conns = JoinSet::new();
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => {
-                            let st = st.clone();
-                            conns.spawn(async move { handle_conn(stream, st).await });
-                        }
-                        Err(e) => {
-                            tracing::warn!("fake openai accept failed: {e}");
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                        }
-                    },
-                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
-                }
-            }
-        });
+        let (addr, task) = serve(Arc::clone(&state), "fake openai", handle_conn).await?;
         Ok(FakeOpenAi { addr, state, task })
     }
 
@@ -412,69 +370,6 @@ impl Drop for FakeOpenAi {
     }
 }
 
-pub(crate) struct Head {
-    pub(crate) method: String,
-    pub(crate) path: String,
-    pub(crate) headers: Vec<(String, String)>,
-}
-
-pub(crate) async fn read_request(
-    stream: &mut TcpStream,
-) -> std::io::Result<Option<(Head, Vec<u8>)>> {
-    let mut buf = Vec::with_capacity(4096);
-    let mut tmp = [0u8; 8192];
-    let head_end = loop {
-        if let Some(pos) = find(&buf, b"\r\n\r\n") {
-            break pos;
-        }
-        if buf.len() > MAX_HEAD {
-            return Ok(None);
-        }
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head_text = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head_text.split("\r\n");
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let content_length = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(0)
-        .min(MAX_BODY);
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < content_length {
-        let n = stream.read(&mut tmp).await?;
-        if n == 0 {
-            break;
-        }
-        body.extend_from_slice(&tmp[..n]);
-    }
-    body.truncate(content_length);
-    Ok(Some((
-        Head {
-            method,
-            path,
-            headers,
-        },
-        body,
-    )))
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
     if state.deaf.load(Ordering::SeqCst) {
         // A server that never reads the request: the connection stays open, unread,
@@ -485,18 +380,11 @@ async fn handle_conn(mut stream: TcpStream, state: Arc<State>) {
         }
         return;
     }
-    let Ok(Some((head, body))) = read_request(&mut stream).await else {
+    let Some((method, path, body_json)) = read_recorded(&mut stream, &state.requests).await else {
         return;
     };
-    let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let is_completions = head.method == "POST" && head.path.ends_with("/chat/completions");
-    let is_models = head.method == "GET" && head.path.ends_with("/models");
-    lock(&state.requests).push(RecordedRequest {
-        method: head.method,
-        path: head.path,
-        headers: head.headers,
-        body: body_json.clone(),
-    });
+    let is_completions = method == "POST" && path.ends_with("/chat/completions");
+    let is_models = method == "GET" && path.ends_with("/models");
     if is_models {
         let delay = *lock(&state.models_delay);
         if !delay.is_zero() {
@@ -795,6 +683,7 @@ fn split_n(s: &str, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt;
 
     #[test]
     fn split_words_round_trips() {

@@ -26,6 +26,7 @@ mod fake_anthropic;
 mod fake_gemini;
 mod fake_ollama;
 mod fake_openai;
+mod fake_serve;
 pub mod frames;
 pub mod screen;
 #[cfg(unix)]
@@ -35,4 +36,5 @@ pub use fake::{Fake, Served};
 pub use fake_anthropic::{FakeAnthropic, FakeUsage, Reply};
 pub use fake_gemini::{FakeGemini, GeminiReply};
 pub use fake_ollama::{FakeOllama, OllamaReply};
-pub use fake_openai::{FakeOpenAi, FakeToolCall, RecordedRequest, Scripted};
+pub use fake_openai::{FakeOpenAi, FakeToolCall, Scripted};
+pub use fake_serve::RecordedRequest;

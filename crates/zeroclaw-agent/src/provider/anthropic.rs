@@ -31,6 +31,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::call::KeyHeader;
 use super::held::{Held, MAX_HELD};
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -220,7 +221,7 @@ pub fn request_body<'a>(
 #[async_trait]
 impl Provider for AnthropicProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
-        let mut builder = self
+        let builder = self
             .client
             .post(format!("{}/v1/messages", self.config.base()))
             .header("anthropic-version", API_VERSION)
@@ -235,24 +236,15 @@ impl Provider for AnthropicProvider {
             }
             encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
-        let key = self.config.api_key();
-        if let Some(key) = &key {
-            builder = builder.header("x-api-key", key);
-        }
-        let resp = super::http::send(
-            builder,
-            body,
-            &self.config.base_url,
-            key.as_deref(),
-            self.config.first_byte_timeout,
-        )
-        .await?;
         let parser = Messages {
             kept: Arc::clone(&self.kept),
             ..Messages::default()
         };
-        let events = body::events(resp, Framing::Sse, self.config.idle_timeout, parser);
-        Ok(super::shown::events_without_key(events, key))
+        let idle = self.config.idle_timeout;
+        self.config
+            .call(builder, body, KeyHeader::Named("x-api-key"))
+            .events(|resp| body::events(resp, Framing::Sse, idle, parser))
+            .await
     }
 
     fn kind(&self) -> &'static str {
@@ -441,9 +433,8 @@ impl Messages {
 
 impl Payloads for Messages {
     fn payload(&mut self, data: &str, out: &mut Out) -> bool {
-        let v: Value = match serde_json::from_str(data) {
-            Ok(v) => v,
-            Err(e) => return self.fail(out, body::malformed(data, &e)),
+        let Some(v) = body::parse(data, out) else {
+            return true;
         };
         let index = v["index"].as_u64().unwrap_or(0);
         match v["type"].as_str().unwrap_or_default() {
@@ -552,14 +543,7 @@ mod tests {
     }
 
     fn read(events: &[Value]) -> Vec<Result<ProviderEvent, ProviderError>> {
-        let mut p = Messages::default();
-        let mut out = Out::new();
-        for e in events {
-            if p.payload(&e.to_string(), &mut out) {
-                break;
-            }
-        }
-        out.into()
+        body::read_all(Messages::default(), events)
     }
 
     #[test]

@@ -182,10 +182,38 @@ impl<P> State<P> {
     }
 }
 
+/// `data` parsed as JSON; a payload that is not JSON puts [`malformed`] in `out` and gives
+/// `None` (the stream ends there).
+pub fn parse(data: &str, out: &mut Out) -> Option<serde_json::Value> {
+    match serde_json::from_str(data) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            out.push_back(Err(malformed(data, &e)));
+            None
+        }
+    }
+}
+
 /// A payload that is not JSON: the error that fails the stream.
 pub fn malformed(data: &str, e: &serde_json::Error) -> ProviderError {
     let shown: String = data.chars().take(200).collect();
     ProviderError::Stream(format!("malformed event JSON ({e}): {shown}"))
+}
+
+/// What `parser` makes of `payloads`, up to the one that ends the stream: the providers'
+/// tests read their parsers with it.
+#[cfg(test)]
+pub fn read_all<P: Payloads>(
+    mut parser: P,
+    payloads: &[serde_json::Value],
+) -> Vec<Result<ProviderEvent, ProviderError>> {
+    let mut out = Out::new();
+    for p in payloads {
+        if parser.payload(&p.to_string(), &mut out) {
+            break;
+        }
+    }
+    out.into()
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The offline `echo` provider: streams the last user prompt back (a summarization request
-//! gets the deterministic summary of `crate::compact::echo_summary` instead). Deterministic, no
+//! gets the deterministic summary of [`echo_summary`] instead). Deterministic, no
 //! network, never calls tools. The chunks keep their whitespace, so their concatenation is
 //! exactly the prompt.
 //!
@@ -16,6 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures_util::stream;
 
+use super::summary::is_summary_request;
 use super::{Provider, ProviderError, ProviderEvent, ProviderRequest, ProviderStream};
 use crate::message::ChatMessage;
 
@@ -23,6 +24,8 @@ use crate::message::ChatMessage;
 pub const WORD_CHUNKS: usize = 64;
 /// Longest chunk, in bytes.
 pub const MAX_CHUNK: usize = 4 * 1024;
+/// Characters of each message an `echo` summary keeps.
+pub const ECHO_LINE_CHARS: usize = 80;
 
 #[derive(Debug, Clone, Default)]
 pub struct EchoProvider {
@@ -115,14 +118,46 @@ pub fn chunks_of(text: &str) -> Vec<String> {
     std::iter::from_fn(|| chunks.next_chunk()).collect()
 }
 
+/// The `echo` provider's summary of `messages`: one line per message, `role: ` and the
+/// first [`ECHO_LINE_CHARS`] characters of its text (line breaks become spaces; an
+/// assistant message with only tool calls shows `[calls NAME, …]`).
+pub fn echo_summary(messages: &[ChatMessage]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        let text = match m {
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } if content.is_empty() && !tool_calls.is_empty() => {
+                let names: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
+                format!("[calls {}]", names.join(", "))
+            }
+            // Only a line of it is shown: a long answer is not read whole for it.
+            ChatMessage::Assistant { content, .. } => {
+                content.head(ECHO_LINE_CHARS * 4).0.into_owned()
+            }
+            other => other.content().into_owned(),
+        };
+        let line: String = text
+            .chars()
+            .take(ECHO_LINE_CHARS)
+            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+            .collect();
+        out.push_str(m.role());
+        out.push_str(": ");
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
 #[async_trait]
 impl Provider for EchoProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
         // A summarization call (SPEC §18) is answered with the deterministic summary of
         // the messages before the request, streamed like a prompt.
-        let summary = crate::compact::is_summary_request(&req).then(|| {
-            crate::compact::echo_summary(&req.messages[..req.messages.len().saturating_sub(1)])
-        });
+        let summary = is_summary_request(&req)
+            .then(|| echo_summary(&req.messages[..req.messages.len().saturating_sub(1)]));
         // The prompt is echoed from the request itself (the turn's lent context), not
         // copied out of it.
         let text = match summary {
@@ -166,7 +201,32 @@ impl Provider for EchoProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::ToolCallRequest;
+    use crate::text::Text;
     use futures_util::StreamExt;
+
+    #[test]
+    fn echo_summary_is_one_line_per_message_cut_at_80_characters() {
+        let long = "é".repeat(100);
+        let msgs = vec![
+            ChatMessage::user("two\nlines"),
+            ChatMessage::assistant(long.clone()),
+            ChatMessage::Assistant {
+                content: Text::default(),
+                tool_calls: vec![ToolCallRequest {
+                    id: "a".into(),
+                    name: "bash".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            ChatMessage::tool_result("a", "bash", "ok"),
+        ];
+        let want = format!(
+            "user: two lines\nassistant: {}\nassistant: [calls bash]\ntool: ok\n",
+            "é".repeat(80)
+        );
+        assert_eq!(echo_summary(&msgs), want);
+    }
 
     #[tokio::test]
     async fn echoes_last_user_prompt_word_by_word() {

@@ -28,6 +28,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::call::KeyHeader;
 use super::held::{Held, MAX_HELD};
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -210,26 +211,20 @@ impl Provider for GeminiProvider {
             }
             encode(&request_body(&req, &self.config, |id| kept.of(id)))?
         };
-        let mut builder = self.client.post(url);
-        let key = self.config.api_key();
-        if let Some(key) = &key {
-            builder = builder.header("x-goog-api-key", key);
-        }
-        let resp = super::http::send(
-            builder,
-            body,
-            &self.config.base_url,
-            key.as_deref(),
-            self.config.first_byte_timeout,
-        )
-        .await?;
         let parser = Responses {
             kept: Arc::clone(&self.kept),
             calls: Arc::clone(&self.calls),
             ..Responses::default()
         };
-        let events = body::events(resp, Framing::Sse, self.config.idle_timeout, parser);
-        Ok(super::shown::events_without_key(events, key))
+        let idle = self.config.idle_timeout;
+        self.config
+            .call(
+                self.client.post(url),
+                body,
+                KeyHeader::Named("x-goog-api-key"),
+            )
+            .events(|resp| body::events(resp, Framing::Sse, idle, parser))
+            .await
     }
 
     fn kind(&self) -> &'static str {
@@ -250,12 +245,8 @@ struct Responses {
 
 impl Payloads for Responses {
     fn payload(&mut self, data: &str, out: &mut Out) -> bool {
-        let v: Value = match serde_json::from_str(data) {
-            Ok(v) => v,
-            Err(e) => {
-                out.push_back(Err(body::malformed(data, &e)));
-                return true;
-            }
+        let Some(v) = body::parse(data, out) else {
+            return true;
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
             let msg = err
@@ -410,14 +401,7 @@ mod tests {
     }
 
     fn read(events: &[Value]) -> Vec<Result<ProviderEvent, ProviderError>> {
-        let mut p = Responses::default();
-        let mut out = Out::new();
-        for e in events {
-            if p.payload(&e.to_string(), &mut out) {
-                break;
-            }
-        }
-        out.into()
+        body::read_all(Responses::default(), events)
     }
 
     #[test]

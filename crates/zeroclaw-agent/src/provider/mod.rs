@@ -30,6 +30,7 @@ use crate::message::{ChatMessage, ToolCallRequest};
 pub mod anthropic;
 pub mod body;
 mod body_start;
+mod call;
 pub mod echo;
 pub mod gemini;
 pub mod held;
@@ -46,6 +47,7 @@ pub mod retry;
 pub mod settings;
 pub(crate) mod shown;
 pub mod sse;
+pub mod summary;
 
 pub use anthropic::AnthropicProvider;
 pub use echo::EchoProvider;

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::body::{self, Framing, Out, Payloads};
+use super::call::KeyHeader;
 use super::held::Held;
 use super::request_json::{self, Json, encode};
 use super::settings::NativeConfig;
@@ -121,23 +122,15 @@ pub fn request_body<'a>(req: &'a ProviderRequest, config: &'a NativeConfig) -> J
 impl Provider for OllamaProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
         let body = encode(&request_body(&req, &self.config))?;
-        let builder = self.client.post(format!("{}/api/chat", self.config.base()));
-        let key = self.config.api_key();
-        let builder = match &key {
-            Some(key) => builder.bearer_auth(key),
-            None => builder,
-        };
-        let resp = super::http::send(
-            builder,
-            body,
-            &self.config.base_url,
-            key.as_deref(),
-            self.config.first_byte_timeout,
-        )
-        .await?;
         let idle = self.config.idle_timeout;
-        let events = body::events(resp, Framing::Ndjson, idle, Lines::default());
-        Ok(super::shown::events_without_key(events, key))
+        self.config
+            .call(
+                self.client.post(format!("{}/api/chat", self.config.base())),
+                body,
+                KeyHeader::Bearer,
+            )
+            .events(|resp| body::events(resp, Framing::Ndjson, idle, Lines::default()))
+            .await
     }
 
     fn kind(&self) -> &'static str {
@@ -154,12 +147,8 @@ struct Lines {
 
 impl Payloads for Lines {
     fn payload(&mut self, data: &str, out: &mut Out) -> bool {
-        let v: Value = match serde_json::from_str(data) {
-            Ok(v) => v,
-            Err(e) => {
-                out.push_back(Err(body::malformed(data, &e)));
-                return true;
-            }
+        let Some(v) = body::parse(data, out) else {
+            return true;
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
             // A string as Ollama sends it; an OpenAI-style object from a gateway before it.

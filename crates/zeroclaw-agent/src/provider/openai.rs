@@ -24,6 +24,7 @@ use futures_util::{Stream, StreamExt, stream};
 use serde_json::Value;
 
 use super::body_start::BodyStart;
+use super::call::{Call, KeyHeader};
 use super::held::Held;
 use super::http;
 use super::openai_chunk::Chunk;
@@ -106,24 +107,20 @@ impl OpenAiProvider {
 impl Provider for OpenAiProvider {
     async fn stream(&self, req: ProviderRequest) -> Result<ProviderStream, ProviderError> {
         let body = encode(&request_body(&req, &self.config.model))?;
-        let mut builder = self
-            .client
-            .post(self.endpoint())
-            .header("accept", "text/event-stream");
-        let key = self.api_key();
-        if let Some(key) = &key {
-            builder = builder.bearer_auth(key);
-        }
-        let resp = http::send(
-            builder,
+        let idle = self.config.idle_timeout;
+        Call {
+            builder: self
+                .client
+                .post(self.endpoint())
+                .header("accept", "text/event-stream"),
             body,
-            &self.config.base_url,
-            key.as_deref(),
-            self.config.first_byte_timeout,
-        )
-        .await?;
-        let events = sse_to_events(Box::pin(resp.bytes_stream()), self.config.idle_timeout);
-        Ok(super::shown::events_without_key(events, key))
+            base_url: &self.config.base_url,
+            api_key: self.api_key(),
+            key_header: KeyHeader::Bearer,
+            first_byte_timeout: self.config.first_byte_timeout,
+        }
+        .events(|resp| sse_to_events(Box::pin(resp.bytes_stream()), idle))
+        .await
     }
 
     fn kind(&self) -> &'static str {

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use super::ProviderError;
+use super::call::{Call, KeyHeader};
+use super::request_body::RequestBody;
 
 /// One native provider endpoint, with the settings of the agent that uses it.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +68,24 @@ impl NativeConfig {
             &self.model
         } else {
             requested
+        }
+    }
+
+    /// A request to this endpoint, ready to send: `builder` carries every header but the
+    /// key, which goes as `key_header` says.
+    pub(super) fn call(
+        &self,
+        builder: reqwest::RequestBuilder,
+        body: RequestBody,
+        key_header: KeyHeader,
+    ) -> Call<'_> {
+        Call {
+            builder,
+            body,
+            base_url: &self.base_url,
+            api_key: self.api_key(),
+            key_header,
+            first_byte_timeout: self.first_byte_timeout,
         }
     }
 
