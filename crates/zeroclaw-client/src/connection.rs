@@ -193,6 +193,25 @@ impl ClientHandle {
         self.request(C::METHOD, params).await
     }
 
+    /// Like [`ClientHandle::call_typed`], waiting up to `timeout`.
+    pub async fn call_typed_within<C: Call>(
+        &self,
+        params: &C::Params,
+        timeout: Duration,
+    ) -> Result<C::Result, ClientError> {
+        self.request_within(C::METHOD, params, timeout).await
+    }
+
+    /// Calls method `C` with its params type and returns the result as the daemon sent it,
+    /// undecoded: for printing it whole (`--json`), where a round trip through `C::Result`
+    /// could drop what a newer daemon added.
+    pub async fn call_typed_value<C: Call>(
+        &self,
+        params: &C::Params,
+    ) -> Result<Value, ClientError> {
+        self.send(C::METHOD, params, self.timeout).await
+    }
+
     /// Sends typed params and decodes the typed result (up to the handle's timeout).
     pub async fn request<P: Serialize, R: DeserializeOwned>(
         &self,
