@@ -103,10 +103,8 @@ impl Bridge {
     /// field at a time, or only for their success).
     pub async fn send<C: Call>(self: &Arc<Self>, params: &C::Params) -> Result<Value, ErrorObject> {
         let link = self.link().await?;
-        let params =
-            serde_json::to_value(params).map_err(|e| ErrorObject::internal(e.to_string()))?;
         link.client
-            .call_within(C::METHOD, params, daemon::CALL_TIMEOUT)
+            .send(C::METHOD, params, daemon::CALL_TIMEOUT)
             .await
             .map_err(|e| self.failed(&link, e))
     }
