@@ -249,15 +249,20 @@ async fn show_earlier(handle: &ClientHandle, info: &SessionNewResult, ui: &mut U
     }
 }
 
-/// The autonomy `/mode WORD` asks for (`None` for no word); a word outside the vocabulary
-/// is refused here, in the vocabulary's own words, before anything is sent.
+/// The autonomy `/mode WORD` asks for (`None` for no word). A word outside the vocabulary
+/// is refused here, before anything is sent, with the -32602 the daemon would answer (the
+/// vocabulary's own sentence), so the window reads as it did when the daemon refused it.
 fn autonomy(word: &str) -> Result<Option<Autonomy>, String> {
     if word.is_empty() {
         return Ok(None);
     }
     serde_json::from_value(Value::from(word))
         .map(Some)
-        .map_err(|e| e.to_string())
+        .map_err(|e| {
+            message(&ClientError::Rpc(ErrorObject::invalid_params(
+                e.to_string(),
+            )))
+        })
 }
 
 /// `/model` and `/mode`: `session/configure` for this session (SPEC §16); with nothing to
@@ -361,4 +366,23 @@ async fn idle_event(
         _ => {}
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_words_are_the_autonomy_vocabulary() {
+        assert_eq!(autonomy(""), Ok(None));
+        assert_eq!(autonomy("read_only"), Ok(Some(Autonomy::ReadOnly)));
+        // Word for word what the daemon answered `session/configure` with this word.
+        assert_eq!(
+            autonomy("sometimes"),
+            Err(
+                "unknown autonomy \"sometimes\": expected supervised, full or read_only (code -32602)"
+                    .to_string()
+            )
+        );
+    }
 }
