@@ -17,9 +17,9 @@ use agent_client_protocol_schema::v1::{
     SetSessionModeRequest, SetSessionModeResponse,
 };
 use serde_json::Value;
-use zeroclaw_client::protocol::config::ConfigGetParams;
+use zeroclaw_client::protocol::config::{ConfigGetParams, ConfigGetResult};
 use zeroclaw_client::protocol::session::{
-    ListParams, McpServer as DaemonMcpServer, MessagesParams, SessionNewParams,
+    ListParams, McpServer as DaemonMcpServer, MessagesParams, SessionNewParams, SessionSummary,
 };
 use zeroclaw_client::protocol::stream::{ConfigureParams, SubscribeParams};
 use zeroclaw_client::protocol::{Autonomy, Role, call};
@@ -85,16 +85,11 @@ async fn modes(bridge: &Arc<Bridge>, alias: &str) -> SessionModeState {
     let params = ConfigGetParams {
         prop: Some(agent_prop(alias, "autonomy")),
     };
-    let current = bridge
-        .send::<call::ConfigGet>(&params)
-        .await
-        .ok()
-        .and_then(|v| {
-            v.get("value")
-                .and_then(Value::as_str)
-                .and_then(Autonomy::parse)
-        })
-        .unwrap_or(Autonomy::Supervised);
+    let current = match bridge.call::<call::ConfigGet>(&params).await {
+        Ok(ConfigGetResult::Prop { value, .. }) => value.as_str().and_then(Autonomy::parse),
+        _ => None,
+    }
+    .unwrap_or(Autonomy::Supervised);
     let available = MODES
         .iter()
         .map(|(id, name, about)| SessionMode::new(id.as_str(), *name).description(*about))
@@ -156,16 +151,15 @@ pub async fn new_session(
 }
 
 /// The daemon's `session/list` entry of an ACP session, if it has one.
-async fn find(bridge: &Arc<Bridge>, session_id: &str) -> Result<Option<Value>, ErrorObject> {
-    let list = bridge.send::<call::SessionList>(&acp_sessions()).await?;
+async fn find(
+    bridge: &Arc<Bridge>,
+    session_id: &str,
+) -> Result<Option<SessionSummary>, ErrorObject> {
+    let list = bridge.call::<call::SessionList>(&acp_sessions()).await?;
     Ok(list
-        .get("sessions")
-        .and_then(Value::as_array)
-        .and_then(|all| {
-            all.iter()
-                .find(|s| s.get("sessionId").and_then(Value::as_str) == Some(session_id))
-        })
-        .cloned())
+        .sessions
+        .into_iter()
+        .find(|s| s.session_id == session_id))
 }
 
 /// Every transcript row of a session, oldest first (following `session/messages` pages).
@@ -209,12 +203,8 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
     let Some(entry) = find(bridge, &session_id).await? else {
         return Err(daemon::session_not_found(&session_id));
     };
-    let alias = entry
-        .get("agentAlias")
-        .and_then(Value::as_str)
-        .unwrap_or(&bridge.agent)
-        .to_string();
-    let params = daemon_new(&alias, &req.cwd, &req.mcp_servers)?.with_id(session_id.clone());
+    let params =
+        daemon_new(&entry.agent_alias, &req.cwd, &req.mcp_servers)?.with_id(session_id.clone());
     bridge.send::<call::SessionNew>(&params).await?;
     remember(bridge, &session_id, req.cwd);
     for row in transcript(bridge, &session_id).await? {
@@ -280,12 +270,12 @@ async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
         before_seq: Some(2),
         include_rewound: None,
     };
-    let page = bridge.send::<call::SessionMessages>(&params).await.ok()?;
-    let first = page.get("messages")?.as_array()?.first()?;
-    if first.get("role")?.as_str()? != Role::User.as_str() {
+    let page = bridge.call::<call::SessionMessages>(&params).await.ok()?;
+    let first = page.messages.first()?;
+    if first.role != Role::User {
         return None;
     }
-    let text = first.get("content")?.as_str()?.trim();
+    let text = first.content.trim();
     let line = text.lines().next().unwrap_or("");
     let mut chars = line.chars();
     let mut title: String = chars.by_ref().take(TITLE_CHARS).collect();
@@ -307,20 +297,14 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
         None => 0,
     };
     let mut all = bridge
-        .send::<call::SessionList>(&acp_sessions())
+        .call::<call::SessionList>(&acp_sessions())
         .await?
-        .get("sessions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let activity = |s: &Value| s.get("lastActivity").and_then(Value::as_i64).unwrap_or(0);
-    all.sort_by_key(|s| std::cmp::Reverse(activity(s)));
+        .sessions;
+    all.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
     let fallback_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut sessions = Vec::new();
     for entry in all.iter().skip(start).take(LIST_PAGE) {
-        let Some(id) = entry.get("sessionId").and_then(Value::as_str) else {
-            continue;
-        };
+        let id = entry.session_id.as_str();
         let cwd = bridge
             .sessions()
             .get(id)
@@ -329,7 +313,7 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
         sessions.push(
             SessionInfo::new(id.to_string(), cwd)
                 .title(title(bridge, id).await)
-                .updated_at(rfc3339(activity(entry))),
+                .updated_at(rfc3339(entry.last_activity)),
         );
     }
     let next = start + LIST_PAGE;
