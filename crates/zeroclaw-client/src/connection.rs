@@ -246,7 +246,9 @@ impl ClientHandle {
         self.call_within(method, params, timeout).await
     }
 
-    /// Sends a request and waits for its answer (up to the handle's timeout).
+    /// Sends a request with params as they are and waits for its answer (up to the
+    /// handle's timeout). Untyped: for tests that send what no params type allows; clients
+    /// call through the method table ([`ClientHandle::call_typed`]).
     pub async fn call(&self, method: Method, params: Value) -> Result<Value, ClientError> {
         self.call_within(method, params, self.timeout).await
     }
@@ -261,8 +263,9 @@ impl ClientHandle {
         self.call_name_within(method.name(), params, timeout).await
     }
 
-    /// A request by wire name, for names outside the vocabulary (`zeroclaw rpc`, tests of
-    /// unknown methods); waits up to the handle's timeout.
+    /// A request by wire name, for names outside the vocabulary (`zeroclaw rpc`, the one
+    /// raw path of the command line, and tests of unknown methods); waits up to the
+    /// handle's timeout.
     pub async fn call_name(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.call_name_within(method, params, self.timeout).await
     }
