@@ -104,7 +104,7 @@ impl Bridge {
     pub async fn send<C: Call>(self: &Arc<Self>, params: &C::Params) -> Result<Value, ErrorObject> {
         let link = self.link().await?;
         link.client
-            .send(C::METHOD, params, daemon::CALL_TIMEOUT)
+            .call_typed_value_within::<C>(params, daemon::CALL_TIMEOUT)
             .await
             .map_err(|e| self.failed(&link, e))
     }
