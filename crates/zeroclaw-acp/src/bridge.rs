@@ -1,7 +1,7 @@
 //! The state `zeroclaw acp` shares between its stdin loop and the tasks it spawns
 //! ([`Bridge`]): the editor's side ([`Editor`]), the daemon link ([`Daemon`]), and what is
 //! known of each session the editor opened ([`Session`], with its running [`Turn`]). Also
-//! the one way to call the daemon ([`Bridge::call`]) and to decode the editor's params
+//! the one way to call the daemon, through the method table ([`Bridge::call`]), and to decode the editor's params
 //! ([`decode`]). The router of a new link's events is handed in at start
 //! ([`Bridge::router`]), so this file imports none of the method files.
 
@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
-use zeroclaw_client::{ClientError, ClientHandle, Events, Method};
+use zeroclaw_client::protocol::Call;
+use zeroclaw_client::{ClientError, ClientHandle, Events};
 use zeroclaw_rpc::ErrorObject;
 
 use super::daemon::{self, Daemon, Link};
@@ -86,28 +86,27 @@ impl Bridge {
         Ok(link)
     }
 
-    /// One daemon call (not `session/prompt`), errors translated for the editor.
-    pub async fn call(
+    /// One daemon call of method `C` (not `session/prompt`) with its params type, its
+    /// result decoded into its result type; errors translated for the editor.
+    pub async fn call<C: Call>(
         self: &Arc<Self>,
-        method: Method,
-        params: Value,
-    ) -> Result<Value, ErrorObject> {
+        params: &C::Params,
+    ) -> Result<C::Result, ErrorObject> {
         let link = self.link().await?;
         link.client
-            .call_within(method, params, daemon::CALL_TIMEOUT)
+            .call_typed_within::<C>(params, daemon::CALL_TIMEOUT)
             .await
             .map_err(|e| self.failed(&link, e))
     }
 
-    /// One daemon call with typed params (not `session/prompt`).
-    pub async fn send<P: Serialize>(
-        self: &Arc<Self>,
-        method: Method,
-        params: &P,
-    ) -> Result<Value, ErrorObject> {
-        let params =
-            serde_json::to_value(params).map_err(|e| ErrorObject::internal(e.to_string()))?;
-        self.call(method, params).await
+    /// Like [`Bridge::call`], with the result as the daemon sent it (for answers read one
+    /// field at a time, or only for their success).
+    pub async fn send<C: Call>(self: &Arc<Self>, params: &C::Params) -> Result<Value, ErrorObject> {
+        let link = self.link().await?;
+        link.client
+            .call_typed_value_within::<C>(params, daemon::CALL_TIMEOUT)
+            .await
+            .map_err(|e| self.failed(&link, e))
     }
 
     /// Translates a daemon failure, forgetting the link when it is gone.

@@ -16,11 +16,13 @@ use agent_client_protocol_schema::v1::{
     SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
     SetSessionModeRequest, SetSessionModeResponse,
 };
-use serde_json::{Value, json};
-use zeroclaw_client::protocol::config::ConfigGetParams;
-use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
-use zeroclaw_client::protocol::stream::ConfigureParams;
-use zeroclaw_client::protocol::{Autonomy, Role};
+use serde_json::Value;
+use zeroclaw_client::protocol::config::{ConfigGetParams, ConfigGetResult};
+use zeroclaw_client::protocol::session::{
+    ListParams, McpServer as DaemonMcpServer, MessagesParams, SessionNewParams, SessionSummary,
+};
+use zeroclaw_client::protocol::stream::{ConfigureParams, SubscribeParams};
+use zeroclaw_client::protocol::{Autonomy, Role, call};
 use zeroclaw_client::{Method, Mode};
 use zeroclaw_rpc::{ErrorObject, code};
 
@@ -83,16 +85,11 @@ async fn modes(bridge: &Arc<Bridge>, alias: &str) -> SessionModeState {
     let params = ConfigGetParams {
         prop: Some(agent_prop(alias, "autonomy")),
     };
-    let current = bridge
-        .send(Method::ConfigGet, &params)
-        .await
-        .ok()
-        .and_then(|v| {
-            v.get("value")
-                .and_then(Value::as_str)
-                .and_then(Autonomy::parse)
-        })
-        .unwrap_or(Autonomy::Supervised);
+    let current = match bridge.call::<call::ConfigGet>(&params).await {
+        Ok(ConfigGetResult::Prop { value, .. }) => value.as_str().and_then(Autonomy::parse),
+        _ => None,
+    }
+    .unwrap_or(Autonomy::Supervised);
     let available = MODES
         .iter()
         .map(|(id, name, about)| SessionMode::new(id.as_str(), *name).description(*about))
@@ -101,13 +98,27 @@ async fn modes(bridge: &Arc<Bridge>, alias: &str) -> SessionModeState {
 }
 
 /// `session/new` params for the daemon. `mcpServers` goes only when there are some, so
-/// daemons without SPEC §16 accept the call.
-fn daemon_new(alias: &str, cwd: &std::path::Path, mcp: &[McpServer]) -> Result<Value, ErrorObject> {
-    let mut params = json!({"agentAlias": alias, "cwd": cwd});
-    if !mcp.is_empty() {
-        params["mcpServers"] = encode(&mcp)?;
-    }
-    Ok(params)
+/// daemons without SPEC §16 accept the call; an editor's server the daemon cannot run (no
+/// command to start) and a directory that is not UTF-8 are refused here.
+fn daemon_new(
+    alias: &str,
+    cwd: &std::path::Path,
+    mcp: &[McpServer],
+) -> Result<SessionNewParams, ErrorObject> {
+    let cwd = cwd.to_str().ok_or_else(|| {
+        ErrorObject::invalid_params(format!("cwd {} is not UTF-8", cwd.display()))
+    })?;
+    let mcp_servers = if mcp.is_empty() {
+        None
+    } else {
+        let servers = serde_json::from_value::<Vec<DaemonMcpServer>>(encode(&mcp)?)
+            .map_err(|e| ErrorObject::invalid_params(format!("invalid params: mcpServers: {e}")))?;
+        Some(servers)
+    };
+    Ok(SessionNewParams {
+        mcp_servers,
+        ..SessionNewParams::agent(alias).with_cwd(cwd)
+    })
 }
 
 /// `session/list` params: every ACP session.
@@ -132,12 +143,7 @@ pub async fn new_session(
 ) -> Result<Value, ErrorObject> {
     let req: NewSessionRequest = decode(AGENT_METHOD_NAMES.session_new, params)?;
     let params = daemon_new(&bridge.agent, &req.cwd, &req.mcp_servers)?;
-    let info = bridge.call(Method::SessionNew, params).await?;
-    let session_id = info
-        .get("sessionId")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ErrorObject::internal("the daemon's session/new answer has no sessionId"))?
-        .to_string();
+    let session_id = bridge.call::<call::SessionNew>(&params).await?.session_id;
     remember(bridge, &session_id, req.cwd);
     follow(bridge, &session_id).await;
     let modes = modes(bridge, &bridge.agent).await;
@@ -145,16 +151,15 @@ pub async fn new_session(
 }
 
 /// The daemon's `session/list` entry of an ACP session, if it has one.
-async fn find(bridge: &Arc<Bridge>, session_id: &str) -> Result<Option<Value>, ErrorObject> {
-    let list = bridge.send(Method::SessionList, &acp_sessions()).await?;
+async fn find(
+    bridge: &Arc<Bridge>,
+    session_id: &str,
+) -> Result<Option<SessionSummary>, ErrorObject> {
+    let list = bridge.call::<call::SessionList>(&acp_sessions()).await?;
     Ok(list
-        .get("sessions")
-        .and_then(Value::as_array)
-        .and_then(|all| {
-            all.iter()
-                .find(|s| s.get("sessionId").and_then(Value::as_str) == Some(session_id))
-        })
-        .cloned())
+        .sessions
+        .into_iter()
+        .find(|s| s.session_id == session_id))
 }
 
 /// Every transcript row of a session, oldest first (following `session/messages` pages).
@@ -169,7 +174,7 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
             before_seq: before,
             include_rewound: None,
         };
-        let page = bridge.send(Method::SessionMessages, &params).await?;
+        let page = bridge.send::<call::SessionMessages>(&params).await?;
         let rows = page
             .get("messages")
             .and_then(Value::as_array)
@@ -198,14 +203,9 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
     let Some(entry) = find(bridge, &session_id).await? else {
         return Err(daemon::session_not_found(&session_id));
     };
-    let alias = entry
-        .get("agentAlias")
-        .and_then(Value::as_str)
-        .unwrap_or(&bridge.agent)
-        .to_string();
-    let mut params = daemon_new(&alias, &req.cwd, &req.mcp_servers)?;
-    params["sessionId"] = json!(session_id);
-    bridge.call(Method::SessionNew, params).await?;
+    let params =
+        daemon_new(&entry.agent_alias, &req.cwd, &req.mcp_servers)?.with_id(session_id.clone());
+    bridge.send::<call::SessionNew>(&params).await?;
     remember(bridge, &session_id, req.cwd);
     for row in transcript(bridge, &session_id).await? {
         if let Some(update) = updates::from_row(&row) {
@@ -225,8 +225,13 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
 /// whoever prompts it. A refusal (the session has the most watchers it may have) only
 /// means other clients' turns are not shown: the editor's own prompts still are.
 async fn follow(bridge: &Arc<Bridge>, session_id: &str) {
-    let params = json!({"sessionId": session_id});
-    if let Err(e) = bridge.call(Method::SessionSubscribe, params).await {
+    let params = SubscribeParams {
+        session_id: session_id.to_owned(),
+        mode: None,
+        turn_id: None,
+        after_event_seq: None,
+    };
+    if let Err(e) = bridge.send::<call::SessionSubscribe>(&params).await {
         tracing::warn!(
             "not following other clients' turns in {session_id}: {}",
             e.message
@@ -265,12 +270,12 @@ async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
         before_seq: Some(2),
         include_rewound: None,
     };
-    let page = bridge.send(Method::SessionMessages, &params).await.ok()?;
-    let first = page.get("messages")?.as_array()?.first()?;
-    if first.get("role")?.as_str()? != Role::User.as_str() {
+    let page = bridge.call::<call::SessionMessages>(&params).await.ok()?;
+    let first = page.messages.first()?;
+    if first.role != Role::User {
         return None;
     }
-    let text = first.get("content")?.as_str()?.trim();
+    let text = first.content.trim();
     let line = text.lines().next().unwrap_or("");
     let mut chars = line.chars();
     let mut title: String = chars.by_ref().take(TITLE_CHARS).collect();
@@ -292,20 +297,14 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
         None => 0,
     };
     let mut all = bridge
-        .send(Method::SessionList, &acp_sessions())
+        .call::<call::SessionList>(&acp_sessions())
         .await?
-        .get("sessions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let activity = |s: &Value| s.get("lastActivity").and_then(Value::as_i64).unwrap_or(0);
-    all.sort_by_key(|s| std::cmp::Reverse(activity(s)));
+        .sessions;
+    all.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
     let fallback_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut sessions = Vec::new();
     for entry in all.iter().skip(start).take(LIST_PAGE) {
-        let Some(id) = entry.get("sessionId").and_then(Value::as_str) else {
-            continue;
-        };
+        let id = entry.session_id.as_str();
         let cwd = bridge
             .sessions()
             .get(id)
@@ -314,7 +313,7 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
         sessions.push(
             SessionInfo::new(id.to_string(), cwd)
                 .title(title(bridge, id).await)
-                .updated_at(rfc3339(activity(entry))),
+                .updated_at(rfc3339(entry.last_activity)),
         );
     }
     let next = start + LIST_PAGE;
@@ -341,7 +340,7 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
         autonomy: Some(autonomy),
         model: None,
     };
-    match bridge.send(Method::SessionConfigure, &params).await {
+    match bridge.send::<call::SessionConfigure>(&params).await {
         Ok(_) => encode(&SetSessionModeResponse::new()),
         Err(e) if e.code == code::METHOD_NOT_FOUND => Err(ErrorObject::new(
             code::METHOD_NOT_FOUND,
@@ -357,6 +356,8 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -374,16 +375,14 @@ mod tests {
     #[test]
     fn mcp_servers_are_passed_on_only_when_there_are_some() {
         let cwd = std::path::Path::new("/w");
-        assert_eq!(
-            daemon_new("a", cwd, &[]).unwrap(),
-            json!({"agentAlias": "a", "cwd": "/w"})
-        );
+        let wire = |servers: &[McpServer]| encode(&daemon_new("a", cwd, servers).unwrap()).unwrap();
+        assert_eq!(wire(&[]), json!({"agentAlias": "a", "cwd": "/w"}));
         let servers: Vec<McpServer> = serde_json::from_value(json!([
             {"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}
         ]))
         .unwrap();
         assert_eq!(
-            daemon_new("a", cwd, &servers).unwrap()["mcpServers"],
+            wire(&servers)["mcpServers"],
             json!([{"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}])
         );
     }

@@ -17,6 +17,7 @@ use agent_client_protocol_schema::v1::{
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
+use zeroclaw_client::protocol::call;
 use zeroclaw_client::protocol::session::{
     ApproveParams, SessionPromptParams, SessionRef, TurnResult,
 };
@@ -92,7 +93,7 @@ async fn run(
     let answer: Result<TurnResult, ErrorObject> = match bridge.link().await {
         Ok(link) => link
             .client
-            .request_within(Method::SessionPrompt, &params, PROMPT_TIMEOUT)
+            .call_typed_within::<call::SessionPrompt>(&params, PROMPT_TIMEOUT)
             .await
             .map_err(|e| bridge.failed(&link, e)),
         Err(e) => Err(e),
@@ -195,7 +196,7 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
             session_id: session_id.clone(),
             mode: None,
         };
-        if let Err(e) = bridge.send(Method::SessionCancel, &params).await
+        if let Err(e) = bridge.send::<call::SessionCancel>(&params).await
             && e.code != daemon::acp_code(AcpCode::ResourceNotFound)
         {
             tracing::warn!("{} for {session_id}: {}", Method::SessionCancel, e.message);
@@ -214,7 +215,7 @@ async fn approve(bridge: &Arc<Bridge>, session_id: &str, request_id: &str, decis
         replacement: None,
         mode: None,
     };
-    if let Err(e) = bridge.send(Method::SessionApprove, &params).await {
+    if let Err(e) = bridge.send::<call::SessionApprove>(&params).await {
         // -32602: no longer pending (answered elsewhere, timed out or cancelled).
         if e.code != code::INVALID_PARAMS {
             tracing::warn!("{} {request_id}: {}", Method::SessionApprove, e.message);

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -25,7 +24,7 @@ const SEND_QUEUE: usize = 256;
 /// Messages from the daemon waiting for the application to read them.
 const EVENT_QUEUE: usize = 4096;
 
-/// How long a plain [`ClientHandle::call`] waits by default.
+/// How long a call ([`ClientHandle::call_typed`]) waits by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The sending half of a connection: cheap to clone, usable from many tasks at once (one
@@ -78,7 +77,7 @@ impl Client {
         }
     }
 
-    /// Sets how long [`ClientHandle::call`] waits for an answer (default 10 minutes).
+    /// Sets how long [`ClientHandle::call_typed`] waits for an answer (default 10 minutes).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.handle.timeout = timeout;
     }
@@ -148,12 +147,12 @@ impl Events {
 }
 
 impl ClientHandle {
-    /// How long [`ClientHandle::call`] waits for an answer.
+    /// How long a call ([`ClientHandle::call_typed`]) waits for an answer.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
-    /// Sets how long [`ClientHandle::call`] on this handle waits (clones made afterwards
+    /// Sets how long a call on this handle waits (clones made afterwards
     /// inherit it).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
@@ -188,35 +187,47 @@ impl ClientHandle {
     /// Calls method `C` (a marker of [`zeroclaw_protocol::call`]) with its params type and
     /// decodes its result type, as the method table binds them, so a method cannot be sent
     /// with another method's params or read as another's result (up to the handle's
-    /// timeout): `handle.call_typed::<call::SessionNew>(&params)`.
+    /// timeout): `handle.call_typed::<call::SessionNew>(&params)`. This and its siblings are
+    /// the only way to send a method of the vocabulary; [`ClientHandle::call_name`] is for
+    /// names outside it.
     pub async fn call_typed<C: Call>(&self, params: &C::Params) -> Result<C::Result, ClientError> {
-        self.request(C::METHOD, params).await
+        self.call_typed_within::<C>(params, self.timeout).await
     }
 
-    /// Sends typed params and decodes the typed result (up to the handle's timeout).
-    pub async fn request<P: Serialize, R: DeserializeOwned>(
+    /// Like [`ClientHandle::call_typed`], waiting up to `timeout`.
+    pub async fn call_typed_within<C: Call>(
         &self,
-        method: Method,
-        params: &P,
-    ) -> Result<R, ClientError> {
-        self.request_within(method, params, self.timeout).await
-    }
-
-    /// Like [`ClientHandle::request`], waiting up to `timeout`.
-    pub async fn request_within<P: Serialize, R: DeserializeOwned>(
-        &self,
-        method: Method,
-        params: &P,
+        params: &C::Params,
         timeout: Duration,
-    ) -> Result<R, ClientError> {
-        let result = self.send(method, params, timeout).await?;
+    ) -> Result<C::Result, ClientError> {
+        let result = self.call_typed_value_within::<C>(params, timeout).await?;
         serde_json::from_value(result)
-            .map_err(|e| ClientError::Unexpected(format!("{method} result: {e}")))
+            .map_err(|e| ClientError::Unexpected(format!("{} result: {e}", C::METHOD)))
     }
 
-    /// Sends typed params and returns the result as sent (for answers only their success
-    /// matters to: acknowledgements).
-    pub async fn send<P: Serialize>(
+    /// Calls method `C` with its params type and returns the result as the daemon sent it,
+    /// undecoded: for printing it whole (`--json`), where a round trip through `C::Result`
+    /// could drop what a newer daemon added, and for acknowledgements.
+    pub async fn call_typed_value<C: Call>(
+        &self,
+        params: &C::Params,
+    ) -> Result<Value, ClientError> {
+        self.call_typed_value_within::<C>(params, self.timeout)
+            .await
+    }
+
+    /// Like [`ClientHandle::call_typed_value`], waiting up to `timeout`.
+    pub async fn call_typed_value_within<C: Call>(
+        &self,
+        params: &C::Params,
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
+        self.send(C::METHOD, params, timeout).await
+    }
+
+    /// Sends params of `method` and returns the result as sent; reached only through the
+    /// typed calls above (and `initialize`), which bind `P` to the method.
+    async fn send<P: Serialize>(
         &self,
         method: Method,
         params: &P,
@@ -224,26 +235,12 @@ impl ClientHandle {
     ) -> Result<Value, ClientError> {
         let params = serde_json::to_value(params)
             .map_err(|e| ClientError::Unexpected(format!("{method} params: {e}")))?;
-        self.call_within(method, params, timeout).await
-    }
-
-    /// Sends a request and waits for its answer (up to the handle's timeout).
-    pub async fn call(&self, method: Method, params: Value) -> Result<Value, ClientError> {
-        self.call_within(method, params, self.timeout).await
-    }
-
-    /// Sends a request and waits up to `timeout` for its answer.
-    pub async fn call_within(
-        &self,
-        method: Method,
-        params: Value,
-        timeout: Duration,
-    ) -> Result<Value, ClientError> {
         self.call_name_within(method.name(), params, timeout).await
     }
 
-    /// A request by wire name, for names outside the vocabulary (`zeroclaw rpc`, tests of
-    /// unknown methods); waits up to the handle's timeout.
+    /// A request by wire name, for names outside the vocabulary (`zeroclaw rpc`, the one
+    /// raw path of the command line, and tests of unknown methods); waits up to the
+    /// handle's timeout.
     pub async fn call_name(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.call_name_within(method, params, self.timeout).await
     }

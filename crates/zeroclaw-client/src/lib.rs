@@ -5,7 +5,9 @@
 //!
 //! Every method name, params, result and update is the protocol vocabulary's
 //! ([`zeroclaw_protocol`], re-exported as [`protocol`]): the daemon and this client parse
-//! the same types. Layers, each importing only those below it: `sessions.rs` (the session
+//! the same types, and a method is called through the method table
+//! ([`ClientHandle::call_typed`] with a [`protocol::call`] marker), so its params and result
+//! are that method's. Layers, each importing only those below it: `sessions.rs` (the session
 //! methods on [`ClientHandle`]) → `connection.rs` (the stream, ids and queues) →
 //! `event.rs` (typed events) → `elicitation.rs` (questions), with `error.rs` beside them.
 //! This file only declares and re-exports.

@@ -15,7 +15,7 @@ use zeroclaw_protocol::session::{
     SessionRef, SessionSummary, TurnResult,
 };
 use zeroclaw_protocol::stream::{SubscribeParams, SubscribeResult};
-use zeroclaw_protocol::{Decision, Method, call};
+use zeroclaw_protocol::{Call, Decision, call};
 
 use crate::connection::ClientHandle;
 use crate::elicitation::{ElicitationAnswer, ElicitationRequest};
@@ -37,12 +37,8 @@ fn session(session_id: &str) -> SessionRef {
 impl ClientHandle {
     /// A call whose answer only has to be a success (`session/cancel`, `session/approve`,
     /// `session/close`, `session/unsubscribe`: their results only echo the request).
-    async fn acknowledged<P: serde::Serialize>(
-        &self,
-        method: Method,
-        params: &P,
-    ) -> Result<(), ClientError> {
-        self.send(method, params, self.timeout()).await.map(drop)
+    async fn acknowledged<C: Call>(&self, params: &C::Params) -> Result<(), ClientError> {
+        self.call_typed_value::<C>(params).await.map(drop)
     }
 
     /// `session/new`.
@@ -66,13 +62,13 @@ impl ClientHandle {
             mode: None,
             attachments: None,
         };
-        self.request_within(Method::SessionPrompt, &params, PROMPT_TIMEOUT)
+        self.call_typed_within::<call::SessionPrompt>(&params, PROMPT_TIMEOUT)
             .await
     }
 
     /// `session/cancel`: stops the running turn (its `prompt` then answers `cancelled`).
     pub async fn cancel(&self, session_id: &str) -> Result<(), ClientError> {
-        self.acknowledged(Method::SessionCancel, &session(session_id))
+        self.acknowledged::<call::SessionCancel>(&session(session_id))
             .await
     }
 
@@ -96,7 +92,7 @@ impl ClientHandle {
 
     /// `session/approve` with every field the method takes.
     pub async fn approve_with(&self, params: &ApproveParams) -> Result<(), ClientError> {
-        self.acknowledged(Method::SessionApprove, params).await
+        self.acknowledged::<call::SessionApprove>(params).await
     }
 
     /// `session/subscribe`: receive the session's updates from now on, after a replay of
@@ -117,13 +113,13 @@ impl ClientHandle {
 
     /// `session/unsubscribe`.
     pub async fn unsubscribe(&self, session_id: &str) -> Result<(), ClientError> {
-        self.acknowledged(Method::SessionUnsubscribe, &session(session_id))
+        self.acknowledged::<call::SessionUnsubscribe>(&session(session_id))
             .await
     }
 
     /// `session/close`: unloads the live session (history stays).
     pub async fn close_session(&self, session_id: &str) -> Result<(), ClientError> {
-        self.acknowledged(Method::SessionClose, &session(session_id))
+        self.acknowledged::<call::SessionClose>(&session(session_id))
             .await
     }
 

@@ -5,8 +5,12 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use serde_json::{Value, json};
-use zeroclaw_client::Method;
+use serde_json::Value;
+use zeroclaw_client::protocol::Unchecked;
+use zeroclaw_client::protocol::call;
+use zeroclaw_client::protocol::config::{
+    ConfigDeleteParams, ConfigEntry, ConfigGetParams, ConfigSetManyParams, ConfigSetParams,
+};
 
 use super::error::CliError;
 use super::{human, rpc};
@@ -45,11 +49,14 @@ fn parse_value(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
-fn parse_pair(pair: &str) -> Result<Value, CliError> {
+fn parse_pair(pair: &str) -> Result<ConfigEntry, CliError> {
     let (prop, value) = pair
         .split_once('=')
         .ok_or_else(|| CliError::failed(format!("`{pair}` is not PROP=VALUE")))?;
-    Ok(json!({"prop": prop.trim(), "value": parse_value(value)}))
+    Ok(ConfigEntry {
+        prop: prop.trim().to_string(),
+        value: parse_value(value),
+    })
 }
 
 pub async fn run(
@@ -58,23 +65,31 @@ pub async fn run(
     action: ConfigAction,
     json: bool,
 ) -> Result<(), CliError> {
-    let (method, params) = match &action {
-        ConfigAction::Get { prop: Some(prop) } => (Method::ConfigGet, json!({"prop": prop})),
-        ConfigAction::Get { prop: None } => (Method::ConfigGet, json!({})),
-        ConfigAction::Set { prop, value } => (
-            Method::ConfigSet,
-            json!({"prop": prop, "value": parse_value(value)}),
-        ),
+    let result = match &action {
+        ConfigAction::Get { prop } => {
+            let params = ConfigGetParams { prop: prop.clone() };
+            rpc::call::<call::ConfigGet>(config_dir, socket, &params).await?
+        }
+        ConfigAction::Set { prop, value } => {
+            let params = ConfigSetParams {
+                prop: prop.clone(),
+                value: parse_value(value),
+            };
+            rpc::call::<call::ConfigSet>(config_dir, socket, &params).await?
+        }
         ConfigAction::SetMany { pairs } => {
             let sets = pairs
                 .iter()
-                .map(|p| parse_pair(p))
+                .map(|p| parse_pair(p).map(Unchecked::from))
                 .collect::<Result<Vec<_>, _>>()?;
-            (Method::ConfigSetMany, json!({"sets": sets}))
+            let params = ConfigSetManyParams { sets };
+            rpc::call::<call::ConfigSetMany>(config_dir, socket, &params).await?
         }
-        ConfigAction::Delete { prop } => (Method::ConfigDelete, json!({"prop": prop})),
+        ConfigAction::Delete { prop } => {
+            let params = ConfigDeleteParams { prop: prop.clone() };
+            rpc::call::<call::ConfigDelete>(config_dir, socket, &params).await?
+        }
     };
-    let result = rpc::call(config_dir, socket, method, params).await?;
     if json {
         rpc::print_json(&result);
         return Ok(());
@@ -99,7 +114,7 @@ fn describe(action: &ConfigAction, result: &Value) -> String {
         ConfigAction::Delete { prop } => format!("deleted {prop}"),
     };
     text.push('\n');
-    if result["restartRequired"] == json!(true) {
+    if result["restartRequired"] == true {
         text.push_str(
             "restart the daemon for this to take effect (zeroclaw stop, then zeroclaw daemon)\n",
         );
@@ -111,7 +126,7 @@ fn describe(action: &ConfigAction, result: &Value) -> String {
 mod tests {
     use serde_json::json;
 
-    use super::{ConfigAction, describe, parse_pair, parse_value};
+    use super::{ConfigAction, ConfigEntry, describe, parse_pair, parse_value};
 
     #[test]
     fn a_change_that_waits_for_a_restart_says_so() {
@@ -138,14 +153,15 @@ mod tests {
         assert_eq!(parse_value("1001"), json!(1001));
         assert_eq!(parse_value("\"x\""), json!("x"));
         assert_eq!(parse_value("/etc/cert.pem"), json!("/etc/cert.pem"));
+        let entry = |prop: &str, value| ConfigEntry {
+            prop: prop.into(),
+            value,
+        };
         assert_eq!(
-            parse_pair("wss.port=9000").unwrap(),
-            json!({"prop": "wss.port", "value": 9000})
+            parse_pair(" wss.port =9000").unwrap(),
+            entry("wss.port", json!(9000))
         );
-        assert_eq!(
-            parse_pair("a.b=x=y").unwrap(),
-            json!({"prop": "a.b", "value": "x=y"})
-        );
+        assert_eq!(parse_pair("a.b=x=y").unwrap(), entry("a.b", json!("x=y")));
         assert!(parse_pair("novalue").is_err());
     }
 }

@@ -11,8 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::{Value, json};
-use zeroclaw_client::Method;
+use serde_json::Value;
+use zeroclaw_client::protocol::call;
+use zeroclaw_client::protocol::system::NoParams;
 use zeroclaw_ipc::Dirs;
 
 use super::error::CliError;
@@ -26,11 +27,11 @@ pub async fn run(
 ) -> Result<(), CliError> {
     let handle = rpc::handle(config_dir.clone(), socket).await?;
     handle
-        .call(Method::GatewayStart, json!({}))
+        .call_typed_value::<call::GatewayStart>(&NoParams {})
         .await
         .map_err(CliError::from_client)?;
     let login = handle
-        .call(Method::DashboardLogin, json!({}))
+        .call_typed_value::<call::DashboardLogin>(&NoParams {})
         .await
         .map_err(CliError::from_client)?;
     let url = login["url"].as_str().unwrap_or_default().to_owned();

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use zeroclaw_client::{Client, ClientError, ClientHandle, Method};
+use zeroclaw_client::protocol::Call;
+use zeroclaw_client::{Client, ClientError, ClientHandle};
 use zeroclaw_ipc::Dirs;
 
 use super::error::CliError;
@@ -70,16 +71,16 @@ pub async fn handle(
     Ok(handle)
 }
 
-/// Connects, calls `method` and returns its result.
-pub async fn call(
+/// Connects, calls method `C` with its params type and returns its result as the daemon
+/// sent it (to print whole with `--json`, or read for people).
+pub async fn call<C: Call>(
     config_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
-    method: Method,
-    params: Value,
+    params: &C::Params,
 ) -> Result<Value, CliError> {
     let handle = handle(config_dir, socket).await?;
     handle
-        .call(method, params)
+        .call_typed_value::<C>(params)
         .await
         .map_err(CliError::from_client)
 }

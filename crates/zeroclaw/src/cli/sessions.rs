@@ -5,8 +5,10 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use serde_json::{Value, json};
-use zeroclaw_client::{ClientHandle, Method, Mode};
+use serde_json::Value;
+use zeroclaw_client::protocol::call;
+use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
+use zeroclaw_client::{ClientHandle, Mode};
 
 use super::error::CliError;
 use super::{human, rpc};
@@ -42,7 +44,7 @@ pub async fn run(
 
 async fn list(handle: &ClientHandle, limit: usize, json: bool) -> Result<(), CliError> {
     let result = handle
-        .call(Method::SessionList, json!({}))
+        .call_typed_value::<call::SessionList>(&ListParams::default())
         .await
         .map_err(CliError::from_client)?;
     if json {
@@ -66,19 +68,17 @@ pub async fn table(handle: &ClientHandle, list: &Value, limit: usize) -> String 
     let mut rows = Vec::new();
     for s in &sessions {
         let id = s["sessionId"].as_str().unwrap_or("?");
-        let mode = s["mode"].as_str().unwrap_or(Mode::Acp.as_str());
+        let mode = s["mode"]
+            .as_str()
+            .and_then(Mode::parse)
+            .unwrap_or(Mode::Acp);
         let title = title(handle, s, id, mode).await;
         rows.push(vec![
             id.to_string(),
             s["agentAlias"].as_str().unwrap_or("?").to_string(),
             human::age(&s["lastActivity"], now),
             s["messageCount"].to_string(),
-            if s["live"] == json!(true) {
-                "yes"
-            } else {
-                "no"
-            }
-            .to_string(),
+            if s["live"] == true { "yes" } else { "no" }.to_string(),
             title,
         ]);
     }
@@ -91,25 +91,25 @@ pub async fn table(handle: &ClientHandle, list: &Value, limit: usize) -> String 
 
 /// The start of the first prompt, from `session/list` when it has a title, else from the
 /// first transcript row.
-async fn title(handle: &ClientHandle, session: &Value, id: &str, mode: &str) -> String {
+async fn title(handle: &ClientHandle, session: &Value, id: &str, mode: Mode) -> String {
     if let Some(title) = session["title"].as_str() {
         return human::first_line(title, TITLE_CHARS);
     }
     if session["messageCount"].as_u64() == Some(0) {
         return String::new();
     }
-    let first = handle
-        .call(
-            Method::SessionMessages,
-            json!({"sessionId": id, "mode": mode, "beforeSeq": 2, "limit": 1}),
-        )
-        .await;
-    match first {
-        Ok(page) => page["messages"]
-            .as_array()
-            .and_then(|rows| rows.first())
-            .and_then(|row| row["content"].as_str())
-            .map(|text| human::first_line(text, TITLE_CHARS))
+    let params = MessagesParams {
+        session_id: id.to_string(),
+        mode: Some(mode),
+        limit: Some(1),
+        before_seq: Some(2),
+        include_rewound: None,
+    };
+    match handle.call_typed::<call::SessionMessages>(&params).await {
+        Ok(page) => page
+            .messages
+            .first()
+            .map(|row| human::first_line(&row.content, TITLE_CHARS))
             .unwrap_or_default(),
         Err(_) => String::new(),
     }
@@ -121,12 +121,15 @@ async fn show(
     last: Option<u32>,
     json: bool,
 ) -> Result<(), CliError> {
-    let mut params = json!({"sessionId": id});
-    if let Some(n) = last {
-        params["limit"] = json!(n);
-    }
+    let params = MessagesParams {
+        session_id: id.to_string(),
+        mode: None,
+        limit: last,
+        before_seq: None,
+        include_rewound: None,
+    };
     let result = handle
-        .call(Method::SessionMessages, params)
+        .call_typed_value::<call::SessionMessages>(&params)
         .await
         .map_err(CliError::from_client)?;
     if json {

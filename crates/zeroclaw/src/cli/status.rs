@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use zeroclaw_client::Method;
+use serde_json::Value;
+use zeroclaw_client::protocol::call;
+use zeroclaw_client::protocol::system::NoParams;
 
 use super::error::CliError;
 use super::{human, rpc};
@@ -18,7 +19,7 @@ pub async fn run(
     socket: Option<PathBuf>,
     json: bool,
 ) -> Result<(), CliError> {
-    let status = rpc::call(config_dir, socket, Method::Status, json!({})).await?;
+    let status = rpc::call::<call::Status>(config_dir, socket, &NoParams {}).await?;
     if json {
         rpc::print_json(&status);
     } else {
@@ -84,7 +85,7 @@ pub async fn stop(
     json: bool,
 ) -> Result<(), CliError> {
     let path = rpc::endpoint(config_dir.clone(), socket.clone())?;
-    let result = rpc::call(config_dir, socket, Method::DaemonShutdown, json!({})).await?;
+    let result = rpc::call::<call::DaemonShutdown>(config_dir, socket, &NoParams {}).await?;
     let deadline = Instant::now() + timeout;
     while path.exists() {
         if Instant::now() >= deadline {

@@ -8,13 +8,11 @@ use std::time::Duration;
 
 use base64::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use zeroclaw_client::protocol::call;
-use zeroclaw_client::protocol::files::{
-    UploadBeginParams, UploadChunkParams, UploadChunkResult, UploadCommitParams,
-};
-use zeroclaw_client::{ClientError, ClientHandle, Method};
+use zeroclaw_client::protocol::files::{UploadBeginParams, UploadChunkParams, UploadCommitParams};
+use zeroclaw_client::{ClientError, ClientHandle};
 
 use super::error::CliError;
 use super::rpc;
@@ -107,10 +105,7 @@ async fn upload_one(
         bar.set_position(offset as u64);
     }
     let entry = client
-        .call(
-            Method::FileUploadCommit,
-            json!(UploadCommitParams { upload_id }),
-        )
+        .call_typed_value::<call::FileUploadCommit>(&UploadCommitParams { upload_id })
         .await
         .map_err(CliError::from_client);
     bar.finish_and_clear();
@@ -123,7 +118,7 @@ async fn send_chunk(client: &ClientHandle, params: &UploadChunkParams) -> Result
     loop {
         tries += 1;
         match client
-            .request_within::<_, UploadChunkResult>(Method::FileUploadChunk, params, CHUNK_TIMEOUT)
+            .call_typed_within::<call::FileUploadChunk>(params, CHUNK_TIMEOUT)
             .await
         {
             Ok(r) => return Ok(r.received_bytes),

@@ -1,28 +1,25 @@
 //! The chat's session commands (SPEC §18 "Clients"): `/title TEXT`, `/fork`, `/compact
-//! [instructions]` and `/rewind [N]`, each one daemon call by its wire name. A daemon that
-//! does not have the method (-32601: older than this client) gets a clear note, not an
-//! error code.
+//! [instructions]` and `/rewind [N]`, each one typed daemon call (the method table's
+//! params and result). A daemon that does not have the method (-32601: older than this
+//! client) gets a clear note, not an error code.
 
 use std::cell::RefCell;
 
-use serde_json::{Value, json};
-use zeroclaw_client::protocol::code;
+use zeroclaw_client::protocol::compact::{CompactParams, CompactResult};
+use zeroclaw_client::protocol::history::{ForkParams, RewindParams, SetTitleParams};
+use zeroclaw_client::protocol::session::MessagesParams;
+use zeroclaw_client::protocol::{Method, Role, call, code};
 use zeroclaw_client::{ClientError, ClientHandle, Events, Outcome, PROMPT_TIMEOUT};
 
 use super::input::{Input, Interrupts};
 use super::turn::{Ending, Turn};
 use super::ui::{Ui, message};
 
-const SET_TITLE: &str = "session/set_title";
-const FORK: &str = "session/fork";
-const COMPACT: &str = "session/compact";
-const REWIND: &str = "session/rewind";
-const MESSAGES: &str = "session/messages";
 /// Transcript rows read per page while looking for the turn to rewind to.
 const REWIND_PAGE: u32 = 200;
 
 /// The note for a failed session command.
-fn failure(method: &str, e: &ClientError) -> String {
+fn failure(method: Method, e: &ClientError) -> String {
     match e {
         ClientError::Rpc(e) if e.code == code::METHOD_NOT_FOUND => {
             format!("this daemon does not support {method} yet (it is older than this client)")
@@ -37,32 +34,35 @@ pub async fn title(handle: &ClientHandle, session_id: &str, ui: &mut Ui, text: &
         ui.note("usage: /title TEXT");
         return;
     }
-    let params = json!({"sessionId": session_id, "title": text});
-    match handle.call_name(SET_TITLE, params).await {
-        Ok(r) => ui.note(&format!("title: {}", r["title"].as_str().unwrap_or(text))),
-        Err(e) => ui.error(&failure(SET_TITLE, &e)),
+    let params = SetTitleParams {
+        session_id: session_id.to_string(),
+        mode: None,
+        title: text.to_string(),
+    };
+    match handle.call_typed::<call::SessionSetTitle>(&params).await {
+        Ok(r) => ui.note(&format!("title: {}", r.title)),
+        Err(e) => ui.error(&failure(Method::SessionSetTitle, &e)),
     }
 }
 
 /// `/fork`: `session/fork` of the last completed turn; the new session's id, to continue in.
 pub async fn fork(handle: &ClientHandle, session_id: &str, ui: &mut Ui) -> Option<String> {
-    match handle
-        .call_name(FORK, json!({"sessionId": session_id}))
-        .await
-    {
+    let params = ForkParams {
+        session_id: session_id.to_string(),
+        mode: None,
+        turn_id: None,
+    };
+    match handle.call_typed::<call::SessionFork>(&params).await {
         Ok(r) => {
-            let Some(id) = r["sessionId"].as_str() else {
-                ui.error(&format!("{FORK} answered without a sessionId: {r}"));
-                return None;
-            };
+            let id = r.session_id;
             ui.note(&format!(
                 "forked {session_id} into {id} ({} messages); this window goes on in {id}",
-                r["messageCount"].as_u64().unwrap_or(0)
+                r.message_count
             ));
-            Some(id.to_string())
+            Some(id)
         }
         Err(e) => {
-            ui.error(&failure(FORK, &e));
+            ui.error(&failure(Method::SessionFork, &e));
             None
         }
     }
@@ -76,34 +76,40 @@ pub async fn compact(
     interrupts: &mut Interrupts,
     instructions: &str,
 ) -> Result<(), ClientError> {
-    let mut params = json!({"sessionId": turn.session_id});
-    if !instructions.is_empty() {
-        params["instructions"] = json!(instructions);
-    }
+    let params = CompactParams {
+        session_id: turn.session_id.to_string(),
+        mode: None,
+        instructions: (!instructions.is_empty()).then(|| instructions.to_string()),
+    };
     // A compaction may take as long as a turn.
-    let mut handle = turn.handle.clone();
-    handle.set_timeout(PROMPT_TIMEOUT);
-    let answer = RefCell::new(Value::Null);
+    let handle = turn.handle;
+    let answer: RefCell<Option<CompactResult>> = RefCell::new(None);
     let call = async {
-        let r = handle.call_name(COMPACT, params).await?;
-        let outcome =
-            serde_json::from_value::<Outcome>(r["outcome"].clone()).unwrap_or(Outcome::Completed);
-        let content = r["error"].as_str().unwrap_or_default().to_string();
-        *answer.borrow_mut() = r;
-        Ok(Ending { outcome, content })
+        let r = handle
+            .call_typed_within::<call::SessionCompact>(&params, PROMPT_TIMEOUT)
+            .await?;
+        let ending = Ending {
+            outcome: r.outcome,
+            content: r.error.clone().unwrap_or_default(),
+        };
+        *answer.borrow_mut() = Some(r);
+        Ok(ending)
     };
     match turn.command(events, interrupts, call).await {
         Ok(()) => {}
-        Err(e @ ClientError::Rpc(_)) => {
-            turn.ui.error(&failure(COMPACT, &e));
+        // Refused, or an answer that is not a compaction's: said, and the chat goes on.
+        Err(e @ (ClientError::Rpc(_) | ClientError::Unexpected(_))) => {
+            turn.ui.error(&failure(Method::SessionCompact, &e));
             return Ok(());
         }
         Err(e) => return Err(e),
     }
     // What it did was shown by its `context_compacted` event; a compaction with nothing
     // old enough to summarize has none.
-    let r = answer.into_inner();
-    if r["outcome"] == "completed" && r["summarizedMessages"] == 0 {
+    let Some(r) = answer.into_inner() else {
+        return Ok(());
+    };
+    if r.outcome == Outcome::Completed && r.summarized_messages == 0 {
         turn.ui
             .note("nothing to compact yet: the context holds only the most recent turns");
     }
@@ -115,20 +121,23 @@ async fn turn_back(handle: &ClientHandle, session_id: &str, n: u32) -> Result<St
     let mut turns: Vec<String> = Vec::new();
     let mut before: Option<i64> = None;
     loop {
-        let mut params = json!({"sessionId": session_id, "limit": REWIND_PAGE});
-        if let Some(seq) = before {
-            params["beforeSeq"] = json!(seq);
-        }
+        let params = MessagesParams {
+            session_id: session_id.to_string(),
+            mode: None,
+            limit: Some(REWIND_PAGE),
+            before_seq: before,
+            include_rewound: None,
+        };
         let page = handle
-            .call_name(MESSAGES, params)
+            .call_typed::<call::SessionMessages>(&params)
             .await
-            .map_err(|e| failure(MESSAGES, &e))?;
-        let rows = page["messages"].as_array().cloned().unwrap_or_default();
+            .map_err(|e| failure(Method::SessionMessages, &e))?;
+        let rows = page.messages;
         for row in rows.iter().rev() {
-            if row["role"] != "user" {
+            if row.role != Role::User {
                 continue;
             }
-            let Some(turn) = row["turnId"].as_str() else {
+            let Some(turn) = row.turn_id.as_deref() else {
                 continue;
             };
             if turns.last().map(String::as_str) != Some(turn) {
@@ -138,9 +147,9 @@ async fn turn_back(handle: &ClientHandle, session_id: &str, n: u32) -> Result<St
                 return Ok(turn.to_string());
             }
         }
-        let first = rows.first().and_then(|r| r["seq"].as_i64());
+        let first = rows.first().map(|r| r.seq);
         match first {
-            Some(seq) if page["hasMore"] == true || rows.len() == REWIND_PAGE as usize => {
+            Some(seq) if page.has_more == Some(true) || rows.len() == REWIND_PAGE as usize => {
                 before = Some(seq)
             }
             _ => break,
@@ -169,40 +178,36 @@ pub async fn rewind(
             return None;
         }
     };
-    let params = json!({"sessionId": session_id, "turnId": turn_id});
-    let r = match handle.call_name(REWIND, params).await {
+    let params = RewindParams {
+        session_id: session_id.to_string(),
+        mode: None,
+        turn_id: turn_id.clone(),
+        restore_files: None,
+        force: None,
+    };
+    let r = match handle.call_typed::<call::SessionRewind>(&params).await {
         Ok(r) => r,
         Err(ClientError::Rpc(e)) if e.code == code::SESSION_BUSY => {
             ui.note("a turn is running or waiting in this session: rewind once it is over");
             return None;
         }
         Err(e) => {
-            ui.error(&failure(REWIND, &e));
+            ui.error(&failure(Method::SessionRewind, &e));
             return None;
         }
     };
-    let list = |key: &str| r[key].as_array().cloned().unwrap_or_default();
-    let mut note = format!("rewound {} turn(s)", list("rewoundTurns").len());
-    let restored = list("restoredFiles");
-    if !restored.is_empty() {
-        note.push_str(&format!("; {} files restored", restored.len()));
+    let mut note = format!("rewound {} turn(s)", r.rewound_turns.len());
+    if !r.restored_files.is_empty() {
+        note.push_str(&format!("; {} files restored", r.restored_files.len()));
     }
     ui.note(&note);
-    for file in list("unrestorable") {
-        ui.note(&format!(
-            "not restored: {} ({})",
-            file["path"].as_str().unwrap_or("?"),
-            file["reason"].as_str().unwrap_or("?")
-        ));
+    for file in &r.unrestorable {
+        ui.note(&format!("not restored: {} ({})", file.path, file.reason));
     }
-    for file in list("conflicts") {
-        ui.note(&format!(
-            "left alone: {} ({})",
-            file["path"].as_str().unwrap_or("?"),
-            file["reason"].as_str().unwrap_or("?")
-        ));
+    for file in &r.conflicts {
+        ui.note(&format!("left alone: {} ({})", file.path, file.reason));
     }
-    let prompt = r["prompt"].as_str().unwrap_or("");
+    let prompt = r.prompt.as_str();
     if input.is_editor() {
         input.prefill(prompt);
     } else if !prompt.is_empty() {
@@ -219,14 +224,14 @@ mod tests {
 
     #[test]
     fn an_older_daemon_gets_a_clear_note() {
-        let missing = ClientError::Rpc(ErrorObject::method_not_found(COMPACT));
+        let missing = ClientError::Rpc(ErrorObject::method_not_found("session/compact"));
         assert_eq!(
-            failure(COMPACT, &missing),
+            failure(Method::SessionCompact, &missing),
             "this daemon does not support session/compact yet (it is older than this client)"
         );
         let busy = ClientError::Rpc(ErrorObject::session_busy("busy"));
         assert_eq!(
-            failure(FORK, &busy),
+            failure(Method::SessionFork, &busy),
             "session/fork failed: busy (code -32002)"
         );
     }

@@ -12,9 +12,10 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use serde_json::json;
-use zeroclaw_client::protocol::code;
-use zeroclaw_client::protocol::session::MessagesParams;
+use serde_json::Value;
+use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
+use zeroclaw_client::protocol::stream::ConfigureParams;
+use zeroclaw_client::protocol::{Autonomy, call, code};
 use zeroclaw_client::{
     ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, Method, ServerMessage,
     SessionNewParams, SessionNewResult, UpdateKind,
@@ -142,7 +143,8 @@ pub async fn run(
             match command {
                 Slash::Help => ui.print(slash::HELP),
                 Slash::Sessions => {
-                    let text = match handle.call(Method::SessionList, json!({})).await {
+                    let all = ListParams::default();
+                    let text = match handle.call_typed_value::<call::SessionList>(&all).await {
                         Ok(list) => sessions::table(&handle, &list, 20).await,
                         Err(e) => format!("error: {}", message(&e)),
                     };
@@ -165,10 +167,14 @@ pub async fn run(
                     }
                     Err(e) => ui.error(&message(&e)),
                 },
-                Slash::Model(name) => configure(&handle, &session_id, &mut ui, "model", name).await,
-                Slash::Mode(mode) => {
-                    configure(&handle, &session_id, &mut ui, "autonomy", mode).await
+                Slash::Model(name) => {
+                    let model = (!name.is_empty()).then_some(name);
+                    configure(&handle, &session_id, &mut ui, model, None).await
                 }
+                Slash::Mode(word) => match autonomy(&word) {
+                    Ok(autonomy) => configure(&handle, &session_id, &mut ui, None, autonomy).await,
+                    Err(why) => ui.error(&why),
+                },
                 Slash::Title(text) => commands::title(&handle, &session_id, &mut ui, &text).await,
                 Slash::Fork => {
                     if let Some(id) = commands::fork(&handle, &session_id, &mut ui).await {
@@ -229,7 +235,7 @@ async fn show_earlier(handle: &ClientHandle, info: &SessionNewResult, ui: &mut U
         include_rewound: None,
     };
     match handle
-        .send(Method::SessionMessages, &params, handle.timeout())
+        .call_typed_value::<call::SessionMessages>(&params)
         .await
     {
         Ok(page) => {
@@ -243,25 +249,39 @@ async fn show_earlier(handle: &ClientHandle, info: &SessionNewResult, ui: &mut U
     }
 }
 
-/// `/model` and `/mode`: `session/configure` for this session (SPEC §16); without a value,
-/// shows the current settings.
+/// The autonomy `/mode WORD` asks for (`None` for no word). A word outside the vocabulary
+/// is refused here, before anything is sent, with the -32602 the daemon would answer (the
+/// vocabulary's own sentence), so the window reads as it did when the daemon refused it.
+fn autonomy(word: &str) -> Result<Option<Autonomy>, String> {
+    if word.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_value(Value::from(word))
+        .map(Some)
+        .map_err(|e| {
+            message(&ClientError::Rpc(ErrorObject::invalid_params(
+                e.to_string(),
+            )))
+        })
+}
+
+/// `/model` and `/mode`: `session/configure` for this session (SPEC §16); with nothing to
+/// change, shows the current settings.
 async fn configure(
     handle: &ClientHandle,
     session_id: &str,
     ui: &mut Ui,
-    field: &str,
-    value: String,
+    model: Option<String>,
+    autonomy: Option<Autonomy>,
 ) {
-    let mut params = json!({"sessionId": session_id});
-    if !value.is_empty() {
-        params[field] = json!(value);
-    }
-    match handle.call(Method::SessionConfigure, params).await {
-        Ok(r) => ui.note(&format!(
-            "model {} · autonomy {}",
-            r["model"].as_str().unwrap_or("?"),
-            r["autonomy"].as_str().unwrap_or("?")
-        )),
+    let params = ConfigureParams {
+        session_id: session_id.to_string(),
+        mode: None,
+        autonomy,
+        model,
+    };
+    match handle.call_typed::<call::SessionConfigure>(&params).await {
+        Ok(r) => ui.note(&format!("model {} · autonomy {}", r.model, r.autonomy)),
         Err(e) => ui.error(&message(&e)),
     }
 }
@@ -346,4 +366,23 @@ async fn idle_event(
         _ => {}
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_words_are_the_autonomy_vocabulary() {
+        assert_eq!(autonomy(""), Ok(None));
+        assert_eq!(autonomy("read_only"), Ok(Some(Autonomy::ReadOnly)));
+        // Word for word what the daemon answered `session/configure` with this word.
+        assert_eq!(
+            autonomy("sometimes"),
+            Err(
+                "unknown autonomy \"sometimes\": expected supervised, full or read_only (code -32602)"
+                    .to_string()
+            )
+        );
+    }
 }
