@@ -1,8 +1,9 @@
 //! Dashboard figures for docs/BENCHMARKS.md (SPEC §20 "Works for people"), measured in a
 //! real headless Chromium: first paint of the sessions view, a 100,000-chunk turn streamed
-//! to the page, and a 10,000-message session opened. Run with
-//! `cargo test --release -p zeroclaw --test dashboard_bench -- --ignored --nocapture
-//! --test-threads=1` (Chromium installed, e.g. by scripts/browser-test.sh).
+//! to the page, and a 10,000-message session opened. With Chromium installed (e.g. by
+//! scripts/browser-test.sh) and `cargo build --release -p zeroclaw` done, run
+//! `cargo test --release -p zeroclaw-e2e --test e2e -- --ignored --nocapture
+//! --test-threads=1 dashboard_bench::`.
 
 use crate::browser;
 use crate::common;

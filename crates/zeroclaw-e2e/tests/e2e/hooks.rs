@@ -534,8 +534,8 @@ fn a_cancel_kills_the_running_hook_with_its_children() {
     assert!(!cwd.join("ran.txt").exists(), "the tool never ran");
 }
 
-/// `cargo test -p zeroclaw-e2e --test hooks -- --ignored --nocapture bench_`: p50 and p95 of the
-/// time from a call's `tool_call` update to its `tool_result` (a `read_file`), without a
+/// `cargo test -p zeroclaw-e2e --test e2e -- --ignored --nocapture hooks::bench_`: p50 and p95
+/// of the time from a call's `tool_call` update to its `tool_result` (a `read_file`), without a
 /// hook and with one no-op `pre_tool_use` hook (`true`), as the client sees it.
 #[test]
 #[ignore = "benchmark, not a check: run with --ignored --nocapture (figures in docs/BENCHMARKS.md)"]
