@@ -295,17 +295,19 @@ fn read_only_bash_holds_no_capability_changes_no_metadata_and_signals_nobody_out
     assert!(!writable_by(uid, &victim), "another uid writes it: {out}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's\n");
 
-    // /proc's view: the other uid's process lives; the daemon still serves.
+    // No signal left the sandbox: kill(2) itself refused both (a non-zero status, where
+    // the tool's kill of its own child, `own_kill`, is the control that kill works), so
+    // nothing is in flight to wait for. /proc's view agrees: the other uid's process
+    // lives; the daemon still serves.
+    assert_ne!(field(&out, "kill_other"), Some("0"), "{out}");
+    assert_ne!(field(&out, "kill_daemon"), Some("0"), "{out}");
     assert!(
         alive(sleeper_pid),
         "the other uid's process was killed: {out}"
     );
     assert!(alive(daemon_pid), "the daemon was killed: {out}");
-    std::thread::sleep(Duration::from_millis(200));
     let status = c.result("session/status", json!({"sessionId": sid}));
     assert_eq!(status["sessionId"], json!(sid), "{status}");
-    assert_ne!(field(&out, "kill_other"), Some("0"), "{out}");
-    assert_ne!(field(&out, "kill_daemon"), Some("0"), "{out}");
 }
 
 /// The reads of a read_only bash: (label, path) pairs read with `cat`, each result printed

@@ -435,11 +435,14 @@ fn session_start_runs_when_a_session_goes_live_and_pre_compact_before_a_compacti
     assert_eq!(hooks.len(), 1, "{hooks:?}");
     assert_eq!(hooks[0]["event"], "pre_compact");
     assert_eq!(hooks[0]["outcome"], "ok");
-    // Sessions of another agent run none of these.
+    // Sessions of another agent run none of these. Control: a session of `echo` made
+    // after it does run its hook, and the file it writes names that session, not the
+    // `default` one made first.
     let _ = std::fs::remove_file(dir.join("start.json"));
-    c.new_session(json!({"agentAlias": "default"}));
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(!dir.join("start.json").exists());
+    c.new_session(json!({"agentAlias": "default", "sessionId": "d1"}));
+    c.new_session(json!({"agentAlias": "echo", "sessionId": "e2"}));
+    let start = wait_json(&dir.join("start.json"));
+    assert_eq!(start["sessionId"], "e2", "{start}");
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! strings). Each test also checks that the second request carried the first answer
 //! whole, so a low peak cannot come from a history left out.
 
+use crate::checkpointed::checkpointed_text;
 use crate::common;
 
 use std::time::{Duration, Instant};
@@ -561,10 +562,19 @@ fn sigkill_while_a_long_answer_streams_keeps_what_streamed() {
         "session/prompt",
         json!({"sessionId": "long", "prompt": "write a lot"}),
     );
-    // 128 chunks of 64 KiB, one every 10 ms: killed about halfway.
-    std::thread::sleep(Duration::from_millis(700));
+    // 128 chunks of 64 KiB, one every 10 ms: killed once 8 of them are checkpointed (not
+    // after a fixed sleep, which a loaded machine turns into any fraction of the answer).
+    let db = rusqlite::Connection::open(daemon.data_dir().join("zeroclaw.db")).expect("db");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while checkpointed_text(&db, "long").map_or(0, |t| t.len()) < 8 * CHUNK {
+        assert!(
+            Instant::now() < deadline,
+            "8 chunks were never checkpointed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     daemon.kill_hard();
-    drop(c);
+    drop((c, db));
     let spill = daemon.data_dir().join("spill").join(pid.to_string());
 
     let last = start_again_and_prompt(&mut daemon, &fake);
