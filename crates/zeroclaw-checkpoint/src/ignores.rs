@@ -14,7 +14,7 @@
 //! at its bounds (10,000 patterns of a `**` glob each, about 300 KB once trimmed) takes the
 //! daemon's peak RSS up by about 120 MiB, and five of them in one tree took it up by
 //! 222 MiB before the totals (`ignore_files_at_their_bounds_cost_bounded_memory` in
-//! `crates/zeroclaw-e2e/tests/hardening3_files.rs`).
+//! `crates/zeroclaw-e2e/tests/e2e/hardening3_files.rs`).
 //!
 //! Precedence is git's: the rules of the deepest directory first, then its parents', then
 //! the repository's `.git/info/exclude`; the last matching pattern of a file decides.

@@ -1,8 +1,10 @@
-//! End-to-end tests of the daemon's behaviour (tests only; this library is empty). Each
-//! file in `tests/` starts the real `zeroclaw` binary on a temporary config dir and speaks
-//! to it as a client would: raw NDJSON over its Unix socket, WebSocket, or another uid
-//! through `zeroclaw connect` (as root). The client is `zeroclaw-testkit`'s
-//! [`daemon`](../zeroclaw_testkit/daemon/index.html) module, re-exported as `tests/common`.
+//! End-to-end tests of the daemon's behaviour (tests only; this library is empty). They
+//! are one test binary, `tests/e2e/main.rs`, with a module per area (`wire`, `sessions`,
+//! `hooks`, …; a test is named `MODULE::NAME`). Each test starts the real `zeroclaw` binary
+//! on a temporary config dir and speaks to it as a client would: raw NDJSON over its Unix
+//! socket, WebSocket, or another uid through `zeroclaw connect` (as root). The client is
+//! `zeroclaw-testkit`'s [`daemon`](../zeroclaw_testkit/daemon/index.html) module,
+//! re-exported as `tests/e2e/common`.
 //! Tests of the binary's own faces (the CLI's output, `zeroclaw chat`, `zeroclaw acp`) stay
 //! in `crates/zeroclaw/tests`.
 //!
@@ -13,7 +15,12 @@
 //! one package's tests depend on another package's binary. So the tests look for it:
 //! `ZEROCLAW_TEST_BIN` when set, else `zeroclaw` next to the test executable
 //! (`target/<profile>/zeroclaw`, the parent of the `deps` dir), and panic, saying how to
-//! build it, when it is missing.
+//! build it, when it is missing — or when it is stale: older than a source it was built
+//! from, as cargo's dep-info file beside it (`target/debug/zeroclaw.d`) lists them, or
+//! built in another place (a copied target dir). Then every test fails with the command
+//! below, rather than test an old daemon. (The tests do not build it themselves: a `cargo
+//! build` started by a test would contend with the cargo running it for `target/`, and
+//! could relink the binary under tests already running it.)
 //!
 //! `cargo test --workspace` (the README's test command) builds it: the `zeroclaw` package
 //! keeps integration tests of its own (`crates/zeroclaw/tests`), and cargo builds a
@@ -24,12 +31,12 @@
 //! package's tests are built.
 //!
 //! A focused run must build the binary first: `cargo test -p zeroclaw-e2e` builds no
-//! binary of another package (nor does `-p zeroclaw -p zeroclaw-e2e --test hooks`, which
+//! binary of another package (nor does `-p zeroclaw -p zeroclaw-e2e --test e2e`, which
 //! selects no integration test of `zeroclaw`):
 //!
 //! ```sh
 //! cargo build -p zeroclaw --features test-hooks
-//! cargo test -p zeroclaw-e2e --test hooks
+//! cargo test -p zeroclaw-e2e -- hooks::
 //! ```
 //!
 //! (A plain `cargo build` leaves a `target/debug/zeroclaw` without the test hooks; the tests

@@ -72,7 +72,8 @@ impl fmt::Display for Bin {
 /// benchmark figures such as `providers_latency` from the shipped profile; such a binary
 /// has no test hooks, so only tests that need none can use it), else `zeroclaw` in the
 /// directory the test executable was built for (`target/<profile>/`, the parent of its
-/// `deps` dir). Panics, saying how to build it, when it is not there.
+/// `deps` dir). Panics, saying how to build it, when it is not there or older than its
+/// sources (`bin_fresh`).
 pub fn bin_path() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(find_bin)
@@ -102,6 +103,7 @@ fn find_bin() -> PathBuf {
          a zeroclaw binary",
         bin.display()
     );
+    crate::bin_fresh::check(&bin);
     bin
 }
 

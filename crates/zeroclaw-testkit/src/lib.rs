@@ -17,6 +17,8 @@
 // Unsafe only for two libc calls of the test client (a signal to a child, the euid).
 #![deny(unsafe_code)]
 
+#[cfg(unix)]
+mod bin_fresh;
 #[cfg(all(unix, feature = "chat-window"))]
 pub mod chat_window;
 #[cfg(unix)]

@@ -1,6 +1,6 @@
 //! How these tests look at a refusal: what kind it is, its message, and the entry and
 //! property it names, read from the crate's own errors (the daemon turns them into wire
-//! errors; `crates/zeroclaw-e2e/tests/hardening_config*.rs` check those through the binary).
+//! errors; `crates/zeroclaw-e2e/tests/e2e/hardening_config*.rs` check those through the binary).
 
 #![allow(dead_code)]
 

@@ -1,0 +1,57 @@
+//! The end-to-end suite as one test binary (`cargo test -p zeroclaw-e2e --test e2e`): one
+//! module per area, each a former test file of its own, so the suite links the test kit
+//! once instead of once per file. A test's name is `MODULE::NAME` (`wire::handshake_gate`);
+//! run one area with a filter: `cargo test -p zeroclaw-e2e --test e2e -- wire::`.
+//!
+//! The shared pieces are modules here too, declared once: `common` (the test kit's daemon
+//! client), `checkpointed` (reads of a daemon's checkpoint file) and `browser` (the headless
+//! Chromium the dashboard tests drive). Each area names them with `use crate::common;`.
+
+#[path = "common/browser.rs"]
+mod browser;
+mod checkpointed;
+mod common;
+
+mod backpressure;
+mod config;
+mod dashboard;
+mod dashboard_bench;
+mod durability;
+mod file_checkpoints;
+mod files;
+mod gateway;
+mod hardening3_files;
+mod hardening3_gateway;
+mod hardening3_peer;
+mod hardening3_providers;
+mod hardening3_sandbox;
+mod hardening_config;
+mod hardening_config2;
+mod hardening_files;
+mod hardening_ids;
+mod hardening_parse;
+mod hardening_sessions;
+mod hardening_streams;
+mod hardening_transport;
+mod hooks;
+mod lifecycle;
+mod long_history;
+mod mcp;
+mod models;
+mod providers_anthropic;
+mod providers_gemini;
+mod providers_latency;
+mod providers_ollama;
+mod providers_recovery;
+mod providers_retry;
+mod sandbox;
+mod schema;
+mod sessions;
+mod sessions_compact;
+mod sessions_fork;
+mod sessions_rewind;
+mod streams;
+mod user_message;
+mod vocabulary_errors;
+mod websocket;
+mod wire;
