@@ -594,7 +594,7 @@ fn only_an_admin_may_force_a_rewind() {
 /// gap (docs/security-figures.md), slow in a debug build (each turn compiles the patterns
 /// at its start and its end): run it with `--ignored`.
 #[test]
-#[ignore = "measurement (slow in a debug build): cargo test -p zeroclaw-e2e --test hardening3_files -- --ignored --nocapture ignore_files_at_their_bounds"]
+#[ignore = "measurement (slow in a debug build): cargo test -p zeroclaw-e2e --test e2e -- --ignored --nocapture hardening3_files::ignore_files_at_their_bounds"]
 fn ignore_files_at_their_bounds_cost_bounded_memory() {
     let fake = Fake::start();
     let work = tempfile::tempdir().expect("tempdir");
