@@ -27,7 +27,6 @@ mod caller;
 mod client_link;
 mod connection;
 mod dispatch;
-mod files;
 mod gateway;
 #[cfg(feature = "test-hooks")]
 pub mod harness;
@@ -37,7 +36,6 @@ pub use malloc_tuning::limit_malloc_arenas;
 mod methods;
 mod ordering;
 mod outbound;
-pub mod pairing;
 mod params;
 #[cfg(target_os = "linux")]
 mod procfs;
@@ -46,7 +44,6 @@ mod read_gate;
 mod reaper;
 mod registry;
 mod server;
-mod session;
 mod state;
 mod status_text;
 #[cfg(feature = "test-hooks")]
@@ -54,6 +51,10 @@ mod test_hooks;
 mod transport;
 mod wire_error;
 mod ws;
+
+// The services, named here as they were when they lived in this crate.
+pub use zeroclaw_sessions::pairing;
+use zeroclaw_sessions::{files, session};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -52,9 +52,8 @@ impl Daemon {
         Stores {
             sessions: &self.sessions,
             config: &self.config,
-            bearers: self.bearers(),
+            tokens: &self.tokens,
             locks: &self.files,
-            daemon_uid: self.uid,
         }
     }
 

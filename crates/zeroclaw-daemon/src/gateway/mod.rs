@@ -17,7 +17,7 @@ pub mod control;
 pub(crate) mod host;
 pub(crate) mod http;
 pub mod listener;
-pub mod logins;
+pub use zeroclaw_sessions::logins;
 pub(crate) mod peer;
 pub(crate) mod post;
 pub mod rate;

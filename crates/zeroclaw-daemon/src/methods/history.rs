@@ -12,8 +12,10 @@ use zeroclaw_rpc::ErrorObject;
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::mode;
+use crate::ordering;
 use crate::session::link::ClientLink;
 use crate::state::Daemon;
+use crate::wire_error;
 
 /// `session/rewind {sessionId, mode?, turnId, restoreFiles?, force?}`.
 pub(crate) async fn rewind(
@@ -33,9 +35,10 @@ pub(crate) async fn rewind(
             p.turn_id,
             p.restore_files.unwrap_or(true),
             p.force.unwrap_or(false),
+            ordering::admitted,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/fork {sessionId, mode?, turnId?}`.
@@ -54,7 +57,7 @@ pub(crate) async fn fork(
             p.turn_id,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/set_title {sessionId, mode?, title}`.
@@ -67,5 +70,5 @@ pub(crate) async fn set_title(
         .sessions
         .set_title(principal, &p.session_id, mode(p.mode), p.title)
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }

@@ -21,6 +21,7 @@ use crate::caller::ConnectionContext;
 use crate::files;
 use crate::methods::file;
 use crate::methods::mode;
+use crate::ordering;
 use crate::session::lifecycle::approval_decision;
 use crate::session::link::ClientLink;
 use crate::session::mcp::check_session_servers;
@@ -28,6 +29,7 @@ use crate::session::open::NewRequest;
 use crate::session::prompted::Incoming;
 use crate::session::stream::Cursor;
 use crate::state::Daemon;
+use crate::wire_error;
 
 /// `session/new {agentAlias, sessionId?, cwd?, mode?, mcpServers?}`.
 pub(crate) async fn new(
@@ -45,7 +47,7 @@ pub(crate) async fn new(
             ))
             .with_data(serde_json::json!({"resource": "mcpServers"})));
         }
-        check_session_servers(&mcp_servers)?;
+        check_session_servers(&mcp_servers).map_err(wire_error::session)?;
     }
     let req = NewRequest {
         agent_alias: p.agent_alias,
@@ -58,7 +60,7 @@ pub(crate) async fn new(
         .sessions
         .new_session(principal, &daemon.config.current(), req)
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/prompt {sessionId, prompt, mode?, attachments?}`: attachments are stored first
@@ -82,13 +84,13 @@ pub(crate) async fn prompt(
         // A persisted session is brought back first, as the prompt would.
         sessions
             .live_or_rehydrate(principal, &daemon.config.current(), &key)
-            .await?;
-        let target = files::commit::target_of(&daemon.sessions, principal, &key)?;
+            .await
+            .map_err(wire_error::session)?;
+        let target = files::commit::target_of(&daemon.sessions, principal, &key)
+            .map_err(wire_error::files)?;
         let items = file::decode_inputs(conn, principal, attachments).await?;
         let names: Vec<Option<String>> = items.iter().map(|i| i.filename.clone()).collect();
-        let presented = conn.presented();
-        let stored =
-            files::commit::commit(daemon.file_stores(), &presented, &target, items).await?;
+        let stored = file::store(daemon, conn, &target, items).await?;
         for (stored, name) in stored.into_iter().zip(names) {
             prompt.push('\n');
             prompt.push_str(&stored.marker);
@@ -117,9 +119,10 @@ pub(crate) async fn prompt(
                 text_len,
                 attachments: shown,
             },
+            ordering::admitted,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/compact {sessionId, mode?, instructions?}` (SPEC §18): queued like a prompt.
@@ -138,9 +141,10 @@ pub(crate) async fn compact(
             &p.session_id,
             mode(p.mode),
             p.instructions,
+            ordering::admitted,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/cancel {sessionId, mode?}`: this connection's last prompt, or a later turn.
@@ -153,7 +157,7 @@ pub(crate) fn cancel(
     daemon
         .sessions
         .cancel(principal, conn, &p.session_id, mode(p.mode))
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/approve {sessionId, requestId, decision, replacement?, mode?}`.
@@ -172,7 +176,7 @@ pub(crate) fn approve(
             &p.request_id,
             decision,
         )
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/close {sessionId, mode?}`.
@@ -185,7 +189,7 @@ pub(crate) async fn close(
         .sessions
         .close(principal, &p.session_id, mode(p.mode))
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/kill {sessionId, mode?}`.
@@ -198,7 +202,7 @@ pub(crate) async fn kill(
         .sessions
         .kill(principal, &p.session_id, mode(p.mode))
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/delete {sessionId, mode?}`.
@@ -211,7 +215,7 @@ pub(crate) async fn delete(
         .sessions
         .delete(principal, &p.session_id, mode(p.mode))
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/subscribe {sessionId, mode?, turnId?, afterEventSeq?}`.
@@ -237,7 +241,7 @@ pub(crate) async fn subscribe(
             cursor,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/unsubscribe {sessionId, mode?}`.
@@ -250,7 +254,7 @@ pub(crate) fn unsubscribe(
     daemon
         .sessions
         .unsubscribe(principal, conn, &p.session_id, mode(p.mode))
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/list {mode?, limit?, cursor?, search?}`.
@@ -269,7 +273,7 @@ pub(crate) async fn list(
             p.search,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/messages {sessionId, mode?, limit?, beforeSeq?, includeRewound?}`.
@@ -289,5 +293,5 @@ pub(crate) async fn messages(
             p.include_rewound.unwrap_or(false),
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
