@@ -30,13 +30,13 @@ use tokio::sync::Semaphore;
 use zeroclaw_protocol::Method;
 use zeroclaw_rpc::message::{error_line, response_line};
 use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
+use zeroclaw_sessions::session::link::collect_after_answer;
 
 use crate::caller::ConnectionContext;
 use crate::dispatch;
 use crate::ordering::SessionOrder;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
-use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
 use crate::transport::{
     FrameSink, FrameSource, Incoming, PRE_INITIALIZE_FRAME_BYTES, PeerIdentity,

@@ -16,9 +16,9 @@ use std::sync::Mutex;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use zeroclaw_protocol::Method;
+use zeroclaw_sessions::session::live_id::{LiveId, WeakLiveId};
 
 use crate::params;
-use crate::session::live_id::{LiveId, WeakLiveId};
 
 /// Distinct sessions remembered per connection before settled entries are forgotten.
 const REMEMBERED_SESSIONS: usize = 256;

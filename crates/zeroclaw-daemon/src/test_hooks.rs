@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use zeroclaw_sessions::session::SessionManager;
 
-use crate::session::SessionManager;
 use crate::state::Daemon;
 
 /// A duration in milliseconds from the environment variable `name`, if set and valid.

@@ -11,14 +11,14 @@
 use serde_json::{Map, Value, json};
 use zeroclaw_config::{ConfigError, PolicyError};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::files::commit::Refused;
+use zeroclaw_sessions::files::error::FilesError;
+use zeroclaw_sessions::logins::LoginError;
+use zeroclaw_sessions::pairing::PairingError;
+use zeroclaw_sessions::session::error::SessionError;
 use zeroclaw_store::StoreError;
 
 use crate::auth::AuthError;
-use crate::files::commit::Refused;
-use crate::files::error::FilesError;
-use crate::gateway::logins::LoginError;
-use crate::pairing::PairingError;
-use crate::session::error::SessionError;
 
 /// A config read or write refused or failed: invalid params with `data {index?, prop?}`,
 /// forbidden with `data {index?, prop}`, internal when the file could not be written.

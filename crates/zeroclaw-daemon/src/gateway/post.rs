@@ -28,13 +28,14 @@ use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
 
 use super::http::{self, BodyError, RequestHead, Response};
 use super::rate::Attempt;
+use zeroclaw_sessions::session::link::collect_after_answer;
+
 use crate::auth::{AuthError, Presented};
 use crate::caller::{ConnectionContext, Handshake};
 use crate::dispatch;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
 use crate::server::next_connection_id;
-use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
 use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
 
@@ -226,7 +227,7 @@ fn authenticate(
         return Err(Response::text(500, "connection slot lost").closing());
     };
     let per_token = daemon.config.current().limits.connections_per_principal as usize;
-    let key = format!("token:{}", crate::pairing::fingerprint(token));
+    let key = format!("token:{}", zeroclaw_sessions::pairing::fingerprint(token));
     if let Err(error) = admission.assign(&key, per_token) {
         return Err(Response::text(429, &error.message).closing());
     }

@@ -1,14 +1,14 @@
 //! `session/status` and `session/configure` handlers (SPEC §16): typed params in, the
-//! [`SessionManager`](crate::session::SessionManager) called, a typed result out.
+//! [`SessionManager`](zeroclaw_sessions::session::SessionManager) called, a typed result out.
 
 use zeroclaw_protocol::session::SessionRef;
 use zeroclaw_protocol::stream::{ConfigureParams, ConfigureResult, SessionStatusResult};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::session::configure::ConfigureRequest;
+use zeroclaw_sessions::session::wire::configured_autonomy;
 
 use crate::auth::Principal;
 use crate::methods::mode;
-use crate::session::configure::ConfigureRequest;
-use crate::session::wire::configured_autonomy;
 use crate::state::Daemon;
 use crate::wire_error;
 

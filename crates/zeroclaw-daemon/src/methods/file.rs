@@ -1,5 +1,5 @@
 //! `file/attach` and `file/upload/{begin,chunk,commit}` (SPEC §8). Both paths end in the
-//! same commit step ([`crate::files::commit`]).
+//! same commit step ([`zeroclaw_sessions::files::commit`]).
 
 use std::sync::Arc;
 
@@ -11,15 +11,15 @@ use zeroclaw_protocol::files::{
 };
 use zeroclaw_protocol::{Method, Unchecked};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::files::commit::{self, Caller, Item};
+use zeroclaw_sessions::files::path_read;
+use zeroclaw_sessions::files::staging::CHUNK_BYTES;
+use zeroclaw_sessions::files::staging::UploadTarget;
+use zeroclaw_sessions::files::workspace::MAX_FILE_BYTES;
 use zeroclaw_store::SessionKey;
 
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
-use crate::files::commit::{self, Caller, Item};
-use crate::files::path_read;
-use crate::files::staging::CHUNK_BYTES;
-use crate::files::staging::UploadTarget;
-use crate::files::workspace::MAX_FILE_BYTES;
 use crate::methods::mode;
 use crate::state::Daemon;
 use crate::transport::TransportKind;

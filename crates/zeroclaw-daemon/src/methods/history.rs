@@ -1,6 +1,6 @@
 //! SPEC §18 handlers: `session/rewind`, `session/fork`, `session/set_title`: the
 //! vocabulary's params (decoded once by [`crate::dispatch`]) in, the
-//! [`SessionManager`](crate::session::SessionManager) run, its typed result out.
+//! [`SessionManager`](zeroclaw_sessions::session::SessionManager) run, its typed result out.
 
 use std::sync::Arc;
 
@@ -8,12 +8,12 @@ use zeroclaw_protocol::history::{
     ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
 };
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::session::link::ClientLink;
 
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::mode;
 use crate::ordering;
-use crate::session::link::ClientLink;
 use crate::state::Daemon;
 use crate::wire_error;
 

@@ -1,5 +1,5 @@
 //! `session/*` handlers (SPEC §7): typed params in (decoded once by [`crate::dispatch`],
-//! both spellings), the [`SessionManager`](crate::session::SessionManager) called, a typed
+//! both spellings), the [`SessionManager`](zeroclaw_sessions::session::SessionManager) called, a typed
 //! result out. Grants were checked by the dispatcher; ownership and agent permission are
 //! checked by the manager.
 
@@ -14,20 +14,19 @@ use zeroclaw_protocol::session::{
 use zeroclaw_protocol::stream::{SubscribeParams, SubscribeResult, UnsubscribeResult};
 use zeroclaw_protocol::update::PromptAttachment;
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::session::lifecycle::approval_decision;
+use zeroclaw_sessions::session::link::ClientLink;
+use zeroclaw_sessions::session::mcp::check_session_servers;
+use zeroclaw_sessions::session::open::NewRequest;
+use zeroclaw_sessions::session::prompted::Incoming;
+use zeroclaw_sessions::session::stream::Cursor;
 use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
-use crate::files;
 use crate::methods::file;
 use crate::methods::mode;
 use crate::ordering;
-use crate::session::lifecycle::approval_decision;
-use crate::session::link::ClientLink;
-use crate::session::mcp::check_session_servers;
-use crate::session::open::NewRequest;
-use crate::session::prompted::Incoming;
-use crate::session::stream::Cursor;
 use crate::state::Daemon;
 use crate::wire_error;
 
@@ -86,7 +85,7 @@ pub(crate) async fn prompt(
             .live_or_rehydrate(principal, &daemon.config.current(), &key)
             .await
             .map_err(wire_error::session)?;
-        let target = files::commit::target_of(&daemon.sessions, principal, &key)
+        let target = zeroclaw_sessions::files::commit::target_of(&daemon.sessions, principal, &key)
             .map_err(wire_error::files)?;
         let items = file::decode_inputs(conn, principal, attachments).await?;
         let names: Vec<Option<String>> = items.iter().map(|i| i.filename.clone()).collect();
