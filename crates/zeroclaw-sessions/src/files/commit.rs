@@ -97,7 +97,7 @@ impl FileLocks {
 
     /// Sessions with an index held.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_session
             .lock()
             .unwrap_or_else(|p| p.into_inner())
