@@ -33,6 +33,7 @@ use zeroclaw_sessions::session::link::collect_after_answer;
 use crate::auth::{AuthError, Presented};
 use crate::caller::{ConnectionContext, Handshake};
 use crate::dispatch;
+use crate::ordering::Place;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
 use crate::server::next_connection_id;
@@ -275,7 +276,8 @@ async fn run(
             Some(Method::Initialize) => Err(ErrorObject::invalid_request(
                 "initialize is not used over POST /rpc: the bearer authenticates every request",
             )),
-            Some(method) => dispatch::call(daemon, ctx, method, params).await,
+            // One request per POST: no order to keep with another.
+            Some(method) => dispatch::call(daemon, ctx, method, params, &Place::none()).await,
             None => Err(ErrorObject::method_not_found(&name)),
         }
     };

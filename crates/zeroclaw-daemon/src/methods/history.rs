@@ -13,7 +13,7 @@ use zeroclaw_sessions::session::link::ClientLink;
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::mode;
-use crate::ordering;
+use crate::ordering::Place;
 use crate::state::Daemon;
 use crate::wire_error;
 
@@ -23,6 +23,7 @@ pub(crate) async fn rewind(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: RewindParams,
+    place: &Place,
 ) -> Result<RewindResult, ErrorObject> {
     daemon
         .sessions
@@ -35,7 +36,7 @@ pub(crate) async fn rewind(
             p.turn_id,
             p.restore_files.unwrap_or(true),
             p.force.unwrap_or(false),
-            ordering::admitted,
+            || place.admitted(),
         )
         .await
         .map_err(wire_error::session)

@@ -26,7 +26,7 @@ use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::file;
 use crate::methods::mode;
-use crate::ordering;
+use crate::ordering::Place;
 use crate::state::Daemon;
 use crate::wire_error;
 
@@ -70,6 +70,7 @@ pub(crate) async fn prompt(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: SessionPromptParams,
+    place: &Place,
 ) -> Result<TurnResult, ErrorObject> {
     let sessions = &daemon.sessions;
     let mode = mode(p.mode);
@@ -118,7 +119,7 @@ pub(crate) async fn prompt(
                 text_len,
                 attachments: shown,
             },
-            ordering::admitted,
+            || place.admitted(),
         )
         .await
         .map_err(wire_error::session)
@@ -130,6 +131,7 @@ pub(crate) async fn compact(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: CompactParams,
+    place: &Place,
 ) -> Result<CompactResult, ErrorObject> {
     daemon
         .sessions
@@ -140,7 +142,7 @@ pub(crate) async fn compact(
             &p.session_id,
             mode(p.mode),
             p.instructions,
-            ordering::admitted,
+            || place.admitted(),
         )
         .await
         .map_err(wire_error::session)
