@@ -22,6 +22,11 @@ Two graphs are checked for cycles of any length (strongly connected groups):
 Prints every cycle (the group, and the imports that close it) and exits 1 if a checked
 crate has one. Crates in TANGLED have their module-tree cycles reported, not failed on.
 
+Between crates, [`CRATE_BOUNDARIES`] names the crates a crate must not depend on, in any
+dependency table of its Cargo.toml (normal, dev, build, per target): the services
+(`zeroclaw-sessions`) know nothing of the wire, so they may not depend on `zeroclaw-rpc`,
+`zeroclaw-ipc` or the daemon. A crossing is an error, whatever `--skip` says.
+
     python3 scripts/check-layers.py                      # every crate
     python3 scripts/check-layers.py --skip zeroclaw-daemon
     python3 scripts/check-layers.py --only zeroclaw-daemon
@@ -32,6 +37,7 @@ import argparse
 import os
 import re
 import sys
+import tomllib
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -40,6 +46,40 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 TANGLED = {
     "zeroclaw-daemon": "issue 45 moves the services out and splits gateway/",
 }
+
+# Crate -> the crates it must not depend on (README "Layout").
+CRATE_BOUNDARIES = {
+    "zeroclaw-sessions": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon"},
+}
+
+DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
+
+
+def declared_deps(manifest):
+    """Every crate a parsed Cargo.toml names in a dependency table, per-target tables
+    included (a renamed dependency counts by its `package`)."""
+    tables = [manifest.get(t, {}) for t in DEP_TABLES]
+    for target in manifest.get("target", {}).values():
+        tables += [target.get(t, {}) for t in DEP_TABLES]
+    names = set()
+    for table in tables:
+        for key, spec in table.items():
+            names.add(spec.get("package", key) if isinstance(spec, dict) else key)
+    return names
+
+
+def boundary_crossings(crates_dir, boundaries=CRATE_BOUNDARIES):
+    """[(crate, forbidden dependency)] for every crate that depends across its boundary."""
+    out = []
+    for crate, forbidden in sorted(boundaries.items()):
+        path = os.path.join(crates_dir, crate, "Cargo.toml")
+        if not os.path.exists(path):
+            out.append((crate, "(no Cargo.toml: the boundary cannot be checked)"))
+            continue
+        with open(path, "rb") as fh:
+            deps = declared_deps(tomllib.load(fh))
+        out += [(crate, dep) for dep in sorted(deps & forbidden)]
+    return out
 
 
 def strip_code(text):
@@ -361,6 +401,25 @@ def self_test():
             [("k",), ("p",)],
             [("x",), ("y",), ("z",)],
         ], cycles(tree)
+        # Crate boundaries: a normal and a per-target (renamed) dependency across the line
+        # are found; a crate that stays inside passes.
+        manifests = {
+            "svc": '[dependencies]\nok = "1"\n'
+            '[target.\'cfg(unix)\'.dependencies]\nwire = { package = "rpc", path = "x" }\n',
+            "clean": '[dependencies]\nok = "1"\n[dev-dependencies]\nalso-ok = "1"\n',
+            "dev": '[dev-dependencies]\nrpc = "1"\n',
+        }
+        for crate, text in manifests.items():
+            os.makedirs(os.path.join(tmp, "crates", crate))
+            with open(os.path.join(tmp, "crates", crate, "Cargo.toml"), "w") as fh:
+                fh.write(text)
+        rules = {c: {"rpc", "daemon"} for c in ("svc", "clean", "dev", "missing")}
+        found = boundary_crossings(os.path.join(tmp, "crates"), rules)
+        assert found == [
+            ("dev", "rpc"),
+            ("missing", "(no Cargo.toml: the boundary cannot be checked)"),
+            ("svc", "rpc"),
+        ], found
     print("self-test ok")
     return 0
 
@@ -375,6 +434,9 @@ def main():
     args = ap.parse_args()
     crates_dir = os.path.join(args.root, "crates")
     failed = False
+    for crate, dep in boundary_crossings(crates_dir):
+        print(f"{crate}: depends on {dep}, across its boundary")
+        failed = True
     for entry in sorted(os.listdir(crates_dir)):
         root = os.path.join(crates_dir, entry)
         if not os.path.isdir(os.path.join(root, "src")) or (args.only and entry not in args.only):

@@ -12,10 +12,10 @@ use zeroclaw_config::{Config, PolicyError};
 use zeroclaw_protocol::{Method, Requirement};
 
 pub(crate) use zeroclaw_config::policy::Principal;
+use zeroclaw_sessions::logins::{LoginError, Logins};
+use zeroclaw_sessions::pairing::{PairingError, TokenStore};
 
-use crate::gateway::logins::{LoginError, Logins};
 use crate::lineage::Lineage;
-use crate::pairing::{PairingError, TokenStore};
 
 /// Why a caller may not make a call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,17 +6,17 @@
 //! hands it to dispatch and the handlers; this module sits below all of them, so none of
 //! them imports the loop. Services below the handlers see less still: a
 //! [`Presented`] credential, the [`Principal`](crate::auth::Principal) resolved from it, and
-//! the connection as a [`ClientLink`](crate::session::link::ClientLink).
+//! the connection as a [`ClientLink`](zeroclaw_sessions::session::link::ClientLink).
 
 use std::sync::OnceLock;
 
 use zeroclaw_rpc::Pending;
+use zeroclaw_sessions::session::LiveId;
 
 use crate::auth::Presented;
 use crate::ordering::LastPrompts;
 use crate::outbound::Outbound;
 use crate::registry::Admission;
-use crate::session::LiveId;
 use crate::transport::{PeerIdentity, TransportKind};
 
 /// What `initialize` established for a connection.

@@ -8,10 +8,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 use zeroclaw_rpc::PeerError;
 use zeroclaw_rpc::message::request_line;
+use zeroclaw_sessions::session::LiveId;
+use zeroclaw_sessions::session::link::{AskError, ClientLink};
 
 use crate::caller::ConnectionContext;
-use crate::session::LiveId;
-use crate::session::link::{AskError, ClientLink};
 
 #[async_trait]
 impl ClientLink for ConnectionContext {

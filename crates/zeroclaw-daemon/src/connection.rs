@@ -30,13 +30,13 @@ use tokio::sync::Semaphore;
 use zeroclaw_protocol::Method;
 use zeroclaw_rpc::message::{error_line, response_line};
 use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
+use zeroclaw_sessions::session::link::collect_after_answer;
 
 use crate::caller::ConnectionContext;
 use crate::dispatch;
-use crate::ordering::SessionOrder;
+use crate::ordering::{Place, SessionOrder};
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
-use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
 use crate::transport::{
     FrameSink, FrameSource, Incoming, PRE_INITIALIZE_FRAME_BYTES, PeerIdentity,
@@ -201,23 +201,22 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {
                     let step = async {
+                        let place = match ticket {
+                            Some(ticket) => ticket.wait().await,
+                            None => Place::none(),
+                        };
                         let (line, shutting_down) =
-                            answer_even_if_it_panics(&daemon, &conn, method, request).await;
-                        // Queued before the ticket lets this session's next request go, so
-                        // answers that do not wait (a refusal, an error) keep sending order.
-                        // A closed connection cannot be answered; the work itself is done.
+                            answer_even_if_it_panics(&daemon, &conn, method, request, &place).await;
+                        // Queued before the place lets this session's next request go,
+                        // so answers that do not wait (a refusal, an error) keep sending
+                        // order. A closed connection cannot be answered; the work is done.
                         if let Some(line) = line {
                             let _ = conn.out.send(line).await;
                         }
+                        drop(place);
                         shutting_down
                     };
-                    let (shutting_down, after) = collect_after_answer(async {
-                        match ticket {
-                            Some(ticket) => ticket.run(step).await,
-                            None => step.await,
-                        }
-                    })
-                    .await;
+                    let (shutting_down, after) = collect_after_answer(step).await;
                     after.run();
                     if shutting_down {
                         daemon.begin_shutdown(Method::DaemonShutdown.name());
@@ -294,10 +293,11 @@ async fn answer_even_if_it_panics(
     conn: &Arc<ConnectionContext>,
     method: Option<Method>,
     request: Request,
+    place: &Place,
 ) -> (Option<Vec<u8>>, bool) {
     let id = request.id.clone();
     let name = request.method.clone();
-    match AssertUnwindSafe(answer(daemon, conn, method, request))
+    match AssertUnwindSafe(answer(daemon, conn, method, request, place))
         .catch_unwind()
         .await
     {
@@ -331,6 +331,7 @@ async fn answer(
     conn: &Arc<ConnectionContext>,
     method: Option<Method>,
     request: Request,
+    place: &Place,
 ) -> (Option<Vec<u8>>, bool) {
     let Request {
         id,
@@ -338,7 +339,7 @@ async fn answer(
         params,
     } = request;
     let outcome = match method {
-        Some(method) => dispatch::call(daemon, conn, method, params).await,
+        Some(method) => dispatch::call(daemon, conn, method, params, place).await,
         None => Err(ErrorObject::method_not_found(&name)),
     };
     let shutting_down = method == Some(Method::DaemonShutdown) && outcome.is_ok();

@@ -19,18 +19,22 @@ use crate::caller::ConnectionContext;
 use crate::methods::{
     config, configure, file, gateway, history, initialize, models, session, status,
 };
+use crate::ordering::Place;
 use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
 /// Runs one call of `method` from `conn` through the front door to its handler: the
 /// params are decoded into the method's [`Call::Params`] once, here, and the handler's
-/// [`Call::Result`] encoded here.
+/// [`Call::Result`] encoded here. `place` is the request's place in its session's order
+/// (`ordering`): the handlers of queued jobs (prompt, rewind, compact) admit it once the
+/// job is queued.
 pub(crate) async fn call(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     method: Method,
     params: Params,
+    place: &Place,
 ) -> Result<Value, ErrorObject> {
     use zeroclaw_protocol::call as c;
     if method == Method::Initialize {
@@ -58,7 +62,7 @@ pub(crate) async fn call(
         }
         Method::SessionNew => run::<c::SessionNew, _>(params, |q| session::new(daemon, p, q)).await,
         Method::SessionPrompt => {
-            run::<c::SessionPrompt, _>(params, |q| session::prompt(daemon, conn, p, q)).await
+            run::<c::SessionPrompt, _>(params, |q| session::prompt(daemon, conn, p, q, place)).await
         }
         Method::SessionCancel => {
             now::<c::SessionCancel>(params, |q| session::cancel(daemon, conn, p, q))
@@ -94,7 +98,7 @@ pub(crate) async fn call(
             run::<c::SessionConfigure, _>(params, |q| configure::configure(daemon, p, q)).await
         }
         Method::SessionRewind => {
-            run::<c::SessionRewind, _>(params, |q| history::rewind(daemon, conn, p, q)).await
+            run::<c::SessionRewind, _>(params, |q| history::rewind(daemon, conn, p, q, place)).await
         }
         Method::SessionFork => {
             run::<c::SessionFork, _>(params, |q| history::fork(daemon, p, q)).await
@@ -103,7 +107,8 @@ pub(crate) async fn call(
             run::<c::SessionSetTitle, _>(params, |q| history::set_title(daemon, p, q)).await
         }
         Method::SessionCompact => {
-            run::<c::SessionCompact, _>(params, |q| session::compact(daemon, conn, p, q)).await
+            run::<c::SessionCompact, _>(params, |q| session::compact(daemon, conn, p, q, place))
+                .await
         }
         Method::FileAttach => {
             run::<c::FileAttach, _>(params, |q| file::attach(daemon, conn, p, q)).await
@@ -190,8 +195,9 @@ pub(crate) async fn answer_in_place(
         }
         return;
     }
+    // Answered in the loop, in receive order already: no place to hold.
     let outcome = match method {
-        Some(method) => call(daemon, conn, method, params).await,
+        Some(method) => call(daemon, conn, method, params, &Place::none()).await,
         None => Err(ErrorObject::method_not_found(&name)),
     };
     if let Some(id) = id {

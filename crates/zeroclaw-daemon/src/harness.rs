@@ -13,11 +13,12 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_config::ConfigStore;
 use zeroclaw_ipc::Dirs;
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::{files, pairing};
 
 use crate::registry::ConnectionRegistry;
 use crate::state::{self, Daemon};
 use crate::transport::{PeerIdentity, StreamSink, StreamSource, TransportKind};
-use crate::{StartupError, connection, files, outbound, pairing, server, startup};
+use crate::{StartupError, connection, outbound, server, startup};
 
 /// One daemon's state, without its transports.
 pub struct Harness {

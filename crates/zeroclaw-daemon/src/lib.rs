@@ -2,14 +2,16 @@
 //! JSON-RPC connections until it is told to stop (SPEC §2–§5, §9, §11).
 //!
 //! Layers, outside in, each importing only those below it: transports (`server`, `ws`,
-//! `transport`, `outbound`: bytes ↔ frames) → the connection loop (`connection`:
-//! envelope rules, handshake gate, queues, order) → `dispatch` (one match on
+//! `transport`, `outbound`, `gateway`: bytes ↔ frames) → the connection loop
+//! (`connection`: envelope rules, handshake gate, queues, order) → `dispatch` (one match on
 //! [`zeroclaw_protocol::Method`], grants via `auth`) → handlers (`methods`: typed params
-//! in, typed results out) → services (`session`, `files`, [`pairing`], the config
-//! store) → store, agent, config, ipc, rpc. The per-connection state the handlers see is
-//! `caller`, below all of them; services see a principal, the presented credential and a
-//! `session::link::ClientLink`, never the loop's types. Only [`run`], [`DaemonOptions`]
-//! and [`pairing`] are public (the `zeroclaw` binary's needs).
+//! in, typed results out) → the services, in their own crate (`zeroclaw-sessions`:
+//! sessions, files, [`pairing`] tokens, dashboard logins; and the config store) → store,
+//! agent, config, ipc, rpc. The per-connection state the handlers see is `caller`, below
+//! all of them; services see a principal, the answer to a credential check the daemon
+//! makes, a `session::link::ClientLink` (implemented in `client_link`) and a callback that
+//! admits the request's ordering ticket, never the loop's types. Only [`run`],
+//! [`DaemonOptions`] and [`pairing`] are public (the `zeroclaw` binary's needs).
 //!
 //! Every service error becomes a JSON-RPC error in one place, `wire_error`.
 //!
@@ -18,7 +20,7 @@
 //! `getrlimit`/`setrlimit` (raising the open-files limit at start), on Unix; `mallopt`
 //! (glibc's mmap threshold and arena count, `malloc_tuning`), on Linux with glibc;
 //! `prctl(PR_SET_CHILD_SUBREAPER)`, `waitid` and `waitpid` (the reaper of adopted
-//! orphans, `reaper`), on Linux; a test makes a FIFO with `mkfifo`.
+//! orphans, `reaper`), on Linux.
 
 #![deny(unsafe_code)]
 
@@ -27,7 +29,6 @@ mod caller;
 mod client_link;
 mod connection;
 mod dispatch;
-mod files;
 mod gateway;
 #[cfg(feature = "test-hooks")]
 pub mod harness;
@@ -37,7 +38,6 @@ pub use malloc_tuning::limit_malloc_arenas;
 mod methods;
 mod ordering;
 mod outbound;
-pub mod pairing;
 mod params;
 #[cfg(target_os = "linux")]
 mod procfs;
@@ -46,7 +46,6 @@ mod read_gate;
 mod reaper;
 mod registry;
 mod server;
-mod session;
 mod state;
 mod status_text;
 #[cfg(feature = "test-hooks")]
@@ -55,6 +54,9 @@ mod transport;
 mod wire_error;
 mod ws;
 
+/// The pairing-token store (`zeroclaw pair`, `zeroclaw unpair`), from the services crate.
+pub use zeroclaw_sessions::pairing;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,12 +64,12 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use zeroclaw_config::ConfigStore;
 use zeroclaw_ipc::{BindOptions, Dirs, LocalListener};
-
+use zeroclaw_sessions::files;
+use zeroclaw_sessions::session::file_checkpoints::FileCheckpoints;
+use zeroclaw_sessions::session::{SessionManager, Tuning};
 use zeroclaw_store::{RPC_SURFACE, Store};
 
 use crate::registry::ConnectionRegistry;
-use crate::session::file_checkpoints::FileCheckpoints;
-use crate::session::{SessionManager, Tuning};
 use crate::state::Daemon;
 
 /// How the daemon was asked to run.
@@ -181,7 +183,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let stall_timeout = outbound::DEFAULT_STALL_TIMEOUT;
     #[cfg(feature = "test-hooks")]
     let stall_timeout = test_hooks::stall_timeout_from_env().unwrap_or(stall_timeout);
-    let code_ttl = gateway::logins::CODE_TTL;
+    let code_ttl = zeroclaw_sessions::logins::CODE_TTL;
     #[cfg(feature = "test-hooks")]
     let code_ttl = test_hooks::login_code_ttl_from_env().unwrap_or(code_ttl);
     let daemon = Arc::new(Daemon {
@@ -198,9 +200,9 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         sessions,
         files: files::commit::FileLocks::default(),
         uploads: files::UploadManager::default(),
-        gateway: gateway::control::Gateway::with_logins(gateway::logins::Logins::with_code_ttl(
-            code_ttl,
-        )),
+        gateway: gateway::control::Gateway::with_logins(
+            zeroclaw_sessions::logins::Logins::with_code_ttl(code_ttl),
+        ),
         status_text: Default::default(),
     });
     install_gateway_starter(&daemon);

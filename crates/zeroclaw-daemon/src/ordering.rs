@@ -4,29 +4,26 @@
 //! of one connection addressing one session still take effect in the order they were
 //! received, the connection loop hands each such request a [`Ticket`] in receive order; the
 //! request's task waits until its predecessor's ticket is *admitted* before it does its own
-//! step. A ticket is admitted when its request calls [`admitted`] (`session/prompt`: once the
-//! prompt is in the session's queue, or refused) or, at the latest, when the request ends.
+//! step. The wait gives a [`Place`], passed with the request to its handler: it is
+//! admitted when the handler calls [`Place::admitted`] (`session/prompt`, `rewind` and
+//! `compact`: once the job is in the session's queue, or refused; the handler hands that
+//! call to the service as a callback) or, at the latest, when the request's answer is
+//! queued and the place dropped.
 //! [`LastPrompts`] remembers the connection's last prompt per session, so that a later
 //! `session/cancel` applies to it or a later turn, never an earlier one.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use zeroclaw_protocol::Method;
+use zeroclaw_sessions::session::live_id::{LiveId, WeakLiveId};
 
 use crate::params;
-use crate::session::live_id::{LiveId, WeakLiveId};
 
 /// Distinct sessions remembered per connection before settled entries are forgotten.
 const REMEMBERED_SESSIONS: usize = 256;
-
-tokio::task_local! {
-    /// The ticket of the request this task is running, if it has one.
-    static CURRENT: Cell<Option<oneshot::Sender<()>>>;
-}
 
 /// One request's place in its session's order.
 pub struct Ticket {
@@ -37,25 +34,36 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    /// Waits for the predecessor, then runs `step` with this ticket current; the ticket is
-    /// admitted when `step` calls [`admitted`] or ends.
-    pub async fn run<F: Future>(self, step: F) -> F::Output {
+    /// Waits for the predecessor; this request's place is then held by the returned
+    /// [`Place`] until it is admitted or dropped.
+    pub async fn wait(self) -> Place {
         if let Some(predecessor) = self.predecessor {
             // Sent or dropped: either way the predecessor no longer holds us back.
             let _ = predecessor.await;
         }
-        CURRENT.scope(Cell::new(Some(self.admit)), step).await
+        Place(Mutex::new(Some(self.admit)))
     }
 }
 
-/// Marks the current request's ticket admitted: later requests of its connection for the
-/// same session may go ahead. Does nothing outside a ticketed request.
-pub fn admitted() {
-    let _ = CURRENT.try_with(|slot| {
-        if let Some(admit) = slot.take() {
+/// A request's place in its session's order, passed with the request to its handler: the
+/// connection's next request for the session waits until this is admitted or dropped.
+#[derive(Default)]
+pub struct Place(Mutex<Option<oneshot::Sender<()>>>);
+
+impl Place {
+    /// The place of a request that keeps no order (it addresses no session, or its
+    /// transport has no next request): admitting it does nothing.
+    pub fn none() -> Place {
+        Place::default()
+    }
+
+    /// Lets later requests of the connection for the same session go ahead.
+    pub fn admitted(&self) {
+        let admit = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(admit) = admit {
             let _ = admit.send(());
         }
-    });
+    }
 }
 
 /// The last ticket handed out per session, for one connection.
@@ -154,14 +162,18 @@ mod tests {
         let (release, hold) = oneshot::channel::<()>();
         // The second is started first; it must still go after the first's admission.
         let l2 = Arc::clone(&log);
-        let t2 = tokio::spawn(second.run(async move { l2.lock().unwrap().push("second") }));
+        let t2 = tokio::spawn(async move {
+            let _place = second.wait().await;
+            l2.lock().unwrap().push("second");
+        });
         let l1 = Arc::clone(&log);
-        let t1 = tokio::spawn(first.run(async move {
+        let t1 = tokio::spawn(async move {
+            let place = first.wait().await;
             l1.lock().unwrap().push("first admitted");
-            admitted();
+            place.admitted();
             let _ = hold.await;
             l1.lock().unwrap().push("first done");
-        }));
+        });
         t2.await.unwrap();
         assert_eq!(*log.lock().unwrap(), vec!["first admitted", "second"]);
         let _ = release.send(());
@@ -178,7 +190,7 @@ mod tests {
                     Some(&raw(json!({"sessionId": i.to_string()}))),
                 )
                 .expect("ticket");
-            t.run(async {}).await;
+            drop(t.wait().await);
         }
         assert!(order.last.len() <= REMEMBERED_SESSIONS);
     }

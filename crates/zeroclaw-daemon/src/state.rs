@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use zeroclaw_config::{Config, ConfigStore};
 use zeroclaw_ipc::Dirs;
+use zeroclaw_sessions::files::UploadManager;
+use zeroclaw_sessions::files::commit::{FileLocks, Stores};
+use zeroclaw_sessions::pairing::TokenStore;
+use zeroclaw_sessions::session::SessionManager;
 
 use crate::auth::{self, AuthError, Bearers, Presented, Principal};
-use crate::files::UploadManager;
-use crate::files::commit::{FileLocks, Stores};
 use crate::gateway::control::Gateway;
-use crate::pairing::TokenStore;
 use crate::registry::ConnectionRegistry;
-use crate::session::SessionManager;
 use crate::status_text::FixedText;
 
 pub struct Daemon {
@@ -52,9 +52,8 @@ impl Daemon {
         Stores {
             sessions: &self.sessions,
             config: &self.config,
-            bearers: self.bearers(),
+            tokens: &self.tokens,
             locks: &self.files,
-            daemon_uid: self.uid,
         }
     }
 

@@ -24,12 +24,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use zeroclaw_sessions::session::SessionManager;
 
-use crate::session::SessionManager;
 use crate::state::Daemon;
 
 /// A duration in milliseconds from the environment variable `name`, if set and valid.
@@ -96,7 +95,7 @@ async fn watch_fail_triggers(
         let now = snapshots.exists();
         if now != failing_snapshots {
             tracing::warn!(fail = now, "test hook: snapshot write failure injection");
-            sessions.tuning.fail_snapshots.store(now, Ordering::SeqCst);
+            sessions.fail_snapshots(now);
             acknowledge(&snapshots, now);
             failing_snapshots = now;
         }

@@ -3,20 +3,22 @@
 //! sessions, files, pairing, the policy checks of `auth.rs`) say what went wrong in their
 //! own terms and know nothing of the wire; the messages are their `Display` text, unchanged.
 //!
-//! Errors of this crate convert with `?` (`From` impls). Those of `zeroclaw-config` cannot
-//! (neither type is ours): handlers call [`config`] or [`policy`], and the config store's
-//! writes, generic over their error, use [`Wire`].
+//! Errors of this crate convert with `?` (`From` impls). Those of `zeroclaw-config` and of
+//! the services (`zeroclaw-sessions`) cannot (neither type is ours): handlers call
+//! [`config`], [`policy`], [`session`], [`files`], [`commit`] or [`pairing`], and the config
+//! store's writes, generic over their error, use [`Wire`].
 
 use serde_json::{Map, Value, json};
 use zeroclaw_config::{ConfigError, PolicyError};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::files::commit::Refused;
+use zeroclaw_sessions::files::error::FilesError;
+use zeroclaw_sessions::logins::LoginError;
+use zeroclaw_sessions::pairing::PairingError;
+use zeroclaw_sessions::session::error::SessionError;
 use zeroclaw_store::StoreError;
 
 use crate::auth::AuthError;
-use crate::files::error::FilesError;
-use crate::gateway::logins::LoginError;
-use crate::pairing::PairingError;
-use crate::session::error::SessionError;
 
 /// A config read or write refused or failed: invalid params with `data {index?, prop?}`,
 /// forbidden with `data {index?, prop}`, internal when the file could not be written.
@@ -79,10 +81,8 @@ impl From<Wire> for ErrorObject {
 }
 
 /// An unknown or revoked pairing token: not initialized (authentication failed).
-impl From<PairingError> for ErrorObject {
-    fn from(e: PairingError) -> ErrorObject {
-        ErrorObject::not_initialized(e.to_string())
-    }
+pub(crate) fn pairing(e: PairingError) -> ErrorObject {
+    ErrorObject::not_initialized(e.to_string())
 }
 
 /// Nobody (not initialized), or somebody who may not (forbidden; a local-only method named
@@ -93,7 +93,7 @@ impl From<AuthError> for ErrorObject {
             AuthError::NoToken | AuthError::NoPeerCredentials | AuthError::SessionProgram(_) => {
                 ErrorObject::not_initialized(e.to_string())
             }
-            AuthError::Token(e) => e.into(),
+            AuthError::Token(e) => pairing(e),
             AuthError::Login(LoginError::TooManyCodes | LoginError::TooManySessions) => {
                 ErrorObject::new(zeroclaw_rpc::code::LIMIT_EXCEEDED, e.to_string())
             }
@@ -112,32 +112,32 @@ impl From<AuthError> for ErrorObject {
     }
 }
 
-impl From<SessionError> for ErrorObject {
-    fn from(e: SessionError) -> ErrorObject {
-        let message = e.to_string();
-        match e {
-            SessionError::Invalid(_) => ErrorObject::invalid_params(message),
-            SessionError::AgentNotAllowed { agent, .. } => ErrorObject::forbidden(message)
-                .with_data(json!({"resource": format!("agents.{agent}")})),
-            SessionError::CwdOutsideWorkspace(_) => {
-                ErrorObject::forbidden(message).with_data(json!({"prop": "cwd"}))
-            }
-            SessionError::AdminOnly(prop) => {
-                ErrorObject::forbidden(message).with_data(json!({ "prop": prop }))
-            }
-            SessionError::AutonomyRaised { .. } => {
-                ErrorObject::forbidden(message).with_data(json!({"prop": "autonomy"}))
-            }
-            SessionError::NotFound(_) => ErrorObject::session_not_found(message),
-            SessionError::TooManySessions(limit) => ErrorObject::session_limit(limit),
-            SessionError::Busy(_) => ErrorObject::session_busy(message),
-            SessionError::NotOwner(id) => ErrorObject::not_owner(&id),
-            SessionError::TooManySubscribers { limit, value, .. } => {
-                ErrorObject::limit_exceeded(message, limit as u64, value as u64)
-            }
-            SessionError::Failed(_) => ErrorObject::internal(message),
-            SessionError::Store(e) => store(e),
+/// A session service error: bad params, forbidden with the refused `data`, not found,
+/// limits, busy, not the owner, or internal; store failures as [`store`] maps them.
+pub(crate) fn session(e: SessionError) -> ErrorObject {
+    let message = e.to_string();
+    match e {
+        SessionError::Invalid(_) => ErrorObject::invalid_params(message),
+        SessionError::AgentNotAllowed { agent, .. } => ErrorObject::forbidden(message)
+            .with_data(json!({"resource": format!("agents.{agent}")})),
+        SessionError::CwdOutsideWorkspace(_) => {
+            ErrorObject::forbidden(message).with_data(json!({"prop": "cwd"}))
         }
+        SessionError::AdminOnly(prop) => {
+            ErrorObject::forbidden(message).with_data(json!({ "prop": prop }))
+        }
+        SessionError::AutonomyRaised { .. } => {
+            ErrorObject::forbidden(message).with_data(json!({"prop": "autonomy"}))
+        }
+        SessionError::NotFound(_) => ErrorObject::session_not_found(message),
+        SessionError::TooManySessions(limit) => ErrorObject::session_limit(limit),
+        SessionError::Busy(_) => ErrorObject::session_busy(message),
+        SessionError::NotOwner(id) => ErrorObject::not_owner(&id),
+        SessionError::TooManySubscribers { limit, value, .. } => {
+            ErrorObject::limit_exceeded(message, limit as u64, value as u64)
+        }
+        SessionError::Failed(_) => ErrorObject::internal(message),
+        SessionError::Store(e) => store(e),
     }
 }
 
@@ -171,44 +171,50 @@ fn store(e: StoreError) -> ErrorObject {
     }
 }
 
-impl From<FilesError> for ErrorObject {
-    fn from(e: FilesError) -> ErrorObject {
-        use FilesError::*;
-        let message = e.to_string();
-        match e {
-            UnknownUpload(_)
-            | DeclaredTooLarge { .. }
-            | BadSha256
-            | ChunkTooLarge { .. }
-            | Gap { .. }
-            | PastSize { .. }
-            | Conflict(_)
-            | Incomplete { .. }
-            | FilenameTooLong { .. }
-            | FileTooLarge { .. } => ErrorObject::invalid_params(message),
-            HashMismatch { expected, actual } => ErrorObject::invalid_params(message)
-                .with_data(json!({"expected": expected, "actual": actual})),
-            TooManyStaged { staged, limit } => {
-                ErrorObject::limit_exceeded(message, limit as u64, staged as u64 + 1)
-            }
-            BudgetExhausted { needed, budget } => {
-                ErrorObject::limit_exceeded(message, budget, needed)
-            }
-            ShareExhausted { needed, share } => ErrorObject::limit_exceeded(message, share, needed),
-            SessionNotFound(_) | SessionGone(_) => ErrorObject::session_not_found(message),
-            NotOwner(id) => ErrorObject::not_owner(&id),
-            AgentNotAllowed { .. } => ErrorObject::forbidden(message),
-            Denied(e) => e.into(),
-            Busy
-            | TokensHeld(_)
-            | WriterLost(_)
-            | WriteTimeout(_)
-            | CreateWorkspace { .. }
-            | UploadsNotADirectory(_)
-            | CreateUploads { .. }
-            | InspectUploads { .. }
-            | Write { .. } => ErrorObject::internal(message),
+/// A commit that stored nothing: the files service's reason, or the caller's credential
+/// or grant refused under the configuration it held.
+pub(crate) fn commit(e: Refused<AuthError>) -> ErrorObject {
+    match e {
+        Refused::Files(e) => files(e),
+        Refused::Denied(e) => e.into(),
+    }
+}
+
+/// A files service error: bad params (a hash mismatch with `data {expected, actual}`),
+/// limits, the session's codes, or internal.
+pub(crate) fn files(e: FilesError) -> ErrorObject {
+    use FilesError::*;
+    let message = e.to_string();
+    match e {
+        UnknownUpload(_)
+        | DeclaredTooLarge { .. }
+        | BadSha256
+        | ChunkTooLarge { .. }
+        | Gap { .. }
+        | PastSize { .. }
+        | Conflict(_)
+        | Incomplete { .. }
+        | FilenameTooLong { .. }
+        | FileTooLarge { .. } => ErrorObject::invalid_params(message),
+        HashMismatch { expected, actual } => ErrorObject::invalid_params(message)
+            .with_data(json!({"expected": expected, "actual": actual})),
+        TooManyStaged { staged, limit } => {
+            ErrorObject::limit_exceeded(message, limit as u64, staged as u64 + 1)
         }
+        BudgetExhausted { needed, budget } => ErrorObject::limit_exceeded(message, budget, needed),
+        ShareExhausted { needed, share } => ErrorObject::limit_exceeded(message, share, needed),
+        SessionNotFound(_) | SessionGone(_) => ErrorObject::session_not_found(message),
+        NotOwner(id) => ErrorObject::not_owner(&id),
+        AgentNotAllowed { .. } => ErrorObject::forbidden(message),
+        Busy
+        | TokensHeld(_)
+        | WriterLost(_)
+        | WriteTimeout(_)
+        | CreateWorkspace { .. }
+        | UploadsNotADirectory(_)
+        | CreateUploads { .. }
+        | InspectUploads { .. }
+        | Write { .. } => ErrorObject::internal(message),
     }
 }
 
@@ -389,7 +395,7 @@ mod tests {
         ];
         for (error, code, message, data) in cases {
             let shown = error.to_string();
-            let wire = ErrorObject::from(error);
+            let wire = session(error);
             assert_eq!(wire.code, code, "{shown}");
             assert_eq!(wire.message, message, "{shown}");
             assert_eq!(wire.data, data, "{shown}");
@@ -402,16 +408,16 @@ mod tests {
             mode: zeroclaw_store::Mode::Acp,
             session_id: "s1".into(),
         });
-        let wire = ErrorObject::from(e);
+        let wire = session(e);
         assert_eq!(wire.code, code::SESSION_NOT_FOUND);
         assert_eq!(wire.message, "session not found: acp s1");
     }
 
     #[test]
     fn files_codes_messages_and_data_are_the_contracts() {
-        let e = ErrorObject::from(FilesError::NotOwner("s1".into()));
+        let e = files(FilesError::NotOwner("s1".into()));
         assert_eq!(e, ErrorObject::not_owner("s1"));
-        let e = ErrorObject::from(FilesError::TooManyStaged {
+        let e = files(FilesError::TooManyStaged {
             staged: 4,
             limit: 4,
         });
@@ -419,7 +425,7 @@ mod tests {
             (e.code, e.data),
             (code::LIMIT_EXCEEDED, Some(json!({"limit": 4, "value": 5})))
         );
-        let e = ErrorObject::from(FilesError::HashMismatch {
+        let e = files(FilesError::HashMismatch {
             expected: "a".into(),
             actual: "b".into(),
         });
@@ -427,10 +433,10 @@ mod tests {
         assert_eq!(e.data, Some(json!({"expected": "a", "actual": "b"})));
         let denied = AuthError::LocalOnly(Method::FileUploadChunk);
         assert_eq!(
-            ErrorObject::from(FilesError::Denied(denied.clone())),
+            commit(Refused::Denied(denied.clone())),
             ErrorObject::from(denied)
         );
-        let e = ErrorObject::from(FilesError::WriteTimeout(std::time::Duration::from_secs(30)));
+        let e = files(FilesError::WriteTimeout(std::time::Duration::from_secs(30)));
         assert_eq!(
             (e.code, e.message.as_str()),
             (code::INTERNAL_ERROR, "storing did not finish within 30 s")

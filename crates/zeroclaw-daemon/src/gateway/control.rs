@@ -12,8 +12,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Mutex, OnceLock};
 
 use tokio::task::JoinHandle;
+use zeroclaw_sessions::logins::Logins;
 
-use super::logins::Logins;
 use super::rate::FailedLogins;
 
 /// Starts serving a bound loopback listener: its base URL and its task.

@@ -8,8 +8,9 @@
 //!   bodies, responses) and [`peer`] (what an accepted connection carries);
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
 //!   [`host`]: which `Host` names the gateway answers;
-//! - [`control`]: whether it runs (`gateway/start`), with [`logins`] (`dashboard/login`
-//!   codes and session tokens) and [`rate`] (failed logins).
+//! - [`control`]: whether it runs (`gateway/start`), with the login store
+//!   (`zeroclaw_sessions::logins`: `dashboard/login` codes and session tokens) and
+//!   [`rate`] (failed logins).
 
 pub(crate) mod assets;
 pub(crate) mod conn;
@@ -17,7 +18,6 @@ pub mod control;
 pub(crate) mod host;
 pub(crate) mod http;
 pub mod listener;
-pub mod logins;
 pub(crate) mod peer;
 pub(crate) mod post;
 pub mod rate;

@@ -28,13 +28,15 @@ use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
 
 use super::http::{self, BodyError, RequestHead, Response};
 use super::rate::Attempt;
+use zeroclaw_sessions::session::link::collect_after_answer;
+
 use crate::auth::{AuthError, Presented};
 use crate::caller::{ConnectionContext, Handshake};
 use crate::dispatch;
+use crate::ordering::Place;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
 use crate::server::next_connection_id;
-use crate::session::link::collect_after_answer;
 use crate::state::Daemon;
 use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
 
@@ -226,7 +228,7 @@ fn authenticate(
         return Err(Response::text(500, "connection slot lost").closing());
     };
     let per_token = daemon.config.current().limits.connections_per_principal as usize;
-    let key = format!("token:{}", crate::pairing::fingerprint(token));
+    let key = format!("token:{}", zeroclaw_sessions::pairing::fingerprint(token));
     if let Err(error) = admission.assign(&key, per_token) {
         return Err(Response::text(429, &error.message).closing());
     }
@@ -274,7 +276,8 @@ async fn run(
             Some(Method::Initialize) => Err(ErrorObject::invalid_request(
                 "initialize is not used over POST /rpc: the bearer authenticates every request",
             )),
-            Some(method) => dispatch::call(daemon, ctx, method, params).await,
+            // One request per POST: no order to keep with another.
+            Some(method) => dispatch::call(daemon, ctx, method, params, &Place::none()).await,
             None => Err(ErrorObject::method_not_found(&name)),
         }
     };

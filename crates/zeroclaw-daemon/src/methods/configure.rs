@@ -1,15 +1,16 @@
 //! `session/status` and `session/configure` handlers (SPEC §16): typed params in, the
-//! [`SessionManager`](crate::session::SessionManager) called, a typed result out.
+//! [`SessionManager`](zeroclaw_sessions::session::SessionManager) called, a typed result out.
 
 use zeroclaw_protocol::session::SessionRef;
 use zeroclaw_protocol::stream::{ConfigureParams, ConfigureResult, SessionStatusResult};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::session::configure::ConfigureRequest;
+use zeroclaw_sessions::session::wire::configured_autonomy;
 
 use crate::auth::Principal;
 use crate::methods::mode;
-use crate::session::configure::ConfigureRequest;
-use crate::session::wire::configured_autonomy;
 use crate::state::Daemon;
+use crate::wire_error;
 
 /// `session/status {sessionId, mode?}`.
 pub(crate) fn status(
@@ -21,7 +22,7 @@ pub(crate) fn status(
     daemon
         .sessions
         .status(principal, &config, &p.session_id, mode(p.mode))
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/configure {sessionId, mode?, autonomy?, model?}`.
@@ -39,5 +40,5 @@ pub(crate) async fn configure(
         .sessions
         .configure(principal, &config, &p.session_id, mode(p.mode), req)
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }

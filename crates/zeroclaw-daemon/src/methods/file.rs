@@ -1,26 +1,29 @@
 //! `file/attach` and `file/upload/{begin,chunk,commit}` (SPEC §8). Both paths end in the
-//! same commit step ([`crate::files::commit`]).
+//! same commit step ([`zeroclaw_sessions::files::commit`]).
 
 use std::sync::Arc;
 
 use base64::Engine;
-use zeroclaw_protocol::Unchecked;
+use zeroclaw_config::Config;
 use zeroclaw_protocol::files::{
     AttachParams, AttachResult, FileInput, StoredFile, UploadBeginParams, UploadBeginResult,
     UploadChunkParams, UploadChunkResult, UploadCommitParams,
 };
+use zeroclaw_protocol::{Method, Unchecked};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::files::commit::{self, Caller, Item};
+use zeroclaw_sessions::files::path_read;
+use zeroclaw_sessions::files::staging::CHUNK_BYTES;
+use zeroclaw_sessions::files::staging::UploadTarget;
+use zeroclaw_sessions::files::workspace::MAX_FILE_BYTES;
 use zeroclaw_store::SessionKey;
 
-use crate::auth::Principal;
+use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
-use crate::files::commit::{self, Item};
-use crate::files::path_read;
-use crate::files::staging::CHUNK_BYTES;
-use crate::files::workspace::MAX_FILE_BYTES;
 use crate::methods::mode;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
+use crate::wire_error;
 
 /// Decoded bytes one `file/attach` request may carry in total.
 pub(crate) const MAX_ATTACH_BYTES: usize = 20 * 1024 * 1024;
@@ -34,9 +37,9 @@ pub(crate) async fn attach(
 ) -> Result<AttachResult, ErrorObject> {
     let key = daemon.sessions.resolve_key(&p.session_id, mode(p.mode));
     bring_back(daemon, principal, &key).await?;
-    let target = commit::target_of(&daemon.sessions, principal, &key)?;
+    let target = commit::target_of(&daemon.sessions, principal, &key).map_err(wire_error::files)?;
     let items = decode_inputs(conn, principal, p.files).await?;
-    let files = commit::commit(daemon.file_stores(), &conn.presented(), &target, items).await?;
+    let files = store(daemon, conn, &target, items).await?;
     Ok(AttachResult { files })
 }
 
@@ -49,15 +52,18 @@ pub(crate) async fn upload_begin(
 ) -> Result<UploadBeginResult, ErrorObject> {
     let key = daemon.sessions.resolve_key(&p.session_id, mode(p.mode));
     bring_back(daemon, principal, &key).await?;
-    let target = commit::target_of(&daemon.sessions, principal, &key)?;
-    let upload_id = daemon.uploads.begin(
-        conn.id,
-        &principal.id,
-        target,
-        p.size_bytes,
-        p.filename,
-        p.sha256,
-    )?;
+    let target = commit::target_of(&daemon.sessions, principal, &key).map_err(wire_error::files)?;
+    let upload_id = daemon
+        .uploads
+        .begin(
+            conn.id,
+            &principal.id,
+            target,
+            p.size_bytes,
+            p.filename,
+            p.sha256,
+        )
+        .map_err(wire_error::files)?;
     Ok(UploadBeginResult {
         upload_id,
         chunk_bytes: CHUNK_BYTES as u64,
@@ -80,7 +86,8 @@ pub(crate) fn upload_chunk(
     let data = base64_decode(&p.data_b64, "data_b64")?;
     let received = daemon
         .uploads
-        .chunk(conn.id, &p.upload_id, p.offset, &data)?;
+        .chunk(conn.id, &p.upload_id, p.offset, &data)
+        .map_err(wire_error::files)?;
     Ok(UploadChunkResult {
         upload_id: p.upload_id,
         received_bytes: received,
@@ -94,24 +101,44 @@ pub(crate) async fn upload_commit(
     conn: &ConnectionContext,
     p: UploadCommitParams,
 ) -> Result<StoredFile, ErrorObject> {
-    let finished = daemon.uploads.finish(conn.id, &p.upload_id)?;
+    let finished = daemon
+        .uploads
+        .finish(conn.id, &p.upload_id)
+        .map_err(wire_error::files)?;
     let item = Item {
         bytes: finished.bytes,
         sha256: Some(finished.sha256),
         filename: finished.filename,
         mime: None,
     };
-    let presented = conn.presented();
-    let mut files = commit::commit(
-        daemon.file_stores(),
-        &presented,
-        &finished.target,
-        vec![item],
-    )
-    .await?;
+    let mut files = store(daemon, conn, &finished.target, vec![item]).await?;
     files
         .pop()
         .ok_or_else(|| ErrorObject::internal("nothing was stored"))
+}
+
+/// Stores `items` for `target` through the files service's commit step, which re-checks
+/// the caller (its credential, and the `files:create` grant of `file/attach`) under the
+/// configuration and pairing file it holds.
+pub(crate) async fn store(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    target: &UploadTarget,
+    items: Vec<Item>,
+) -> Result<Vec<StoredFile>, ErrorObject> {
+    let presented = conn.presented();
+    let check = |config: &Config| {
+        let principal = daemon.principal_under(config, &presented)?;
+        auth::authorize(&principal, Method::FileAttach)?;
+        Ok(principal)
+    };
+    let caller = Caller {
+        by_token: presented.is_token(),
+        check: &check,
+    };
+    commit::commit(daemon.file_stores(), caller, target, items)
+        .await
+        .map_err(wire_error::commit)
 }
 
 /// A persisted session that is not live is brought back, as a prompt would (SPEC §17).
@@ -125,7 +152,7 @@ async fn bring_back(
         .live_or_rehydrate(principal, &daemon.config.current(), key)
         .await
         .map(drop)
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 fn base64_decode(text: &str, field: &str) -> Result<Vec<u8>, ErrorObject> {

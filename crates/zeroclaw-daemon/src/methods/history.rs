@@ -1,6 +1,6 @@
 //! SPEC §18 handlers: `session/rewind`, `session/fork`, `session/set_title`: the
 //! vocabulary's params (decoded once by [`crate::dispatch`]) in, the
-//! [`SessionManager`](crate::session::SessionManager) run, its typed result out.
+//! [`SessionManager`](zeroclaw_sessions::session::SessionManager) run, its typed result out.
 
 use std::sync::Arc;
 
@@ -8,12 +8,14 @@ use zeroclaw_protocol::history::{
     ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
 };
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::session::link::ClientLink;
 
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::mode;
-use crate::session::link::ClientLink;
+use crate::ordering::Place;
 use crate::state::Daemon;
+use crate::wire_error;
 
 /// `session/rewind {sessionId, mode?, turnId, restoreFiles?, force?}`.
 pub(crate) async fn rewind(
@@ -21,6 +23,7 @@ pub(crate) async fn rewind(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: RewindParams,
+    place: &Place,
 ) -> Result<RewindResult, ErrorObject> {
     daemon
         .sessions
@@ -33,9 +36,10 @@ pub(crate) async fn rewind(
             p.turn_id,
             p.restore_files.unwrap_or(true),
             p.force.unwrap_or(false),
+            || place.admitted(),
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/fork {sessionId, mode?, turnId?}`.
@@ -54,7 +58,7 @@ pub(crate) async fn fork(
             p.turn_id,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/set_title {sessionId, mode?, title}`.
@@ -67,5 +71,5 @@ pub(crate) async fn set_title(
         .sessions
         .set_title(principal, &p.session_id, mode(p.mode), p.title)
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }

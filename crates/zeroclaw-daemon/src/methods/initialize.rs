@@ -49,7 +49,7 @@ pub(crate) async fn initialize(
     if let Some(token) = auth_token.as_deref().filter(|_| remote) {
         // WebSocket peers are counted per token from here on.
         let per_token = daemon.config.current().limits.connections_per_principal as usize;
-        let key = format!("token:{}", &crate::pairing::fingerprint(token));
+        let key = format!("token:{}", &zeroclaw_sessions::pairing::fingerprint(token));
         let mut admission = conn.admission.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(error) = admission.assign(&key, per_token) {
             drop(admission);

@@ -3,7 +3,7 @@
 //! caller is authenticated and authorized. A handler takes its method's params type (the
 //! [`Call`](zeroclaw_protocol::Call) table's, decoded once by the dispatcher), calls a
 //! service (sessions, files, config, pairing) with the caller's principal, its credential
-//! or its [`ClientLink`](crate::session::link::ClientLink), and returns the method's result
+//! or its [`ClientLink`](zeroclaw_sessions::session::link::ClientLink), and returns the method's result
 //! type; it never touches a socket nor imports the connection loop.
 
 pub(crate) mod config;
@@ -18,5 +18,5 @@ pub(crate) mod status;
 
 /// The wire's session mode as the store names it.
 pub(crate) fn mode(m: Option<zeroclaw_protocol::Mode>) -> Option<zeroclaw_store::Mode> {
-    m.map(crate::session::wire::store_mode)
+    m.map(zeroclaw_sessions::session::wire::store_mode)
 }

@@ -1,5 +1,5 @@
 //! `session/*` handlers (SPEC §7): typed params in (decoded once by [`crate::dispatch`],
-//! both spellings), the [`SessionManager`](crate::session::SessionManager) called, a typed
+//! both spellings), the [`SessionManager`](zeroclaw_sessions::session::SessionManager) called, a typed
 //! result out. Grants were checked by the dispatcher; ownership and agent permission are
 //! checked by the manager.
 
@@ -14,20 +14,21 @@ use zeroclaw_protocol::session::{
 use zeroclaw_protocol::stream::{SubscribeParams, SubscribeResult, UnsubscribeResult};
 use zeroclaw_protocol::update::PromptAttachment;
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::session::lifecycle::approval_decision;
+use zeroclaw_sessions::session::link::ClientLink;
+use zeroclaw_sessions::session::mcp::check_session_servers;
+use zeroclaw_sessions::session::open::NewRequest;
+use zeroclaw_sessions::session::prompted::Incoming;
+use zeroclaw_sessions::session::stream::Cursor;
 use zeroclaw_store::Mode;
 
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
-use crate::files;
 use crate::methods::file;
 use crate::methods::mode;
-use crate::session::lifecycle::approval_decision;
-use crate::session::link::ClientLink;
-use crate::session::mcp::check_session_servers;
-use crate::session::open::NewRequest;
-use crate::session::prompted::Incoming;
-use crate::session::stream::Cursor;
+use crate::ordering::Place;
 use crate::state::Daemon;
+use crate::wire_error;
 
 /// `session/new {agentAlias, sessionId?, cwd?, mode?, mcpServers?}`.
 pub(crate) async fn new(
@@ -45,7 +46,7 @@ pub(crate) async fn new(
             ))
             .with_data(serde_json::json!({"resource": "mcpServers"})));
         }
-        check_session_servers(&mcp_servers)?;
+        check_session_servers(&mcp_servers).map_err(wire_error::session)?;
     }
     let req = NewRequest {
         agent_alias: p.agent_alias,
@@ -58,7 +59,7 @@ pub(crate) async fn new(
         .sessions
         .new_session(principal, &daemon.config.current(), req)
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/prompt {sessionId, prompt, mode?, attachments?}`: attachments are stored first
@@ -69,6 +70,7 @@ pub(crate) async fn prompt(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: SessionPromptParams,
+    place: &Place,
 ) -> Result<TurnResult, ErrorObject> {
     let sessions = &daemon.sessions;
     let mode = mode(p.mode);
@@ -82,13 +84,13 @@ pub(crate) async fn prompt(
         // A persisted session is brought back first, as the prompt would.
         sessions
             .live_or_rehydrate(principal, &daemon.config.current(), &key)
-            .await?;
-        let target = files::commit::target_of(&daemon.sessions, principal, &key)?;
+            .await
+            .map_err(wire_error::session)?;
+        let target = zeroclaw_sessions::files::commit::target_of(&daemon.sessions, principal, &key)
+            .map_err(wire_error::files)?;
         let items = file::decode_inputs(conn, principal, attachments).await?;
         let names: Vec<Option<String>> = items.iter().map(|i| i.filename.clone()).collect();
-        let presented = conn.presented();
-        let stored =
-            files::commit::commit(daemon.file_stores(), &presented, &target, items).await?;
+        let stored = file::store(daemon, conn, &target, items).await?;
         for (stored, name) in stored.into_iter().zip(names) {
             prompt.push('\n');
             prompt.push_str(&stored.marker);
@@ -117,9 +119,10 @@ pub(crate) async fn prompt(
                 text_len,
                 attachments: shown,
             },
+            || place.admitted(),
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/compact {sessionId, mode?, instructions?}` (SPEC §18): queued like a prompt.
@@ -128,6 +131,7 @@ pub(crate) async fn compact(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: CompactParams,
+    place: &Place,
 ) -> Result<CompactResult, ErrorObject> {
     daemon
         .sessions
@@ -138,9 +142,10 @@ pub(crate) async fn compact(
             &p.session_id,
             mode(p.mode),
             p.instructions,
+            || place.admitted(),
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/cancel {sessionId, mode?}`: this connection's last prompt, or a later turn.
@@ -153,7 +158,7 @@ pub(crate) fn cancel(
     daemon
         .sessions
         .cancel(principal, conn, &p.session_id, mode(p.mode))
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/approve {sessionId, requestId, decision, replacement?, mode?}`.
@@ -172,7 +177,7 @@ pub(crate) fn approve(
             &p.request_id,
             decision,
         )
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/close {sessionId, mode?}`.
@@ -185,7 +190,7 @@ pub(crate) async fn close(
         .sessions
         .close(principal, &p.session_id, mode(p.mode))
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/kill {sessionId, mode?}`.
@@ -198,7 +203,7 @@ pub(crate) async fn kill(
         .sessions
         .kill(principal, &p.session_id, mode(p.mode))
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/delete {sessionId, mode?}`.
@@ -211,7 +216,7 @@ pub(crate) async fn delete(
         .sessions
         .delete(principal, &p.session_id, mode(p.mode))
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/subscribe {sessionId, mode?, turnId?, afterEventSeq?}`.
@@ -237,7 +242,7 @@ pub(crate) async fn subscribe(
             cursor,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/unsubscribe {sessionId, mode?}`.
@@ -250,7 +255,7 @@ pub(crate) fn unsubscribe(
     daemon
         .sessions
         .unsubscribe(principal, conn, &p.session_id, mode(p.mode))
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/list {mode?, limit?, cursor?, search?}`.
@@ -269,7 +274,7 @@ pub(crate) async fn list(
             p.search,
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }
 
 /// `session/messages {sessionId, mode?, limit?, beforeSeq?, includeRewound?}`.
@@ -289,5 +294,5 @@ pub(crate) async fn messages(
             p.include_rewound.unwrap_or(false),
         )
         .await
-        .map_err(Into::into)
+        .map_err(wire_error::session)
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use zeroclaw_protocol::gateway::GatewayInfo;
 use zeroclaw_protocol::system::{NoParams, PROTOCOL_VERSION, ShutdownResult, StatusResult};
 use zeroclaw_rpc::ErrorObject;
+use zeroclaw_sessions::session::LiveSession;
 
 use crate::auth::Principal;
-use crate::session::LiveSession;
 use crate::state::Daemon;
 use crate::status_text::{FixedText, Live};
 

@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use crate::auth::AuthError;
-
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
     // Bad requests (-32602).
@@ -54,9 +52,6 @@ pub enum FilesError {
     NotOwner(String),
     #[error("principal {principal} may not use agent {agent}")]
     AgentNotAllowed { principal: String, agent: String },
-    /// The policy or the pairing tokens refused the caller (their own error, unchanged).
-    #[error("{0}")]
-    Denied(AuthError),
 
     // Storing failed (-32603); nothing was stored.
     #[error("an earlier store for this session has not finished; nothing was stored")]
@@ -89,4 +84,62 @@ pub enum FilesError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// The code, message and `data` a [`FilesError`] reaches the client with, as the daemon's
+/// `wire_error.rs` gives them (its tests check that mapping against the contract): the
+/// tests of this service state what a caller would see, without a wire crate.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Shown {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<serde_json::Value>,
+}
+
+#[cfg(test)]
+impl From<FilesError> for Shown {
+    fn from(e: FilesError) -> Shown {
+        use FilesError::*;
+        use serde_json::json;
+        use zeroclaw_protocol::code::*;
+        let message = e.to_string();
+        let (code, data) = match e {
+            UnknownUpload(_)
+            | DeclaredTooLarge { .. }
+            | BadSha256
+            | ChunkTooLarge { .. }
+            | Gap { .. }
+            | PastSize { .. }
+            | Conflict(_)
+            | Incomplete { .. }
+            | FilenameTooLong { .. }
+            | FileTooLarge { .. } => (INVALID_PARAMS, None),
+            HashMismatch { expected, actual } => (
+                INVALID_PARAMS,
+                Some(json!({"expected": expected, "actual": actual})),
+            ),
+            TooManyStaged { staged, limit } => (
+                LIMIT_EXCEEDED,
+                Some(json!({"limit": limit, "value": staged + 1})),
+            ),
+            BudgetExhausted { needed, budget } => (
+                LIMIT_EXCEEDED,
+                Some(json!({"limit": budget, "value": needed})),
+            ),
+            ShareExhausted { needed, share } => (
+                LIMIT_EXCEEDED,
+                Some(json!({"limit": share, "value": needed})),
+            ),
+            SessionNotFound(_) | SessionGone(_) => (SESSION_NOT_FOUND, None),
+            NotOwner(_) => (NOT_OWNER, None),
+            AgentNotAllowed { .. } => (FORBIDDEN, None),
+            _ => (INTERNAL_ERROR, None),
+        };
+        Shown {
+            code,
+            message,
+            data,
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Timeouts of a session's waits on the client ([`Tuning`]). A leaf: the manager and the
 //! turns read it; it imports no session module. Test builds inject failures through it
-//! (`crate::test_hooks`, feature `test-hooks`).
+//! (the daemon's test hooks, feature `test-hooks`).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

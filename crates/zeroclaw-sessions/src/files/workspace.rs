@@ -252,7 +252,7 @@ pub fn store(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zeroclaw_rpc::ErrorObject;
+    use crate::files::error::Shown;
 
     #[test]
     fn stores_by_hash_dedupes_and_marks() {
@@ -354,7 +354,7 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), ws.path().join("uploads")).unwrap();
         let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None, None)
-            .map_err(ErrorObject::from)
+            .map_err(Shown::from)
             .unwrap_err();
         assert!(e.message.contains("not a directory"), "{}", e.message);
         assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
@@ -366,7 +366,7 @@ mod tests {
         let big = vec![0u8; MAX_FILE_BYTES + 1];
         assert_eq!(
             store(ws.path(), &mut FileIndex::default(), &big, None, None, None)
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32602
@@ -381,7 +381,7 @@ mod tests {
                 Some(&name),
                 None
             )
-            .map_err(ErrorObject::from)
+            .map_err(Shown::from)
             .unwrap_err()
             .code,
             -32602

@@ -1,7 +1,7 @@
 //! Errors of the sessions service ([`SessionError`]): what went wrong, in the service's
 //! own terms. A leaf of the sessions service: every session module returns these; the
-//! method handlers turn them into JSON-RPC errors with `?`, through the one mapping in
-//! `wire_error.rs`.
+//! daemon's method handlers turn them into JSON-RPC errors through the one mapping in its
+//! `wire_error.rs` (`wire_error::session`).
 
 use zeroclaw_store::StoreError;
 

@@ -308,7 +308,7 @@ impl SessionManager {
 
     /// The live session for `key`, rehydrating a persisted ACP row of this surface when
     /// none is live (SPEC §7.3). Chat sessions are never rehydrated by a prompt.
-    pub(crate) async fn live_or_rehydrate(
+    pub async fn live_or_rehydrate(
         self: &Arc<Self>,
         principal: &Principal,
         config: &Config,

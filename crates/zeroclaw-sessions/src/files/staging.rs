@@ -306,8 +306,8 @@ impl UploadManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::error::Shown;
     use serde_json::json;
-    use zeroclaw_rpc::ErrorObject;
     use zeroclaw_store::Mode;
 
     fn target() -> UploadTarget {
@@ -336,7 +336,7 @@ mod tests {
         );
         assert_eq!(
             m.chunk(1, &id, 0, b"xbc")
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32602,
@@ -344,7 +344,7 @@ mod tests {
         );
         assert_eq!(
             m.chunk(1, &id, 4, b"e")
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32602,
@@ -352,7 +352,7 @@ mod tests {
         );
         assert_eq!(
             m.chunk(1, &id, 3, b"defg")
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32602,
@@ -360,16 +360,13 @@ mod tests {
         );
         assert_eq!(
             m.chunk(2, &id, 3, b"def")
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .message,
             format!("unknown upload {id}")
         );
         assert_eq!(
-            m.finish(1, &id)
-                .map_err(ErrorObject::from)
-                .unwrap_err()
-                .code,
+            m.finish(1, &id).map_err(Shown::from).unwrap_err().code,
             -32602,
             "incomplete"
         );
@@ -382,10 +379,7 @@ mod tests {
         assert_eq!(done.bytes, b"abcdef");
         assert_eq!(m.used_bytes(), 0);
         assert_eq!(
-            m.finish(1, &id)
-                .map_err(ErrorObject::from)
-                .unwrap_err()
-                .code,
+            m.finish(1, &id).map_err(Shown::from).unwrap_err().code,
             -32602,
             "gone after commit"
         );
@@ -404,11 +398,11 @@ mod tests {
             .begin(1, "operator", target(), 2, None, Some("0".repeat(64)))
             .unwrap();
         m.chunk(1, &id, 0, b"hi").unwrap();
-        let e = m.finish(1, &id).map_err(ErrorObject::from).unwrap_err();
+        let e = m.finish(1, &id).map_err(Shown::from).unwrap_err();
         assert!(e.message.contains("sha256 mismatch"));
         assert_eq!(
             m.begin(1, "operator", target(), 2, None, Some("xyz".into()))
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32602
@@ -423,7 +417,7 @@ mod tests {
         }
         let e = m
             .begin(7, "operator", target(), 0, None, None)
-            .map_err(ErrorObject::from)
+            .map_err(Shown::from)
             .unwrap_err();
         assert_eq!(
             (e.code, e.data.clone()),
@@ -446,21 +440,21 @@ mod tests {
                 None,
                 None
             )
-            .map_err(ErrorObject::from)
+            .map_err(Shown::from)
             .unwrap_err()
             .code,
             -32602
         );
         assert_eq!(
             m.begin(9, "operator", target(), 1, Some("n".repeat(256)), None)
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32602
         );
         assert_eq!(
             m.chunk(8, "up-8-4", 0, &vec![0; CHUNK_BYTES + 1])
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32602
@@ -483,7 +477,7 @@ mod tests {
         }
         let e = m
             .begin(200, "operator", target(), ten, None, None)
-            .map_err(ErrorObject::from)
+            .map_err(Shown::from)
             .unwrap_err();
         assert_eq!(e.code, -32013);
         // Four minutes on, one upload is still active; nothing is idle long enough yet.
@@ -491,7 +485,7 @@ mod tests {
         m.chunk(100, &ids[0], 0, b"x").unwrap();
         assert_eq!(
             m.begin(200, "operator", target(), ten, None, None)
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .code,
             -32013
@@ -504,7 +498,7 @@ mod tests {
         assert_eq!(m.staged_count(), 2);
         assert_eq!(
             m.chunk(101, &ids[4], 0, b"x")
-                .map_err(ErrorObject::from)
+                .map_err(Shown::from)
                 .unwrap_err()
                 .message,
             format!("unknown upload {}", ids[4])
@@ -528,7 +522,7 @@ mod tests {
         }
         let e = m
             .begin(99, "user:bob", target(), ten, None, None)
-            .map_err(ErrorObject::from)
+            .map_err(Shown::from)
             .unwrap_err();
         assert_eq!(e.code, -32013);
         assert_eq!(
@@ -555,10 +549,7 @@ mod tests {
             assert_eq!(m.chunk(1, &id, 0, b"ab").unwrap(), 2);
         }
         tokio::time::advance(Duration::from_secs(7)).await;
-        let e = m
-            .chunk(1, &id, 2, b"cd")
-            .map_err(ErrorObject::from)
-            .unwrap_err();
+        let e = m.chunk(1, &id, 2, b"cd").map_err(Shown::from).unwrap_err();
         assert_eq!(
             (e.code, e.message),
             (-32602, format!("unknown upload {id}"))
@@ -577,17 +568,14 @@ mod tests {
         tokio::time::advance(IDLE_EXPIRY).await;
         assert_eq!(m.staged_count(), 2);
         tokio::time::advance(Duration::from_secs(1)).await;
-        let e = m
-            .finish(1, &complete)
-            .map_err(ErrorObject::from)
-            .unwrap_err();
+        let e = m.finish(1, &complete).map_err(Shown::from).unwrap_err();
         assert_eq!(
             (e.code, e.message),
             (-32602, format!("unknown upload {complete}"))
         );
         let e = m
             .chunk(1, &partial, 1, b"i")
-            .map_err(ErrorObject::from)
+            .map_err(Shown::from)
             .unwrap_err();
         assert_eq!(
             (e.code, e.message),

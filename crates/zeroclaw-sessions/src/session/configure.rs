@@ -34,7 +34,7 @@ pub struct ConfigureRequest {
 impl SessionManager {
     /// The models provider `name` offers: `echo` for the echo provider, the provider's
     /// `GET /models` (cached) for an OpenAI-compatible one.
-    pub(crate) async fn provider_models(
+    pub async fn provider_models(
         &self,
         config: &Config,
         name: &str,

@@ -761,12 +761,12 @@ mod tests {
             s.subscribe(probe(id), "user:bob", false, &Cursor::default())
                 .expect("room");
         }
-        let limit = |e: SessionError| zeroclaw_rpc::ErrorObject::from(e).data;
+        let limit = |e: SessionError| match e {
+            SessionError::TooManySubscribers { limit, value, .. } => Some((limit, value)),
+            _ => None,
+        };
         let refused = s.subscribe(probe(17), "user:bob", false, &Cursor::default());
-        assert_eq!(
-            refused.map_err(limit),
-            Err(Some(json!({"limit": 16, "value": 17})))
-        );
+        assert_eq!(refused.map_err(limit), Err(Some((16, 17))));
         let bob: Arc<dyn ClientLink> = probe(18);
         assert!(!s.subscribe_prompter(&bob, "user:bob", false));
         for id in 21..=23 {
@@ -777,10 +777,7 @@ mod tests {
         assert!(s.subscribe_prompter(&admin, "operator", true));
         assert_eq!(s.subscriber_count(), MAX_WITH_ADMINS);
         let refused = s.subscribe(probe(25), "operator", true, &Cursor::default());
-        assert_eq!(
-            refused.map_err(limit),
-            Err(Some(json!({"limit": 20, "value": 21})))
-        );
+        assert_eq!(refused.map_err(limit), Err(Some((20, 21))));
         let admin: Arc<dyn ClientLink> = probe(26);
         assert!(!s.subscribe_prompter(&admin, "operator", true));
         // A non-admin leaving makes room for a non-admin.
@@ -1118,11 +1115,20 @@ mod tests {
             s.subscribe(p.clone(), "operator", false, &Cursor::default())
                 .expect("room");
         }
-        let err = zeroclaw_rpc::ErrorObject::from(
-            s.subscribe(probe(17), "operator", false, &Cursor::default())
-                .expect_err("17th"),
+        let err = s
+            .subscribe(probe(17), "operator", false, &Cursor::default())
+            .expect_err("17th");
+        assert!(
+            matches!(
+                err,
+                SessionError::TooManySubscribers {
+                    limit: 16,
+                    value: 17,
+                    ..
+                }
+            ),
+            "{err}"
         );
-        assert_eq!(err.data, Some(json!({"limit": 16, "value": 17})));
         s.subscribe(probes[0].clone(), "operator", false, &Cursor::default())
             .expect("again");
         assert_eq!(s.subscriber_count(), 16);

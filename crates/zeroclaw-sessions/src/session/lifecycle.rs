@@ -67,7 +67,10 @@ impl SessionManager {
     }
 
     /// `session/prompt`: queues the prompt, subscribes the sending connection to the
-    /// session (when there is room), and waits for the turn's result.
+    /// session (when there is room), and waits for the turn's result. `admitted` is called
+    /// once the prompt is queued or refused, before the wait: the caller's next request
+    /// for this session may then go ahead (SPEC §14 "Order").
+    #[allow(clippy::too_many_arguments)]
     pub async fn prompt(
         self: &Arc<Self>,
         principal: &Principal,
@@ -76,6 +79,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         prompt: Incoming,
+        admitted: impl FnOnce(),
     ) -> Result<TurnResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
@@ -98,12 +102,12 @@ impl SessionManager {
             reply,
             answered,
         });
-        // A refusal (busy) is returned without admitting: the ticket lets the connection's
-        // next request for this session go only once the refusal is queued, so refusals
-        // keep sending order. Queued: recorded first (a later `session/cancel` must see
-        // it), then the next request may go ahead while this one waits for its turn.
+        // A refusal (busy) is returned without admitting: the caller lets its next request
+        // for this session go only once the refusal is answered, so refusals keep sending
+        // order. Queued: recorded first (a later `session/cancel` must see it), then the
+        // next request may go ahead while this one waits for its turn.
         link.record_prompt(&live.instance, submitted?);
-        crate::ordering::admitted();
+        admitted();
         let answer = answer
             .await
             .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));

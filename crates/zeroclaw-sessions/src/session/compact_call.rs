@@ -20,7 +20,9 @@ use super::{SessionManager, check_owner};
 pub const MAX_INSTRUCTIONS: usize = 16 * 1024;
 
 impl SessionManager {
-    /// `session/compact {sessionId, mode?, instructions?}`.
+    /// `session/compact {sessionId, mode?, instructions?}`, queued like a prompt:
+    /// `admitted` is called once it is queued or refused (see [`SessionManager::prompt`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn compact(
         self: &Arc<Self>,
         principal: &Principal,
@@ -29,6 +31,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         instructions: Option<String>,
+        admitted: impl FnOnce(),
     ) -> Result<CompactResult, SessionError> {
         if instructions
             .as_ref()
@@ -55,7 +58,7 @@ impl SessionManager {
             answered,
         });
         link.record_prompt(&live.instance, submitted?);
-        crate::ordering::admitted();
+        admitted();
         let answer = answer
             .await
             .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));

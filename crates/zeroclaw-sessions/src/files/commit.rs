@@ -4,23 +4,23 @@
 //! Under the session's file lock it confirms the session is still the one the upload was
 //! bound to (same id, generation, owner and agent), then — with the configuration write
 //! lock and, for a token credential, the pairing-token file lock held so neither can
-//! change until the file is stored — re-checks the caller's credential, `files:create`,
-//! ownership and agent permission, and only then writes and indexes the bytes (off the
-//! async threads). Any failure writes nothing.
+//! change until the file is stored — re-checks the caller's credential and `files:create`
+//! (the daemon's check, passed in as a [`Caller`]), ownership and agent permission, and
+//! only then writes and indexes the bytes (off the async threads). Any failure writes
+//! nothing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use zeroclaw_config::ConfigStore;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_protocol::Method;
+use zeroclaw_config::{Config, ConfigStore};
 use zeroclaw_store::SessionKey;
 
 use super::error::FilesError;
 use super::staging::UploadTarget;
 use super::workspace::{self, FileIndex, StoredFile};
-use crate::auth::{self, Bearers, Presented};
+use crate::pairing::TokenStore;
 use crate::session::{LiveSession, SessionManager, may_touch};
 
 /// One file to store.
@@ -42,10 +42,35 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
 pub struct Stores<'a> {
     pub sessions: &'a SessionManager,
     pub config: &'a ConfigStore,
-    pub bearers: Bearers<'a>,
+    /// Held shared while a token credential is re-checked and its files stored.
+    pub tokens: &'a TokenStore,
     pub locks: &'a FileLocks,
-    /// The daemon's own uid (a local credential is resolved against it).
-    pub daemon_uid: u32,
+}
+
+/// Who asks to store, as the daemon knows it: the commit step re-checks the caller with
+/// this under the configuration (and, for a token, the pairing file) it holds.
+pub struct Caller<'a, D> {
+    /// Whether the caller's credential is a pairing token: the token file is then held
+    /// until the files are stored, so an unpairing cannot slip in between.
+    pub by_token: bool,
+    /// The caller's principal under `config`, if its credential still stands and it may
+    /// store files (`files:create`); a refusal is the daemon's own error, passed back
+    /// unchanged as [`Refused::Denied`].
+    pub check: &'a (dyn Fn(&Config) -> Result<Principal, D> + Sync),
+}
+
+/// Why a commit stored nothing: the files service's own reasons, or the caller's check
+/// refused it.
+#[derive(Debug)]
+pub enum Refused<D> {
+    Files(FilesError),
+    Denied(D),
+}
+
+impl<D> From<FilesError> for Refused<D> {
+    fn from(e: FilesError) -> Self {
+        Refused::Files(e)
+    }
 }
 
 /// File indexes of live sessions, by session key and generation. An entry lives no longer
@@ -72,7 +97,7 @@ impl FileLocks {
 
     /// Sessions with an index held.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_session
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -113,14 +138,13 @@ pub fn target_of(
     })
 }
 
-/// Stores `items` for `target` on behalf of the caller who presented `caller`, or fails
-/// having written nothing.
-pub async fn commit(
+/// Stores `items` for `target` on behalf of `caller`, or fails having written nothing.
+pub async fn commit<D>(
     stores: Stores<'_>,
-    caller: &Presented<'_>,
+    caller: Caller<'_, D>,
     target: &UploadTarget,
     items: Vec<Item>,
-) -> Result<Vec<StoredFile>, FilesError> {
+) -> Result<Vec<StoredFile>, Refused<D>> {
     let gone = || FilesError::SessionGone(target.key.session_id.clone());
     let sessions = stores.sessions;
     let index = stores.locks.index(&target.key, target.generation, |k, g| {
@@ -135,24 +159,15 @@ pub async fn commit(
         || live.owner != target.owner
         || live.agent_alias != target.agent
     {
-        return Err(gone());
+        return Err(gone().into());
     }
     let frozen = stores.config.freeze().await;
     // Only a token credential depends on the pairing file; a local uid does not wait on it.
-    let tokens = match caller.is_token() {
-        true => Some(
-            stores
-                .bearers
-                .tokens
-                .hold()
-                .await
-                .map_err(FilesError::TokensHeld)?,
-        ),
+    let tokens = match caller.by_token {
+        true => Some(stores.tokens.hold().await.map_err(FilesError::TokensHeld)?),
         false => None,
     };
-    let principal = auth::principal(frozen.config(), stores.bearers, stores.daemon_uid, caller)
-        .map_err(FilesError::Denied)?;
-    auth::authorize(&principal, Method::FileAttach).map_err(FilesError::Denied)?;
+    let principal = (caller.check)(frozen.config()).map_err(Refused::Denied)?;
     check_access(&principal, &live)?;
     let workspace = live.workspace.clone();
     // The writes run off the async threads; the session's index lock travels with them,
@@ -179,7 +194,7 @@ pub async fn commit(
     };
     drop(tokens);
     drop(frozen);
-    stored
+    Ok(stored?)
 }
 
 #[cfg(test)]

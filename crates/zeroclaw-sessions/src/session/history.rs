@@ -68,6 +68,7 @@ impl SessionManager {
 
     /// `session/rewind`: queued on the session's worker; -32002 while a turn runs or
     /// anything waits. A persisted session is brought back first, as a prompt would.
+    /// `admitted` is called once it is queued or refused (see [`SessionManager::prompt`]).
     #[allow(clippy::too_many_arguments)]
     pub async fn rewind(
         self: &Arc<Self>,
@@ -79,6 +80,7 @@ impl SessionManager {
         turn_id: String,
         restore_files: bool,
         force: bool,
+        admitted: impl FnOnce(),
     ) -> Result<RewindResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         acp_only(&key, "session/rewind")?;
@@ -105,7 +107,7 @@ impl SessionManager {
         // As for a prompt: the connection's next request for this session goes once this
         // one is queued (or refused), so pipelined calls keep their order.
         link.record_prompt(&live.instance, submitted?);
-        crate::ordering::admitted();
+        admitted();
         let answer = answer.await;
         // The worker starts the next job once this answer is queued (SPEC §17.2).
         queued.after_answer();

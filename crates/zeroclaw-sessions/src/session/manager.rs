@@ -29,7 +29,7 @@ use super::tuning::Tuning;
 
 /// Every live session of the daemon, and the store they write through.
 pub struct SessionManager {
-    pub(crate) store: Store,
+    pub store: Store,
     pub(crate) tuning: Tuning,
     /// The working directories' checkpoints (SPEC §18).
     pub(crate) files: FileCheckpoints,
@@ -67,6 +67,15 @@ impl SessionManager {
         // The map stays consistent even if a holder panicked: every update is one insert
         // or one remove.
         self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Test hooks: while `on`, every auto-trim snapshot write fails (the daemon's
+    /// `ZEROCLAW_TEST_HOOKS` trigger file; feature `test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub fn fail_snapshots(&self, on: bool) {
+        self.tuning
+            .fail_snapshots
+            .store(on, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub(crate) fn next_generation(&self) -> u64 {

@@ -42,7 +42,7 @@
 //!   final rows and the closed checkpoint before `turn_complete` is sent;
 //! - non-admin principals only see and touch sessions they own (-32003).
 //!
-//! Test builds may shorten the waits of [`Tuning`] (see `crate::test_hooks`, feature
+//! Test builds may shorten the waits of [`Tuning`] (see the daemon's test hooks, feature
 //! `test-hooks`).
 
 pub mod agent;
