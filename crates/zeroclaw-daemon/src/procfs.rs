@@ -1,6 +1,7 @@
 //! What `/proc` says of a process (Linux): its parent, its state and when it started, and
 //! the pids that exist. Read by the lineage check of local peers and by the reaper of
-//! adopted orphans (SPEC §17.2); both call it off the async threads.
+//! adopted orphans (SPEC §17.2): the lineage check inline (a few small reads), the reaper
+//! off the async threads.
 
 use std::io;
 

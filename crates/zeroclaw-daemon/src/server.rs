@@ -130,7 +130,7 @@ async fn admit_local(daemon: Arc<Daemon>, conn: LocalConnection, accepted: Insta
         }
     };
     // SPEC §17.2: a program the daemon started (or one of its descendants) is no operator.
-    let lineage = lineage::vet(peer.pid, daemon.pid).await;
+    let lineage = lineage::vet(peer.pid, daemon.pid);
     match lineage {
         Lineage::Outside => {
             tracing::info!(conn = id, peer = %peer.label, "accepted connection");
