@@ -66,10 +66,14 @@ def last_json(out):
 
 
 def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+    """VmRSS of `pid` in kB; 0 when the process is gone or the line is missing."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
     return 0
 
 
@@ -126,7 +130,11 @@ def build(args):
             print("release build failed", file=sys.stderr)
             return None
         meta = sh(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=ROOT)
-        zbin = os.path.join(json.loads(meta.stdout)["target_directory"], "release", "zeroclaw")
+        try:
+            zbin = os.path.join(json.loads(meta.stdout)["target_directory"], "release", "zeroclaw")
+        except (ValueError, KeyError):
+            print("cargo metadata gave no target directory", file=sys.stderr)
+            return None
     if not os.access(zbin, os.X_OK):
         print(f"no daemon binary at {zbin}", file=sys.stderr)
         return None
