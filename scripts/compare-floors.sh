@@ -2,7 +2,7 @@
 # Issue 27, item 1: both pipelined clients (perf.py's `zcbench pipeline` and `zeroclaw-load
 # pipelined`) and perf.py's `zcbench fanout` against the daemon and both floors
 # (`zcbench-echo --mode json` and `zeroclaw-load echo-server`), ROUNDS rounds; prints calls/s.
-# Not for CI: zcbench comes from the shared bench (../shared/bench, built by perf.py into
+# Not for CI: zcbench comes from the shared bench (../shared/bench, built by scripts/perf.py into
 # ~/.cache/zcbench-target).
 #
 # usage: scripts/compare-floors.sh ZEROCLAW_BIN ZEROCLAW_LOAD_BIN [ROUNDS]

@@ -4,7 +4,7 @@
 # one at a time while `zcbench fanout --conns 64 --per-conn 2000` runs against it (after a
 # warm-up run against each). Prints calls/s under strace and the top of each table.
 #
-# usage: scripts/fanout-syscalls.sh BIN   (zcbench built by ../shared/bench/perf.py, in
+# usage: scripts/fanout-syscalls.sh BIN   (zcbench built by scripts/perf.py, in
 #                                          ~/.cache/zcbench-target/release; needs strace)
 set -euo pipefail
 bin=${1:?usage: scripts/fanout-syscalls.sh BIN}
