@@ -84,23 +84,16 @@ mod tests {
             .arg("30")
             .spawn()
             .expect("sleep");
-        assert_eq!(vet(Some(child.id()), me, Lineage::SessionProgram);
+        assert_eq!(vet(Some(child.id()), me), Lineage::SessionProgram);
+        assert_eq!(vet(Some(me), me), Lineage::Outside, "the daemon itself");
         assert_eq!(
-            vet(Some(me), me,
-            Lineage::Outside,
-            "the daemon itself"
-        );
-        assert_eq!(
-            vet(Some(me), child.id(),
+            vet(Some(me), child.id()),
             Lineage::Outside,
             "a parent is not a descendant"
         );
-        assert_eq!(vet(None, me, Lineage::Outside);
+        assert_eq!(vet(None, me), Lineage::Outside);
         let _ = child.kill();
         let _ = child.wait();
-        assert!(matches!(
-            vet(Some(child.id()), me,
-            Lineage::Unvetted(_)
-        ));
+        assert!(matches!(vet(Some(child.id()), me), Lineage::Unvetted(_)));
     }
 }
