@@ -4,10 +4,14 @@
 //! end-to-end tests would run yesterday's daemon and fail (or pass) for reasons that are
 //! not in the code. Cargo writes beside every binary it builds a dep-info file
 //! (`target/debug/zeroclaw.d`: `BINARY: SOURCE SOURCE …`) naming each file that went into
-//! it; the binary is stale when one of those is newer than it or gone, or when the file
-//! names another binary (a target dir copied from another checkout). [`check`] then fails with the
-//! command that rebuilds it. Only the binary found next to the test executable is checked:
-//! one given by `ZEROCLAW_TEST_BIN` is the caller's choice.
+//! it; the binary is stale when one of those is newer than it or gone. [`check`] then fails
+//! with the command that rebuilds it. Cargo writes that file only for a binary that was the
+//! command's own target (`cargo build -p zeroclaw`), not for one built as a dependency of
+//! tests (`cargo test --workspace` on a fresh checkout writes none), and a target dir copied
+//! from another checkout has one naming that checkout's files: with no file, or one that
+//! names another binary, there is nothing to judge by and the binary is taken as it is.
+//! Only the binary found next to the test executable is checked: one given by
+//! `ZEROCLAW_TEST_BIN` is the caller's choice.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -28,25 +32,20 @@ pub fn check(bin: &Path) {
     }
 }
 
-/// `Ok` when `bin`'s dep-info file names `bin` itself and no source newer than it;
-/// otherwise why not.
+/// `Err` (why) when `bin`'s dep-info file names `bin` itself and a source newer than it
+/// or gone; `Ok` otherwise (no dep-info, or one written for a binary elsewhere: nothing to
+/// judge by).
 fn freshness(bin: &Path) -> Result<(), String> {
     let built = modified(bin)?;
     let dep_info = bin.with_extension("d");
-    let text = std::fs::read_to_string(&dep_info).map_err(|e| {
-        format!(
-            "its dep-info file {} cannot be read ({e})",
-            dep_info.display()
-        )
-    })?;
-    let (target, sources) = rule(&text)
-        .ok_or_else(|| format!("{} holds no `BINARY: SOURCES` rule", dep_info.display()))?;
-    // A target dir copied from another checkout: its binary and dep-info were built there.
+    let Ok(text) = std::fs::read_to_string(&dep_info) else {
+        return Ok(());
+    };
+    let Some((target, sources)) = rule(&text) else {
+        return Ok(());
+    };
     if canonical(&target) != canonical(bin) {
-        return Err(format!(
-            "it was built as {}, in another place",
-            target.display()
-        ));
+        return Ok(());
     }
     for source in sources {
         if modified(&source)? > built {
@@ -112,7 +111,7 @@ mod tests {
     }
 
     #[test]
-    fn a_binary_older_than_a_source_or_built_elsewhere_is_stale() {
+    fn a_binary_older_than_a_source_is_stale_and_one_without_its_own_dep_info_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("main.rs");
         let bin = dir.path().join("zeroclaw");
@@ -139,12 +138,14 @@ mod tests {
         assert!(freshness(&bin).unwrap_err().contains("main.rs"));
         std::fs::write(&source, b"").unwrap();
         set_time(&source, now - Duration::from_secs(60));
-        // The dep-info of a binary built somewhere else (a copied target dir): stale.
+        // The dep-info of a binary built somewhere else (a copied target dir), even with a
+        // source newer than the binary there: nothing to judge by.
         let elsewhere = dir.path().join("other/zeroclaw");
         std::fs::write(bin.with_extension("d"), rule_of(&elsewhere)).unwrap();
-        assert!(freshness(&bin).unwrap_err().contains("another place"));
-        // No dep-info file at all: stale, saying so.
+        set_time(&source, now + Duration::from_secs(60));
+        assert_eq!(freshness(&bin), Ok(()));
+        // No dep-info file at all (`cargo test --workspace` on a fresh checkout): the same.
         std::fs::remove_file(bin.with_extension("d")).unwrap();
-        assert!(freshness(&bin).unwrap_err().contains("dep-info"));
+        assert_eq!(freshness(&bin), Ok(()));
     }
 }
