@@ -16,9 +16,10 @@
 //! `ZEROCLAW_TEST_BIN` when set, else `zeroclaw` next to the test executable
 //! (`target/<profile>/zeroclaw`, the parent of the `deps` dir), and panic, saying how to
 //! build it, when it is missing — or when it is stale: older than a source it was built
-//! from, as cargo's dep-info file beside it (`target/debug/zeroclaw.d`) lists them, or
-//! built in another place (a copied target dir). Then every test fails with the command
-//! below, rather than test an old daemon. (The tests do not build it themselves: a `cargo
+//! from, as cargo's dep-info file beside it (`target/debug/zeroclaw.d`, written by `cargo
+//! build -p zeroclaw`; when there is none, or it names a binary elsewhere, nothing is
+//! judged) lists them. Then every test fails with the command below, rather than test an
+//! old daemon. (The tests do not build it themselves: a `cargo
 //! build` started by a test would contend with the cargo running it for `target/`, and
 //! could relink the binary under tests already running it.)
 //!
