@@ -576,8 +576,11 @@ impl Config {
                     });
                 }
             }
+            // A path that starts with `/` is absolute where the list is used (Landlock,
+            // Linux); Windows would call `/etc/shadow` relative to a drive, and the default
+            // list must still load there.
             for (i, d) in a.sandbox_deny_read.iter().enumerate() {
-                if !(Path::new(d).is_absolute() || d.starts_with("~/")) {
+                if !(Path::new(d).is_absolute() || d.starts_with('/') || d.starts_with("~/")) {
                     out.push(Violation {
                         prop: at(&["agents", alias, "sandbox_deny_read"]),
                         message: format!("{d:?} at index {i} is neither absolute nor ~/…"),
