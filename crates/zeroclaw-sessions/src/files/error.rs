@@ -143,3 +143,20 @@ impl From<FilesError> for Shown {
         }
     }
 }
+
+/// A call the tests expect to be refused, as the client would see the refusal.
+#[cfg(test)]
+pub(crate) trait Refusal {
+    /// The refusal shown; panics when the call succeeded.
+    fn refusal(self) -> Shown;
+}
+
+#[cfg(test)]
+impl<T: std::fmt::Debug> Refusal for Result<T, FilesError> {
+    fn refusal(self) -> Shown {
+        match self {
+            Ok(v) => panic!("expected a refusal, got {v:?}"),
+            Err(e) => Shown::from(e),
+        }
+    }
+}

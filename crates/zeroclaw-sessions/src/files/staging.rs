@@ -306,7 +306,7 @@ impl UploadManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::error::Shown;
+    use crate::files::error::Refusal;
     use serde_json::json;
     use zeroclaw_store::Mode;
 
@@ -335,41 +335,21 @@ mod tests {
             "identical retry acknowledged unchanged"
         );
         assert_eq!(
-            m.chunk(1, &id, 0, b"xbc")
-                .map_err(Shown::from)
-                .unwrap_err()
-                .code,
+            m.chunk(1, &id, 0, b"xbc").refusal().code,
             -32602,
             "conflict"
         );
+        assert_eq!(m.chunk(1, &id, 4, b"e").refusal().code, -32602, "gap");
         assert_eq!(
-            m.chunk(1, &id, 4, b"e")
-                .map_err(Shown::from)
-                .unwrap_err()
-                .code,
-            -32602,
-            "gap"
-        );
-        assert_eq!(
-            m.chunk(1, &id, 3, b"defg")
-                .map_err(Shown::from)
-                .unwrap_err()
-                .code,
+            m.chunk(1, &id, 3, b"defg").refusal().code,
             -32602,
             "past size"
         );
         assert_eq!(
-            m.chunk(2, &id, 3, b"def")
-                .map_err(Shown::from)
-                .unwrap_err()
-                .message,
+            m.chunk(2, &id, 3, b"def").refusal().message,
             format!("unknown upload {id}")
         );
-        assert_eq!(
-            m.finish(1, &id).map_err(Shown::from).unwrap_err().code,
-            -32602,
-            "incomplete"
-        );
+        assert_eq!(m.finish(1, &id).refusal().code, -32602, "incomplete");
         assert_eq!(
             m.chunk(1, &id, 2, b"cdef").unwrap(),
             6,
@@ -378,11 +358,7 @@ mod tests {
         let done = m.finish(1, &id).unwrap();
         assert_eq!(done.bytes, b"abcdef");
         assert_eq!(m.used_bytes(), 0);
-        assert_eq!(
-            m.finish(1, &id).map_err(Shown::from).unwrap_err().code,
-            -32602,
-            "gone after commit"
-        );
+        assert_eq!(m.finish(1, &id).refusal().code, -32602, "gone after commit");
     }
 
     #[test]
@@ -398,12 +374,11 @@ mod tests {
             .begin(1, "operator", target(), 2, None, Some("0".repeat(64)))
             .unwrap();
         m.chunk(1, &id, 0, b"hi").unwrap();
-        let e = m.finish(1, &id).map_err(Shown::from).unwrap_err();
+        let e = m.finish(1, &id).refusal();
         assert!(e.message.contains("sha256 mismatch"));
         assert_eq!(
             m.begin(1, "operator", target(), 2, None, Some("xyz".into()))
-                .map_err(Shown::from)
-                .unwrap_err()
+                .refusal()
                 .code,
             -32602
         );
@@ -415,10 +390,7 @@ mod tests {
         for _ in 0..4 {
             m.begin(7, "operator", target(), 0, None, None).unwrap();
         }
-        let e = m
-            .begin(7, "operator", target(), 0, None, None)
-            .map_err(Shown::from)
-            .unwrap_err();
+        let e = m.begin(7, "operator", target(), 0, None, None).refusal();
         assert_eq!(
             (e.code, e.data.clone()),
             (-32013, Some(json!({"limit": 4, "value": 5})))
@@ -440,22 +412,19 @@ mod tests {
                 None,
                 None
             )
-            .map_err(Shown::from)
-            .unwrap_err()
+            .refusal()
             .code,
             -32602
         );
         assert_eq!(
             m.begin(9, "operator", target(), 1, Some("n".repeat(256)), None)
-                .map_err(Shown::from)
-                .unwrap_err()
+                .refusal()
                 .code,
             -32602
         );
         assert_eq!(
             m.chunk(8, "up-8-4", 0, &vec![0; CHUNK_BYTES + 1])
-                .map_err(Shown::from)
-                .unwrap_err()
+                .refusal()
                 .code,
             -32602
         );
@@ -477,16 +446,14 @@ mod tests {
         }
         let e = m
             .begin(200, "operator", target(), ten, None, None)
-            .map_err(Shown::from)
-            .unwrap_err();
+            .refusal();
         assert_eq!(e.code, -32013);
         // Four minutes on, one upload is still active; nothing is idle long enough yet.
         tokio::time::advance(Duration::from_secs(4 * 60)).await;
         m.chunk(100, &ids[0], 0, b"x").unwrap();
         assert_eq!(
             m.begin(200, "operator", target(), ten, None, None)
-                .map_err(Shown::from)
-                .unwrap_err()
+                .refusal()
                 .code,
             -32013
         );
@@ -497,10 +464,7 @@ mod tests {
             .expect("room after reclaim");
         assert_eq!(m.staged_count(), 2);
         assert_eq!(
-            m.chunk(101, &ids[4], 0, b"x")
-                .map_err(Shown::from)
-                .unwrap_err()
-                .message,
+            m.chunk(101, &ids[4], 0, b"x").refusal().message,
             format!("unknown upload {}", ids[4])
         );
         assert_eq!(
@@ -520,10 +484,7 @@ mod tests {
             m.begin(i as u64 / 4, "user:bob", target(), ten, None, None)
                 .expect("within bob's share");
         }
-        let e = m
-            .begin(99, "user:bob", target(), ten, None, None)
-            .map_err(Shown::from)
-            .unwrap_err();
+        let e = m.begin(99, "user:bob", target(), ten, None, None).refusal();
         assert_eq!(e.code, -32013);
         assert_eq!(
             e.data.as_ref().map(|d| d["limit"].clone()),
@@ -549,7 +510,7 @@ mod tests {
             assert_eq!(m.chunk(1, &id, 0, b"ab").unwrap(), 2);
         }
         tokio::time::advance(Duration::from_secs(7)).await;
-        let e = m.chunk(1, &id, 2, b"cd").map_err(Shown::from).unwrap_err();
+        let e = m.chunk(1, &id, 2, b"cd").refusal();
         assert_eq!(
             (e.code, e.message),
             (-32602, format!("unknown upload {id}"))
@@ -568,15 +529,12 @@ mod tests {
         tokio::time::advance(IDLE_EXPIRY).await;
         assert_eq!(m.staged_count(), 2);
         tokio::time::advance(Duration::from_secs(1)).await;
-        let e = m.finish(1, &complete).map_err(Shown::from).unwrap_err();
+        let e = m.finish(1, &complete).refusal();
         assert_eq!(
             (e.code, e.message),
             (-32602, format!("unknown upload {complete}"))
         );
-        let e = m
-            .chunk(1, &partial, 1, b"i")
-            .map_err(Shown::from)
-            .unwrap_err();
+        let e = m.chunk(1, &partial, 1, b"i").refusal();
         assert_eq!(
             (e.code, e.message),
             (-32602, format!("unknown upload {partial}"))

@@ -252,7 +252,7 @@ pub fn store(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::error::Shown;
+    use crate::files::error::Refusal;
 
     #[test]
     fn stores_by_hash_dedupes_and_marks() {
@@ -353,9 +353,7 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), ws.path().join("uploads")).unwrap();
-        let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None, None)
-            .map_err(Shown::from)
-            .unwrap_err();
+        let e = store(ws.path(), &mut FileIndex::default(), b"x", None, None, None).refusal();
         assert!(e.message.contains("not a directory"), "{}", e.message);
         assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
@@ -366,8 +364,7 @@ mod tests {
         let big = vec![0u8; MAX_FILE_BYTES + 1];
         assert_eq!(
             store(ws.path(), &mut FileIndex::default(), &big, None, None, None)
-                .map_err(Shown::from)
-                .unwrap_err()
+                .refusal()
                 .code,
             -32602
         );
@@ -381,8 +378,7 @@ mod tests {
                 Some(&name),
                 None
             )
-            .map_err(Shown::from)
-            .unwrap_err()
+            .refusal()
             .code,
             -32602
         );
