@@ -5,6 +5,7 @@
 //!   caller was (the daemon maps both to the wire);
 //! - [`path`]: property paths and `config_write_paths` patterns;
 //! - [`shape`]: the schema as data, for checking files and coercing JSON values;
+//! - [`form`]: the configuration as a JSON Schema for forms (`config/schema`);
 //! - [`store`]: [`ConfigStore`], serialized comment-preserving atomic writes;
 //! - [`policy`]: principals, grants and the method → grant table;
 //! - [`escalation`]: the "no escalation" rule for non-admin config writes;
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod form;
 pub mod hooks;
 pub mod path;
 pub mod schema;

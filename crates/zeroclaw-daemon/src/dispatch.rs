@@ -17,7 +17,7 @@ use zeroclaw_rpc::{ErrorObject, Request};
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
-    config, configure, file, gateway, history, initialize, models, session, status,
+    config, config_schema, configure, file, gateway, history, initialize, models, session, status,
 };
 use crate::ordering::Place;
 use crate::params::{self, Params};
@@ -53,6 +53,7 @@ pub(crate) async fn call(
         }
         Method::ModelsList => run::<c::ModelsList, _>(params, |q| models::list(daemon, p, q)).await,
         Method::ConfigGet => now::<c::ConfigGet>(params, |q| config::get(daemon, q)),
+        Method::ConfigSchema => now::<c::ConfigSchema>(params, config_schema::schema),
         Method::ConfigSet => run::<c::ConfigSet, _>(params, |q| config::set(daemon, conn, q)).await,
         Method::ConfigSetMany => {
             run::<c::ConfigSetMany, _>(params, |q| config::set_many(daemon, conn, q)).await

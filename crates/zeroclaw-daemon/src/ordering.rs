@@ -102,9 +102,9 @@ fn addresses_session(method: Method) -> bool {
         | SessionKill | SessionDelete | SessionList | SessionMessages | SessionSubscribe
         | SessionUnsubscribe | SessionStatus | SessionConfigure | SessionRewind | SessionFork
         | SessionSetTitle | SessionCompact => true,
-        Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete | ModelsList
-        | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown
-        | GatewayStart | DashboardLogin => false,
+        Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete
+        | ConfigSchema | ModelsList | FileAttach | FileUploadBegin | FileUploadChunk
+        | FileUploadCommit | DaemonShutdown | GatewayStart | DashboardLogin => false,
     }
 }
 

@@ -19,6 +19,7 @@
 
 pub mod compact;
 pub mod config;
+pub mod config_schema;
 mod decode;
 pub mod error_code;
 pub mod files;

@@ -14,6 +14,7 @@ use crate::config::{
     ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyParams,
     ConfigSetManyResult, ConfigSetParams, ConfigSetResult,
 };
+use crate::config_schema::ConfigSchemaResult;
 use crate::files::{
     AttachParams, AttachResult, StoredFile, UploadBeginParams, UploadBeginResult,
     UploadChunkParams, UploadChunkResult, UploadCommitParams,
@@ -160,6 +161,9 @@ methods! {
         params ConfigSetManyParams, result ConfigSetManyResult;
     ConfigDelete = "config/delete" => grant("config", "delete"),
         params ConfigDeleteParams, result ConfigDeleteResult;
+    /// SPEC §6: the configuration's JSON Schema, for settings forms.
+    ConfigSchema = "config/schema" => grant("config", "read"),
+        params NoParams, result ConfigSchemaResult;
     SessionNew = "session/new" => grant("sessions", "create"),
         params SessionNewParams, result SessionNewResult;
     SessionPrompt = "session/prompt" => grant("sessions", "execute"),
@@ -255,7 +259,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 31);
+        assert_eq!(Method::ALL.len(), 32);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);
@@ -276,6 +280,7 @@ mod tests {
         assert_eq!(g(Method::SessionFork), "sessions:create");
         assert_eq!(g(Method::SessionCompact), "sessions:execute");
         assert_eq!(g(Method::ConfigDelete), "config:delete");
+        assert_eq!(g(Method::ConfigSchema), "config:read");
         assert_eq!(g(Method::FileUploadChunk), "files:create");
         let local: Vec<_> = Method::ALL.iter().filter(|m| m.local_only()).collect();
         assert_eq!(local.len(), 5);

@@ -6,6 +6,7 @@ import { h, replace, errText } from "./dom.js";
 import { loginView } from "./login.js";
 import { sessionsView } from "./sessions.js";
 import { sessionView } from "./session.js";
+import { sidebarView } from "./sidebar.js";
 import { configView } from "./config.js";
 import { statusView } from "./status.js";
 import { installAsk } from "./ask.js";
@@ -57,7 +58,14 @@ function route() {
   replace(app, box);
   app.dataset.view = view || "sessions";
   for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.view === app.dataset.view);
-  if (view === "session" && arg) current = sessionView(box, decodeURIComponent(arg));
+  if (view === "session" && arg) {
+    // On a desktop the session list sits beside the open session (sidebar.js).
+    const id = decodeURIComponent(arg);
+    const side = sidebarView(id);
+    replace(app, h("div.layout", null, side.el, box));
+    const session = sessionView(box, id);
+    current = { dispose() { side.dispose(); session.dispose(); } };
+  }
   else if (view === "config" && rpc.can("config/get")) current = configView(box);
   else if (view === "status") current = statusView(box);
   else current = sessionsView(box);

@@ -1,24 +1,35 @@
-// The config view (SPEC §6, §20): the whole configuration as the daemon reads it out
-// (secrets come masked), one row per property, and editing one property at a time with
-// `config/set`; the daemon's refusal is shown at that property. Editing is offered to
+// The config view (SPEC §6, §20, §22): the settings form built from `config/schema`
+// (settings.js) when the daemon serves it, else the whole configuration as the daemon
+// reads it out (secrets come masked), one row per property. Either way a property is
+// written with `config/set` and the daemon's refusal is shown at it. Editing is offered to
 // admin principals only; others (with config:read) see it read-only.
 import { rpc } from "./rpc.js";
 import { h, replace, errText } from "./dom.js";
+import { settingsForm, filterSettings } from "./settings.js";
 
 export function configView(box) {
   let disposed = false;
+  let form = false;
   const error = h("p.error", { role: "alert" });
-  const filter = h("input", { type: "search", placeholder: "Filter properties", "aria-label": "Filter properties", oninput: () => applyFilter() });
+  const filter = h("input", { type: "search", placeholder: "Filter settings", "aria-label": "Filter settings", oninput: () => applyFilter() });
   const table = h("div.config");
   const editable = rpc.admin && rpc.can("config/set");
-  replace(box, h("div.bar", null, h("h1", null, "Configuration"), filter),
+  replace(box, h("div.bar", null, h("h1", null, "Settings"), filter),
     editable ? null : h("p.muted", null, "Read-only: only an admin principal can change the configuration."),
     error, table);
+  box.classList.add("config-view");
 
   async function load() {
     try {
-      const r = await rpc.call("config/get", {});
+      const [r, schema] = await Promise.all([rpc.call("config/get", {}), loadSchema()]);
       if (disposed) return;
+      if (schema) {
+        form = true;
+        table.classList.add("settings");
+        settingsForm(table, schema, r.config || {}, editable, load);
+        applyFilter();
+        return;
+      }
       const rows = [];
       flatten(r.config || {}, [], rows);
       replace(table, rows.map(([path, value]) => row(path, value)));
@@ -29,6 +40,7 @@ export function configView(box) {
   }
 
   function applyFilter() {
+    if (form) return filterSettings(table, filter.value);
     const q = filter.value.toLowerCase();
     for (const r of table.children) r.hidden = !!q && !r.dataset.prop.toLowerCase().includes(q);
   }
@@ -63,6 +75,17 @@ export function configView(box) {
 
   load();
   return { dispose() { disposed = true; } };
+}
+
+/** The configuration's schema, or null when this daemon does not serve `config/schema`. */
+async function loadSchema() {
+  if (!rpc.can("config/schema")) return null;
+  try {
+    const r = await rpc.call("config/schema", {});
+    return r && r.schema && r.schema.properties ? r.schema : null;
+  } catch {
+    return null;
+  }
 }
 
 function parseJson(text) {

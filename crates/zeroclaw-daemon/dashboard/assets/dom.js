@@ -1,8 +1,9 @@
 // Small DOM helpers for every view: elements are built with text, never with HTML
 // strings. The one exception is `markdown()`, whose HTML is the vendored sanitizer's
-// output (SPEC §20 "Safe by construction").
+// output (SPEC §20 "Safe by construction"), code blocks then decorated by code.js.
 import { Marked } from "./vendor/marked.esm.js";
 import DOMPurify from "./vendor/purify.es.mjs";
+import { decorateCode, keepLanguageClass } from "./code.js";
 
 /** `h("button.primary", {onclick}, "Send")`: an element with classes, props and children. */
 export function h(spec, props, ...children) {
@@ -48,6 +49,8 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
+DOMPurify.addHook("uponSanitizeAttribute", keepLanguageClass);
+
 const PURIFY = {
   FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "object", "embed"],
   FORBID_ATTR: ["style", "id", "name", "class"],
@@ -63,7 +66,7 @@ export function markdown(text) {
   } catch {
     return document.createTextNode(String(text));
   }
-  return DOMPurify.sanitize(html, PURIFY);
+  return decorateCode(DOMPurify.sanitize(html, PURIFY));
 }
 
 /** "3 min ago" for an RFC 3339 or epoch-seconds/millis time; "" when unknown. */

@@ -23,7 +23,8 @@ export function loginView(submit, message) {
   },
   h("h1", null, "Log in"),
   h("p.muted", null, "On this machine, run ", h("code", null, "zeroclaw dashboard"), ": it opens this page logged in."),
-  h("label", null, "Pairing token (", h("code", null, "zeroclaw pair"), ")", input),
+  // The label's words in one span: each would be a line of its own in the column.
+  h("label", null, h("span.label-text", null, "Pairing token (", h("code", null, "zeroclaw pair"), ")"), input),
   button,
   error);
   return form;

@@ -3,10 +3,13 @@
 // cursor drops what was already drawn, and after a reconnect the page subscribes again
 // from the last event it saw. Owns the composer (Enter sends, Shift+Enter breaks the line,
 // Esc cancels), the usage meter, the model and autonomy pickers, and the session actions
-// (cancel, compact, rewind, fork, rename).
+// (cancel, compact, rewind, fork, rename). On a phone the header is one line and the
+// session's tools fold into its menu (SPEC §22); each turn that changed files gets its
+// "N files changed" line from `session/diff`, and rewind asks first (rewind.js).
 import { rpc } from "./rpc.js";
 import { h, replace, errText } from "./dom.js";
 import { Transcript } from "./transcript.js";
+import { confirmRewind } from "./rewind.js";
 
 const PAGE = 100;
 const TURN_TIMEOUT_MS = 3_600_000;
@@ -24,6 +27,8 @@ export function sessionView(box, sessionId) {
   let reloadPending = false;
   let loadedRows = 0; // transcript rows fetched so far, for "N more"
   let generation = 0; // the latest open(): an older one still loading gives up
+  let diffs = rpc.can("session/diff"); // false once the daemon answers -32601
+  const localNotes = []; // what this page did (a rewind's outcome), drawn again after a reload
 
   const t = new Transcript({
     canApprove: () => rpc.can("session/approve"),
@@ -50,7 +55,7 @@ export function sessionView(box, sessionId) {
     rpc.can("session/configure") ? h("label.pick", null, "Autonomy ", autonomySelect) : null,
     cancelButton,
     maybe("session/compact", "Compact", compact, "Summarize older turns to free context"),
-    maybe("session/rewind", "Rewind", () => rewind(null), "Go back one turn; its prompt returns to the composer"),
+    maybe("session/rewind", "Rewind", () => rewind(null), "Go back one turn (asks first); its prompt returns to the composer"),
     maybe("session/fork", "Fork", fork, "A new session with this transcript"),
     maybe("session/set_title", "Rename", rename, "Set the title"));
 
@@ -71,11 +76,24 @@ export function sessionView(box, sessionId) {
   });
   composer.hidden = !rpc.can("session/prompt");
 
+  const menuButton = h("button.menu-toggle", {
+    type: "button", "aria-label": "Session menu", "aria-expanded": "false", "aria-controls": "session-tools", title: "Session menu",
+    onclick: () => toggleMenu(),
+  }, "⋯");
+  tools.id = "session-tools";
+  tools.addEventListener("click", (ev) => { if (ev.target.closest("button")) toggleMenu(false); });
+  function toggleMenu(open) {
+    const next = open ?? !tools.classList.contains("open");
+    tools.classList.toggle("open", next);
+    menuButton.setAttribute("aria-expanded", String(next));
+  }
+
   replace(box,
     h("div.session-head", null,
       h("a.back", { href: "#/sessions", "aria-label": "All sessions" }, "‹"),
       title, badges,
-      h("span.usage", null, meter, usageText)),
+      h("span.usage", null, meter, usageText),
+      menuButton),
     tools, error, t.el, composer);
   box.classList.add("session-view");
 
@@ -123,6 +141,8 @@ export function sessionView(box, sessionId) {
       oldestSeq = r.messages && r.messages.length ? r.messages[0].seq : null;
       t.addRows(rows, false);
       t.setOlder(olderCount(r), loadOlder);
+      for (const n of localNotes) t.note(n.text, n.detail, null);
+      historyDiffs(rows, gen);
       error.textContent = "";
       performance.mark("zeroclaw:transcript-drawn");
     } catch (e) {
@@ -197,7 +217,8 @@ export function sessionView(box, sessionId) {
       const st = await rpc.call("session/status", { sessionId });
       if (disposed) return;
       autonomySelect.value = st.autonomy || "supervised";
-      if (st.usage) drawUsage(st.usage);
+      // Always redrawn: after a compaction, rewind or fork the old figures are wrong.
+      drawUsage(st.usage || {});
       if (rpc.can("models/list")) {
         const m = await rpc.call("models/list", { agentAlias: st.agentAlias });
         const models = m.models || [];
@@ -238,6 +259,9 @@ export function sessionView(box, sessionId) {
       case "tool_result":
         t.toolResult(u);
         break;
+      case "tool_output_chunk":
+        t.toolOutput(u);
+        break;
       case "approval_request":
         t.approvalRequest(u);
         break;
@@ -248,7 +272,9 @@ export function sessionView(box, sessionId) {
         drawUsage(u);
         break;
       case "context_compacted":
-        t.note(`Context compacted: ${u.tokensBefore} → ${u.tokensAfter} tokens (${u.summarizedMessages} messages summarized)`, u.summary, u.turnId);
+        t.compacted(u);
+        drawUsage({ contextTokens: u.tokensAfter, contextWindow: Number(meter.dataset.window) || 0 });
+        if (!u.replay) loadInfo();
         break;
       case "history_trimmed":
         t.note(`Older turns left the model's context (${u.droppedMessages} messages)`, null, u.turnId);
@@ -261,9 +287,11 @@ export function sessionView(box, sessionId) {
         return;
       case "turn_complete":
         t.endTurn(u.turnId);
-        if (u.outcome && u.outcome !== "completed") t.note(`Turn ${u.outcome}${u.outcome === "failed" && u.content ? `: ${u.content}` : ""}`, null, u.turnId);
+        if (u.outcome === "failed") t.failure(u.turnId, u.content || u.error || u.message);
+        else if (u.outcome && u.outcome !== "completed") t.note(`Turn ${u.outcome}`, null, u.turnId);
         if (activeTurn === u.turnId) setRunning(null);
         if (!u.replay) loadInfo();
+        if (u.turnId) turnDiff(u.turnId);
         break;
       default:
         break;
@@ -279,6 +307,8 @@ export function sessionView(box, sessionId) {
   function drawUsage(u) {
     const used = u.contextTokens ?? 0;
     const win = u.contextWindow || 0;
+    meter.dataset.window = String(win);
+    meter.dataset.used = String(used);
     meter.max = win || 1;
     meter.value = Math.min(used, win || 1);
     const turn = u.inputTokens !== undefined ? ` · call: ${u.inputTokens} in, ${u.outputTokens} out` : "";
@@ -337,21 +367,69 @@ export function sessionView(box, sessionId) {
 
   async function rewind(turnId) {
     error.textContent = "";
-    try {
-      let target = turnId;
-      if (!target) {
-        const users = t.blocks.filter((b) => b.kind === "user" && b.turnId);
-        if (!users.length) throw new Error("no turn to rewind");
-        target = users[users.length - 1].turnId;
+    let target = turnId;
+    if (!target) {
+      const users = t.blocks.filter((b) => b.kind === "user" && b.turnId);
+      if (!users.length) {
+        error.textContent = "no turn to rewind";
+        return;
       }
-      const r = await rpc.call("session/rewind", { sessionId, turnId: target });
+      target = users[users.length - 1].turnId;
+    }
+    // The turns that go: the target and every later one, for the list of files.
+    const turns = [];
+    for (const b of t.blocks) if (b.kind === "user" && b.turnId && (turns.length || b.turnId === target)) turns.push(b.turnId);
+    const choice = await confirmRewind(turns, diffs ? diffOf : null);
+    if (!choice) return;
+    try {
+      const params = { sessionId, turnId: target };
+      if (!choice.restoreFiles) params.restoreFiles = false;
+      const r = await rpc.call("session/rewind", params);
       if (typeof r.prompt === "string") {
         input.value = r.prompt;
         input.focus();
       }
-      reload();
+      const restored = r.restoredFiles ?? r.filesRestored ?? r.files;
+      const n = Array.isArray(restored) ? restored.length : typeof restored === "number" ? restored : null;
+      const names = Array.isArray(restored) ? restored.map((f) => (typeof f === "string" ? f : f?.path)).filter(Boolean) : [];
+      localNotes.push({
+        text: choice.restoreFiles
+          ? `Rewound${n !== null ? `; ${n} file${n === 1 ? "" : "s"} restored` : ""}`
+          : "Rewound the conversation; files were left as they are",
+        detail: names.length ? names.join("\n") : null,
+      });
+      await open();
     } catch (e) {
       error.textContent = errText(e);
+    }
+  }
+
+  // ---- what turns changed ----
+
+  /** `session/diff` of one turn: its files, or null (none, or the daemon lacks the method). */
+  async function diffOf(turnId) {
+    if (!diffs) return null;
+    try {
+      const r = await rpc.call("session/diff", { sessionId, turnId });
+      return Array.isArray(r?.files) ? r.files : null;
+    } catch (e) {
+      if (e && e.code === -32601) diffs = false;
+      return null;
+    }
+  }
+
+  async function turnDiff(turnId) {
+    const files = await diffOf(turnId);
+    if (files && !disposed) t.showDiff(turnId, files);
+  }
+
+  /** The diff lines of the loaded history's turns that ran tools (the newest 20). */
+  async function historyDiffs(rows, gen) {
+    if (!diffs) return;
+    const turns = [...new Set(rows.filter((r) => r.role === "tool_call" && r.turnId).map((r) => r.turnId))].slice(-20);
+    for (const turnId of turns) {
+      if (disposed || gen !== generation || !diffs) return;
+      await turnDiff(turnId);
     }
   }
 
@@ -396,6 +474,7 @@ export function sessionView(box, sessionId) {
   return {
     dispose() {
       disposed = true;
+      t.dispose();
       rpc.removeEventListener("update", onUpdate);
       rpc.removeEventListener("ready", onReady);
       document.removeEventListener("keydown", onKey);

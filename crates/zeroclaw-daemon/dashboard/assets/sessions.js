@@ -3,6 +3,7 @@
 // session with an agent picker, and close, kill and delete (delete asks first).
 import { rpc } from "./rpc.js";
 import { h, replace, ago, confirmButton, errText } from "./dom.js";
+import { groupByProject } from "./projects.js";
 
 const PAGE = 25;
 const REFRESH_MS = 3000;
@@ -72,7 +73,11 @@ export function sessionsView(box) {
     if (!shown.length) {
       replace(list, h("li.empty.muted", null, search ? "No session has that in its title." : "No sessions yet."));
     } else {
-      replace(list, shown.map(row));
+      // Grouped by project (`cwd`) within the page; one group needs no heading.
+      const groups = groupByProject(shown);
+      replace(list, groups.length > 1 || groups[0].cwd
+        ? groups.map((g) => [h("li.project-head", { title: g.cwd || "", dataset: { cwd: g.cwd ?? "" } }, g.name, g.cwd ? h("span.muted.path", null, ` ${g.cwd}`) : null), g.sessions.map(row)])
+        : shown.map(row));
     }
     // For the first-paint figure in docs/BENCHMARKS.md.
     if (!performance.getEntriesByName("zeroclaw:sessions-drawn").length) performance.mark("zeroclaw:sessions-drawn");
@@ -83,8 +88,8 @@ export function sessionsView(box) {
   }
 
   function row(s) {
-    const act = (method, label) => rpc.can(method)
-      ? h("button", { type: "button", onclick: () => run(method, s) }, label) : null;
+    const act = (method, label, tip) => rpc.can(method)
+      ? h("button", { type: "button", title: tip, "aria-label": `${label}: ${tip}`, onclick: () => run(method, s) }, label) : null;
     return h("li.session", { dataset: { id: s.sessionId } },
       h("a.title", { href: `#/session/${encodeURIComponent(s.sessionId)}`, text: s.title || s.sessionId }),
       h("span.badges", null,
@@ -96,8 +101,8 @@ export function sessionsView(box) {
         h("span", null, ago(s.lastActivity)), " · ",
         h("span.count", null, `${s.messageCount ?? 0} messages`)),
       h("span.actions", null,
-        s.live ? act("session/close", "Close") : null,
-        act("session/kill", "Kill"),
+        s.live ? act("session/close", "Close", "Unload it from memory, stopping a running turn; its history stays and a new prompt brings it back") : null,
+        act("session/kill", "Kill", "End it for good: it can never be prompted again; its transcript stays readable"),
         rpc.can("session/delete")
           ? confirmButton("Delete", "Delete this session and its history?", () => run("session/delete", s)) : null));
   }
@@ -130,7 +135,10 @@ async function loadAgents(select) {
   try {
     const r = await rpc.call("config/get", { prop: "agents" });
     const names = Object.keys(r.value || {});
-    if (names.length) replace(select, names.map((n) => h("option", { value: n }, n)));
+    // Starts on the default agent (the one `zeroclaw chat` uses), not the first by name.
+    const start = names.includes("default") ? "default" : names[0];
+    if (names.length) replace(select, names.map((n) => h("option", { value: n, selected: n === start }, n)));
+    select.value = start ?? "default";
   } catch {
     // Keep "default": the daemon says at session/new whether it is allowed.
   }

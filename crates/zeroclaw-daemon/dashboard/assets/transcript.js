@@ -2,7 +2,11 @@
 // thoughts, tool cards, approvals, notes) in order, older pages prepended on demand, live
 // changes drawn at most once per animation frame (SPEC §20 "Works for people"). Answers
 // are markdown through the sanitizer; prompts, tool input and output, file names as text.
-import { h, replace, markdown, show, ago } from "./dom.js";
+// Failed turns show their error (`role: "error"` rows, a failed `turn_complete`), tool
+// cards come from toolcard.js, a turn's changed files from diffview.js (SPEC §22).
+import { h, replace, markdown, ago } from "./dom.js";
+import { fillToolCard, addChunk, startTime } from "./toolcard.js";
+import { diffBlock } from "./diffview.js";
 
 /** Past this many characters a streaming answer is drawn as text until its turn ends. */
 const LIVE_MARKDOWN_MAX = 20_000;
@@ -26,12 +30,20 @@ export class Transcript {
     this.dirty = new Set();
     this.frame = 0;
     this.stick = true;
+    this.ticker = 0; // redraws running tool cards' elapsed time
     this.el.addEventListener("scroll", () => {
       this.stick = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
     });
   }
 
+  /** Stops the elapsed-time ticker. */
+  dispose() {
+    clearInterval(this.ticker);
+    this.ticker = 0;
+  }
+
   clear() {
+    this.dispose();
     this.blocks = [];
     this.tools.clear();
     this.approvals.clear();
@@ -101,6 +113,8 @@ export class Transcript {
         return { ...base, kind: "note", text: "Context compacted", detail: content };
       case "interruption":
         return { ...base, kind: "note", text: "The turn was interrupted" };
+      case "error":
+        return { ...base, kind: "failure", ...failureOf(content) };
       default:
         return { ...base, kind: "note", text: `${row.role}: ${content}` };
     }
@@ -123,9 +137,34 @@ export class Transcript {
   }
 
   toolCall(u) {
-    const b = { kind: "tool", turnId: u.turnId, id: u.toolCallId, name: u.name, input: u.rawInput, output: undefined };
+    const started = startTime(u.startedAt) ?? (u.replay ? null : Date.now());
+    const b = { kind: "tool", turnId: u.turnId, id: u.toolCallId, name: u.name, input: u.rawInput, output: undefined, started };
     this.tools.set(u.toolCallId, b);
     this.push(b);
+    this.tick();
+  }
+
+  /** `tool_output_chunk {toolCallId, stream, text}`: output of a running tool. */
+  toolOutput(u) {
+    const b = this.tools.get(u.toolCallId);
+    if (!b || b.output !== undefined) return;
+    addChunk(b, u.stream, String(u.text ?? ""));
+    this.mark(b);
+  }
+
+  /** While a tool runs, its card's elapsed time is redrawn every second. */
+  tick() {
+    if (this.ticker) return;
+    this.ticker = setInterval(() => {
+      let running = 0;
+      for (const b of this.tools.values()) {
+        if (b.output === undefined && b.started && b.el) {
+          running++;
+          this.mark(b);
+        }
+      }
+      if (!running) this.dispose();
+    }, 1000);
   }
 
   toolResult(u) {
@@ -147,12 +186,47 @@ export class Transcript {
   approvalResolved(u) {
     const b = this.approvals.get(u.requestId);
     if (!b) return;
-    b.resolved = { decision: u.decision, reason: u.reason };
+    b.resolved = { decision: u.decision, reason: u.reason, by: u.decidedBy };
     this.mark(b);
   }
 
   note(text, detail, turnId) {
     this.push({ kind: "note", text, detail, turnId, final: true });
+  }
+
+  /** A compaction, drawn once however often it is announced (event, replay, row). */
+  compacted(u) {
+    const key = `${u.tokensBefore}/${u.tokensAfter}/${u.summarizedMessages}`;
+    if (this.blocks.some((b) => b.compaction === key)) return;
+    const b = { kind: "note", turnId: u.turnId, final: true, compaction: key, detail: u.summary,
+      text: `Context compacted: ${u.tokensBefore} → ${u.tokensAfter} tokens (${u.summarizedMessages} messages summarized)` };
+    this.push(b);
+  }
+
+  /** A failed turn's error, from its `turn_complete` (the row replaces it on reload). */
+  failure(turnId, message) {
+    if (this.blocks.some((b) => b.kind === "failure" && b.turnId === turnId)) return;
+    this.push({ kind: "failure", turnId, message: message || "The turn failed.", final: true });
+  }
+
+  /** "N files changed" under turn `turnId` (nothing when no file changed). */
+  showDiff(turnId, files) {
+    if (!files || !files.length) return;
+    const old = this.blocks.find((b) => b.kind === "diff" && b.turnId === turnId);
+    const b = old || { kind: "diff", turnId, final: true };
+    b.files = files;
+    if (old) {
+      this.mark(b);
+      return;
+    }
+    this.build(b);
+    let at = -1;
+    for (let i = this.blocks.length - 1; i >= 0; i--) {
+      if (this.blocks[i].turnId === turnId) { at = i; break; }
+    }
+    if (at < 0) return;
+    this.blocks.splice(at + 1, 0, b);
+    this.blocks[at].el.after(b.el);
   }
 
   /** The turn ended: its streamed answers get their final markdown. */
@@ -204,6 +278,8 @@ export class Transcript {
       case "thought": return this.fillThought(b);
       case "tool": return this.fillTool(b);
       case "approval": return this.fillApproval(b);
+      case "failure": return this.fillFailure(b);
+      case "diff": return replace(b.el, diffBlock(b.files));
       default: return this.fillNote(b);
     }
   }
@@ -284,12 +360,14 @@ export class Transcript {
   }
 
   fillTool(b) {
-    const status = b.output === undefined ? h("span.badge.running", null, "running") : h("span.badge", null, "done");
-    const parts = [h("summary", null, h("span.tool-name", null, b.name || "tool"), status)];
-    if (b.input !== undefined) parts.push(h("div.label", null, "Input"), h("pre.io", null, show(b.input)));
-    if (b.output !== undefined) parts.push(h("div.label", null, "Output"), h("pre.io", null, show(b.output)));
-    const open = b.el.querySelector("details")?.open || false;
-    replace(b.el, h("details.card", { open }, parts));
+    fillToolCard(b);
+  }
+
+  fillFailure(b) {
+    b.el.setAttribute("role", "alert");
+    replace(b.el, h("header", null, h("span.who", null, "Turn failed")),
+      h("p.failure-message", null, b.message || ""),
+      b.retries ? h("p.muted.retries", null, `after ${b.retries} ${b.retries === 1 ? "retry" : "retries"}`) : null);
   }
 
   fillApproval(b) {
@@ -298,7 +376,7 @@ export class Transcript {
     let foot;
     if (b.resolved) {
       const r = b.resolved;
-      foot = h("p.resolved", null, `${label(r.decision)}${r.reason && r.reason !== "answered" ? ` (${r.reason})` : ""}`);
+      foot = h("p.resolved", null, `${label(r.decision)}${decidedBy(r.by)}${r.reason && r.reason !== "answered" ? ` (${r.reason})` : ""}`);
       b.el.classList.add("done");
     } else if (this.actions.canApprove()) {
       const choose = (d) => this.actions.approve(b, d);
@@ -321,6 +399,24 @@ export class Transcript {
 
 function label(decision) {
   return { allow_once: "Allowed once", allow_always: "Always allowed", reject: "Rejected", reject_with_edit: "Rejected with an edit" }[decision] || String(decision);
+}
+
+/** " by operator from the dashboard" from `decidedBy {principal, client}`; "" without it. */
+function decidedBy(by) {
+  if (!by || typeof by !== "object") return "";
+  const who = by.principal ? ` by ${by.principal}` : "";
+  const from = by.client ? ` from ${by.client === "dashboard" ? "the " : ""}${by.client}` : "";
+  return `${who}${from}`;
+}
+
+/** An error row's content: `{message, retries}` as JSON, or the message as text. */
+function failureOf(content) {
+  const c = parse(content);
+  if (typeof c.message === "string" || typeof c.error === "string") {
+    const retries = Number(c.retries ?? c.attempts ?? 0);
+    return { message: c.message ?? c.error, retries: Number.isFinite(retries) ? retries : 0 };
+  }
+  return { message: typeof c.value === "string" ? c.value : String(content), retries: 0 };
 }
 
 function parse(content) {

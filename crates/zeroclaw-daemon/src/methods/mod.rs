@@ -7,6 +7,7 @@
 //! type; it never touches a socket nor imports the connection loop.
 
 pub(crate) mod config;
+pub(crate) mod config_schema;
 pub(crate) mod configure;
 pub(crate) mod file;
 pub(crate) mod gateway;

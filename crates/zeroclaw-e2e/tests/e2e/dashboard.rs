@@ -728,7 +728,7 @@ async fn a_non_admin_sees_only_its_sessions_and_no_config_editing() {
     );
     assert!(!page.text("ul.sessions").await.contains("operator's own"));
     assert_eq!(
-        page.eval("document.querySelectorAll('form.prop').length")
+        page.eval("document.querySelectorAll('form.prop, form.field').length")
             .await,
         json!(0)
     );
@@ -755,11 +755,11 @@ async fn an_admin_edits_one_config_property_and_sees_the_daemons_error_there() {
     let page = browser.page(1280, 800).await;
     login(&page, &dash.login_url(dash.port)).await;
     page.eval("location.hash = '#/config'").await;
-    page.wait_for("document.querySelector('form.prop')", WAIT)
+    page.wait_for("document.querySelector('form.field')", WAIT)
         .await;
     let shown = page.text(".config").await;
     let values = page
-        .eval("[...document.querySelectorAll('form.prop input')].map(i => i.value).join('\\n')")
+        .eval("[...document.querySelectorAll('form.field input')].map(i => i.value).join('\\n')")
         .await;
     assert!(
         !values
@@ -768,29 +768,34 @@ async fn an_admin_edits_one_config_property_and_sees_the_daemons_error_there() {
             .contains("sk-secret-value"),
         "{values}"
     );
-    assert!(shown.contains("providers.remote.api_key"), "{shown}");
+    assert!(shown.contains("api_key"), "{shown}");
+    assert_eq!(
+        page.eval("document.querySelector('form.field[data-prop=\"providers.remote.api_key\"] input').type")
+            .await,
+        json!("password")
+    );
 
     let set = |prop: &str, value: &str| {
         format!(
-            "(() => {{ const f = document.querySelector('form.prop[data-prop=\"{prop}\"]'); const i = f.querySelector('input'); i.value = {}; i.dispatchEvent(new Event('input')); f.requestSubmit(); return true; }})()",
+            "(() => {{ const f = document.querySelector('form.field[data-prop=\"{prop}\"]'); const i = f.querySelector('input'); i.value = {}; i.dispatchEvent(new Event('input')); f.requestSubmit(); return true; }})()",
             json!(value)
         )
     };
-    page.eval(&set("agents.default.max_tool_iterations", "not a number"))
+    page.eval(&set("agents.default.max_tool_iterations", "99999"))
         .await;
     page.wait_for(
-        "document.querySelector('form.prop[data-prop=\"agents.default.max_tool_iterations\"] .prop-error')?.textContent",
+        "document.querySelector('form.field[data-prop=\"agents.default.max_tool_iterations\"] .prop-error')?.textContent",
         WAIT,
     )
     .await;
     let err = page
-        .text("form.prop[data-prop=\"agents.default.max_tool_iterations\"] .prop-error")
+        .text("form.field[data-prop=\"agents.default.max_tool_iterations\"] .prop-error")
         .await;
     assert!(err.contains("-32602"), "{err}");
     page.eval(&set("agents.default.max_tool_iterations", "7"))
         .await;
     page.wait_for(
-        "document.querySelector('form.prop[data-prop=\"agents.default.max_tool_iterations\"] .prop-error.ok')",
+        "document.querySelector('form.field[data-prop=\"agents.default.max_tool_iterations\"] .prop-error.ok')",
         WAIT,
     )
     .await;
@@ -872,6 +877,11 @@ async fn rename_compact_rewind_fork_cancel_and_ask_user_from_the_page() {
 
     // Rewind: the last prompt leaves the transcript and comes back to the composer.
     click_text(&page, ".tools button", "Rewind").await;
+    // It asks first (SPEC §22).
+    page.wait_for("document.querySelector('.rewind-confirm form')", WAIT)
+        .await;
+    page.click(".rewind-confirm button[data-choice='all']")
+        .await;
     page.wait_for(
         "document.querySelector('form.composer textarea').value === 'prompt number 4'",
         WAIT,

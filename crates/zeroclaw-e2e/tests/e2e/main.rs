@@ -16,6 +16,7 @@ mod backpressure;
 mod config;
 mod dashboard;
 mod dashboard_bench;
+mod dashboard_daily;
 mod durability;
 mod file_checkpoints;
 mod files;

@@ -145,6 +145,11 @@ pub(crate) async fn compact(
     }
     context.splice(..turn_start, retained);
     let tokens_after = estimate_tokens(context);
+    // What the context amounts to now, for `session/status` (the dashboard's meter) until
+    // the next provider call reports it (SPEC §22).
+    let mut usage = session.usage();
+    usage.context = tokens_after as u64;
+    session.set_usage(usage);
     session.stream.emit_update(&UpdateKind::ContextCompacted {
         tokens_before: tokens_before as u64,
         tokens_after: tokens_after as u64,

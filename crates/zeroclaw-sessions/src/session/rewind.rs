@@ -40,6 +40,11 @@ impl Runner {
             let restored = self.store.context(&session.key).await?;
             self.context = persist::context_from(&restored);
         }
+        // What the context amounts to now, for `session/status` (the dashboard's meter)
+        // until the next provider call reports it (SPEC §22).
+        let mut usage = session.usage();
+        usage.context = zeroclaw_agent::estimate_tokens(&self.context) as u64;
+        session.set_usage(usage);
         let files = if restore_files {
             // The history part is committed: a failed file restore is reported, not
             // turned into a failed rewind.

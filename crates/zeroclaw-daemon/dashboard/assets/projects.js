@@ -1,0 +1,34 @@
+// Sessions grouped by project (SPEC §22 "The project directory"): a session's project is
+// its `cwd` (session/list entries carry it); sessions without one go under "no project".
+// Groups are ordered by their latest activity, "no project" last.
+
+export const NO_PROJECT = "no project";
+
+/** The project directory of session entry `s`, or null. */
+export function projectOf(s) {
+  return typeof s?.cwd === "string" && s.cwd.trim() ? s.cwd : null;
+}
+
+/** A project's short name: the last part of its path (`~/src/zeroclaw` → `zeroclaw`). */
+export function projectName(cwd) {
+  if (!cwd) return NO_PROJECT;
+  const parts = cwd.replace(/[\\/]+$/, "").split(/[\\/]/).filter(Boolean);
+  return parts.length ? parts[parts.length - 1] : cwd;
+}
+
+/** `[{cwd, name, sessions}]`, each group's sessions in the order given. */
+export function groupByProject(sessions) {
+  const groups = new Map();
+  for (const s of sessions) {
+    const cwd = projectOf(s);
+    if (!groups.has(cwd)) groups.set(cwd, { cwd, name: projectName(cwd), sessions: [], latest: "" });
+    const g = groups.get(cwd);
+    g.sessions.push(s);
+    const at = String(s.lastActivity ?? "");
+    if (at > g.latest) g.latest = at;
+  }
+  return [...groups.values()].sort((a, b) => {
+    if (!a.cwd !== !b.cwd) return a.cwd ? -1 : 1;
+    return b.latest.localeCompare(a.latest);
+  });
+}
