@@ -361,9 +361,9 @@ async fn the_settings_form_is_built_from_the_schema_at_both_sizes() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // A new secret is written, and still not shown back.
-    page.eval(&format!(
-        "(() => {{ const f = document.querySelector('form.field[data-prop=\"providers.remote.api_key\"]'); const i = f.querySelector('input'); i.value = 'sk-new-one'; i.dispatchEvent(new Event('input')); f.requestSubmit(); return true; }})()"
-    ))
+    page.eval(
+        "(() => { const f = document.querySelector('form.field[data-prop=\"providers.remote.api_key\"]'); const i = f.querySelector('input'); i.value = 'sk-new-one'; i.dispatchEvent(new Event('input')); f.requestSubmit(); return true; })()",
+    )
     .await;
     page.wait_for(
         "document.querySelector('form.field[data-prop=\"providers.remote.api_key\"] .prop-error.ok')",
