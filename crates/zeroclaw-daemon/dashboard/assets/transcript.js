@@ -194,9 +194,9 @@ export class Transcript {
     this.push({ kind: "note", text, detail, turnId, final: true });
   }
 
-  /** A compaction, drawn once however often it is announced (event, replay, row). */
+  /** A compaction, drawn once however often the same one is announced (a replay). */
   compacted(u) {
-    const key = `${u.tokensBefore}/${u.tokensAfter}/${u.summarizedMessages}`;
+    const key = `${u.turnId || ""}/${u.eventSeq || ""}/${u.tokensBefore}/${u.tokensAfter}/${u.summarizedMessages}`;
     if (this.blocks.some((b) => b.compaction === key)) return;
     const b = { kind: "note", turnId: u.turnId, final: true, compaction: key, detail: u.summary,
       text: `Context compacted: ${u.tokensBefore} → ${u.tokensAfter} tokens (${u.summarizedMessages} messages summarized)` };

@@ -832,3 +832,51 @@ async fn rewind_restores_the_files_a_turn_wrote_and_says_which() {
     );
     no_page_problems(&page).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
+async fn each_automatic_compaction_shows_one_note_live_and_after_a_reload() {
+    let mut c = config(None);
+    // An echo agent whose window is so small that turns 3 and 4 each compact first (both
+    // with the same figures: two notes all the same, not one).
+    c.push_str("[agents.tiny]\nprovider = \"echo\"\nmax_context_tokens = 80\nkeep_recent_turns = 1\ncompact_threshold = 0.5\n");
+    let d = Daily::start(c);
+    let browser = Browser::launch().await;
+    let page = browser.page(1440, 900).await;
+    login(&page, &d.login_url()).await;
+    let sid = new_session(&d, "tiny");
+    open_session(&page, &sid).await;
+    for i in 1..=4 {
+        page.type_text(
+            "form.composer textarea",
+            &format!("prompt {i} with quite a few words in it to fill the context"),
+        )
+        .await;
+        page.key("Enter", 0).await;
+        page.wait_for(
+            &format!("[...document.querySelectorAll('.block.assistant:not(.streaming)')].some(e => e.textContent.includes('prompt {i} with'))"),
+            WAIT,
+        )
+        .await;
+    }
+    let rows = d
+        .admin()
+        .result("session/messages", json!({"sessionId": sid, "limit": 100}));
+    let compactions = rows["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|r| r["role"] == "compaction").count())
+        .unwrap_or(0);
+    assert_eq!(compactions, 2, "{rows}");
+    let notes = "[...document.querySelectorAll('.block.note')].filter(e => e.textContent.includes('Context compacted')).map(e => e.dataset.turn)";
+    let live = page.eval(notes).await;
+    assert_eq!(live.as_array().map(Vec::len), Some(2), "{live}");
+    assert_ne!(live[0], live[1], "{live}");
+    page.call("Page.reload", json!({})).await;
+    page.wait_for(
+        "document.querySelectorAll('.block.assistant').length === 4",
+        WAIT,
+    )
+    .await;
+    assert_eq!(page.eval(notes).await, live);
+    no_page_problems(&page).await;
+}
