@@ -36,7 +36,7 @@ export function sidebarView(currentId) {
   function draw(sessions) {
     replace(body, groupByProject(sessions).map((g) => h("section.project", { dataset: { cwd: g.cwd ?? "" } },
       h("h2.project-name", { title: g.cwd || "Sessions started without a project directory" }, g.name,
-        h("span.muted.count", null, ` ${g.sessions.length}`)),
+        h("span.muted.count", null, ` · ${g.sessions.length}`)),
       h("ul.side-sessions", null, g.sessions.map((s) => h("li", { dataset: { id: s.sessionId } },
         h("a", {
           href: `#/session/${encodeURIComponent(s.sessionId)}`,

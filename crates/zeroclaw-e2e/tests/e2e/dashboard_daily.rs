@@ -653,6 +653,8 @@ async fn a_session_for_a_days_work_at_desktop_and_phone_sizes() {
         )
         .await;
     }
+    desk.eval("document.querySelector('.block.failure').scrollIntoView({block: 'end'})")
+        .await;
     desk.screenshot(&dir.join("daily-failed-turn-desktop.png"))
         .await;
     no_page_problems(&desk).await;
@@ -808,6 +810,8 @@ async fn rewind_restores_the_files_a_turn_wrote_and_says_which() {
     fake.push(Scripted::text("Wrote notes.txt."));
     let (_, done) = d.admin().prompt(&sid, "write the notes");
     assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    // `session/diff` (SPEC §22) answered in the page as the daemon will answer it.
+    stub_diff(&page, Some(json!({"files": [{"path": "notes.txt", "status": "added", "additions": 1, "deletions": 0, "patch": "--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+written by the turn\n"}]}))).await;
     open_session(&page, &sid).await;
     // The card names the path, not JSON.
     page.wait_for(
@@ -815,9 +819,27 @@ async fn rewind_restores_the_files_a_turn_wrote_and_says_which() {
         WAIT,
     )
     .await;
-    click_text(&page, ".block.user button", "Rewind here").await;
-    page.wait_for("document.querySelector('.rewind-confirm form')", WAIT)
+    // "1 file changed" under the turn, opening to the file and its highlighted patch.
+    page.wait_for(
+        "document.querySelector('.block.diff .files-changed')?.textContent === '1 file changed'",
+        WAIT,
+    )
+    .await;
+    page.eval("document.querySelectorAll('.block.diff details').forEach(d => d.open = true)")
         .await;
+    let diff = page
+        .eval("(() => { const b = document.querySelector('.block.diff'); return [b.previousElementSibling.dataset.turn === b.dataset.turn, b.querySelector('.diff-file code.path').textContent, b.querySelector('.diff-file .status').textContent, !!b.querySelector('.hljs-addition')]; })()")
+        .await;
+    assert_eq!(diff, json!([true, "notes.txt", "added", true]));
+    page.screenshot(&screenshot_dir().join("daily-diff-desktop.png"))
+        .await;
+    click_text(&page, ".block.user button", "Rewind here").await;
+    // The confirmation lists the files that go back.
+    page.wait_for(
+        "document.querySelector('.rewind-confirm .rewind-list')?.textContent.includes('notes.txt')",
+        WAIT,
+    )
+    .await;
     page.click(".rewind-confirm button[data-choice='all']")
         .await;
     page.wait_for(
@@ -831,6 +853,47 @@ async fn rewind_restores_the_files_a_turn_wrote_and_says_which() {
         json!("write the notes")
     );
     no_page_problems(&page).await;
+
+    // A daemon without `session/diff` (-32601): no line, and the confirmation lists none.
+    let other = browser.page(1440, 900).await;
+    login(&other, &d.login_url()).await;
+    stub_diff(&other, None).await;
+    let sid = new_session(&d, "builder");
+    fake.push(Scripted::tool_call(
+        "tc_w2",
+        "write_file",
+        json!({"path": "more.txt", "content": "x\n"}),
+    ));
+    fake.push(Scripted::text("Wrote more.txt."));
+    d.admin().prompt(&sid, "write more");
+    open_session(&other, &sid).await;
+    click_text(&other, ".block.user button", "Rewind here").await;
+    // Positive control: the lookup ran (its "Looking up" line is gone).
+    other
+        .wait_for("document.querySelector('.rewind-confirm .rewind-files') && !document.querySelector('.rewind-confirm .rewind-files').textContent.includes('Looking up')", WAIT)
+        .await;
+    assert_eq!(
+        other
+            .eval("[document.querySelectorAll('.block.diff').length, document.querySelector('.rewind-confirm .rewind-files').textContent]")
+            .await,
+        json!([0, ""])
+    );
+    other
+        .click(".rewind-confirm button[data-choice='cancel']")
+        .await;
+    no_page_problems(&other).await;
+}
+
+/// Makes the page's `session/diff` answer `answer`, or -32601 (no such method) for None.
+async fn stub_diff(page: &Page<'_>, answer: Option<Value>) {
+    let reply = match answer {
+        Some(v) => format!("Promise.resolve({v})"),
+        None => "Promise.reject({code: -32601, message: 'method not found'})".to_string(),
+    };
+    page.eval(&format!(
+        "import('/assets/rpc.js').then(m => {{ const r = m.rpc; const call = r.call.bind(r); const can = r.can.bind(r); r.can = x => x === 'session/diff' || can(x); r.call = (method, params, t) => method === 'session/diff' ? {reply} : call(method, params, t); return true; }})"
+    ))
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
