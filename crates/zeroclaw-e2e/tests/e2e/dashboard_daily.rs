@@ -657,6 +657,19 @@ async fn a_session_for_a_days_work_at_desktop_and_phone_sizes() {
         .await;
     desk.screenshot(&dir.join("daily-failed-turn-desktop.png"))
         .await;
+    // The failure's transcript row (`role: "error"`, SPEC §22), as session/messages will
+    // return it, drawn when the session is opened again.
+    desk.eval("location.hash = '#/sessions'").await;
+    desk.wait_for("document.querySelector('ul.sessions li.session')", WAIT)
+        .await;
+    desk.eval("import('/assets/rpc.js').then(m => { const r = m.rpc; const call = r.call.bind(r); r.call = async (method, params, t) => { const a = await call(method, params, t); if (method === 'session/messages' && a.messages && a.messages.length && !params.beforeSeq?.toString().startsWith('-')) { const last = a.messages[a.messages.length - 1]; a.messages.push({seq: last.seq + 1, turnId: 'turn-failed-row', role: 'error', content: JSON.stringify({message: 'provider returned 503: overloaded', retries: 2})}); } return a; }; return true; })")
+        .await;
+    open_session(&desk, &sid).await;
+    desk.wait_for(
+        "[...document.querySelectorAll('.block.failure')].some(e => e.textContent.includes('provider returned 503: overloaded') && e.textContent.includes('after 2 retries'))",
+        WAIT,
+    )
+    .await;
     no_page_problems(&desk).await;
     no_page_problems(&phone).await;
 }
