@@ -123,6 +123,10 @@ const HELP: &[(&str, &str)] = &[
         "Added to the daemon's environment (secret values: never read back).",
     ),
     (
+        "agents.*.mcp_servers.*.env.*",
+        "The variable's value (secret: never read back).",
+    ),
+    (
         "agents.*.keep_recent_turns",
         "Compaction keeps this many whole turns verbatim.",
     ),

@@ -49,6 +49,9 @@ function property(s, path, value, editable, reload) {
   if (s.type === "object" && s.additionalProperties && typeof s.additionalProperties === "object" && s.additionalProperties.properties) {
     return [entries(s, path, value || {}, editable, reload)];
   }
+  if (s.type === "object" && s.additionalProperties?.writeOnly) {
+    return [secretMap(s, path, value || {}, editable, reload)];
+  }
   return [field(s, path, value, editable)];
 }
 
@@ -81,6 +84,36 @@ function entries(s, path, value, editable, reload) {
         }
       },
     }, name, h("button", { type: "submit" }, `Add ${what}`), msg));
+  }
+  return box;
+}
+
+/**
+ * A map of secrets (an MCP server's `env`): one write-only field per name, never the
+ * values (they come masked, and a JSON box would write the mask back), and "Add".
+ */
+function secretMap(s, path, value, editable, reload) {
+  const box = h("fieldset.map.secrets", { dataset: { prop: propPath(path) } },
+    h("legend", null, path[path.length - 1]), s.description ? h("p.help.muted", null, s.description) : null);
+  const names = Object.keys(value);
+  if (!names.length) box.append(h("p.muted.none", null, "None."));
+  for (const name of names) box.append(field(s.additionalProperties, path.concat(name), value[name], editable));
+  if (editable) {
+    const name = h("input", { type: "text", placeholder: "NAME", "aria-label": "New variable name", spellcheck: false });
+    const secret = h("input", { type: "password", placeholder: "value", "aria-label": "New variable value", autocomplete: "new-password" });
+    const msg = h("span.prop-error", { role: "alert" });
+    box.append(h("form.add", {
+      onsubmit: async (ev) => {
+        ev.preventDefault();
+        if (!name.value.trim()) return;
+        try {
+          await rpc.call("config/set", { prop: propPath(path.concat(name.value.trim())), value: secret.value });
+          reload();
+        } catch (e) {
+          msg.textContent = errText(e);
+        }
+      },
+    }, name, secret, h("button", { type: "submit" }, "Add"), msg));
   }
   return box;
 }

@@ -25,6 +25,7 @@ use zeroclaw_testkit::{FakeOpenAi, Scripted};
 
 const WAIT: Duration = Duration::from_secs(20);
 const SECRET: &str = "sk-daily-secret-4242";
+const MCP_SECRET: &str = "mcp-env-secret-77";
 
 /// A daemon whose gateway starts with it on a free loopback port.
 struct Daily {
@@ -69,12 +70,16 @@ api_key = "SECRET"
 model = "m"
 [agents.alpha]
 provider = "echo"
+[agents.alpha.mcp_servers.files]
+command = "true"
+env = { TOKEN = "MCPSECRET" }
 [agents.default]
 provider = "echo"
 tools = ["bash", "read_file", "write_file", "ask_user"]
 keep_recent_turns = 1
 "#,
     )
+    .replace("MCPSECRET", MCP_SECRET)
     .replace("SECRET", SECRET);
     if let Some(url) = fake {
         c.push_str(&format!(
@@ -285,6 +290,12 @@ async fn the_settings_form_is_built_from_the_schema_at_both_sizes() {
         );
         let html = page.eval("document.documentElement.outerHTML").await;
         assert!(!html.as_str().unwrap_or_default().contains(SECRET));
+        assert!(!html.as_str().unwrap_or_default().contains(MCP_SECRET));
+        // A map of secrets (an MCP server's env) is one write-only field per name.
+        let env = page
+            .eval("(() => { const i = document.querySelector('form.field[data-prop=\"agents.alpha.mcp_servers.files.env.TOKEN\"] input'); return i ? [i.type, i.value] : null; })()")
+            .await;
+        assert_eq!(env, json!(["password", ""]));
         // Fewer raw text boxes than properties: most are typed widgets.
         let counts = page
             .eval("[document.querySelectorAll('form.field').length, document.querySelectorAll('form.field input[type=text]').length]")
