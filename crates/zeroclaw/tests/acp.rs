@@ -118,7 +118,10 @@ fn runtime() -> tokio::runtime::Runtime {
 /// The model calls the fake received (its `GET /models`, asked when a session's model
 /// options are offered, has no body).
 fn completions(fake: &zeroclaw_testkit::FakeOpenAi) -> Vec<Value> {
-    fake.requests().into_iter().filter(|r| !r.is_null()).collect()
+    fake.requests()
+        .into_iter()
+        .filter(|r| !r.is_null())
+        .collect()
 }
 
 /// Polls `cond` every 10 ms until it holds; false after `limit`.
@@ -800,8 +803,9 @@ fn a_daemon_lost_mid_turn_fails_the_prompt_and_the_next_request_reconnects() {
                     .send_request(PromptRequest::new(sid.clone(), text("take your time")))
                     .block_task();
                 assert!(
-                    eventually(Duration::from_secs(10), || !completions(&fake.server).is_empty())
-                        .await
+                    eventually(Duration::from_secs(10), || !completions(&fake.server)
+                        .is_empty())
+                    .await
                 );
                 let mut conn = common::Conn::open(&socket);
                 conn.result("initialize", json!({"protocolVersion": 1}));

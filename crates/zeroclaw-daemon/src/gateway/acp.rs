@@ -182,8 +182,9 @@ async fn until(deadline: Option<Instant>) {
 }
 
 /// Opens the bridge's daemon connection: the connection loop served over an in-process
-/// pipe, as the WebSocket peer `identity`, with the TCP connection's slot. There is one
-/// slot, so one connection: once it is gone the editor must connect again.
+/// pipe, as the WebSocket peer `identity`. The first takes the TCP connection's slot; a
+/// later one (after a token was refused) takes a new unauthenticated slot, as a new
+/// WebSocket peer would.
 fn connector(
     daemon: &Arc<Daemon>,
     identity: PeerIdentity,
@@ -194,11 +195,21 @@ fn connector(
     let daemon = Arc::clone(daemon);
     let slot = Mutex::new(Some(admission));
     Arc::new(move || -> Result<Halves, String> {
-        let admission = slot
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| "the connection to the daemon is gone: reconnect".to_owned())?;
+        let first = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let (admission, accepted_at) = match first {
+            Some(admission) => (admission, accepted_at),
+            None => {
+                let limits = daemon.config.current().limits.clone();
+                let admission = daemon
+                    .connections
+                    .admit_unauthenticated(
+                        limits.unauthenticated_ws as usize,
+                        limits.connections_total as usize,
+                    )
+                    .ok_or_else(|| "too many connections are waiting to authenticate".to_owned())?;
+                (admission, Instant::now())
+            }
+        };
         let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
         let (read, write) = tokio::io::split(theirs);
         let source = Cut {
