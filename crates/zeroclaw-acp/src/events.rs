@@ -25,7 +25,7 @@ use super::bridge::Bridge;
 use super::turns::{self, AskedTool};
 use super::{info, updates};
 
-/// The daemon's update type of a running tool's output (SPEC §22).
+/// The daemon's update type of a running tool's output (SPEC §25).
 const TOOL_OUTPUT_CHUNK: &str = "tool_output_chunk";
 
 /// How long a forwarded question may wait for the editor (the daemon's own limit).

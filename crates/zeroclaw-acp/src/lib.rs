@@ -128,7 +128,7 @@ impl Agent {
             }
             Inbound::Response(response) => {
                 if !bridge.editor.resolve(response) {
-                    // A late answer to a withdrawn request (SPEC §22), or a stray one.
+                    // A late answer to a withdrawn request (SPEC §25), or a stray one.
                     tracing::debug!("ignoring an answer to no open request");
                 }
             }

@@ -89,7 +89,7 @@ impl Editor {
     }
 
     /// [`Editor::request`], telling `announce` the request's id before it is sent (so it
-    /// can be withdrawn with `$/cancel_request`, SPEC §22). Dropping the future forgets
+    /// can be withdrawn with `$/cancel_request`, SPEC §25). Dropping the future forgets
     /// the request: a reply that comes later matches nothing and is ignored.
     pub async fn request_as<P: Serialize>(
         &self,

@@ -2,7 +2,7 @@
 //! with a stop reason once the daemon's turn ends), the `session/cancel` notification, and
 //! the approval round trip (`approval_request` → `session/request_permission` →
 //! `session/approve`), including withdrawing open permission requests with
-//! `$/cancel_request` on cancel and when the approval is settled elsewhere (SPEC §22).
+//! `$/cancel_request` on cancel and when the approval is settled elsewhere (SPEC §25).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,7 +145,7 @@ fn finish(bridge: &Bridge, session_id: &str, serial: u64) -> (Option<Turn>, Vec<
 }
 
 /// Withdraws permission requests: their tasks stop waiting, and the editor is told with
-/// `$/cancel_request` for each request it was sent (SPEC §22); its answer, if one still
+/// `$/cancel_request` for each request it was sent (SPEC §25); its answer, if one still
 /// comes, matches nothing and is ignored.
 pub async fn withdraw(bridge: &Bridge, session_id: &str, approvals: Vec<Approval>) {
     for approval in approvals {
@@ -359,7 +359,7 @@ pub fn ask_permission(
 }
 
 /// The daemon resolved an approval (answered from another client, timed out, turn
-/// cancelled): the editor's question is moot; it is withdrawn (SPEC §22).
+/// cancelled): the editor's question is moot; it is withdrawn (SPEC §25).
 pub async fn approval_resolved(bridge: &Bridge, session_id: &str, request_id: &str) {
     let open = bridge
         .sessions()

@@ -1,4 +1,4 @@
-//! ACP as it stands now (SPEC §25, and §22's withdrawal of permission requests), driven
+//! ACP as it stands now (SPEC §25, with the withdrawal of permission requests), driven
 //! with raw ACP frames over both ways in: `zeroclaw acp` on stdin/stdout, and the
 //! gateway's `/acp` WebSocket (one text message per frame) with a pairing token. Every
 //! flow runs over both: capabilities, config options (model and autonomy), message ids,
@@ -733,7 +733,7 @@ async fn acp_on_the_gateway_needs_a_token() {
 /// did not open it, whatever the bridge's own directory. Needs the daemon's `cwd` in
 /// `session/list` or `session/status` entries (being added beside this).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the daemon's session cwd in session/list (SPEC §22), added on another branch"]
+#[ignore = "needs the daemon's session cwd in session/list (SPEC §25), added on another branch"]
 async fn each_listed_session_has_its_own_cwd() {
     let setup = Setup::start(vec![]);
     for way in WAYS {
