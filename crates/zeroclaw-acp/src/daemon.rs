@@ -108,6 +108,11 @@ impl Daemon {
         *self.token.lock().unwrap_or_else(|p| p.into_inner()) = token;
     }
 
+    /// Whether a token was given (the upgrade's bearer, or `authenticate`).
+    pub fn has_token(&self) -> bool {
+        self.token().is_some()
+    }
+
     fn token(&self) -> Option<String> {
         self.token.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -104,12 +104,6 @@ impl Agent {
         (agent, outbox)
     }
 
-    /// Connects to the daemon now, with the token given (the upgrade's bearer): `Err`
-    /// carries the daemon's refusal.
-    pub async fn authenticate(&self) -> Result<(), String> {
-        self.bridge.link().await.map(|_| ()).map_err(|e| e.message)
-    }
-
     /// Whether the editor is authenticated (a daemon connection is up).
     pub fn is_authenticated(&self) -> bool {
         self.bridge.daemon.is_linked()

@@ -38,14 +38,17 @@ pub async fn initialize(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<V
     let elicitation = req.client_capabilities.elicitation.is_some();
     bridge.elicitation.store(elicitation, Ordering::Relaxed);
     // Over `/acp` without a bearer the daemon is reached once `authenticate` gives a token.
-    let auth_methods = if bridge.daemon.needs_token() {
+    let daemon = &bridge.daemon;
+    if !daemon.needs_token() || daemon.has_token() {
+        bridge.link().await?;
+    }
+    let auth_methods = if daemon.needs_token() {
         vec![AuthMethod::Agent(
             AuthMethodAgent::new(lifecycle::TOKEN_METHOD, "zeroclaw token").description(
                 "a pairing token (zeroclaw pair) or a dashboard session token, as _meta.token",
             ),
         )]
     } else {
-        bridge.link().await?;
         Vec::new()
     };
     // What the bridge does, no more: MCP servers only as commands (no http/sse), no

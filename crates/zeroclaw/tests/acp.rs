@@ -3,6 +3,9 @@
 //! server (tool calls allowed and rejected, cancel, list, load with replay, then `zeroclaw
 //! chat` on the same session), bad input, the ephemeral daemon started on demand and a
 //! daemon lost mid-turn. Plus a raw-frame benchmark of the added latency (ignored).
+//! The flows of a whole session, questions and another client's prompt run twice: over
+//! `zeroclaw acp`, and over the gateway's `/acp` WebSocket with the operator's dashboard
+//! token (SPEC §25), through the SDK's line transport.
 
 mod common;
 
@@ -24,9 +27,12 @@ use agent_client_protocol::v1::schema::{
     SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionModeRequest,
     StopReason, TextContent, ToolCallStatus, ToolKind,
 };
-use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent};
+use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, DynConnectTo, Lines};
 use common::{BIN, Fake, TestDaemon};
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use zeroclaw_testkit::Scripted;
 
 /// What the test client saw and how it answers permission requests.
@@ -105,6 +111,98 @@ fn agent(config_dir: &Path, extra: &[&str]) -> AcpAgent {
     let mut args = vec!["acp", "--config-dir", config_dir.to_str().unwrap()];
     args.extend_from_slice(extra);
     AcpAgent::new(AcpAgentConfig::new(BIN).args(args).env("RUST_LOG", "warn"))
+}
+
+/// The way the test editor reaches zeroclaw's ACP agent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Way {
+    /// `zeroclaw acp` as a subprocess.
+    Stdio,
+    /// The gateway's `/acp`, as the operator (a dashboard session token).
+    Gateway,
+}
+
+/// Where an editor of `way` connects for `daemon`.
+struct Route {
+    dir: std::path::PathBuf,
+    /// The gateway's port and the bearer token, for [`Way::Gateway`].
+    gateway: Option<(u16, String)>,
+}
+
+impl Route {
+    fn new(daemon: &TestDaemon, way: Way) -> Route {
+        let dir = daemon.config_dir().to_path_buf();
+        if way == Way::Stdio {
+            return Route { dir, gateway: None };
+        }
+        let mut conn = daemon.client();
+        let url = conn.result("gateway/start", json!({}))["url"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let port: u16 = url
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {url}"));
+        let code = conn.result("dashboard/login", json!({}))["code"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let token = runtime().block_on(async {
+            let mut ws = common::ws::connect(port).await;
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": 1, "authCode": code}});
+            ws.send(WsMessage::Text(init.to_string().into()))
+                .await
+                .unwrap();
+            loop {
+                if let Some(Ok(WsMessage::Text(text))) = ws.next().await {
+                    let answer: Value = serde_json::from_str(&text).unwrap();
+                    break answer["result"]["authToken"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("{answer}"))
+                        .to_string();
+                }
+            }
+        });
+        Route {
+            dir,
+            gateway: Some((port, token)),
+        }
+    }
+
+    /// A new ACP connection: a `zeroclaw acp` process, or an `/acp` WebSocket.
+    async fn connect(&self) -> DynConnectTo<agent_client_protocol::Client> {
+        let Some((port, token)) = &self.gateway else {
+            return DynConnectTo::new(agent(&self.dir, &[]));
+        };
+        let mut request = format!("ws://127.0.0.1:{port}/acp")
+            .into_client_request()
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", *port))
+            .await
+            .unwrap();
+        let (ws, _) = tokio_tungstenite::client_async(request, tcp)
+            .await
+            .expect("the /acp upgrade");
+        let (tx, rx) = ws.split();
+        let outgoing = tx
+            .sink_map_err(std::io::Error::other)
+            .with(|line: String| async move { Ok(WsMessage::Text(line.into())) });
+        let incoming = rx.filter_map(|message| async move {
+            match message {
+                Ok(WsMessage::Text(text)) => Some(Ok(text.to_string())),
+                Ok(_) => None,
+                Err(e) => Some(Err(std::io::Error::other(e))),
+            }
+        });
+        DynConnectTo::new(Lines::new(Box::pin(outgoing), Box::pin(incoming)))
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -217,6 +315,15 @@ fn error_code(e: &agent_client_protocol::Error) -> i32 {
 
 #[test]
 fn a_whole_session_through_zeroclaw_acp() {
+    a_whole_session_through_zeroclaw_acp_over(Way::Stdio);
+}
+
+#[test]
+fn a_whole_session_through_zeroclaw_acp_over_acp_on_the_gateway() {
+    a_whole_session_through_zeroclaw_acp_over(Way::Gateway);
+}
+
+fn a_whole_session_through_zeroclaw_acp_over(way: Way) {
     let fake = Fake::start();
     for reply in [
         Scripted::tool_call("call_1", "bash", json!({"command": "echo acp-allowed"})),
@@ -233,12 +340,13 @@ fn a_whole_session_through_zeroclaw_acp() {
         std::fs::write(dir.join("config.toml"), config).unwrap();
     });
     let dir = daemon.config_dir().to_path_buf();
+    let route = Route::new(&daemon, way);
     let cwd = dir.clone();
     let seen = Seen::with_answers(&["allow_once", "reject_once", "hold"]);
     let rt = runtime();
     let session_id = rt
         .block_on(async {
-            with_acp!(agent(&dir, &[]), seen, |cx| {
+            with_acp!(route.connect().await, seen, |cx| {
                 let new = cx
                     .send_request(NewSessionRequest::new(cwd.clone()))
                     .block_task()
@@ -414,7 +522,7 @@ fn a_whole_session_through_zeroclaw_acp() {
     let replay = Arc::new(Seen::default());
     let sid = session_id.clone();
     rt.block_on(async {
-        with_acp!(agent(&dir, &[]), replay, |cx| {
+        with_acp!(route.connect().await, replay, |cx| {
             let loaded = cx
                 .send_request(LoadSessionRequest::new(sid.clone(), dir.clone()))
                 .block_task()
@@ -615,6 +723,15 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
 /// answer goes back to the model.
 #[test]
 fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
+    questions_are_forwarded_to_an_editor_that_declared_elicitation_over(Way::Stdio);
+}
+
+#[test]
+fn questions_are_forwarded_to_an_editor_that_declared_elicitation_over_acp_on_the_gateway() {
+    questions_are_forwarded_to_an_editor_that_declared_elicitation_over(Way::Gateway);
+}
+
+fn questions_are_forwarded_to_an_editor_that_declared_elicitation_over(way: Way) {
     let fake = Fake::start();
     fake.push(Scripted::tool_call(
         "call_q",
@@ -627,13 +744,14 @@ fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
         std::fs::write(dir.join("config.toml"), config).unwrap();
     });
     let dir = daemon.config_dir().to_path_buf();
+    let route = Route::new(&daemon, way);
     let seen = Arc::new(Seen::default());
     let caps = ClientCapabilities::new()
         .elicitation(ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()));
     runtime()
         .block_on(async {
             with_acp!(
-                agent(&dir, &[]),
+                route.connect().await,
                 seen,
                 InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps),
                 |cx| {
@@ -666,13 +784,24 @@ fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
 /// never come back to it.
 #[test]
 fn another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back() {
+    another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over(Way::Stdio);
+}
+
+#[test]
+fn another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over_acp_on_the_gateway()
+{
+    another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over(Way::Gateway);
+}
+
+fn another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over(way: Way) {
     let daemon = TestDaemon::start();
     let dir = daemon.config_dir().to_path_buf();
+    let route = Route::new(&daemon, way);
     let socket = daemon.socket.clone();
     let seen = Arc::new(Seen::default());
     runtime()
         .block_on(async {
-            with_acp!(agent(&dir, &[]), seen, |cx| {
+            with_acp!(route.connect().await, seen, |cx| {
                 let new = cx
                     .send_request(NewSessionRequest::new(dir.clone()))
                     .block_task()

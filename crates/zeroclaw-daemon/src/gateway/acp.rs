@@ -3,11 +3,14 @@
 //! acp` ([`zeroclaw_acp::Agent`]). The bridge reaches the daemon through an in-process
 //! connection served by the ordinary connection loop as a WebSocket peer, and authenticates
 //! it at `initialize` with the editor's token: the upgrade's `Authorization: Bearer` (a
-//! pairing or dashboard token; refused with 401 before the upgrade when the daemon refuses
-//! it), or the token of ACP's `authenticate`, which must come within 10 s of the TCP accept.
+//! pairing or dashboard token, checked before the upgrade as `POST /rpc` checks its
+//! bearer: 401 when refused, counted as a failed login), or the token of ACP's
+//! `authenticate`, which must come within 10 s of the TCP accept. The connection itself
+//! is opened at ACP `initialize`, which tells whether the editor answers questions.
 //! So the principal rules, grants and limits are exactly those of every WebSocket client.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use futures_util::{SinkExt, StreamExt};
@@ -22,7 +25,9 @@ use zeroclaw_rpc::MAX_FRAME_BYTES;
 
 use super::http::{self, RequestHead, Response};
 use super::peer::{Peer, Settings, WRITE_WITHIN};
+use super::rate::Attempt;
 use super::upgrade;
+use crate::auth::{AuthError, Presented};
 use crate::connection::{self, INITIALIZE_WITHIN};
 use crate::registry::Admission;
 use crate::server::next_connection_id;
@@ -81,24 +86,12 @@ pub(crate) async fn serve<S>(
     let cut = CancellationToken::new();
     let connect = connector(&daemon, identity, admission, accepted_at, cut.clone());
     let token = bearer(&head);
-    let (agent, mut outbox) = Agent::in_process(connect, token.clone(), AGENT.to_owned());
-    if token.is_some() {
-        let authenticated =
-            tokio::time::timeout_at(accepted_at + INITIALIZE_WITHIN, agent.authenticate()).await;
-        match authenticated {
-            Ok(Ok(())) => {}
-            Ok(Err(why)) => {
-                cut.cancel();
-                let response = Response::text(401, &why).with_header("WWW-Authenticate", "Bearer");
-                return refuse(stream, addr, response).await;
-            }
-            Err(_) => {
-                cut.cancel();
-                let response = Response::text(503, "the daemon did not answer in time");
-                return refuse(stream, addr, response).await;
-            }
-        }
+    if let Some(token) = &token
+        && let Err(response) = check_bearer(&daemon, addr, token)
+    {
+        return refuse(stream, addr, response).await;
     }
+    let (agent, mut outbox) = Agent::in_process(connect, token.clone(), AGENT.to_owned());
     let switching = http::switching_protocols(&[
         ("Upgrade", "websocket"),
         ("Connection", "Upgrade"),
@@ -113,15 +106,22 @@ pub(crate) async fn serve<S>(
         cut.cancel();
         return tracing::info!(peer = %addr, "acp upgrade: the answer could not be written");
     }
-    tracing::info!(peer = %addr, authenticated = agent.is_authenticated(), "acp editor connected");
+    tracing::info!(peer = %addr, bearer = token.is_some(), "acp editor connected");
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_FRAME_BYTES);
     config.max_frame_size = Some(MAX_FRAME_BYTES);
     let socket =
         WebSocketStream::from_partially_read(stream, leftover, Role::Server, Some(config)).await;
     let (mut tx, mut rx) = socket.split();
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
     let writer = tokio::spawn(async move {
-        while let Some(line) = outbox.next().await {
+        loop {
+            let line = tokio::select! {
+                line = outbox.next() => line,
+                () = stopped.cancelled() => None,
+            };
+            let Some(line) = line else { break };
             let text =
                 String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line)).into_owned();
             if tx.send(Message::Text(text.into())).await.is_err() {
@@ -129,12 +129,13 @@ pub(crate) async fn serve<S>(
             }
             outbox.delivered(1);
         }
+        // Ends the close handshake (or starts it, when this side ends).
         let _ = tx.close().await;
     });
     loop {
         // Until it is authenticated, the editor has what any WebSocket peer has to
         // `initialize`: 10 s from the TCP accept.
-        let deadline = match agent.is_authenticated() {
+        let deadline = match token.is_some() || agent.is_authenticated() {
             true => None,
             false => Some(accepted_at + INITIALIZE_WITHIN),
         };
@@ -161,7 +162,37 @@ pub(crate) async fn serve<S>(
     // The in-process connection ends as if its client had gone; the bridge's tasks end
     // with it.
     cut.cancel();
-    writer.abort();
+    stop.cancel();
+    if tokio::time::timeout(WRITE_WITHIN, writer).await.is_err() {
+        tracing::debug!(peer = %addr, "acp: the close could not be written");
+    }
+}
+
+/// Checks an upgrade's bearer as `POST /rpc` does (the address's failed logins first):
+/// the refusal to send, if refused.
+fn check_bearer(daemon: &Daemon, addr: SocketAddr, token: &str) -> Result<(), Response> {
+    let failures = &daemon.gateway.failures;
+    let attempt = Attempt {
+        ip: addr.ip(),
+        credential: Some(token),
+        conn: None,
+    };
+    if let Err(wait) = failures.check(&attempt) {
+        let secs = wait.as_secs().max(1);
+        let why = format!(
+            "too many failed logins from {}: try again in {secs} s",
+            addr.ip()
+        );
+        return Err(Response::text(429, &why).with_header("Retry-After", secs.to_string()));
+    }
+    match daemon.principal(&Presented::WebSocket { token: Some(token) }) {
+        Ok(_) => Ok(()),
+        Err(e @ (AuthError::Token(_) | AuthError::Login(_) | AuthError::NoToken)) => {
+            failures.failed(&attempt);
+            Err(Response::text(401, &e.to_string()).with_header("WWW-Authenticate", "Bearer"))
+        }
+        Err(e) => Err(Response::text(403, &e.to_string())),
+    }
 }
 
 /// Answers a refused upgrade; the connection closes after it.
