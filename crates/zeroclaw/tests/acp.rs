@@ -1000,7 +1000,10 @@ fn p50(mut v: Vec<Duration>) -> Duration {
 }
 
 /// `cargo test -p zeroclaw --test acp -- --ignored --nocapture`: p50 of prompt → first
-/// `agent_message_chunk` through `zeroclaw acp` and directly to the daemon (echo agent).
+/// `agent_message_chunk` directly on the daemon's socket (the prompting client is the
+/// session's subscriber), through `zeroclaw acp`, and through the gateway's `/acp` (SPEC
+/// §25; loopback, no TLS), echo agent. The three take turns, one prompt each, so a busy
+/// machine weighs on all of them alike.
 #[test]
 #[ignore = "benchmark, not a check: run with --ignored --nocapture (figures in docs/BENCHMARKS.md)"]
 fn bench_first_chunk_latency() {
@@ -1013,25 +1016,38 @@ fn bench_first_chunk_latency() {
         .unwrap();
     });
     let dir = daemon.config_dir().to_path_buf();
+    // Empty cwds: the turn-start file checkpoint (SPEC §18) of the config dir, whose
+    // SQLite files change every turn, would otherwise be most of what is measured.
+    let cwd = tempfile::tempdir().unwrap();
+    let daemon_prompt = |id: u64, sid: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": sid, "prompt": "ping"}})
+        .to_string()
+    };
+    let acp_prompt = |id: u64, sid: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "ping"}]}})
+        .to_string()
+    };
+    let acp_new = json!({"jsonrpc":"2.0","id":2,"method":"session/new",
+        "params":{"cwd": cwd.path(), "mcpServers": []}})
+    .to_string();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
 
+    // Directly on the socket.
     let mut conn = daemon.client();
-    let sid = conn.result("session/new", json!({"agentAlias": "default"}))["sessionId"]
+    let sid = conn.result(
+        "session/new",
+        json!({"agentAlias": "default", "cwd": cwd.path()}),
+    )["sessionId"]
         .as_str()
         .unwrap()
         .to_string();
     let conn = std::cell::RefCell::new(conn);
-    let direct = first_chunk_latencies(
-        |line| conn.borrow_mut().send(line),
-        || conn.borrow_mut().recv(),
-        &sid,
-        |id, sid| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-                   "params": {"sessionId": sid, "prompt": "ping"}})
-            .to_string()
-        },
-        ROUNDS,
-    );
+    let mut direct_write = |line: &str| conn.borrow_mut().send(line);
+    let mut direct_read = || conn.borrow_mut().recv();
 
+    // Through `zeroclaw acp`.
     let mut child = Command::new(BIN)
         .args(["acp", "--config-dir", dir.to_str().unwrap()])
         .env("RUST_LOG", "warn")
@@ -1042,40 +1058,98 @@ fn bench_first_chunk_latency() {
         .unwrap();
     let stdin = std::cell::RefCell::new(child.stdin.take().unwrap());
     let stdout = std::cell::RefCell::new(BufReader::new(child.stdout.take().unwrap()));
-    let write = |line: &str| {
+    let mut stdio_write = |line: &str| {
         stdin
             .borrow_mut()
             .write_all(format!("{line}\n").as_bytes())
             .unwrap()
     };
-    let read = || {
+    let mut stdio_read = || {
         let mut line = String::new();
         stdout.borrow_mut().read_line(&mut line).unwrap();
         serde_json::from_str::<Value>(&line).unwrap()
     };
-    write(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
-    read();
-    // An empty cwd: the turn-start file checkpoint (SPEC §18) of the config dir, whose
-    // SQLite files change every turn, would otherwise be most of what is measured.
-    let cwd = tempfile::tempdir().unwrap();
-    write(&json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd": cwd.path(), "mcpServers": []}}).to_string());
-    let acp_sid = read()["result"]["sessionId"].as_str().unwrap().to_string();
-    let through_acp = first_chunk_latencies(
-        write,
-        read,
-        &acp_sid,
-        |id, sid| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-                   "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "ping"}]}})
-            .to_string()
-        },
-        ROUNDS,
-    );
+    stdio_write(init);
+    stdio_read();
+    stdio_write(&acp_new);
+    let stdio_sid = stdio_read()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Through the gateway's `/acp`, as the operator with a dashboard token.
+    let route = Route::new(&daemon, Way::Gateway);
+    let (port, token) = route.gateway.clone().unwrap();
+    let rt = runtime();
+    let ws = rt.block_on(async {
+        let mut request = format!("ws://127.0.0.1:{port}/acp")
+            .into_client_request()
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        tcp.set_nodelay(true).unwrap();
+        tokio_tungstenite::client_async(request, tcp)
+            .await
+            .unwrap()
+            .0
+    });
+    let ws = std::cell::RefCell::new(ws);
+    let mut ws_write = |line: &str| {
+        rt.block_on(
+            ws.borrow_mut()
+                .send(WsMessage::Text(line.to_string().into())),
+        )
+        .unwrap()
+    };
+    let mut ws_read = || {
+        loop {
+            if let Some(Ok(WsMessage::Text(text))) = rt.block_on(ws.borrow_mut().next()) {
+                break serde_json::from_str::<Value>(&text).unwrap();
+            }
+        }
+    };
+    ws_write(init);
+    ws_read();
+    ws_write(&acp_new);
+    let ws_sid = ws_read()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let (mut direct, mut stdio, mut gateway) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        direct.extend(first_chunk_latencies(
+            &mut direct_write,
+            &mut direct_read,
+            &sid,
+            daemon_prompt,
+            1,
+        ));
+        stdio.extend(first_chunk_latencies(
+            &mut stdio_write,
+            &mut stdio_read,
+            &stdio_sid,
+            acp_prompt,
+            1,
+        ));
+        gateway.extend(first_chunk_latencies(
+            &mut ws_write,
+            &mut ws_read,
+            &ws_sid,
+            acp_prompt,
+            1,
+        ));
+    }
     drop(stdin);
     let _ = child.wait();
-    let (d, a) = (p50(direct), p50(through_acp));
+    let (d, a, g) = (p50(direct), p50(stdio), p50(gateway));
     println!(
-        "prompt → first agent_message_chunk, p50 over {ROUNDS}: direct {d:?}, through zeroclaw acp {a:?}, added {:?}",
-        a.saturating_sub(d)
+        "prompt → first agent_message_chunk, p50 over {ROUNDS}: direct {d:?}, through zeroclaw acp {a:?} (added {:?}), through /acp {g:?} (added {:?})",
+        a.saturating_sub(d),
+        g.saturating_sub(d)
     );
 }
