@@ -108,14 +108,14 @@ impl Setup {
     async fn owner(&self, way: Way) -> Owner {
         match way {
             Way::Stdio => Owner::Local(self.daemon.client()),
-            Way::Gateway => Owner::Ws(WsClient::open(self.port, &self.token).await),
+            Way::Gateway => Owner::Ws(Box::new(WsClient::open(self.port, &self.token).await)),
         }
     }
 }
 
 enum Owner {
     Local(Conn),
-    Ws(WsClient),
+    Ws(Box<WsClient>),
 }
 
 impl Owner {
