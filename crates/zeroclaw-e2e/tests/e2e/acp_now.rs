@@ -754,3 +754,32 @@ async fn each_listed_session_has_its_own_cwd() {
         other.close().await;
     }
 }
+
+/// An `/acp` editor that never authenticates is closed 10 s after its TCP accept, like
+/// any WebSocket peer that does not `initialize`; one that came with a bearer at the same
+/// time is still served (the positive control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_never_authenticates_is_closed_after_10_s() {
+    let setup = Setup::start(vec![]);
+    let started = std::time::Instant::now();
+    let mut silent = Editor::gateway(setup.port, None).await;
+    let mut served = setup.editor(Way::Gateway).await;
+    silent
+        .result(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    let closed = loop {
+        match silent.read().await {
+            None => break started.elapsed(),
+            Some(frame) => panic!("unexpected {frame}"),
+        }
+    };
+    assert!(
+        closed >= Duration::from_secs(9) && closed < Duration::from_secs(15),
+        "closed after {closed:?}"
+    );
+    served.result("session/list", json!({})).await;
+    served.close().await;
+}
