@@ -127,6 +127,16 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
         }
         _ => {}
     }
+    // A running tool's output, whether this vocabulary knows the type yet or not.
+    if update.kind.update_type().as_str() == TOOL_OUTPUT_CHUNK {
+        if let Ok(mut fields) = serde_json::to_value(&update.kind)
+            && let Some(members) = fields.as_object_mut()
+        {
+            members.insert("sessionId".into(), Value::String(session_id));
+            on_unknown_update(bridge, &fields).await;
+        }
+        return;
+    }
     if let Some(acp) = updates::from_event(&update.kind) {
         let acp = stamp(bridge, &session_id, update.turn_id.as_deref(), acp);
         let note = SessionNotification::new(session_id, acp);
