@@ -133,9 +133,10 @@ pub(crate) async fn serve<S>(
         let _ = tx.close().await;
     });
     loop {
-        // Until it is authenticated, the editor has what any WebSocket peer has to
-        // `initialize`: 10 s from the TCP accept.
-        let deadline = match token.is_some() || agent.is_authenticated() {
+        // Until its daemon connection is up (ACP `initialize` with a bearer, else
+        // `authenticate`), the editor has what any WebSocket peer has to `initialize`:
+        // 10 s from the TCP accept.
+        let deadline = match agent.is_authenticated() {
             true => None,
             false => Some(accepted_at + INITIALIZE_WITHIN),
         };
