@@ -19,6 +19,7 @@ use zeroclaw_client::{ClientError, ClientHandle, Events};
 use zeroclaw_rpc::ErrorObject;
 
 use super::daemon::{self, Daemon, Link};
+use super::output::Outputs;
 use super::stdio::Editor;
 
 /// Starts routing the events of a new daemon link (generation, handle, queue).
@@ -32,6 +33,22 @@ pub struct Session {
     pub turn: Option<Turn>,
     /// The last `tool_call` seen, for the `approval_request` that follows it.
     pub last_tool_call: Option<(String, String, Value)>,
+    /// Open permission requests, by daemon `requestId` (the editor's turns and others').
+    pub approvals: HashMap<String, Approval>,
+    /// The title last told to the editor (`session_info_update`, SPEC §25).
+    pub title: Option<String>,
+    /// The message the last chunk belonged to: turn, chunk kind, number (message ids).
+    pub message: Option<(String, &'static str, u32)>,
+    /// Output of the tools running now.
+    pub outputs: Outputs,
+}
+
+/// A `session/request_permission` the editor has open.
+pub struct Approval {
+    /// The task waiting for the editor's answer.
+    pub task: AbortHandle,
+    /// The JSON-RPC id of the request sent to the editor, once sent.
+    pub editor_id: Option<String>,
 }
 
 /// The running prompt of a session.
@@ -46,8 +63,6 @@ pub struct Turn {
     pub cancelled: bool,
     /// Fired by the event router when this turn's `turn_complete` has been forwarded.
     pub done: Option<oneshot::Sender<()>>,
-    /// Open permission requests, by daemon `requestId`.
-    pub approvals: HashMap<String, AbortHandle>,
 }
 
 /// State shared by the stdin loop and the tasks it spawns.

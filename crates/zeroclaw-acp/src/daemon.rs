@@ -1,16 +1,40 @@
-//! The daemon side of `zeroclaw acp`: one connection to the daemon's endpoint, opened on
-//! first use and again after it was lost. When nothing serves the endpoint, it starts
-//! `zeroclaw daemon --ephemeral` (this same executable) for the same config dir and waits
-//! for its socket; that daemon exits by itself once its last client is gone.
+//! The daemon side of the bridge: one connection to the daemon, opened on first use and
+//! again after it was lost. For `zeroclaw acp` it is the daemon's endpoint; when nothing
+//! serves it, `zeroclaw daemon --ephemeral` (this same executable) is started for the same
+//! config dir and its socket waited for; that daemon exits by itself once its last client
+//! is gone. For the gateway's `/acp` (SPEC §25) the daemon hands in a [`Connect`] that
+//! opens an in-process connection, authenticated at `initialize` with the editor's token
+//! like any WebSocket client, so the principal rules are the daemon's own.
 
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol_schema::v1::ErrorCode as AcpCode;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use zeroclaw_client::protocol::call;
+use zeroclaw_client::protocol::system::{ClientCapabilities, ClientInfo, InitializeParams};
 use zeroclaw_client::{Client, ClientError, ClientHandle, Events};
 use zeroclaw_rpc::{ErrorObject, code};
+
+/// The two halves of a byte stream to the daemon, speaking NDJSON.
+pub type Halves = (
+    Pin<Box<dyn AsyncRead + Send>>,
+    Pin<Box<dyn AsyncWrite + Send>>,
+);
+/// Opens a connection to the daemon from inside it (the gateway's `/acp`).
+pub type Connect = Arc<dyn Fn() -> Result<Halves, String> + Send + Sync>;
+
+/// How the bridge reaches the daemon.
+enum Connector {
+    /// The local endpoint, starting a daemon when none serves it (`zeroclaw acp`).
+    Endpoint,
+    /// A connection the daemon opens for us; it needs the editor's token.
+    InProcess(Connect),
+}
 
 /// How long a started daemon may take to serve its socket.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -30,6 +54,9 @@ pub struct Link {
 
 /// Where the daemon is and how to start one.
 pub struct Daemon {
+    connector: Connector,
+    /// The token sent as `authToken` at the daemon's `initialize` (`/acp` only).
+    token: Mutex<Option<String>>,
     endpoint: PathBuf,
     config_dir: Option<PathBuf>,
     /// `--socket`, passed on to a started daemon as `ZEROCLAW_SOCKET`.
@@ -43,12 +70,51 @@ pub struct Daemon {
 impl Daemon {
     pub fn new(endpoint: PathBuf, config_dir: Option<PathBuf>, socket: Option<PathBuf>) -> Self {
         Daemon {
+            connector: Connector::Endpoint,
+            token: Mutex::new(None),
             endpoint,
             config_dir,
             socket,
             current: Mutex::new(None),
             gate: tokio::sync::Mutex::new(0),
         }
+    }
+
+    /// A daemon reached through `connect`, authenticated with `token` (SPEC §25).
+    pub fn in_process(connect: Connect, token: Option<String>) -> Self {
+        Daemon {
+            connector: Connector::InProcess(connect),
+            token: Mutex::new(token),
+            endpoint: PathBuf::from("(in-process)"),
+            config_dir: None,
+            socket: None,
+            current: Mutex::new(None),
+            gate: tokio::sync::Mutex::new(0),
+        }
+    }
+
+    /// Whether the editor must give a token (ACP `authenticate`) before anything else.
+    pub fn needs_token(&self) -> bool {
+        matches!(self.connector, Connector::InProcess(_))
+    }
+
+    /// Whether a link to the daemon is up (the editor is authenticated).
+    pub fn is_linked(&self) -> bool {
+        self.current().is_some()
+    }
+
+    /// Sets the token of the next connection (ACP `authenticate`).
+    pub fn set_token(&self, token: Option<String>) {
+        *self.token.lock().unwrap_or_else(|p| p.into_inner()) = token;
+    }
+
+    /// Whether a token was given (the upgrade's bearer, or `authenticate`).
+    pub fn has_token(&self) -> bool {
+        self.token().is_some()
+    }
+
+    fn token(&self) -> Option<String> {
+        self.token.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn current(&self) -> Option<Link> {
@@ -68,12 +134,25 @@ impl Daemon {
         if let Some(link) = self.current() {
             return Ok((link, None));
         }
+        let token = self.token();
+        if self.needs_token() && token.is_none() {
+            return Err(auth_required(
+                "call authenticate with a pairing or dashboard token first",
+            ));
+        }
         let mut attempt = 1;
         let (client, events) = loop {
-            let (client, events) = self.connect_or_start().await?.split();
+            let client = match &self.connector {
+                Connector::Endpoint => self.connect_or_start().await?,
+                Connector::InProcess(connect) => {
+                    let (reader, writer) = connect().map_err(ErrorObject::internal)?;
+                    Client::over(reader, writer)
+                }
+            };
+            let (client, events) = client.split();
             let init = tokio::time::timeout(
                 CONNECT_TIMEOUT,
-                client.initialize("zeroclaw-acp", elicitation),
+                initialize(&client, elicitation, token.clone()),
             )
             .await
             .map_err(|_| ErrorObject::internal("the daemon did not answer initialize in time"))?;
@@ -82,9 +161,12 @@ impl Daemon {
                 // A daemon that just died can still accept on its listener for a moment:
                 // the connection then closes at once. Try again (a new daemon is started
                 // once the endpoint refuses).
-                Err(e) if is_closed(&e) && attempt < CONNECT_ATTEMPTS => {
+                Err(e) if is_closed(&e) && attempt < CONNECT_ATTEMPTS && !self.needs_token() => {
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(ClientError::Rpc(e)) if self.needs_token() => {
+                    return Err(auth_required(&e.message));
                 }
                 Err(e) => return Err(daemon_error(e)),
             }
@@ -179,6 +261,45 @@ impl Daemon {
         cmd.spawn()
             .map_err(|e| ErrorObject::internal(format!("cannot start the daemon: {e}")))
     }
+}
+
+/// The daemon's `initialize` for the bridge, with the editor's token when it has one.
+async fn initialize(
+    client: &ClientHandle,
+    elicitation: bool,
+    auth_token: Option<String>,
+) -> Result<Value, ClientError> {
+    let params = InitializeParams {
+        protocol_version: Some(Value::from(
+            zeroclaw_client::protocol::system::PROTOCOL_VERSION,
+        )),
+        client_info: Some(
+            ClientInfo {
+                name: Some("zeroclaw-acp".to_owned()),
+                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            }
+            .into(),
+        ),
+        client_capabilities: elicitation.then(|| {
+            ClientCapabilities {
+                elicitation: Some(Value::Object(Default::default())),
+            }
+            .into()
+        }),
+        auth_token,
+        auth_code: None,
+    };
+    client
+        .call_typed_value_within::<call::Initialize>(&params, CONNECT_TIMEOUT)
+        .await
+}
+
+/// ACP's "authentication required" (-32000), with why.
+pub fn auth_required(why: &str) -> ErrorObject {
+    ErrorObject::new(
+        acp_code(AcpCode::AuthRequired),
+        format!("authentication required: {why}"),
+    )
 }
 
 /// An ACP error code (the ACP schema's, not the daemon's) as it goes on the wire.

@@ -1,16 +1,20 @@
 //! What the daemon sends unasked, routed to the editor: `session/update` notifications
 //! become ACP `session/update`s (or, for `approval_request`, a permission round trip), and
 //! the daemon's `elicitation/create` questions are forwarded when the editor declared the
-//! elicitation capability, else declined. One router task per daemon connection.
+//! elicitation capability, else declined. One router task per daemon connection. Message
+//! chunks get their `messageId` here: one message per turn and kind of chunk, a new one
+//! after each tool call (SPEC §25).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     CLIENT_METHOD_NAMES, CreateElicitationRequest, CreateElicitationResponse, SessionNotification,
+    SessionUpdate as AcpUpdate,
 };
 use serde_json::Value;
 use zeroclaw_client::protocol::ElicitationAction;
+use zeroclaw_client::protocol::SESSION_UPDATE;
 use zeroclaw_client::protocol::update::ElicitationResult;
 use zeroclaw_client::{
     ClientHandle, ELICITATION_CREATE, Event, Events, ServerMessage, SessionUpdate, UpdateKind,
@@ -19,7 +23,10 @@ use zeroclaw_rpc::ErrorObject;
 
 use super::bridge::Bridge;
 use super::turns::{self, AskedTool};
-use super::updates;
+use super::{info, updates};
+
+/// The daemon's update type of a running tool's output (SPEC §25).
+const TOOL_OUTPUT_CHUNK: &str = "tool_output_chunk";
 
 /// How long a forwarded question may wait for the editor (the daemon's own limit).
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
@@ -49,6 +56,11 @@ async fn route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, mut e
                     .respond(id, Err(ErrorObject::method_not_found(&method)))
                     .await;
             }
+            Event::Other(ServerMessage::Notification { method, params })
+                if method == SESSION_UPDATE =>
+            {
+                on_unknown_update(&bridge, &params).await
+            }
             Event::Other(ServerMessage::Notification { method, .. }) => {
                 tracing::debug!("ignoring daemon notification {method}")
             }
@@ -76,6 +88,9 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
         }
         UpdateKind::TurnComplete { .. } => {
             turns::turn_completed(bridge, &session_id, update.turn_id.as_deref());
+            // The title may have been set meanwhile, or come from the first prompt.
+            let (bridge, session_id) = (Arc::clone(bridge), session_id.clone());
+            tokio::spawn(async move { info::refresh(&bridge, &session_id).await });
             return;
         }
         // Another client's prompt goes to the editor; its own is never sent back (SPEC §18).
@@ -102,13 +117,77 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
             }
         }
         UpdateKind::ApprovalResolved { request_id, .. } => {
-            turns::approval_resolved(bridge, &session_id, request_id);
+            turns::approval_resolved(bridge, &session_id, request_id).await;
             return;
+        }
+        UpdateKind::ToolResult { tool_call_id, .. } => {
+            if let Some(session) = bridge.sessions().get_mut(&session_id) {
+                session.outputs.done(tool_call_id);
+            }
         }
         _ => {}
     }
+    // A running tool's output, whether this vocabulary knows the type yet or not.
+    if update.kind.update_type().as_str() == TOOL_OUTPUT_CHUNK {
+        if let Ok(mut fields) = serde_json::to_value(&update.kind)
+            && let Some(members) = fields.as_object_mut()
+        {
+            members.insert("sessionId".into(), Value::String(session_id));
+            on_unknown_update(bridge, &fields).await;
+        }
+        return;
+    }
     if let Some(acp) = updates::from_event(&update.kind) {
+        let acp = stamp(bridge, &session_id, update.turn_id.as_deref(), acp);
         let note = SessionNotification::new(session_id, acp);
+        bridge
+            .editor
+            .notify(CLIENT_METHOD_NAMES.session_update, &note)
+            .await;
+    }
+}
+
+/// Gives a message chunk its `messageId`: `<turn>-<n>`, `n` counting the messages of the
+/// turn (a new one when the kind of chunk changes or a tool call came between).
+fn stamp(bridge: &Bridge, session_id: &str, turn_id: Option<&str>, update: AcpUpdate) -> AcpUpdate {
+    let turn = turn_id.unwrap_or("turn");
+    let mut sessions = bridge.sessions();
+    let Some(session) = sessions.get_mut(session_id) else {
+        return update;
+    };
+    let Some(kind) = updates::chunk_kind(&update) else {
+        if matches!(update, AcpUpdate::ToolCall(_))
+            && let Some(message) = session.message.as_mut()
+        {
+            message.1 = "tool";
+        }
+        return update;
+    };
+    let n = match &session.message {
+        Some((t, k, n)) if t == turn && *k == kind => *n,
+        Some((t, _, n)) if t == turn => n + 1,
+        _ => 1,
+    };
+    session.message = Some((turn.to_owned(), kind, n));
+    drop(sessions);
+    updates::with_message_id(update, format!("{turn}-{n}"))
+}
+
+/// A `session/update` of a type this vocabulary does not know yet: a running tool's
+/// output (`tool_output_chunk`) becomes throttled `tool_call_update`s; others are ignored.
+async fn on_unknown_update(bridge: &Bridge, params: &Value) {
+    if params.get("type").and_then(Value::as_str) != Some(TOOL_OUTPUT_CHUNK) {
+        return;
+    }
+    let Some(session_id) = params.get("sessionId").and_then(Value::as_str) else {
+        return;
+    };
+    let update = bridge
+        .sessions()
+        .get_mut(session_id)
+        .and_then(|s| s.outputs.chunk(params));
+    if let Some(update) = update {
+        let note = SessionNotification::new(session_id.to_owned(), update);
         bridge
             .editor
             .notify(CLIENT_METHOD_NAMES.session_update, &note)

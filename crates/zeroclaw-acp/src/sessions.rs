@@ -1,6 +1,6 @@
-//! The ACP session methods that map onto single daemon calls (SPEC §15, first table):
-//! `initialize`, `session/new`, `session/load` (with the transcript replayed as
-//! updates), `session/list` and `session/set_mode`. A session the editor opened is
+//! The ACP session methods that map onto single daemon calls (SPEC §15, first table, and
+//! §25): `initialize`, `session/new`, `session/load` (with the transcript replayed as
+//! updates), `session/list` (each session with its own `cwd`) and `session/set_mode`. A session the editor opened is
 //! followed (daemon `session/subscribe`), so turns other clients prompt in it reach the
 //! editor too, their prompt first (SPEC §18).
 
@@ -10,131 +10,64 @@ use std::sync::atomic::Ordering;
 
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
-    AGENT_METHOD_NAMES, AgentCapabilities, CLIENT_METHOD_NAMES, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, SessionCapabilities, SessionInfo,
-    SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
+    AGENT_METHOD_NAMES, AgentCapabilities, AuthMethod, AuthMethodAgent, CLIENT_METHOD_NAMES,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, SessionCapabilities, SessionCloseCapabilities,
+    SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
     SetSessionModeRequest, SetSessionModeResponse,
 };
 use serde_json::Value;
-use zeroclaw_client::protocol::config::{ConfigGetParams, ConfigGetResult};
-use zeroclaw_client::protocol::session::{
-    ListParams, McpServer as DaemonMcpServer, MessagesParams, SessionNewParams, SessionSummary,
-};
-use zeroclaw_client::protocol::stream::{ConfigureParams, SubscribeParams};
+use zeroclaw_client::protocol::session::{MessagesParams, SessionRef, SessionSummary};
+use zeroclaw_client::protocol::stream::ConfigureParams;
 use zeroclaw_client::protocol::{Autonomy, Role, call};
 use zeroclaw_client::{Method, Mode};
 use zeroclaw_rpc::{ErrorObject, code};
 
 use super::bridge::{Bridge, Session, decode};
-use super::{daemon, updates};
+use super::opening::{acp_sessions, daemon_new, encode, follow, modes, remember, reopen, rfc3339};
+use super::{daemon, info, lifecycle, options, updates};
 
-/// The autonomy levels, offered as ACP session modes (the mode id is the wire spelling).
-const MODES: [(Autonomy, &str, &str); 3] = [
-    (
-        Autonomy::Supervised,
-        "Supervised",
-        "bash and write_file ask for approval",
-    ),
-    (Autonomy::Full, "Full", "every tool runs without asking"),
-    (
-        Autonomy::ReadOnly,
-        "Read only",
-        "bash and write_file are refused",
-    ),
-];
 /// Sessions per `session/list` page.
 const LIST_PAGE: usize = 50;
 /// Longest title taken from a session's first prompt (characters).
 const TITLE_CHARS: usize = 80;
 
-fn encode<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
-    serde_json::to_value(value).map_err(|e| ErrorObject::internal(e.to_string()))
-}
-
 pub async fn initialize(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
     let req: InitializeRequest = decode(AGENT_METHOD_NAMES.initialize, params)?;
     let elicitation = req.client_capabilities.elicitation.is_some();
     bridge.elicitation.store(elicitation, Ordering::Relaxed);
-    bridge.link().await?;
+    // Over `/acp` without a bearer the daemon is reached once `authenticate` gives a token.
+    let daemon = &bridge.daemon;
+    if !daemon.needs_token() || daemon.has_token() {
+        bridge.link().await?;
+    }
+    let auth_methods = if daemon.needs_token() {
+        vec![AuthMethod::Agent(
+            AuthMethodAgent::new(lifecycle::TOKEN_METHOD, "zeroclaw token").description(
+                "a pairing token (zeroclaw pair) or a dashboard session token, as _meta.token",
+            ),
+        )]
+    } else {
+        Vec::new()
+    };
+    // What the bridge does, no more: MCP servers only as commands (no http/sse), no
+    // images or audio in prompts.
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
-        .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+        .session_capabilities(
+            SessionCapabilities::new()
+                .list(SessionListCapabilities::new())
+                .resume(SessionResumeCapabilities::new())
+                .close(SessionCloseCapabilities::new()),
+        );
     encode(
         &InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(capabilities)
+            .auth_methods(auth_methods)
             .agent_info(Implementation::new("zeroclaw", env!("CARGO_PKG_VERSION"))),
     )
-}
-
-/// A config property under an agent, quoting the alias when it needs it.
-fn agent_prop(alias: &str, key: &str) -> String {
-    if alias
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        format!("agents.{alias}.{key}")
-    } else {
-        format!("agents.{}.{key}", Value::String(alias.to_string()))
-    }
-}
-
-/// The modes offered, with the agent's configured autonomy as the current one.
-async fn modes(bridge: &Arc<Bridge>, alias: &str) -> SessionModeState {
-    let params = ConfigGetParams {
-        prop: Some(agent_prop(alias, "autonomy")),
-    };
-    let current = match bridge.call::<call::ConfigGet>(&params).await {
-        Ok(ConfigGetResult::Prop { value, .. }) => value.as_str().and_then(Autonomy::parse),
-        _ => None,
-    }
-    .unwrap_or(Autonomy::Supervised);
-    let available = MODES
-        .iter()
-        .map(|(id, name, about)| SessionMode::new(id.as_str(), *name).description(*about))
-        .collect();
-    SessionModeState::new(current.as_str(), available)
-}
-
-/// `session/new` params for the daemon. `mcpServers` goes only when there are some, so
-/// daemons without SPEC §16 accept the call; an editor's server the daemon cannot run (no
-/// command to start) and a directory that is not UTF-8 are refused here.
-fn daemon_new(
-    alias: &str,
-    cwd: &std::path::Path,
-    mcp: &[McpServer],
-) -> Result<SessionNewParams, ErrorObject> {
-    let cwd = cwd.to_str().ok_or_else(|| {
-        ErrorObject::invalid_params(format!("cwd {} is not UTF-8", cwd.display()))
-    })?;
-    let mcp_servers = if mcp.is_empty() {
-        None
-    } else {
-        let servers = serde_json::from_value::<Vec<DaemonMcpServer>>(encode(&mcp)?)
-            .map_err(|e| ErrorObject::invalid_params(format!("invalid params: mcpServers: {e}")))?;
-        Some(servers)
-    };
-    Ok(SessionNewParams {
-        mcp_servers,
-        ..SessionNewParams::agent(alias).with_cwd(cwd)
-    })
-}
-
-/// `session/list` params: every ACP session.
-fn acp_sessions() -> ListParams {
-    ListParams {
-        mode: Some(Mode::Acp),
-        ..Default::default()
-    }
-}
-
-fn remember(bridge: &Bridge, session_id: &str, cwd: PathBuf) {
-    bridge
-        .sessions()
-        .entry(session_id.to_string())
-        .or_default()
-        .cwd = cwd;
 }
 
 pub async fn new_session(
@@ -147,19 +80,12 @@ pub async fn new_session(
     remember(bridge, &session_id, req.cwd);
     follow(bridge, &session_id).await;
     let modes = modes(bridge, &bridge.agent).await;
-    encode(&NewSessionResponse::new(session_id).modes(modes))
-}
-
-/// The daemon's `session/list` entry of an ACP session, if it has one.
-async fn find(
-    bridge: &Arc<Bridge>,
-    session_id: &str,
-) -> Result<Option<SessionSummary>, ErrorObject> {
-    let list = bridge.call::<call::SessionList>(&acp_sessions()).await?;
-    Ok(list
-        .sessions
-        .into_iter()
-        .find(|s| s.session_id == session_id))
+    let options = options::current(bridge, &session_id).await;
+    encode(
+        &NewSessionResponse::new(session_id)
+            .modes(modes)
+            .config_options(options),
+    )
 }
 
 /// Every transcript row of a session, oldest first (following `session/messages` pages).
@@ -200,15 +126,14 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
 pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
     let req: LoadSessionRequest = decode(AGENT_METHOD_NAMES.session_load, params)?;
     let session_id = req.session_id.0.to_string();
-    let Some(entry) = find(bridge, &session_id).await? else {
-        return Err(daemon::session_not_found(&session_id));
-    };
-    let params =
-        daemon_new(&entry.agent_alias, &req.cwd, &req.mcp_servers)?.with_id(session_id.clone());
-    bridge.send::<call::SessionNew>(&params).await?;
-    remember(bridge, &session_id, req.cwd);
+    let alias = reopen(bridge, &session_id, &req.cwd, &req.mcp_servers).await?;
     for row in transcript(bridge, &session_id).await? {
         if let Some(update) = updates::from_row(&row) {
+            // Each transcript row is one message.
+            let update = match row.get("seq").and_then(Value::as_i64) {
+                Some(seq) => updates::with_message_id(update, format!("{session_id}-m{seq}")),
+                None => update,
+            };
             let note = SessionNotification::new(session_id.clone(), update);
             bridge
                 .editor
@@ -218,46 +143,13 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
     }
     // After the transcript: a turn running now is replayed from its start, then followed.
     follow(bridge, &session_id).await;
-    Ok(Value::Null)
-}
-
-/// Subscribes to the session's updates (SPEC §14), so the editor sees every turn of it,
-/// whoever prompts it. A refusal (the session has the most watchers it may have) only
-/// means other clients' turns are not shown: the editor's own prompts still are.
-async fn follow(bridge: &Arc<Bridge>, session_id: &str) {
-    let params = SubscribeParams {
-        session_id: session_id.to_owned(),
-        mode: None,
-        turn_id: None,
-        after_event_seq: None,
-    };
-    if let Err(e) = bridge.send::<call::SessionSubscribe>(&params).await {
-        tracing::warn!(
-            "not following other clients' turns in {session_id}: {}",
-            e.message
-        );
-    }
-}
-
-/// Milliseconds since the epoch as an RFC 3339 UTC time.
-pub fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+    info::refresh(bridge, &session_id).await;
+    let modes = modes(bridge, &alias).await;
+    let options = options::current(bridge, &session_id).await;
+    encode(
+        &LoadSessionResponse::new()
+            .modes(modes)
+            .config_options(options),
     )
 }
 
@@ -296,23 +188,37 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
         })?,
         None => 0,
     };
-    let mut all = bridge
-        .call::<call::SessionList>(&acp_sessions())
-        .await?
-        .sessions;
-    all.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
-    let fallback_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    // Read as sent, for each entry's `cwd` (a field newer daemons list).
+    let raw = bridge.send::<call::SessionList>(&acp_sessions()).await?;
+    let mut all: Vec<(SessionSummary, Option<PathBuf>)> = raw
+        .get("sessions")
+        .and_then(Value::as_array)
+        .map(|entries| {
+            entries
+                .iter()
+                .filter_map(|e| {
+                    let summary = serde_json::from_value::<SessionSummary>(e.clone()).ok()?;
+                    Some((summary, cwd_of(e)))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    all.sort_by_key(|(s, _)| std::cmp::Reverse(s.last_activity));
     let mut sessions = Vec::new();
-    for entry in all.iter().skip(start).take(LIST_PAGE) {
+    for (entry, listed_cwd) in all.iter().skip(start).take(LIST_PAGE) {
         let id = entry.session_id.as_str();
-        let cwd = bridge
-            .sessions()
-            .get(id)
-            .map(|s: &Session| s.cwd.clone())
-            .unwrap_or_else(|| fallback_cwd.clone());
+        // A daemon that says nothing of a session it did not open here (before SPEC §25's
+        // `cwd` in its answers) leaves only the root to name.
+        let cwd = session_cwd(bridge, id, listed_cwd.clone())
+            .await
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let title = match &entry.title {
+            Some(t) => Some(t.clone()),
+            None => title(bridge, id).await,
+        };
         sessions.push(
             SessionInfo::new(id.to_string(), cwd)
-                .title(title(bridge, id).await)
+                .title(title)
                 .updated_at(rfc3339(entry.last_activity)),
         );
     }
@@ -320,6 +226,37 @@ pub async fn list(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
     let response = ListSessionsResponse::new(sessions)
         .next_cursor((next < all.len()).then(|| next.to_string()));
     encode(&response)
+}
+
+/// A `cwd` field of a daemon answer, when it holds an absolute path.
+fn cwd_of(value: &Value) -> Option<PathBuf> {
+    value
+        .get("cwd")
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+/// A session's own working directory: as listed, else as `session/status` gives it, else
+/// as the editor opened it through this bridge. Never the bridge's own directory.
+async fn session_cwd(bridge: &Arc<Bridge>, id: &str, listed: Option<PathBuf>) -> Option<PathBuf> {
+    if listed.is_some() {
+        return listed;
+    }
+    let params = SessionRef {
+        session_id: id.to_owned(),
+        mode: Some(Mode::Acp),
+    };
+    if let Ok(status) = bridge.send::<call::SessionStatus>(&params).await
+        && let Some(cwd) = cwd_of(&status)
+    {
+        return Some(cwd);
+    }
+    bridge
+        .sessions()
+        .get(id)
+        .map(|s: &Session| s.cwd.clone())
+        .filter(|p| !p.as_os_str().is_empty())
 }
 
 pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, ErrorObject> {
@@ -351,39 +288,5 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
             ),
         )),
         Err(e) => Err(e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn times_and_props() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_709_251_199_000), "2024-02-29T23:59:59Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
-        assert_eq!(agent_prop("default", "autonomy"), "agents.default.autonomy");
-        assert_eq!(
-            agent_prop("my.agent", "autonomy"),
-            "agents.\"my.agent\".autonomy"
-        );
-    }
-
-    #[test]
-    fn mcp_servers_are_passed_on_only_when_there_are_some() {
-        let cwd = std::path::Path::new("/w");
-        let wire = |servers: &[McpServer]| encode(&daemon_new("a", cwd, servers).unwrap()).unwrap();
-        assert_eq!(wire(&[]), json!({"agentAlias": "a", "cwd": "/w"}));
-        let servers: Vec<McpServer> = serde_json::from_value(json!([
-            {"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}
-        ]))
-        .unwrap();
-        assert_eq!(
-            wire(&servers)["mcpServers"],
-            json!([{"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": [{"name": "K", "value": "v"}]}])
-        );
     }
 }

@@ -1,9 +1,11 @@
-//! The editor side of `zeroclaw acp`: NDJSON JSON-RPC on stdin/stdout. One writer thread
+//! The editor side of the bridge: JSON-RPC frames towards the editor, whatever carries
+//! them. For `zeroclaw acp` that is NDJSON on stdout: one writer thread
 //! owns stdout (so frames never interleave and nothing else reaches it; a plain thread
 //! with blocking writes costs one wake-up per burst, where async stdout costs a
 //! blocking-pool hand-off per write and per flush); requests we send
 //! to the editor (`session/request_permission`, `elicitation/create`) are numbered and
-//! matched to their answers through a pending map.
+//! matched to their answers through a pending map. For the gateway's `/acp` (SPEC §25)
+//! the frames are handed out through an [`Outbox`] instead, one WebSocket text message each.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -50,6 +52,19 @@ impl Editor {
         }
     }
 
+    /// An editor whose frames are read from the returned [`Outbox`] (the gateway's `/acp`).
+    pub fn queue() -> (Editor, Outbox) {
+        let (out, rx) = mpsc::channel(OUT_QUEUE);
+        let written = Arc::new(AtomicU64::new(0));
+        let editor = Editor {
+            out,
+            pending: Arc::new(Pending::new()),
+            queued: Arc::new(AtomicU64::new(0)),
+            written: Arc::clone(&written),
+        };
+        (editor, Outbox { rx, written })
+    }
+
     /// Sends a notification (e.g. `session/update`).
     pub async fn notify<P: Serialize>(&self, method: &str, params: &P) {
         match serde_json::to_value(params) {
@@ -70,9 +85,23 @@ impl Editor {
         params: &P,
         timeout: Duration,
     ) -> Result<Value, PeerError> {
+        self.request_as(method, params, timeout, |_| {}).await
+    }
+
+    /// [`Editor::request`], telling `announce` the request's id before it is sent (so it
+    /// can be withdrawn with `$/cancel_request`, SPEC §25). Dropping the future forgets
+    /// the request: a reply that comes later matches nothing and is ignored.
+    pub async fn request_as<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+        timeout: Duration,
+        announce: impl FnOnce(String),
+    ) -> Result<Value, PeerError> {
         let params = serde_json::to_value(params)
             .map_err(|e| PeerError::Remote(ErrorObject::internal(e.to_string())))?;
         let ticket = self.pending.register().ok_or(PeerError::Closed)?;
+        announce(ticket.id.clone());
         let id = Value::String(ticket.id.clone());
         self.send(request_line(Some(&id), method, Some(&params)))
             .await;
@@ -107,6 +136,24 @@ impl Editor {
             }
         })
         .await;
+    }
+}
+
+/// The frames for the editor, in order, each a JSON-RPC message ending with `\n`.
+pub struct Outbox {
+    rx: mpsc::Receiver<Vec<u8>>,
+    written: Arc<AtomicU64>,
+}
+
+impl Outbox {
+    /// The next frame; `None` once the bridge is gone.
+    pub async fn next(&mut self) -> Option<Vec<u8>> {
+        self.rx.recv().await
+    }
+
+    /// Counts `n` frames as delivered (for [`Editor::flushed`]).
+    pub fn delivered(&self, n: u64) {
+        self.written.fetch_add(n, Ordering::Relaxed);
     }
 }
 

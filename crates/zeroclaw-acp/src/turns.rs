@@ -1,19 +1,19 @@
 //! Turns driven by the editor: `session/prompt` (one running prompt per session, answered
 //! with a stop reason once the daemon's turn ends), the `session/cancel` notification, and
 //! the approval round trip (`approval_request` → `session/request_permission` →
-//! `session/approve`), including withdrawing open permission requests on cancel.
+//! `session/approve`), including withdrawing open permission requests with
+//! `$/cancel_request` on cancel and when the approval is settled elsewhere (SPEC §25).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::ErrorCode as AcpCode;
 use agent_client_protocol_schema::v1::{
-    AGENT_METHOD_NAMES, CLIENT_METHOD_NAMES, CancelNotification, PermissionOption,
-    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields,
+    AGENT_METHOD_NAMES, CLIENT_METHOD_NAMES, CancelNotification, CancelRequestNotification,
+    PROTOCOL_LEVEL_METHOD_NAMES, PermissionOption, PermissionOptionKind, PromptRequest,
+    PromptResponse, RequestId, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, StopReason, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -24,8 +24,8 @@ use zeroclaw_client::protocol::session::{
 use zeroclaw_client::{Decision, Method, PROMPT_TIMEOUT};
 use zeroclaw_rpc::{ErrorObject, code};
 
-use super::bridge::{Bridge, Turn, decode};
-use super::{daemon, prompt, updates};
+use super::bridge::{Approval, Bridge, Turn, decode};
+use super::{daemon, info, prompt, updates};
 
 /// How long the editor may take to answer a permission request (the daemon itself
 /// rejects after 120 s, so this only bounds a silent editor).
@@ -42,6 +42,15 @@ fn not_found(session_id: &str) -> ErrorObject {
 /// `session/prompt`: checks run here, in order with the editor's other requests; the turn
 /// itself runs in a task that answers the request when it ends.
 pub async fn prompt(bridge: &Arc<Bridge>, id: Value, params: Option<Value>) {
+    if let Some((session_id, title)) = title_prompt(bridge, params.as_ref()) {
+        let outcome = info::set_title(bridge, &session_id, &title)
+            .await
+            .and_then(|()| {
+                serde_json::to_value(PromptResponse::new(StopReason::EndTurn))
+                    .map_err(|e| ErrorObject::internal(e.to_string()))
+            });
+        return bridge.editor.respond(&id, outcome).await;
+    }
     match start(bridge, params) {
         Ok((session_id, daemon_params, serial, done)) => {
             let bridge = Arc::clone(bridge);
@@ -52,6 +61,18 @@ pub async fn prompt(bridge: &Arc<Bridge>, id: Value, params: Option<Value>) {
         }
         Err(e) => bridge.editor.respond(&id, Err(e)).await,
     }
+}
+
+/// A prompt that is `/title TEXT` in a session the editor opened: (session, title).
+fn title_prompt(bridge: &Bridge, params: Option<&Value>) -> Option<(String, String)> {
+    let req: PromptRequest = serde_json::from_value(params?.clone()).ok()?;
+    let text = prompt::translate(&req.prompt).ok()?.text;
+    let title = info::title_command(&text)?.to_owned();
+    let session_id = req.session_id.0.to_string();
+    bridge
+        .sessions()
+        .contains_key(&session_id)
+        .then_some((session_id, title))
 }
 
 type Started = (String, SessionPromptParams, u64, oneshot::Receiver<()>);
@@ -77,7 +98,6 @@ fn start(bridge: &Bridge, params: Option<Value>) -> Result<Started, ErrorObject>
         turn_id: None,
         cancelled: false,
         done: Some(tx),
-        approvals: HashMap::new(),
     });
     let params = translated.params(&session_id);
     Ok((session_id, params, serial, rx))
@@ -103,25 +123,42 @@ async fn run(
         // every update of the turn before the editor sees the stop reason.
         let _ = tokio::time::timeout(LAST_UPDATES_WAIT, done).await;
     }
-    let turn = finish(bridge, session_id, serial);
+    let (turn, open) = finish(bridge, session_id, serial);
+    withdraw(bridge, session_id, open).await;
     let cancelled = turn.as_ref().is_some_and(|t| t.cancelled);
     let stop = prompt::stop_reason(&answer?, cancelled)?;
     serde_json::to_value(PromptResponse::new(stop))
         .map_err(|e| ErrorObject::internal(e.to_string()))
 }
 
-/// Ends the session's turn `serial`, withdrawing permission requests still open.
-fn finish(bridge: &Bridge, session_id: &str, serial: u64) -> Option<Turn> {
+/// Ends the session's turn `serial`, with the permission requests still open (to withdraw).
+fn finish(bridge: &Bridge, session_id: &str, serial: u64) -> (Option<Turn>, Vec<Approval>) {
     let mut sessions = bridge.sessions();
-    let session = sessions.get_mut(session_id)?;
+    let Some(session) = sessions.get_mut(session_id) else {
+        return (None, Vec::new());
+    };
     if session.turn.as_ref().is_none_or(|t| t.serial != serial) {
-        return None;
+        return (None, Vec::new());
     }
-    let turn = session.turn.take()?;
-    for task in turn.approvals.values() {
-        task.abort();
+    let open = session.approvals.drain().map(|(_, a)| a).collect();
+    (session.turn.take(), open)
+}
+
+/// Withdraws permission requests: their tasks stop waiting, and the editor is told with
+/// `$/cancel_request` for each request it was sent (SPEC §25); its answer, if one still
+/// comes, matches nothing and is ignored.
+pub async fn withdraw(bridge: &Bridge, session_id: &str, approvals: Vec<Approval>) {
+    for approval in approvals {
+        approval.task.abort();
+        if let Some(id) = approval.editor_id {
+            tracing::debug!("withdrawing permission request {id} of {session_id}");
+            let note = CancelRequestNotification::new(RequestId::Str(id));
+            bridge
+                .editor
+                .notify(PROTOCOL_LEVEL_METHOD_NAMES.cancel_request, &note)
+                .await;
+        }
     }
-    Some(turn)
 }
 
 /// Called by the event router when a session's daemon turn `turn_id` ended (its
@@ -172,9 +209,12 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
         return;
     };
     let session_id = req.session_id.0.to_string();
-    let withdrawn: Vec<String> = {
+    let open: Vec<(String, Approval)> = {
         let mut sessions = bridge.sessions();
-        let Some(turn) = sessions.get_mut(&session_id).and_then(|s| s.turn.as_mut()) else {
+        let Some(session) = sessions.get_mut(&session_id) else {
+            return;
+        };
+        let Some(turn) = session.turn.as_mut() else {
             tracing::debug!(
                 "{method} for {session_id}: no prompt running",
                 method = AGENT_METHOD_NAMES.session_cancel
@@ -182,14 +222,10 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
             return;
         };
         turn.cancelled = true;
-        turn.approvals
-            .drain()
-            .map(|(request_id, task)| {
-                task.abort();
-                request_id
-            })
-            .collect()
+        session.approvals.drain().collect()
     };
+    let (withdrawn, open): (Vec<String>, Vec<Approval>) = open.into_iter().unzip();
+    withdraw(bridge, &session_id, open).await;
     let bridge = Arc::clone(bridge);
     tokio::spawn(async move {
         let params = SessionRef {
@@ -286,39 +322,51 @@ pub fn ask_permission(
     let task_bridge = Arc::clone(bridge);
     let (sid, rid) = (session_id.clone(), request_id.clone());
     let task = tokio::spawn(async move {
+        let announce = |id: String| {
+            if let Some(open) = task_bridge
+                .sessions()
+                .get_mut(&sid)
+                .and_then(|s| s.approvals.get_mut(&rid))
+            {
+                open.editor_id = Some(id);
+            }
+        };
         let answer = task_bridge
             .editor
-            .request(
+            .request_as(
                 CLIENT_METHOD_NAMES.session_request_permission,
                 &request,
                 PERMISSION_TIMEOUT,
+                announce,
             )
             .await;
         let decision = decision(answer);
-        if let Some(turn) = task_bridge
-            .sessions()
-            .get_mut(&sid)
-            .and_then(|s| s.turn.as_mut())
-        {
-            turn.approvals.remove(&rid);
+        if let Some(session) = task_bridge.sessions().get_mut(&sid) {
+            session.approvals.remove(&rid);
         }
         approve(&task_bridge, &sid, &rid, decision).await;
     });
-    if let Some(turn) = sessions.get_mut(&session_id).and_then(|s| s.turn.as_mut()) {
-        turn.approvals.insert(request_id, task.abort_handle());
+    let approval = Approval {
+        task: task.abort_handle(),
+        editor_id: None,
+    };
+    match sessions.get_mut(&session_id) {
+        Some(session) => {
+            session.approvals.insert(request_id, approval);
+        }
+        None => task.abort(),
     }
 }
 
-/// The daemon resolved an approval by itself (answered from another client, timed out,
-/// turn cancelled): the editor's question is moot; stop waiting for it.
-pub fn approval_resolved(bridge: &Bridge, session_id: &str, request_id: &str) {
-    if let Some(task) = bridge
+/// The daemon resolved an approval (answered from another client, timed out, turn
+/// cancelled): the editor's question is moot; it is withdrawn (SPEC §25).
+pub async fn approval_resolved(bridge: &Bridge, session_id: &str, request_id: &str) {
+    let open = bridge
         .sessions()
         .get_mut(session_id)
-        .and_then(|s| s.turn.as_mut())
-        .and_then(|t| t.approvals.remove(request_id))
-    {
-        task.abort();
+        .and_then(|s| s.approvals.remove(request_id));
+    if let Some(open) = open {
+        withdraw(bridge, session_id, vec![open]).await;
     }
 }
 

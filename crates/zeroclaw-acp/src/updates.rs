@@ -3,8 +3,8 @@
 //! Pure functions: no I/O here.
 
 use agent_client_protocol_schema::v1::{
-    Content, ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    Content, ContentBlock, ContentChunk, MessageId, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
 use zeroclaw_client::UpdateKind;
@@ -85,6 +85,42 @@ pub fn tool_result(id: &str, raw_output: &Value) -> SessionUpdate {
             .status(status)
             .content(vec![content])
             .raw_output(raw_output.clone()),
+    ))
+}
+
+/// The chunk kind of an update that carries a message's text (`user`, `agent`,
+/// `thought`); `None` for the others.
+pub fn chunk_kind(update: &SessionUpdate) -> Option<&'static str> {
+    match update {
+        SessionUpdate::UserMessageChunk(_) => Some("user"),
+        SessionUpdate::AgentMessageChunk(_) => Some("agent"),
+        SessionUpdate::AgentThoughtChunk(_) => Some("thought"),
+        _ => None,
+    }
+}
+
+/// The update with `messageId` set, when it is a message chunk (SPEC §25).
+pub fn with_message_id(update: SessionUpdate, id: String) -> SessionUpdate {
+    let id = MessageId::new(id);
+    match update {
+        SessionUpdate::UserMessageChunk(c) => SessionUpdate::UserMessageChunk(c.message_id(id)),
+        SessionUpdate::AgentMessageChunk(c) => SessionUpdate::AgentMessageChunk(c.message_id(id)),
+        SessionUpdate::AgentThoughtChunk(c) => SessionUpdate::AgentThoughtChunk(c.message_id(id)),
+        other => other,
+    }
+}
+
+/// A running tool's output so far, as a `tool_call_update` whose content is all of it
+/// (ACP replaces a tool call's content with each update's).
+pub fn tool_output(id: &str, text: &str) -> SessionUpdate {
+    let content = ToolCallContent::Content(Content::new(ContentBlock::Text(TextContent::new(
+        text.to_owned(),
+    ))));
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        id.to_string(),
+        ToolCallUpdateFields::new()
+            .status(ToolCallStatus::InProgress)
+            .content(vec![content]),
     ))
 }
 

@@ -3,6 +3,9 @@
 //! server (tool calls allowed and rejected, cancel, list, load with replay, then `zeroclaw
 //! chat` on the same session), bad input, the ephemeral daemon started on demand and a
 //! daemon lost mid-turn. Plus a raw-frame benchmark of the added latency (ignored).
+//! The flows of a whole session, questions and another client's prompt run twice: over
+//! `zeroclaw acp`, and over the gateway's `/acp` WebSocket with the operator's dashboard
+//! token (SPEC §25), through the SDK's line transport.
 
 mod common;
 
@@ -24,9 +27,12 @@ use agent_client_protocol::v1::schema::{
     SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionModeRequest,
     StopReason, TextContent, ToolCallStatus, ToolKind,
 };
-use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent};
+use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, DynConnectTo, Lines};
 use common::{BIN, Fake, TestDaemon};
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use zeroclaw_testkit::Scripted;
 
 /// What the test client saw and how it answers permission requests.
@@ -55,8 +61,9 @@ impl Seen {
         let mut out: Vec<(String, String)> = Vec::new();
         for note in updates.iter().filter(|n| &*n.session_id.0 == session_id) {
             let (kind, detail) = summarize(&serde_json::to_value(&note.update).unwrap());
-            // Token usage follows every provider call; counted by `usage_updates`.
-            if kind == "usage_update" {
+            // Token usage follows every provider call; counted by `usage_updates`. Titles
+            // (SPEC §25) are checked in acp_now.rs.
+            if kind == "usage_update" || kind == "session_info_update" {
                 continue;
             }
             match out.last_mut() {
@@ -106,12 +113,113 @@ fn agent(config_dir: &Path, extra: &[&str]) -> AcpAgent {
     AcpAgent::new(AcpAgentConfig::new(BIN).args(args).env("RUST_LOG", "warn"))
 }
 
+/// The way the test editor reaches zeroclaw's ACP agent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Way {
+    /// `zeroclaw acp` as a subprocess.
+    Stdio,
+    /// The gateway's `/acp`, as the operator (a dashboard session token).
+    Gateway,
+}
+
+/// Where an editor of `way` connects for `daemon`.
+struct Route {
+    dir: std::path::PathBuf,
+    /// The gateway's port and the bearer token, for [`Way::Gateway`].
+    gateway: Option<(u16, String)>,
+}
+
+impl Route {
+    fn new(daemon: &TestDaemon, way: Way) -> Route {
+        let dir = daemon.config_dir().to_path_buf();
+        if way == Way::Stdio {
+            return Route { dir, gateway: None };
+        }
+        let mut conn = daemon.client();
+        let url = conn.result("gateway/start", json!({}))["url"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let port: u16 = url
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {url}"));
+        let code = conn.result("dashboard/login", json!({}))["code"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let token = runtime().block_on(async {
+            let mut ws = common::ws::connect(port).await;
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": 1, "authCode": code}});
+            ws.send(WsMessage::Text(init.to_string().into()))
+                .await
+                .unwrap();
+            loop {
+                if let Some(Ok(WsMessage::Text(text))) = ws.next().await {
+                    let answer: Value = serde_json::from_str(&text).unwrap();
+                    break answer["result"]["authToken"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("{answer}"))
+                        .to_string();
+                }
+            }
+        });
+        Route {
+            dir,
+            gateway: Some((port, token)),
+        }
+    }
+
+    /// A new ACP connection: a `zeroclaw acp` process, or an `/acp` WebSocket.
+    async fn connect(&self) -> DynConnectTo<agent_client_protocol::Client> {
+        let Some((port, token)) = &self.gateway else {
+            return DynConnectTo::new(agent(&self.dir, &[]));
+        };
+        let mut request = format!("ws://127.0.0.1:{port}/acp")
+            .into_client_request()
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", *port))
+            .await
+            .unwrap();
+        let (ws, _) = tokio_tungstenite::client_async(request, tcp)
+            .await
+            .expect("the /acp upgrade");
+        let (tx, rx) = ws.split();
+        let outgoing = tx
+            .sink_map_err(std::io::Error::other)
+            .with(|line: String| async move { Ok(WsMessage::Text(line.into())) });
+        let incoming = rx.filter_map(|message| async move {
+            match message {
+                Ok(WsMessage::Text(text)) => Some(Ok(text.to_string())),
+                Ok(_) => None,
+                Err(e) => Some(Err(std::io::Error::other(e))),
+            }
+        });
+        DynConnectTo::new(Lines::new(Box::pin(outgoing), Box::pin(incoming)))
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// The model calls the fake received (its `GET /models`, asked when a session's model
+/// options are offered, has no body).
+fn completions(fake: &zeroclaw_testkit::FakeOpenAi) -> Vec<Value> {
+    fake.requests()
+        .into_iter()
+        .filter(|r| !r.is_null())
+        .collect()
 }
 
 /// Polls `cond` every 10 ms until it holds; false after `limit`.
@@ -207,6 +315,15 @@ fn error_code(e: &agent_client_protocol::Error) -> i32 {
 
 #[test]
 fn a_whole_session_through_zeroclaw_acp() {
+    a_whole_session_through_zeroclaw_acp_over(Way::Stdio);
+}
+
+#[test]
+fn a_whole_session_through_zeroclaw_acp_over_acp_on_the_gateway() {
+    a_whole_session_through_zeroclaw_acp_over(Way::Gateway);
+}
+
+fn a_whole_session_through_zeroclaw_acp_over(way: Way) {
     let fake = Fake::start();
     for reply in [
         Scripted::tool_call("call_1", "bash", json!({"command": "echo acp-allowed"})),
@@ -223,12 +340,13 @@ fn a_whole_session_through_zeroclaw_acp() {
         std::fs::write(dir.join("config.toml"), config).unwrap();
     });
     let dir = daemon.config_dir().to_path_buf();
+    let route = Route::new(&daemon, way);
     let cwd = dir.clone();
     let seen = Seen::with_answers(&["allow_once", "reject_once", "hold"]);
     let rt = runtime();
     let session_id = rt
         .block_on(async {
-            with_acp!(agent(&dir, &[]), seen, |cx| {
+            with_acp!(route.connect().await, seen, |cx| {
                 let new = cx
                     .send_request(NewSessionRequest::new(cwd.clone()))
                     .block_task()
@@ -404,7 +522,7 @@ fn a_whole_session_through_zeroclaw_acp() {
     let replay = Arc::new(Seen::default());
     let sid = session_id.clone();
     rt.block_on(async {
-        with_acp!(agent(&dir, &[]), replay, |cx| {
+        with_acp!(route.connect().await, replay, |cx| {
             let loaded = cx
                 .send_request(LoadSessionRequest::new(sid.clone(), dir.clone()))
                 .block_task()
@@ -420,13 +538,15 @@ fn a_whole_session_through_zeroclaw_acp() {
         })
     })
     .unwrap();
-    // Rows are replayed one update each (no merging of neighbours here).
+    // Rows are replayed one update each (no merging of neighbours here); the title
+    // follows them (SPEC §25, checked in acp_now.rs).
     let replayed: Vec<(String, String)> = replay
         .updates
         .lock()
         .unwrap()
         .iter()
         .map(|n| summarize(&serde_json::to_value(&n.update).unwrap()))
+        .filter(|(kind, _)| kind != "session_info_update")
         .collect();
     assert_eq!(replayed, expected);
 
@@ -603,6 +723,15 @@ fn bad_input_gets_acp_errors_and_the_agent_keeps_serving() {
 /// answer goes back to the model.
 #[test]
 fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
+    questions_are_forwarded_to_an_editor_that_declared_elicitation_over(Way::Stdio);
+}
+
+#[test]
+fn questions_are_forwarded_to_an_editor_that_declared_elicitation_over_acp_on_the_gateway() {
+    questions_are_forwarded_to_an_editor_that_declared_elicitation_over(Way::Gateway);
+}
+
+fn questions_are_forwarded_to_an_editor_that_declared_elicitation_over(way: Way) {
     let fake = Fake::start();
     fake.push(Scripted::tool_call(
         "call_q",
@@ -615,13 +744,14 @@ fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
         std::fs::write(dir.join("config.toml"), config).unwrap();
     });
     let dir = daemon.config_dir().to_path_buf();
+    let route = Route::new(&daemon, way);
     let seen = Arc::new(Seen::default());
     let caps = ClientCapabilities::new()
         .elicitation(ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()));
     runtime()
         .block_on(async {
             with_acp!(
-                agent(&dir, &[]),
+                route.connect().await,
                 seen,
                 InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps),
                 |cx| {
@@ -643,7 +773,7 @@ fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
     let questions = seen.questions.lock().unwrap();
     assert_eq!(questions.len(), 1);
     assert_eq!(questions[0].message, "Favourite colour?");
-    let sent = fake.requests()[1]["messages"].to_string();
+    let sent = completions(&fake.server)[1]["messages"].to_string();
     assert!(sent.contains("blue"), "{sent}");
 }
 
@@ -654,13 +784,24 @@ fn questions_are_forwarded_to_an_editor_that_declared_elicitation() {
 /// never come back to it.
 #[test]
 fn another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back() {
+    another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over(Way::Stdio);
+}
+
+#[test]
+fn another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over_acp_on_the_gateway()
+{
+    another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over(Way::Gateway);
+}
+
+fn another_clients_prompt_reaches_the_editor_but_its_own_never_comes_back_over(way: Way) {
     let daemon = TestDaemon::start();
     let dir = daemon.config_dir().to_path_buf();
+    let route = Route::new(&daemon, way);
     let socket = daemon.socket.clone();
     let seen = Arc::new(Seen::default());
     runtime()
         .block_on(async {
-            with_acp!(agent(&dir, &[]), seen, |cx| {
+            with_acp!(route.connect().await, seen, |cx| {
                 let new = cx
                     .send_request(NewSessionRequest::new(dir.clone()))
                     .block_task()
@@ -791,9 +932,9 @@ fn a_daemon_lost_mid_turn_fails_the_prompt_and_the_next_request_reconnects() {
                     .send_request(PromptRequest::new(sid.clone(), text("take your time")))
                     .block_task();
                 assert!(
-                    fake.server
-                        .wait_for_requests(1, Duration::from_secs(10))
-                        .await
+                    eventually(Duration::from_secs(10), || !completions(&fake.server)
+                        .is_empty())
+                    .await
                 );
                 let mut conn = common::Conn::open(&socket);
                 conn.result("initialize", json!({"protocolVersion": 1}));
@@ -859,7 +1000,10 @@ fn p50(mut v: Vec<Duration>) -> Duration {
 }
 
 /// `cargo test -p zeroclaw --test acp -- --ignored --nocapture`: p50 of prompt → first
-/// `agent_message_chunk` through `zeroclaw acp` and directly to the daemon (echo agent).
+/// `agent_message_chunk` directly on the daemon's socket (the prompting client is the
+/// session's subscriber), through `zeroclaw acp`, and through the gateway's `/acp` (SPEC
+/// §25; loopback, no TLS), echo agent. The three take turns, one prompt each, so a busy
+/// machine weighs on all of them alike.
 #[test]
 #[ignore = "benchmark, not a check: run with --ignored --nocapture (figures in docs/BENCHMARKS.md)"]
 fn bench_first_chunk_latency() {
@@ -872,25 +1016,38 @@ fn bench_first_chunk_latency() {
         .unwrap();
     });
     let dir = daemon.config_dir().to_path_buf();
+    // Empty cwds: the turn-start file checkpoint (SPEC §18) of the config dir, whose
+    // SQLite files change every turn, would otherwise be most of what is measured.
+    let cwd = tempfile::tempdir().unwrap();
+    let daemon_prompt = |id: u64, sid: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": sid, "prompt": "ping"}})
+        .to_string()
+    };
+    let acp_prompt = |id: u64, sid: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "ping"}]}})
+        .to_string()
+    };
+    let acp_new = json!({"jsonrpc":"2.0","id":2,"method":"session/new",
+        "params":{"cwd": cwd.path(), "mcpServers": []}})
+    .to_string();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
 
+    // Directly on the socket.
     let mut conn = daemon.client();
-    let sid = conn.result("session/new", json!({"agentAlias": "default"}))["sessionId"]
+    let sid = conn.result(
+        "session/new",
+        json!({"agentAlias": "default", "cwd": cwd.path()}),
+    )["sessionId"]
         .as_str()
         .unwrap()
         .to_string();
     let conn = std::cell::RefCell::new(conn);
-    let direct = first_chunk_latencies(
-        |line| conn.borrow_mut().send(line),
-        || conn.borrow_mut().recv(),
-        &sid,
-        |id, sid| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-                   "params": {"sessionId": sid, "prompt": "ping"}})
-            .to_string()
-        },
-        ROUNDS,
-    );
+    let mut direct_write = |line: &str| conn.borrow_mut().send(line);
+    let mut direct_read = || conn.borrow_mut().recv();
 
+    // Through `zeroclaw acp`.
     let mut child = Command::new(BIN)
         .args(["acp", "--config-dir", dir.to_str().unwrap()])
         .env("RUST_LOG", "warn")
@@ -901,40 +1058,98 @@ fn bench_first_chunk_latency() {
         .unwrap();
     let stdin = std::cell::RefCell::new(child.stdin.take().unwrap());
     let stdout = std::cell::RefCell::new(BufReader::new(child.stdout.take().unwrap()));
-    let write = |line: &str| {
+    let mut stdio_write = |line: &str| {
         stdin
             .borrow_mut()
             .write_all(format!("{line}\n").as_bytes())
             .unwrap()
     };
-    let read = || {
+    let mut stdio_read = || {
         let mut line = String::new();
         stdout.borrow_mut().read_line(&mut line).unwrap();
         serde_json::from_str::<Value>(&line).unwrap()
     };
-    write(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
-    read();
-    // An empty cwd: the turn-start file checkpoint (SPEC §18) of the config dir, whose
-    // SQLite files change every turn, would otherwise be most of what is measured.
-    let cwd = tempfile::tempdir().unwrap();
-    write(&json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd": cwd.path(), "mcpServers": []}}).to_string());
-    let acp_sid = read()["result"]["sessionId"].as_str().unwrap().to_string();
-    let through_acp = first_chunk_latencies(
-        write,
-        read,
-        &acp_sid,
-        |id, sid| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-                   "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "ping"}]}})
-            .to_string()
-        },
-        ROUNDS,
-    );
+    stdio_write(init);
+    stdio_read();
+    stdio_write(&acp_new);
+    let stdio_sid = stdio_read()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Through the gateway's `/acp`, as the operator with a dashboard token.
+    let route = Route::new(&daemon, Way::Gateway);
+    let (port, token) = route.gateway.clone().unwrap();
+    let rt = runtime();
+    let ws = rt.block_on(async {
+        let mut request = format!("ws://127.0.0.1:{port}/acp")
+            .into_client_request()
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        tcp.set_nodelay(true).unwrap();
+        tokio_tungstenite::client_async(request, tcp)
+            .await
+            .unwrap()
+            .0
+    });
+    let ws = std::cell::RefCell::new(ws);
+    let mut ws_write = |line: &str| {
+        rt.block_on(
+            ws.borrow_mut()
+                .send(WsMessage::Text(line.to_string().into())),
+        )
+        .unwrap()
+    };
+    let mut ws_read = || {
+        loop {
+            if let Some(Ok(WsMessage::Text(text))) = rt.block_on(ws.borrow_mut().next()) {
+                break serde_json::from_str::<Value>(&text).unwrap();
+            }
+        }
+    };
+    ws_write(init);
+    ws_read();
+    ws_write(&acp_new);
+    let ws_sid = ws_read()["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let (mut direct, mut stdio, mut gateway) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        direct.extend(first_chunk_latencies(
+            &mut direct_write,
+            &mut direct_read,
+            &sid,
+            daemon_prompt,
+            1,
+        ));
+        stdio.extend(first_chunk_latencies(
+            &mut stdio_write,
+            &mut stdio_read,
+            &stdio_sid,
+            acp_prompt,
+            1,
+        ));
+        gateway.extend(first_chunk_latencies(
+            &mut ws_write,
+            &mut ws_read,
+            &ws_sid,
+            acp_prompt,
+            1,
+        ));
+    }
     drop(stdin);
     let _ = child.wait();
-    let (d, a) = (p50(direct), p50(through_acp));
+    let (d, a, g) = (p50(direct), p50(stdio), p50(gateway));
     println!(
-        "prompt → first agent_message_chunk, p50 over {ROUNDS}: direct {d:?}, through zeroclaw acp {a:?}, added {:?}",
-        a.saturating_sub(d)
+        "prompt → first agent_message_chunk, p50 over {ROUNDS}: direct {d:?}, through zeroclaw acp {a:?} (added {:?}), through /acp {g:?} (added {:?})",
+        a.saturating_sub(d),
+        g.saturating_sub(d)
     );
 }

@@ -1,7 +1,8 @@
 //! One gateway connection (SPEC §20): reads HTTP/1.1 requests off the socket (keep-alive and
 //! pipelining: one head after another, in order) and answers each by its route — the
 //! dashboard's files, `/healthz`, `POST /rpc` — or hands the socket to the WebSocket
-//! transport when the request is an upgrade on `/` or `/rpc`. A request whose `Host` does
+//! transport when the request is an upgrade on `/` or `/rpc` (or to the ACP bridge on
+//! `/acp`, SPEC §25). A request whose `Host` does
 //! not name the gateway gets 421 first, whatever its route ([`super::host`]).
 //!
 //! Every wait ends: until a request authenticates (a bearer on `POST /rpc`, or the
@@ -16,6 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
+use super::acp;
 use super::assets;
 use super::http::{self, HeadError, RequestHead, Response};
 use super::peer::{Peer, Settings, WRITE_WITHIN};
@@ -98,7 +100,11 @@ pub(crate) async fn serve<S>(
                 accepted_at,
             };
             let leftover = std::mem::take(&mut buf);
-            upgrade::upgrade(daemon, stream, head, leftover, peer, &settings).await;
+            if acp::is_acp(&head) {
+                acp::serve(daemon, stream, head, leftover, peer, &settings).await;
+            } else {
+                upgrade::upgrade(daemon, stream, head, leftover, peer, &settings).await;
+            }
             return;
         }
         let next = route(&daemon, &mut stream, &mut buf, &head, &mut state).await;

@@ -6,12 +6,14 @@
 //! - [`listener`]: binding (`[wss]`, TLS via [`tls`]) and the accept loop;
 //! - [`conn`]: one connection's HTTP/1.1 loop and its routes, over [`http`] (request heads,
 //!   bodies, responses) and [`peer`] (what an accepted connection carries);
+//! - [`acp`]: ACP over the WebSocket upgrade of `/acp` (SPEC §25);
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
 //!   [`host`]: which `Host` names the gateway answers;
 //! - [`control`]: whether it runs (`gateway/start`), with the login store
 //!   (`zeroclaw_sessions::logins`: `dashboard/login` codes and session tokens) and
 //!   [`rate`] (failed logins).
 
+pub(crate) mod acp;
 pub(crate) mod assets;
 pub(crate) mod conn;
 pub mod control;

@@ -28,6 +28,12 @@ fn check(head: &RequestHead, settings: &Settings) -> Result<String, Response> {
     if !matches!(head.path(), "/" | "/rpc") {
         return Err(Response::text(404, "the websocket endpoint is /rpc (or /)"));
     }
+    accept_key(head, settings)
+}
+
+/// The checks of any upgrade, whatever its path (method, version, key, Origin): the
+/// `Sec-WebSocket-Accept` to answer, or the refusal to send.
+pub(crate) fn accept_key(head: &RequestHead, settings: &Settings) -> Result<String, Response> {
     if head.method != "GET" || !head.header_has("connection", "upgrade") {
         return Err(Response::text(400, "not a websocket upgrade"));
     }

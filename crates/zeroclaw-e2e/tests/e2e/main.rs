@@ -12,6 +12,7 @@ mod browser;
 mod checkpointed;
 mod common;
 
+mod acp_now;
 mod backpressure;
 mod config;
 mod dashboard;
