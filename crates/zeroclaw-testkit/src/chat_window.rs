@@ -19,7 +19,16 @@ pub struct ChatWindow {
 impl ChatWindow {
     /// `zeroclaw chat` on a pty, without colours, waiting up to 20 s per expect.
     pub fn open(config_dir: &Path, args: &[&str]) -> ChatWindow {
+        Self::open_in(config_dir, None, args)
+    }
+
+    /// [`ChatWindow::open`] run from directory `dir` (the chat's project directory, SPEC
+    /// §22) when given.
+    pub fn open_in(config_dir: &Path, dir: Option<&Path>, args: &[&str]) -> ChatWindow {
         let mut cmd = Command::new(crate::daemon::BIN);
+        if let Some(dir) = dir {
+            cmd.current_dir(dir);
+        }
         cmd.arg("chat")
             .arg("--config-dir")
             .arg(config_dir)

@@ -12,11 +12,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use zeroclaw_client::protocol::{DecidedBy, ResolvedReason};
 use zeroclaw_client::{
     ClientError, ClientHandle, Decision, ElicitationAnswer, ElicitationRequest, ErrorObject, Event,
     Events, Method, Outcome, ServerMessage, UpdateKind,
 };
 
+use super::approve::{self, ApprovePolicy};
 use super::input::{INTERRUPTED, Input, Interrupts, Read};
 use super::ui::{Ui, message};
 
@@ -55,6 +57,12 @@ pub struct Turn<'a> {
     pub completed: Option<Ending>,
     /// Token usage of this turn so far (SPEC §16 `usage` updates).
     pub usage: TurnUsage,
+    /// `--approve`: approvals decided without asking (SPEC §22).
+    pub policy: Option<ApprovePolicy>,
+    /// Approvals this window answered (their `approval_resolved` is not news here).
+    pub answered: Vec<String>,
+    /// The turn failed (the chat's exit status with piped input, SPEC §22).
+    pub failed: bool,
 }
 
 /// How a turn ended: the `session/prompt` answer, or a watched turn's `turn_complete`.
@@ -121,7 +129,16 @@ impl<'a> Turn<'a> {
             watching: false,
             completed: None,
             usage: TurnUsage::default(),
+            policy: None,
+            answered: Vec::new(),
+            failed: false,
         }
+    }
+
+    /// Decides approvals by `--approve` instead of asking.
+    pub fn with_policy(mut self, policy: Option<ApprovePolicy>) -> Self {
+        self.policy = policy;
+        self
     }
 
     pub async fn run(
@@ -330,7 +347,12 @@ impl<'a> Turn<'a> {
                     self.ui.end_line();
                 }
             }
-            UpdateKind::ApprovalResolved { request_id, .. } => self.withdraw(&request_id),
+            UpdateKind::ApprovalResolved {
+                request_id,
+                decision,
+                reason,
+                decided_by,
+            } => self.withdraw(&request_id, decision, reason, decided_by),
             UpdateKind::SessionRewound {
                 to_turn_id,
                 rewound_turns,
@@ -395,19 +417,65 @@ impl<'a> Turn<'a> {
     }
 
     /// An approval settled elsewhere (another window, a timeout, a cancel) is no longer
-    /// asked here.
-    fn withdraw(&mut self, request_id: &str) {
+    /// asked here; what was decided and by whom is said ("allowed once by operator from
+    /// the dashboard", SPEC §22).
+    fn withdraw(
+        &mut self,
+        request_id: &str,
+        decision: Decision,
+        reason: ResolvedReason,
+        by: Option<DecidedBy>,
+    ) {
+        if let Some(i) = self.answered.iter().position(|id| id == request_id) {
+            self.answered.remove(i);
+            return;
+        }
         let settled = |q: &Question| matches!(q, Question::Approval { request_id: id, .. } if id == request_id);
+        let queued = self.questions.iter().any(settled);
         self.questions.retain(|q| !settled(q));
-        if self.asking.as_ref().is_some_and(settled) {
-            self.asking = None;
-            self.ui.end_line();
-            self.ui.note("approval settled elsewhere");
+        let shown = match self.asking.take() {
+            Some(q) if settled(&q) => Some(q),
+            other => {
+                self.asking = other;
+                None
+            }
+        };
+        let what = match shown.as_ref() {
+            Some(Question::Approval { tool, summary, .. }) => {
+                format!("{tool} `{}`", super::ui::clip(summary, 60))
+            }
+            _ if queued => "an approval".to_string(),
+            _ => return,
+        };
+        let timed_out = reason == ResolvedReason::Timeout;
+        self.ui.end_line();
+        self.ui.note(&format!(
+            "{what}: {}",
+            approve::settled_line(decision, by.as_ref(), timed_out)
+        ));
+        if let Some(question) = self.asking.take() {
+            self.show(&question);
+            self.asking = Some(question);
         }
     }
 
-    /// Shows a question, or answers it at once when stdin is finished.
+    /// Shows a question, or answers it at once: by `--approve`, or when stdin is finished.
     async fn ask(&mut self, question: Question) {
+        if let (
+            Some(policy),
+            Question::Approval {
+                request_id,
+                tool,
+                summary,
+            },
+        ) = (self.policy, &question)
+        {
+            let decision = policy.decide(tool);
+            self.ui.end_line();
+            eprintln!("{}", policy.line(tool, summary, decision));
+            self.approve(request_id.clone(), decision);
+            return;
+        }
         if self.input.is_closed() {
             self.answer_closed(question).await;
             return;
@@ -420,6 +488,12 @@ impl<'a> Turn<'a> {
         match question {
             Question::Approval { tool, summary, .. } => self.ui.ask_approval(tool, summary),
             Question::Elicitation(req) => self.ui.ask_elicitation(req),
+        }
+        if self.ui.interactive()
+            && let Some(reading) = self.input.reading_prompt()
+        {
+            let reading = reading.to_string();
+            self.ui.ask_on_reading_line(&reading);
         }
     }
 
@@ -490,9 +564,12 @@ impl<'a> Turn<'a> {
     async fn answer_closed(&mut self, question: Question) {
         match question {
             Question::Approval {
-                request_id, tool, ..
+                request_id,
+                tool,
+                summary,
             } => {
-                self.ui.note(&format!("no input left: rejecting {tool}"));
+                self.ui.end_line();
+                eprintln!("{}", approve::cannot_ask_line(&tool, &summary));
                 self.approve(request_id, Decision::Reject);
             }
             Question::Elicitation(req) => {
@@ -505,7 +582,8 @@ impl<'a> Turn<'a> {
         }
     }
 
-    fn approve(&self, request_id: String, decision: Decision) {
+    fn approve(&mut self, request_id: String, decision: Decision) {
+        self.answered.push(request_id.clone());
         let handle = self.handle.clone();
         let session_id = self.session_id.to_string();
         tokio::spawn(async move {
@@ -539,6 +617,7 @@ impl<'a> Turn<'a> {
                 self.ui.note("turn cancelled");
             }
             Outcome::Failed => {
+                self.failed = true;
                 self.ui.end_line();
                 self.ui.error(&format!("turn failed: {}", result.content));
             }

@@ -1,0 +1,382 @@
+//! `zeroclaw chat` for a day's work (SPEC §22), through the real binary and daemon: it
+//! works in the directory it is started in (`pwd` through `bash` answers the project
+//! directory) or `--cwd DIR`; `-c` resumes the newest session of this directory, never
+//! another directory's; `--resume` lists this directory's sessions to pick one; the banner
+//! says agent, provider and model, cwd, autonomy and sandbox, and with `echo` that answers
+//! are echoes; an approval asked by one window's turn is asked in another window idle at
+//! its prompt, answered there, and the first says who decided; with piped input the exit
+//! status says whether a turn failed, and `--approve` decides what cannot be asked.
+//! Windows are pseudo-terminals read as a person reads them; scripts are pipes.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, Conn, Fake, TestDaemon, session_config};
+use serde_json::{Value, json};
+use zeroclaw_testkit::Scripted;
+use zeroclaw_testkit::chat_window::ChatWindow;
+
+const ENTER: &str = "\r";
+
+fn with_fake(fake: &Fake) -> TestDaemon {
+    let config = session_config(&fake.server.base_url(), "");
+    TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+    })
+}
+
+/// A new directory `name` under `root`, resolved as the daemon records it.
+fn project(root: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+/// `zeroclaw chat ARGS` run from `dir` with `input` piped in; waits (up to 30 s).
+fn piped(daemon: &TestDaemon, dir: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .arg("chat")
+        .arg("--config-dir")
+        .arg(daemon.config_dir())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("ZEROCLAW_SOCKET")
+        .env_remove("ZEROCLAW_CONFIG_DIR")
+        .env_remove("ZEROCLAW_DATA_DIR")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chat");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chat did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `session/list {cwd}`: the entries.
+fn sessions_in(c: &mut Conn, dir: &Path) -> Vec<Value> {
+    let list = c.result("session/list", json!({"cwd": dir}));
+    list["sessions"].as_array().cloned().unwrap_or_default()
+}
+
+/// The user prompts of a session's transcript.
+fn prompts(c: &mut Conn, session: &str) -> Vec<String> {
+    c.messages(session)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The id of the only session of `dir` whose title is `title`.
+fn titled(c: &mut Conn, dir: &Path, title: &str) -> String {
+    let all = sessions_in(c, dir);
+    let hits: Vec<_> = all.iter().filter(|s| s["title"] == title).collect();
+    assert_eq!(hits.len(), 1, "{title} in {all:?}");
+    hits[0]["sessionId"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_chat_works_in_the_directory_it_is_started_in_and_says_so() {
+    let fake = Fake::start();
+    fake.push(Scripted::tool_call(
+        "call_1",
+        "bash",
+        json!({"command": "pwd"}),
+    ));
+    fake.push(Scripted::text("that is where"));
+    let daemon = with_fake(&fake);
+    let root = tempfile::tempdir().unwrap();
+    let proj = project(root.path(), "proj");
+
+    let mut w = ChatWindow::open_in(daemon.config_dir(), Some(&proj), &[]);
+    let banner = format!(
+        "agent default · openai m · cwd {} · autonomy supervised · sandbox ",
+        proj.display()
+    );
+    w.expect(&banner);
+    w.prompt();
+    w.send(&format!("where am I{ENTER}"));
+    w.expect("allow bash `pwd`?");
+    w.send(&format!("y{ENTER}"));
+    w.turn_end();
+    let screen = w.screen();
+    assert!(
+        screen
+            .iter()
+            .any(|l| l == &format!("  → {}", proj.display())),
+        "bash ran in the project: {screen:#?}"
+    );
+    // With a real provider there is no echo warning.
+    assert!(
+        !screen.iter().any(|l| l.contains("echo provider")),
+        "{screen:#?}"
+    );
+    w.prompt();
+    w.leave();
+
+    // The session is listed under the directory.
+    let mut c = daemon.client();
+    assert_eq!(sessions_in(&mut c, &proj).len(), 1);
+}
+
+#[test]
+fn cwd_names_another_directory_and_a_missing_one_is_refused() {
+    let daemon = TestDaemon::start();
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = project(root.path(), "elsewhere");
+    let proj = project(root.path(), "proj");
+
+    let out = piped(&daemon, &elsewhere, &["--cwd", "../proj"], "named dir\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("· cwd {} ·", proj.display())),
+        "{stderr}"
+    );
+    let mut c = daemon.client();
+    assert_eq!(sessions_in(&mut c, &proj).len(), 1);
+    assert_eq!(sessions_in(&mut c, &elsewhere).len(), 0);
+
+    let out = piped(&daemon, &elsewhere, &["--cwd", "no-such-dir"], "x\n");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no-such-dir\" is not an existing directory (code -32602)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn continue_and_resume_stay_in_this_directory() {
+    let daemon = TestDaemon::start();
+    let root = tempfile::tempdir().unwrap();
+    let a = project(root.path(), "a");
+    let b = project(root.path(), "b");
+    let empty = project(root.path(), "empty");
+    for (dir, prompt) in [(&a, "first-a"), (&a, "second-a"), (&b, "b-one")] {
+        let out = piped(&daemon, dir, &[], &format!("{prompt}\n"));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let mut c = daemon.client();
+    let first = titled(&mut c, &a, "first-a");
+    let second = titled(&mut c, &a, "second-a");
+    let other = titled(&mut c, &b, "b-one");
+
+    // -c: the newest of this directory, though another directory's is newer still.
+    let out = piped(&daemon, &a, &["-c"], "continued\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("resumed (2 messages)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(prompts(&mut c, &second), ["second-a", "continued"]);
+    assert_eq!(prompts(&mut c, &first), ["first-a"]);
+    assert_eq!(prompts(&mut c, &other), ["b-one"]);
+    // Nothing here yet: a new session in this directory.
+    let out = piped(&daemon, &empty, &["--continue"], "fresh\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no default session in"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(sessions_in(&mut c, &empty).len(), 1);
+
+    // --resume: a numbered list of this directory's sessions, newest first.
+    let mut w = ChatWindow::open_in(daemon.config_dir(), Some(&a), &["--resume"]);
+    w.expect(&format!("sessions of default in {}:", a.display()));
+    w.expect("resume which? (number, Enter for a new session) ");
+    let screen = w.screen();
+    let listed: Vec<&String> = screen.iter().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(listed.len(), 2, "{screen:#?}");
+    assert!(listed[0].starts_with("  1) second-a · "), "{screen:#?}");
+    assert!(listed[0].contains(" · 4 messages · "), "{screen:#?}");
+    assert!(listed[1].starts_with("  2) first-a · "), "{screen:#?}");
+    assert!(listed[1].contains(" ago · 2 messages · "), "{screen:#?}");
+    assert!(!screen.iter().any(|l| l.contains("b-one")), "{screen:#?}");
+    w.send(&format!("7{ENTER}"));
+    w.expect("[type a number from 1 to 2]");
+    w.send(&format!("2{ENTER}"));
+    w.expect("resumed (2 messages)");
+    w.prompt();
+    w.send(&format!("picked{ENTER}"));
+    w.turn_end();
+    w.prompt();
+    w.leave();
+    assert_eq!(prompts(&mut c, &first), ["first-a", "picked"]);
+}
+
+#[test]
+fn the_banner_says_what_answers_with_the_echo_provider() {
+    let daemon = TestDaemon::start();
+    let root = tempfile::tempdir().unwrap();
+    let proj = project(root.path(), "proj");
+    let mut w = ChatWindow::open_in(daemon.config_dir(), Some(&proj), &[]);
+    w.prompt();
+    let screen = w.screen();
+    let at = screen
+        .iter()
+        .position(|l| l.starts_with("agent default · "))
+        .unwrap_or_else(|| panic!("no banner: {screen:#?}"));
+    let line = &screen[at];
+    let sandbox = line.rsplit(" · sandbox ").next().unwrap_or("");
+    assert_eq!(
+        line,
+        &format!(
+            "agent default · echo · cwd {} · autonomy supervised · sandbox {sandbox}",
+            proj.display()
+        )
+    );
+    assert!(!sandbox.is_empty(), "{line}");
+    assert_eq!(
+        screen[at + 1],
+        "the echo provider answers with your own words; README \"Setting up a real model\" connects a real model"
+    );
+    w.leave();
+    // The README has the section it names.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    assert!(readme.contains("\n### Setting up a real model\n"));
+}
+
+/// Waits until the session has `n` subscribers.
+fn wait_subscribers(c: &mut Conn, session: &str, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let st = c.result("session/status", json!({"sessionId": session}));
+        if st["subscribers"] == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{st}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn an_idle_window_asks_the_approval_of_another_windows_turn() {
+    let fake = Fake::start();
+    fake.push(Scripted::tool_call(
+        "call_1",
+        "bash",
+        json!({"command": "echo from-one"}),
+    ));
+    fake.push(Scripted::text("finished"));
+    let daemon = with_fake(&fake);
+    let dir = daemon.config_dir();
+    let mut one = ChatWindow::open(dir, &["--session", "shared"]);
+    one.prompt();
+    let mut two = ChatWindow::open(dir, &["--session", "shared"]);
+    two.prompt();
+    let mut c = daemon.client();
+    wait_subscribers(&mut c, "shared", 1);
+
+    one.send(&format!("run it{ENTER}"));
+    one.expect("allow bash `echo from-one`?");
+    // The idle window asks too, and answers.
+    two.expect("allow bash `echo from-one`?");
+    two.send(&format!("y{ENTER}"));
+    two.expect("finished");
+    one.expect("[bash `echo from-one`: allowed once by operator from a chat]");
+    one.expect("finished");
+    one.turn_end();
+    two.turn_end();
+    let screen = one.screen();
+    assert!(screen.iter().any(|l| l == "  → from-one"), "{screen:#?}");
+    let screen = two.screen();
+    assert!(screen.iter().any(|l| l == "  → from-one"), "{screen:#?}");
+    assert!(
+        !screen.iter().any(|l| l.contains("allowed once by")),
+        "the window that answered is not told: {screen:#?}"
+    );
+    one.prompt();
+    one.leave();
+    two.prompt();
+    two.leave();
+}
+
+#[test]
+fn piped_exit_status_says_whether_a_turn_failed() {
+    let fake = Fake::start();
+    fake.push(Scripted::text("fine"));
+    fake.push(Scripted::http_error(400, "no such model here"));
+    let daemon = with_fake(&fake);
+    let root = tempfile::tempdir().unwrap();
+    let proj = project(root.path(), "proj");
+    let out = piped(&daemon, &proj, &[], "all good\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("fine"));
+    let out = piped(&daemon, &proj, &[], "this fails\n");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("turn failed: "), "{stderr}");
+    assert!(stderr.contains("no such model here"), "{stderr}");
+}
+
+#[test]
+fn approvals_that_cannot_be_asked_are_rejected_or_decided_by_approve() {
+    let fake = Fake::start();
+    let daemon = with_fake(&fake);
+    let root = tempfile::tempdir().unwrap();
+    let proj = project(root.path(), "proj");
+    let marker = proj.join("ran");
+    let command = format!("touch {}", marker.display());
+
+    for (args, ran) in [
+        (&["--approve=none"][..], false),
+        (&["--approve", "read_only"][..], false),
+        (&[][..], false),
+        (&["--approve=all"][..], true),
+    ] {
+        fake.push(Scripted::tool_call(
+            "call_1",
+            "bash",
+            json!({"command": command}),
+        ));
+        fake.push(Scripted::text("over"));
+        let out = piped(&daemon, &proj, args, "touch it\n");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        let line = match args {
+            [] => format!(
+                "zeroclaw: rejected bash `{command}`: no input left to ask; --approve=all|read_only|none decides approvals without asking"
+            ),
+            ["--approve=all"] => format!("zeroclaw: allowed bash `{command}` (--approve=all)"),
+            ["--approve=none"] => format!("zeroclaw: rejected bash `{command}` (--approve=none)"),
+            _ => format!("zeroclaw: rejected bash `{command}` (--approve=read_only)"),
+        };
+        assert!(stderr.lines().any(|l| l == line), "{args:?}: {stderr}");
+        assert_eq!(marker.exists(), ran, "{args:?}: {stderr}");
+        // Decided by --approve: nothing was asked.
+        if !args.is_empty() {
+            assert!(!text(&out.stdout).contains("[y]es/[n]o"), "{args:?}");
+        }
+    }
+    let out = piped(&daemon, &proj, &["--approve=sometimes"], "x\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--approve"),
+        "{}",
+        text(&out.stderr)
+    );
+}
