@@ -380,3 +380,61 @@ fn approvals_that_cannot_be_asked_are_rejected_or_decided_by_approve() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn keys_typed_while_a_turn_streams_wait_unechoed_and_tables_are_aligned() {
+    let fake = Fake::start();
+    fake.push(Scripted::chunks(
+        ["slow ", "first ", "answer"],
+        Duration::from_millis(400),
+    ));
+    fake.push(Scripted::text(
+        "Counts:\n| name | n |\n|---|--:|\n| alpha | 1 |\n| b | 1234 |\n",
+    ));
+    let daemon = with_fake(&fake);
+    let mut w = ChatWindow::open_echoing(daemon.config_dir(), &["--session", "typed"]);
+    w.prompt();
+    w.send(&format!("one{ENTER}"));
+    w.expect("slow ");
+    // Typed while the answer streams, no Enter yet.
+    w.send("typed-ahead");
+    w.turn_end();
+    // The next prompt has it in its line, to edit or send.
+    w.expect("typed-ahead");
+    let screen = w.screen();
+    assert_eq!(
+        screen.last().map(String::as_str),
+        Some("> typed-ahead"),
+        "{screen:#?}"
+    );
+    assert!(
+        screen.iter().any(|l| l == "slow first answer"),
+        "the streamed text is whole: {screen:#?}"
+    );
+    assert_eq!(
+        screen.iter().filter(|l| l.contains("typed-ahead")).count(),
+        1,
+        "typed once, shown once, at the prompt: {screen:#?}"
+    );
+    w.send(ENTER);
+    w.turn_end();
+    let screen = w.screen();
+    let at = screen
+        .iter()
+        .position(|l| l == "Counts:")
+        .unwrap_or_else(|| panic!("{screen:#?}"));
+    assert_eq!(
+        screen[at + 1..at + 5],
+        [
+            "name  │    n",
+            "──────┼─────",
+            "alpha │    1",
+            "b     │ 1234"
+        ],
+        "{screen:#?}"
+    );
+    w.prompt();
+    w.leave();
+    let mut c = daemon.client();
+    assert_eq!(prompts(&mut c, "typed"), ["one", "typed-ahead"]);
+}

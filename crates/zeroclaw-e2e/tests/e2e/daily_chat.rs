@@ -58,7 +58,7 @@ fn session_list_filters_on_the_directory_and_status_says_where() {
     let via_link = c.result("session/list", json!({"cwd": link}));
     assert_eq!(ids(&via_link), want, "{via_link}");
     let list = c.result("session/list", json!({"cwd": b}));
-    assert_eq!(ids(&list), [b1.clone()], "{list}");
+    assert_eq!(ids(&list), [b1], "{list}");
     // Unfiltered: all four, each saying where it works (the workspace when none was
     // given).
     let all = c.result("session/list", json!({}));

@@ -30,6 +30,7 @@ mod commands;
 mod input;
 mod markdown;
 mod place;
+mod quiet;
 mod slash;
 mod turn;
 mod ui;

@@ -20,6 +20,7 @@ use zeroclaw_client::{
 
 use super::approve::{self, ApprovePolicy};
 use super::input::{INTERRUPTED, Input, Interrupts, Read};
+use super::quiet::Quiet;
 use super::ui::{Ui, message};
 
 /// How often the spinner turns.
@@ -194,6 +195,8 @@ impl<'a> Turn<'a> {
         prompt_call: impl std::future::Future<Output = Result<Ending, ClientError>>,
     ) -> Result<(), ClientError> {
         tokio::pin!(prompt_call);
+        // Keys typed while the turn streams wait for the next prompt, unechoed.
+        let _quiet = (!self.input.is_reading()).then(Quiet::start);
         let mut events_open = true;
         let mut spin = tokio::time::interval(SPIN_EVERY);
         self.ui.start_spinner();

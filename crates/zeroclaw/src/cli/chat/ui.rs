@@ -400,6 +400,7 @@ impl Ui {
 
     /// Leaves the process at once (Ctrl-C).
     pub fn exit(&mut self, code: i32) -> ! {
+        super::quiet::restore();
         self.end_line();
         let _ = std::io::stdout().flush();
         std::process::exit(code)
