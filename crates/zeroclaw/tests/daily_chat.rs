@@ -438,3 +438,54 @@ fn keys_typed_while_a_turn_streams_wait_unechoed_and_tables_are_aligned() {
     let mut c = daemon.client();
     assert_eq!(prompts(&mut c, "typed"), ["one", "typed-ahead"]);
 }
+
+#[test]
+fn one_key_answers_an_approval_on_a_terminal() {
+    let fake = Fake::start();
+    fake.push(Scripted::tool_call(
+        "call_1",
+        "bash",
+        json!({"command": "echo first-ran"}),
+    ));
+    fake.push(Scripted::tool_call(
+        "call_2",
+        "bash",
+        json!({"command": "echo second-ran"}),
+    ));
+    fake.push(Scripted::text("both asked"));
+    let daemon = with_fake(&fake);
+    let mut w = ChatWindow::open(daemon.config_dir(), &["--session", "keys"]);
+    w.prompt();
+    w.send(&format!("run both{ENTER}"));
+    w.expect("allow bash `echo first-ran`? [y]es/[n]o/[a]lways ");
+    // No Enter: the key is the answer.
+    w.send("y");
+    w.expect("  → first-ran");
+    w.expect("allow bash `echo second-ran`? [y]es/[n]o/[a]lways ");
+    w.send("n");
+    w.expect("both asked");
+    w.turn_end();
+    w.prompt();
+    let screen = w.screen();
+    assert!(
+        screen
+            .iter()
+            .any(|l| l == "allow bash `echo first-ran`? [y]es/[n]o/[a]lways y"),
+        "{screen:#?}"
+    );
+    assert!(
+        screen
+            .iter()
+            .any(|l| l == "allow bash `echo second-ran`? [y]es/[n]o/[a]lways n"),
+        "{screen:#?}"
+    );
+    assert!(
+        !screen.iter().any(|l| l.contains("→ second-ran")),
+        "{screen:#?}"
+    );
+    // The line editor works as before afterwards.
+    w.send(&format!("/title keyed{ENTER}"));
+    w.expect("[title: keyed]");
+    w.prompt();
+    w.leave();
+}

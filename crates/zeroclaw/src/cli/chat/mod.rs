@@ -1,7 +1,9 @@
 //! `zeroclaw chat`: a terminal client. On a terminal, prompts are typed in a line editor
 //! (history kept in the data dir) and replies render as markdown; with stdin from a pipe
 //! each line is a prompt and the reply text is written as it comes. Approvals and ask-user
-//! questions are answered with the next line. Lines starting with `/` are chat commands
+//! questions are answered with the next line (an approval on a terminal with one key,
+//! `keys.rs`). Where the session works, `-c`/`--resume` and the banner: `place.rs`;
+//! `--approve` and how approvals settled elsewhere are told: `approve.rs` (SPEC §22). Lines starting with `/` are chat commands
 //! (`/help`). Ctrl-C cancels the running turn, a second one (or one at the prompt) exits.
 //! Turns other clients prompt in the session are shown too, their prompt first (SPEC §18);
 //! lines typed meanwhile wait and are handled in order afterwards.
@@ -28,6 +30,7 @@ use super::{rpc, sessions};
 mod approve;
 mod commands;
 mod input;
+mod keys;
 mod markdown;
 mod place;
 mod quiet;

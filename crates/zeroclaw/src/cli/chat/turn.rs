@@ -20,8 +20,17 @@ use zeroclaw_client::{
 
 use super::approve::{self, ApprovePolicy};
 use super::input::{INTERRUPTED, Input, Interrupts, Read};
+use super::keys::{Key, Keys};
 use super::quiet::Quiet;
 use super::ui::{Ui, message};
+
+/// The next key of an approval answered by one key (never, without one).
+async fn next_key(keys: &mut Option<Keys>) -> Key {
+    match keys {
+        Some(keys) => keys.next().await,
+        None => std::future::pending().await,
+    }
+}
 
 /// How often the spinner turns.
 const SPIN_EVERY: Duration = Duration::from_millis(100);
@@ -64,6 +73,8 @@ pub struct Turn<'a> {
     pub answered: Vec<String>,
     /// The turn failed (the chat's exit status with piped input, SPEC §22).
     pub failed: bool,
+    /// The approval shown is answered with one key (a terminal whose editor is idle).
+    pub keys: Option<Keys>,
 }
 
 /// How a turn ended: the `session/prompt` answer, or a watched turn's `turn_complete`.
@@ -133,6 +144,7 @@ impl<'a> Turn<'a> {
             policy: None,
             answered: Vec::new(),
             failed: false,
+            keys: None,
         }
     }
 
@@ -215,9 +227,10 @@ impl<'a> Turn<'a> {
                     Some(event) => self.event(event).await,
                     None => events_open = false,
                 },
-                read = self.input.next(&prompt, false), if self.asking.is_some() => {
+                read = self.input.next(&prompt, false), if self.asking.is_some() && self.keys.is_none() => {
                     self.answer(read).await;
                 }
+                key = next_key(&mut self.keys), if self.keys.is_some() => self.answer_key(key).await,
                 result = &mut prompt_call => break result,
                 _ = spin.tick(), if self.ui.spinning() => self.ui.spin(),
             }
@@ -228,6 +241,7 @@ impl<'a> Turn<'a> {
                 self.ask(question).await;
             }
         };
+        self.keys = None;
         // The reader queues every message before it resolves the answer (or the close)
         // that follows it, so what the turn sent is all queued by now; the select above
         // may still have missed the last of it (it raced the reader thread).
@@ -257,6 +271,8 @@ impl<'a> Turn<'a> {
     }
 
     fn interrupt(&mut self) {
+        // The terminal reads lines again while the note is shown.
+        let keyed = self.keys.take().is_some();
         if self.cancelling {
             self.ui.exit(INTERRUPTED);
         }
@@ -269,6 +285,11 @@ impl<'a> Turn<'a> {
                 eprintln!("zeroclaw: cancel failed: {}", message(&e));
             }
         });
+        // The question stays open until the turn ends: asked again under the note.
+        if keyed && let Some(question) = self.asking.take() {
+            self.show(&question);
+            self.asking = Some(question);
+        }
     }
 
     async fn event(&mut self, event: Event) {
@@ -437,7 +458,10 @@ impl<'a> Turn<'a> {
         let queued = self.questions.iter().any(settled);
         self.questions.retain(|q| !settled(q));
         let shown = match self.asking.take() {
-            Some(q) if settled(&q) => Some(q),
+            Some(q) if settled(&q) => {
+                self.keys = None;
+                Some(q)
+            }
             other => {
                 self.asking = other;
                 None
@@ -492,12 +516,38 @@ impl<'a> Turn<'a> {
             Question::Approval { tool, summary, .. } => self.ui.ask_approval(tool, summary),
             Question::Elicitation(req) => self.ui.ask_elicitation(req),
         }
-        if self.ui.interactive()
-            && let Some(reading) = self.input.reading_prompt()
-        {
+        if !self.ui.interactive() {
+            return;
+        }
+        if let Some(reading) = self.input.reading_prompt() {
             let reading = reading.to_string();
             self.ui.ask_on_reading_line(&reading);
+        } else if matches!(question, Question::Approval { .. })
+            && self.input.is_editor()
+            && let Some(keys) = Keys::start()
+        {
+            // One key answers: the question is written here, not given to the editor.
+            self.keys = Some(keys);
+            let question = self.ui.take_prompt();
+            self.ui.out(&question);
         }
+    }
+
+    /// A key typed at an approval asked on a terminal: `y`, `n`, `a` or Enter answers.
+    async fn answer_key(&mut self, key: Key) {
+        let read = match key {
+            Key::Answer(word) => {
+                self.ui.out(&format!("{word}\n"));
+                Read::Line(word.to_string())
+            }
+            Key::End => {
+                self.ui.out("\n");
+                Read::End
+            }
+            Key::Other => return,
+        };
+        self.keys = None;
+        self.answer(read).await;
     }
 
     /// Answers the question shown with a line of input.
