@@ -145,15 +145,24 @@ fn cwd_names_another_directory_and_a_missing_one_is_refused() {
     let elsewhere = project(root.path(), "elsewhere");
     let proj = project(root.path(), "proj");
 
-    let out = piped(&daemon, &elsewhere, &["--cwd", "../proj"], "named dir\n");
+    // `/new` starts the next session in the same directory.
+    let out = piped(
+        &daemon,
+        &elsewhere,
+        &["--cwd", "../proj"],
+        "named dir\n/new\nnext one\n",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains(&format!("· cwd {} ·", proj.display())),
+    assert_eq!(
+        stderr
+            .matches(&format!("· cwd {} ·", proj.display()))
+            .count(),
+        2,
         "{stderr}"
     );
     let mut c = daemon.client();
-    assert_eq!(sessions_in(&mut c, &proj).len(), 1);
+    assert_eq!(sessions_in(&mut c, &proj).len(), 2);
     assert_eq!(sessions_in(&mut c, &elsewhere).len(), 0);
 
     let out = piped(&daemon, &elsewhere, &["--cwd", "no-such-dir"], "x\n");
@@ -290,6 +299,9 @@ fn an_idle_window_asks_the_approval_of_another_windows_turn() {
     two.prompt();
     let mut c = daemon.client();
     wait_subscribers(&mut c, "shared", 1);
+    // A prompt being typed in the idle window when the question comes.
+    two.send("half typed");
+    two.expect("half typed");
 
     one.send(&format!("run it{ENTER}"));
     one.expect("allow bash `echo from-one`?");
@@ -311,8 +323,20 @@ fn an_idle_window_asks_the_approval_of_another_windows_turn() {
     );
     one.prompt();
     one.leave();
+    // What was being typed is back in the prompt's line.
     two.prompt();
+    two.expect("half typed");
+    let screen = two.screen();
+    assert_eq!(
+        screen.last().map(String::as_str),
+        Some("> half typed"),
+        "{screen:#?}"
+    );
+    // Ctrl-U clears it; Ctrl-D leaves.
+    two.send("\x15");
     two.leave();
+    let mut c = daemon.client();
+    assert_eq!(prompts(&mut c, "shared"), ["run it"]);
 }
 
 #[test]

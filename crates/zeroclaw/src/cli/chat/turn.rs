@@ -32,6 +32,32 @@ async fn next_key(keys: &mut Option<Keys>) -> Key {
     }
 }
 
+/// The decision an answer line names (`y`, `yes`, `a`, `always`, `n`, `no`, empty).
+fn approval_word(line: &str) -> Option<Decision> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(Decision::AllowOnce),
+        "a" | "always" => Some(Decision::AllowAlways),
+        "" | "n" | "no" => Some(Decision::Reject),
+        _ => None,
+    }
+}
+
+/// An approval answered on a line that held a prompt being typed: (that prompt, the
+/// answer), the answer being the key typed last (`draft` + `y`); the whole line is the
+/// prompt when it does not end with one (the answer is then asked again). `None` when
+/// the line is an answer by itself.
+fn split_draft(line: &str) -> Option<(String, String)> {
+    if approval_word(line).is_some() {
+        return None;
+    }
+    let last = line.chars().last()?;
+    if matches!(last.to_ascii_lowercase(), 'y' | 'n' | 'a') {
+        let draft = &line[..line.len() - last.len_utf8()];
+        return Some((draft.to_string(), last.to_string()));
+    }
+    Some((line.to_string(), "?".to_string()))
+}
+
 /// How often the spinner turns.
 const SPIN_EVERY: Duration = Duration::from_millis(100);
 
@@ -75,6 +101,9 @@ pub struct Turn<'a> {
     pub failed: bool,
     /// The approval shown is answered with one key (a terminal whose editor is idle).
     pub keys: Option<Keys>,
+    /// The question shown is answered on a line the editor was reading already, which
+    /// may hold a prompt being typed (kept for the next prompt).
+    pub on_reading_line: bool,
 }
 
 /// How a turn ended: the `session/prompt` answer, or a watched turn's `turn_complete`.
@@ -145,6 +174,7 @@ impl<'a> Turn<'a> {
             answered: Vec::new(),
             failed: false,
             keys: None,
+            on_reading_line: false,
         }
     }
 
@@ -519,9 +549,11 @@ impl<'a> Turn<'a> {
         if !self.ui.interactive() {
             return;
         }
+        self.on_reading_line = false;
         if let Some(reading) = self.input.reading_prompt() {
             let reading = reading.to_string();
             self.ui.ask_on_reading_line(&reading);
+            self.on_reading_line = true;
         } else if matches!(question, Question::Approval { .. })
             && self.input.is_editor()
             && let Some(keys) = Keys::start()
@@ -572,26 +604,31 @@ impl<'a> Turn<'a> {
             }
         };
         self.ui.echo_answer(&line);
+        let mut line = line;
+        if std::mem::take(&mut self.on_reading_line)
+            && matches!(question, Question::Approval { .. })
+            && let Some((draft, answer)) = split_draft(&line)
+        {
+            // The prompt being typed when the question came stays for the next prompt.
+            self.input.prefill(&draft);
+            line = answer;
+        }
         match question {
             Question::Approval {
                 request_id,
                 tool,
                 summary,
             } => {
-                let decision = match line.trim().to_ascii_lowercase().as_str() {
-                    "y" | "yes" => Decision::AllowOnce,
-                    "a" | "always" => Decision::AllowAlways,
-                    "" | "n" | "no" => Decision::Reject,
-                    _ => {
-                        self.ui.note("answer y, n or a");
-                        self.ui.ask_approval(&tool, &summary);
-                        self.asking = Some(Question::Approval {
-                            request_id,
-                            tool,
-                            summary,
-                        });
-                        return;
-                    }
+                let Some(decision) = approval_word(&line) else {
+                    self.ui.note("answer y, n or a");
+                    let question = Question::Approval {
+                        request_id,
+                        tool,
+                        summary,
+                    };
+                    self.show(&question);
+                    self.asking = Some(question);
+                    return;
                 };
                 self.approve(request_id, decision);
             }
@@ -675,5 +712,23 @@ impl<'a> Turn<'a> {
                 self.ui.error(&format!("turn failed: {}", result.content));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Decision, approval_word, split_draft};
+
+    #[test]
+    fn a_prompt_being_typed_is_kept_apart_from_the_answer() {
+        assert_eq!(split_draft("y"), None);
+        assert_eq!(split_draft("no"), None);
+        assert_eq!(
+            split_draft("git statusy"),
+            Some(("git status".into(), "y".into()))
+        );
+        assert_eq!(split_draft("half"), Some(("half".into(), "?".into())));
+        assert_eq!(approval_word("?"), None);
+        assert_eq!(approval_word(" A "), Some(Decision::AllowAlways));
     }
 }
