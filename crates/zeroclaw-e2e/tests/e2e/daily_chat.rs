@@ -58,7 +58,7 @@ fn session_list_filters_on_the_directory_and_status_says_where() {
     let via_link = c.result("session/list", json!({"cwd": link}));
     assert_eq!(ids(&via_link), want, "{via_link}");
     let list = c.result("session/list", json!({"cwd": b}));
-    assert_eq!(ids(&list), [b1], "{list}");
+    assert_eq!(ids(&list), std::slice::from_ref(&b1), "{list}");
     // Unfiltered: all four, each saying where it works (the workspace when none was
     // given).
     let all = c.result("session/list", json!({}));
@@ -81,6 +81,14 @@ fn session_list_filters_on_the_directory_and_status_says_where() {
     let status = c.result("session/status", json!({"sessionId": w1}));
     let workspace = status["cwd"].as_str().unwrap_or("");
     assert!(workspace.ends_with("/workspace"), "{status}");
+
+    // Resumed naming another directory: listed under that one from then on.
+    c.result("session/close", json!({"sessionId": b1}));
+    c.new_session(json!({"agentAlias": "default", "sessionId": b1, "cwd": a}));
+    let list = c.result("session/list", json!({"cwd": a}));
+    assert!(ids(&list).contains(&b1), "{list}");
+    let list = c.result("session/list", json!({"cwd": b}));
+    assert_eq!(ids(&list), Vec::<String>::new(), "{list}");
 
     // A relative directory is refused, naming the field.
     let e = c.error("session/list", json!({"cwd": "a"}));
