@@ -513,3 +513,104 @@ fn one_key_answers_an_approval_on_a_terminal() {
     w.prompt();
     w.leave();
 }
+
+/// A one-connection daemon played by the test: answers `initialize`, refuses the first
+/// `session/new` (the chat's directory, outside a non-admin's workspace, SPEC §17.1) and
+/// accepts the second; returns the two `session/new` params.
+fn refusing_daemon(socket: &Path) -> std::thread::JoinHandle<Vec<Value>> {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::net::UnixListener;
+
+    let listener = UnixListener::bind(socket).unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        let mut news = Vec::new();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return news;
+            }
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            let answer = match msg["method"].as_str() {
+                Some("initialize") => json!({"result": {"protocolVersion": 1,
+                    "principal": {"id": "user:bob", "admin": false}}}),
+                Some("session/new") if news.is_empty() => {
+                    news.push(msg["params"].clone());
+                    json!({"error": {"code": -32012,
+                        "message": "cwd is outside the agent's workspace"}})
+                }
+                Some("session/new") => {
+                    news.push(msg["params"].clone());
+                    json!({"result": {"sessionId": "s-1", "agentAlias": "default",
+                        "mode": "acp", "messageCount": 0, "workspaceDir": "/w",
+                        "resumed": false}})
+                }
+                Some("session/status") => json!({"result": {"sessionId": "s-1",
+                    "mode": "acp", "agentAlias": "default", "autonomy": "supervised",
+                    "model": "m", "activeTurnId": null, "queuedPrompts": 0,
+                    "subscribers": 0, "usage": {"sessionTotalTokens": 0,
+                    "contextTokens": 0, "contextWindow": 0}, "mcpServers": [],
+                    "sandbox": "off", "cwd": "/w", "provider": "openai"}}),
+                _ => continue,
+            };
+            let mut answer = answer;
+            answer["jsonrpc"] = json!("2.0");
+            answer["id"] = msg["id"].clone();
+            let mut text = answer.to_string();
+            text.push('\n');
+            writer.write_all(text.as_bytes()).unwrap();
+        }
+    })
+}
+
+#[test]
+fn a_directory_a_non_admin_may_not_use_falls_back_to_the_workspace_unless_named() {
+    let root = tempfile::tempdir().unwrap();
+    let proj = project(root.path(), "proj");
+    let run = |args: &[&str]| {
+        let socket = root.path().join("fake.sock");
+        let _ = std::fs::remove_file(&socket);
+        let daemon = refusing_daemon(&socket);
+        let out = Command::new(BIN)
+            .arg("chat")
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .current_dir(&proj)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (out, daemon.join().unwrap())
+    };
+    // Not named: said, and the session starts in the agent's workspace.
+    let (out, news) = run(&[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(news.len(), 2, "{news:?}");
+    assert_eq!(news[0]["cwd"], proj.display().to_string());
+    assert!(news[1].get("cwd").is_none(), "{news:?}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "[{} is outside what you may use (cwd is outside the agent's workspace); working in the agent's workspace]",
+            proj.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("· cwd /w ·"), "{stderr}");
+    // Named with --cwd: the refusal is the answer.
+    let (out, news) = run(&["--cwd", "."]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(news.len(), 1, "{news:?}");
+    assert!(
+        text(&out.stderr).contains("cwd is outside the agent's workspace"),
+        "{}",
+        text(&out.stderr)
+    );
+}
