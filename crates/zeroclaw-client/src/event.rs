@@ -103,6 +103,7 @@ mod tests {
                 request_id: "apr_0".into(),
                 decision: Decision::Reject,
                 reason: ResolvedReason::Timeout,
+                decided_by: None,
             }
         );
         let done = update(

@@ -150,6 +150,7 @@ impl ClientHandle {
             limit,
             cursor: cursor.map(str::to_owned),
             search: None,
+            cwd: None,
         };
         let page = self.call_typed::<call::SessionList>(&params).await?;
         Ok((page.sessions, page.next_cursor))

@@ -354,6 +354,7 @@ async fn call_typed_sends_the_tables_name_and_params_and_decodes_the_result() {
         limit: Some(2),
         cursor: None,
         search: Some("x".into()),
+        cwd: None,
     };
     let page: ListResult = handle
         .call_typed::<call::SessionList>(&params)

@@ -26,6 +26,9 @@ pub(crate) struct Handshake {
     pub auth_token: Option<String>,
     /// The client declared `clientCapabilities.elicitation`.
     pub elicitation: bool,
+    /// The face it is (`chat`, `dashboard`, `acp`, `rpc` or its own name), for
+    /// `approval_resolved.decidedBy` (SPEC §22).
+    pub client: String,
 }
 
 /// Everything handlers may know about the connection a call came on.
@@ -57,6 +60,12 @@ impl ConnectionContext {
 
     pub fn is_initialized(&self) -> bool {
         self.handshake.get().is_some()
+    }
+
+    /// The client this connection is (SPEC §22 `decidedBy.client`); `rpc` before
+    /// `initialize`.
+    pub fn client_name(&self) -> &str {
+        self.handshake.get().map_or("rpc", |h| h.client.as_str())
     }
 
     /// The credential this connection presents with `token` (the one `initialize` offers).

@@ -69,7 +69,7 @@ pub(crate) async fn call(
             now::<c::SessionCancel>(params, |q| session::cancel(daemon, conn, p, q))
         }
         Method::SessionApprove => {
-            now::<c::SessionApprove>(params, |q| session::approve(daemon, p, q))
+            now::<c::SessionApprove>(params, |q| session::approve(daemon, conn, p, q))
         }
         Method::SessionClose => {
             run::<c::SessionClose, _>(params, |q| session::close(daemon, p, q)).await

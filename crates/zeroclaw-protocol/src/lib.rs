@@ -41,7 +41,7 @@ pub use decode::{ParamsError, camel_case, decode, decode_text, decode_value, nor
 pub use error_code::{ErrorCode, code};
 pub use method::{Call, ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE, call};
 pub use types::{
-    Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
+    Autonomy, DecidedBy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
 };
 pub use unchecked::Unchecked;
 pub use update::{SessionUpdate, UpdateKind, UpdateType};

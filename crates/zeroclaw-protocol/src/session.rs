@@ -269,6 +269,10 @@ pub struct ListParams {
     /// Only sessions whose `title` contains this, ignoring case (SPEC §18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<String>,
+    /// Only sessions working in this directory (SPEC §22): absolute, compared once
+    /// resolved (symlinks followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// One `session/list` entry. Times are milliseconds since the Unix epoch.
@@ -297,6 +301,9 @@ pub struct SessionSummary {
     /// The session this one was forked from (SPEC §18).
     #[serde(default)]
     pub forked_from: Option<crate::history::ForkedFrom>,
+    /// Where its tools run (SPEC §22); null for a session made before it was recorded.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 /// `session/list` result. `nextCursor` is null on the last page.

@@ -113,4 +113,10 @@ pub struct SessionStatusResult {
     /// `off`.
     #[serde(default)]
     pub sandbox: String,
+    /// Where its tools run (SPEC §22).
+    #[serde(default)]
+    pub cwd: String,
+    /// The kind of the agent's provider (`echo`, `openai`, …; SPEC §22 banner).
+    #[serde(default)]
+    pub provider: String,
 }

@@ -105,6 +105,15 @@ wire_enum!(
     }
 );
 
+/// Who settled an approval (`approval_resolved.decidedBy`, SPEC §22): the principal and
+/// the face it answered from (`chat`, `dashboard`, `acp`, `rpc`, or the name the client
+/// gave in `initialize` `clientInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DecidedBy {
+    pub principal: String,
+    pub client: String,
+}
+
 wire_enum!(
     /// Role of a transcript row (`session/messages`).
     Role {

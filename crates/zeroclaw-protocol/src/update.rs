@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::session::TurnUsage;
-use crate::types::{Decision, ElicitationAction, Outcome, ResolvedReason};
+use crate::types::{DecidedBy, Decision, ElicitationAction, Outcome, ResolvedReason};
 
 /// Declares [`UpdateKind`] (each event with its fields) and [`UpdateType`] (the event
 /// types alone) from one table, so each wire `type` is written once: it is both the serde
@@ -113,6 +113,9 @@ update_kinds! {
         request_id: String,
         decision: Decision,
         reason: ResolvedReason,
+        /// Who answered (SPEC §22): absent when nobody did (timeout, cancel).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_by: Option<DecidedBy>,
     },
     /// Old turns left the model's context (the transcript keeps them).
     HistoryTrimmed = "history_trimmed" {
@@ -290,6 +293,10 @@ mod tests {
                 request_id: "r1".into(),
                 decision: Decision::AllowOnce,
                 reason: ResolvedReason::Answered,
+                decided_by: Some(DecidedBy {
+                    principal: "operator".into(),
+                    client: "chat".into(),
+                }),
             },
             UpdateType::HistoryTrimmed => UpdateKind::HistoryTrimmed {
                 dropped_messages: 2,

@@ -268,6 +268,10 @@ pub(crate) fn list_page(conn: &Connection, q: &ListQuery) -> Result<SessionPage>
         args.push(owner.clone().into());
         sql += &format!(" AND s.owner = ?{}", args.len());
     }
+    if let Some(cwd) = &q.cwd {
+        args.push(cwd.clone().into());
+        sql += &format!(" AND s.cwd = ?{}", args.len());
+    }
     if let Some(after) = q.after {
         args.push(after.last_activity.into());
         args.push(after.pk.into());

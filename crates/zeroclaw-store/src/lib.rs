@@ -521,6 +521,13 @@ impl Store {
             .await
     }
 
+    /// Records the directory the session works in (`session/new` resuming it with a
+    /// `cwd`, SPEC §22), so `session/list {cwd}` finds it there.
+    pub async fn set_cwd(&self, key: &SessionKey, cwd: &str) -> Result<()> {
+        let (key, cwd) = (key.clone(), cwd.to_owned());
+        self.call(move |db| sessions::set_cwd(db, &key, &cwd)).await
+    }
+
     /// Sets the session's title (killed rows included: their transcript stays readable).
     pub async fn set_title(&self, key: &SessionKey, title: &str) -> Result<()> {
         let (key, title) = (key.clone(), title.to_owned());

@@ -44,6 +44,18 @@ pub(crate) fn open_session(db: &mut Db, new: NewSession) -> Result<OpenedSession
     })
 }
 
+/// Records the directory the session works in now (a resume that named one, SPEC §22).
+pub(crate) fn set_cwd(db: &mut Db, key: &SessionKey, cwd: &str) -> Result<()> {
+    db.write(|conn| {
+        let pk = db::require_pk(conn, key)?;
+        conn.execute(
+            "UPDATE sessions SET cwd = ?2 WHERE pk = ?1",
+            params![pk, cwd],
+        )?;
+        Ok(())
+    })
+}
+
 pub(crate) fn get_session(db: &mut Db, key: &SessionKey) -> Result<Option<SessionRow>> {
     db.read(|conn| Ok(db::find_session(conn, key)?.map(|(_, row)| row)))
 }

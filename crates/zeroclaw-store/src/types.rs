@@ -547,6 +547,8 @@ pub struct ListQuery {
     pub after: Option<ListCursor>,
     /// Only sessions whose title contains this text, ignoring case (SPEC §18).
     pub search: Option<String>,
+    /// Only sessions whose recorded `cwd` is exactly this (SPEC §22).
+    pub cwd: Option<String>,
 }
 
 /// One page of non-killed sessions, newest activity first.

@@ -15,6 +15,7 @@ fn query(limit: u32, after: Option<ListCursor>) -> ListQuery {
         limit,
         after,
         search: None,
+        cwd: None,
     }
 }
 

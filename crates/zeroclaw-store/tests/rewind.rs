@@ -411,6 +411,7 @@ async fn titles_are_set_or_derived_and_searched_ignoring_case() {
                     limit: 10,
                     after: None,
                     search: Some(search),
+                    cwd: None,
                 })
                 .await
                 .unwrap();

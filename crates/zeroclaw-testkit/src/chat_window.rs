@@ -19,7 +19,30 @@ pub struct ChatWindow {
 impl ChatWindow {
     /// `zeroclaw chat` on a pty, without colours, waiting up to 20 s per expect.
     pub fn open(config_dir: &Path, args: &[&str]) -> ChatWindow {
-        let mut cmd = Command::new(crate::daemon::BIN);
+        Self::open_in(config_dir, None, args)
+    }
+
+    /// [`ChatWindow::open`] run from directory `dir` (the chat's project directory, SPEC
+    /// §22) when given.
+    pub fn open_in(config_dir: &Path, dir: Option<&Path>, args: &[&str]) -> ChatWindow {
+        Self::spawn(Command::new(crate::daemon::BIN), config_dir, dir, args)
+    }
+
+    /// [`ChatWindow::open`] on a pty that echoes what is typed, as a person's terminal
+    /// does (the pty of `open` has echo off): keys typed while the chat is not reading
+    /// show unless the chat turns echo off.
+    pub fn open_echoing(config_dir: &Path, args: &[&str]) -> ChatWindow {
+        let mut sh = Command::new("/bin/sh");
+        sh.arg("-c")
+            .arg("stty echo && exec \"$0\" \"$@\"")
+            .arg(crate::daemon::BIN);
+        Self::spawn(sh, config_dir, None, args)
+    }
+
+    fn spawn(mut cmd: Command, config_dir: &Path, dir: Option<&Path>, args: &[&str]) -> ChatWindow {
+        if let Some(dir) = dir {
+            cmd.current_dir(dir);
+        }
         cmd.arg("chat")
             .arg("--config-dir")
             .arg(config_dir)

@@ -216,6 +216,16 @@ impl Peer {
             json!({"sessionId": "s-1", "agentAlias": agent, "mode": "acp", "messageCount": 0,
                    "workspaceDir": "/tmp/w", "resumed": false}),
         );
+        // The banner (SPEC §22) is read from `session/status`.
+        let status = self.expect("session/status");
+        self.reply(
+            &status,
+            json!({"sessionId": "s-1", "mode": "acp", "agentAlias": agent,
+                   "autonomy": "supervised", "model": "m", "activeTurnId": null,
+                   "queuedPrompts": 0, "subscribers": 0,
+                   "usage": {"sessionTotalTokens": 0, "contextTokens": 0, "contextWindow": 0},
+                   "mcpServers": [], "sandbox": "off", "cwd": "/tmp/w", "provider": "openai"}),
+        );
     }
 
     /// Ends a turn: `turn_complete`, then the answer to `prompt`.
@@ -376,7 +386,8 @@ fn streams_tools_approvals_and_questions() {
         "list the files\nmaybe\ny\n2\nn\nno thanks\nsecond\nthird\nfourth\n",
     );
     daemon.join();
-    assert!(out.status.success(), "{out:?}", out = out.stderr);
+    // The third turn failed: with piped input the chat says so with status 1 (SPEC §22).
+    assert_eq!(out.status.code(), Some(1), "{out:?}", out = out.stderr);
     let stdout = &out.stdout;
     for expected in [
         "thinking: let me look\nLooking.\n⚙ bash {\"command\":\"ls\"}\nallow bash `ls`? [y]es/[n]o/[a]lways maybe\n",
@@ -413,7 +424,10 @@ fn streams_tools_approvals_and_questions() {
         stderr.contains("error: turn failed: provider returned HTTP 500: boom"),
         "{stderr}"
     );
-    assert!(stderr.contains("no input left: rejecting bash"), "{stderr}");
+    assert!(
+        stderr.contains("rejected bash `rm -rf /`: no input left to ask; --approve="),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -153,9 +153,10 @@ fn two_windows_see_every_turn_and_one_answers_an_approval_asked_elsewhere() {
         w.wait_for("watched-run\n");
         w.wait_for("all finished");
     }
-    two.wait_for("approval settled elsewhere");
+    // What was decided, by whom, from which face (SPEC §22 `decidedBy`).
+    two.wait_for("[bash `echo watched-run`: allowed once by operator from a chat]");
     let (one, two) = (one.close(), two.close());
-    assert!(!one.contains("approval settled elsewhere"), "{one}");
+    assert!(!one.contains("allowed once by"), "{one}");
     assert!(two.contains("hello from elsewhere"), "{two}");
 }
 

@@ -249,6 +249,7 @@ fn authenticate(
     let handshake = Handshake {
         auth_token: Some(token.to_owned()),
         elicitation: false,
+        client: "rpc".to_owned(),
     };
     let _ = ctx.handshake.set(handshake);
     state.caller = Some(Caller {

@@ -64,9 +64,11 @@ pub(crate) async fn initialize(
         .client_capabilities
         .as_ref()
         .is_some_and(|c| c.elicitation());
+    let client = client_label(p.client_info.as_ref().map(|i| i.as_value()));
     let handshake = Handshake {
         auth_token,
         elicitation,
+        client,
     };
     if conn.handshake.set(handshake).is_err() {
         return Err(ErrorObject::invalid_request("already initialized"));
@@ -84,6 +86,30 @@ pub(crate) async fn initialize(
     );
     result.auth_token = issued;
     Ok(result)
+}
+
+/// Longest client name kept for `decidedBy.client`.
+const CLIENT_NAME_CHARS: usize = 64;
+
+/// The face a client is, from `clientInfo.name` (SPEC §22 `decidedBy.client`): the
+/// project's own clients by their short names, any other by the name it gave (printable
+/// characters, at most 64), `rpc` when it gave none.
+fn client_label(info: Option<&serde_json::Value>) -> String {
+    let name = info
+        .and_then(|i| i.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or("");
+    let name: String = name
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(CLIENT_NAME_CHARS)
+        .collect();
+    match name.trim() {
+        "" | "zeroclaw-cli" => "rpc".to_owned(),
+        "zeroclaw-dashboard" => "dashboard".to_owned(),
+        "zeroclaw-acp" => "acp".to_owned(),
+        other => other.to_owned(),
+    }
 }
 
 /// The token this connection will present from now on, and the dashboard session token to
@@ -154,5 +180,33 @@ fn failed_login(daemon: &Daemon, conn: &ConnectionContext, credential: Option<&s
     if let Some(attempt) = attempt(conn, credential) {
         tracing::info!(conn = conn.id, peer = %conn.peer.label, "failed login");
         daemon.gateway.failures.failed(&attempt);
+    }
+}
+
+#[cfg(test)]
+mod client_label_tests {
+    use serde_json::json;
+
+    use super::client_label;
+
+    #[test]
+    fn the_project_clients_have_short_names_and_others_keep_theirs() {
+        assert_eq!(client_label(None), "rpc");
+        assert_eq!(client_label(Some(&json!({"name": "zeroclaw-cli"}))), "rpc");
+        assert_eq!(
+            client_label(Some(&json!({"name": "zeroclaw-dashboard"}))),
+            "dashboard"
+        );
+        assert_eq!(client_label(Some(&json!({"name": "zeroclaw-acp"}))), "acp");
+        assert_eq!(client_label(Some(&json!({"name": "chat"}))), "chat");
+        assert_eq!(
+            client_label(Some(&json!({"name": "my\neditor"}))),
+            "myeditor"
+        );
+        assert_eq!(client_label(Some(&json!({"name": 7}))), "rpc");
+        assert_eq!(
+            client_label(Some(&json!({"name": "x".repeat(100)}))).len(),
+            64
+        );
     }
 }

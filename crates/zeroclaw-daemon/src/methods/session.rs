@@ -161,9 +161,11 @@ pub(crate) fn cancel(
         .map_err(wire_error::session)
 }
 
-/// `session/approve {sessionId, requestId, decision, replacement?, mode?}`.
+/// `session/approve {sessionId, requestId, decision, replacement?, mode?}`; the
+/// connection's client name goes into `approval_resolved.decidedBy` (SPEC §22).
 pub(crate) fn approve(
     daemon: &Daemon,
+    conn: &ConnectionContext,
     principal: &Principal,
     p: ApproveParams,
 ) -> Result<ApproveResult, ErrorObject> {
@@ -172,6 +174,7 @@ pub(crate) fn approve(
         .sessions
         .approve(
             principal,
+            conn.client_name(),
             &p.session_id,
             mode(p.mode),
             &p.request_id,
@@ -258,12 +261,19 @@ pub(crate) fn unsubscribe(
         .map_err(wire_error::session)
 }
 
-/// `session/list {mode?, limit?, cursor?, search?}`.
+/// `session/list {mode?, limit?, cursor?, search?, cwd?}` (`cwd` absolute, SPEC §22).
 pub(crate) async fn list(
     daemon: &Daemon,
     principal: &Principal,
     p: ListParams,
 ) -> Result<ListResult, ErrorObject> {
+    if let Some(cwd) = p.cwd.as_deref()
+        && !std::path::Path::new(cwd).is_absolute()
+    {
+        return Err(ErrorObject::invalid_params(format!(
+            "cwd: expected an absolute directory, got {cwd:?}"
+        )));
+    }
     daemon
         .sessions
         .list(
@@ -272,6 +282,7 @@ pub(crate) async fn list(
             p.limit,
             p.cursor.as_deref(),
             p.search,
+            p.cwd,
         )
         .await
         .map_err(wire_error::session)

@@ -15,6 +15,7 @@ mod common;
 mod acp_now;
 mod backpressure;
 mod config;
+mod daily_chat;
 mod dashboard;
 mod dashboard_bench;
 mod dashboard_daily;

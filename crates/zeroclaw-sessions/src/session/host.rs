@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, ChatMessage, TurnEvent, TurnHost};
 use zeroclaw_protocol::update::ElicitationParams;
-use zeroclaw_protocol::{Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind};
+use zeroclaw_protocol::{DecidedBy, Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind};
 
 use super::compaction::MidTurn;
 use super::link::{AskError, ClientLink};
@@ -54,20 +54,22 @@ fn decision_of(decision: &ApprovalDecision) -> Decision {
 struct Resolution<'a> {
     session: &'a LiveSession,
     request_id: String,
-    outcome: Option<(Decision, ResolvedReason)>,
+    outcome: Option<(Decision, ResolvedReason, Option<DecidedBy>)>,
 }
 
 impl Drop for Resolution<'_> {
     fn drop(&mut self) {
-        let (decision, reason) = self
-            .outcome
-            .unwrap_or((Decision::Reject, ResolvedReason::Cancelled));
+        let (decision, reason, decided_by) =
+            self.outcome
+                .take()
+                .unwrap_or((Decision::Reject, ResolvedReason::Cancelled, None));
         self.session
             .stream
             .emit_update(&UpdateKind::ApprovalResolved {
                 request_id: std::mem::take(&mut self.request_id),
                 decision,
                 reason,
+                decided_by,
             });
     }
 }
@@ -193,13 +195,14 @@ impl TurnHost for SessionHost<'_> {
             outcome: None,
         };
         let decision = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(decision)) => {
-                resolution.outcome = Some((decision_of(&decision), ResolvedReason::Answered));
+            Ok(Ok((decision, by))) => {
+                resolution.outcome =
+                    Some((decision_of(&decision), ResolvedReason::Answered, Some(by)));
                 decision
             }
             _ => {
                 tracing::info!(session = %self.session.key.session_id, request = %guard.id, "approval unanswered; rejected");
-                resolution.outcome = Some((Decision::Reject, ResolvedReason::Timeout));
+                resolution.outcome = Some((Decision::Reject, ResolvedReason::Timeout, None));
                 ApprovalDecision::Reject
             }
         };

@@ -17,12 +17,12 @@ use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
-use zeroclaw_protocol::Decision;
 use zeroclaw_protocol::history::ForkedFrom;
 use zeroclaw_protocol::session::{
     ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListResult, MessagesResult,
     SessionSummary, TurnResult,
 };
+use zeroclaw_protocol::{DecidedBy, Decision};
 use zeroclaw_store::{
     DEFAULT_PAGE_BYTES, ListCursor, ListQuery, MAX_LIST_LIMIT, MessagesQuery, Mode, SessionKey,
     SessionRow,
@@ -146,10 +146,12 @@ impl SessionManager {
         })
     }
 
-    /// `session/approve`: only the session's owner may answer.
+    /// `session/approve`: only the session's owner may answer, from any of its
+    /// connections; `client` names the face it answered from (SPEC §22 `decidedBy`).
     pub fn approve(
         &self,
         principal: &Principal,
+        client: &str,
         session_id: &str,
         mode: Option<Mode>,
         request_id: &str,
@@ -160,7 +162,11 @@ impl SessionManager {
         if principal.id != live.owner {
             return Err(SessionError::not_owner(session_id));
         }
-        if !live.approvals.answer(request_id, decision) {
+        let by = DecidedBy {
+            principal: principal.id.clone(),
+            client: client.to_owned(),
+        };
+        if !live.approvals.answer(request_id, decision, by) {
             return Err(SessionError::invalid(format!(
                 "no pending approval {request_id} in session {session_id}"
             )));
@@ -313,6 +319,7 @@ impl SessionManager {
         limit: Option<u32>,
         cursor: Option<&str>,
         search: Option<String>,
+        cwd: Option<String>,
     ) -> Result<ListResult, SessionError> {
         let limit = match limit {
             Some(0) => return Err(SessionError::invalid("limit: expected 1 or more")),
@@ -334,6 +341,7 @@ impl SessionManager {
                 limit,
                 after,
                 search: search.filter(|s| !s.is_empty()),
+                cwd: cwd.filter(|c| !c.is_empty()).map(|c| resolved_dir(&c)),
             })
             .await?;
         let count = page.rows.len();
@@ -358,6 +366,7 @@ impl SessionManager {
                     session_id: f.session_id,
                     turn_id: f.turn_id,
                 }),
+                cwd: r.cwd,
             };
             let size = serde_json::to_vec(&entry).map_or(0, |v| v.len()) + 1;
             if used + size > DEFAULT_PAGE_BYTES && !sessions.is_empty() {
@@ -409,6 +418,14 @@ impl SessionManager {
             has_more: Some(page.has_more),
         })
     }
+}
+
+/// A `session/list` `cwd` filter as sessions record theirs: resolved (symlinks followed)
+/// when it exists, else as given (it then matches nothing a session recorded).
+fn resolved_dir(dir: &str) -> String {
+    std::path::Path::new(dir)
+        .canonicalize()
+        .map_or_else(|_| dir.to_owned(), |p| p.display().to_string())
 }
 
 /// What `session/kill` and `session/delete` do to the persisted row.

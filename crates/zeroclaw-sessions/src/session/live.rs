@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_agent::mcp::McpSet;
 use zeroclaw_config::Config;
+use zeroclaw_protocol::DecidedBy;
 use zeroclaw_protocol::compact::CompactResult;
 use zeroclaw_protocol::history::RewindResult;
 use zeroclaw_protocol::session::TurnResult;
@@ -160,7 +161,7 @@ pub struct UsageTotals {
 /// Pending approval requests of a session and the tools it always allows.
 #[derive(Default)]
 pub(crate) struct Approvals {
-    pending: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<(ApprovalDecision, DecidedBy)>>>,
     always: Mutex<HashSet<String>>,
     next: AtomicU64,
 }
@@ -192,7 +193,12 @@ impl Approvals {
     }
 
     /// Registers a new request; its id is unique within the session.
-    pub fn register(&self) -> (ApprovalGuard<'_>, oneshot::Receiver<ApprovalDecision>) {
+    pub fn register(
+        &self,
+    ) -> (
+        ApprovalGuard<'_>,
+        oneshot::Receiver<(ApprovalDecision, DecidedBy)>,
+    ) {
         let id = format!("apr_{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id.clone(), tx);
@@ -216,10 +222,11 @@ impl Approvals {
         ids
     }
 
-    /// Delivers a decision; `false` when no request with that id is pending.
-    pub fn answer(&self, id: &str, decision: ApprovalDecision) -> bool {
+    /// Delivers a decision with who made it (SPEC §22 `decidedBy`); `false` when no
+    /// request with that id is pending.
+    pub fn answer(&self, id: &str, decision: ApprovalDecision, by: DecidedBy) -> bool {
         match lock(&self.pending).remove(id) {
-            Some(tx) => tx.send(decision).is_ok(),
+            Some(tx) => tx.send((decision, by)).is_ok(),
             None => false,
         }
     }

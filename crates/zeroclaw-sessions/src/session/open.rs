@@ -272,6 +272,14 @@ impl SessionManager {
             context_from(&restored)
         };
         let cwd = Self::cwd(&workspace, req.cwd.as_deref(), Some(&row), confined)?;
+        let now_in = cwd.display().to_string();
+        if opened.resumed
+            && req.cwd.as_deref().is_some_and(|c| !c.is_empty())
+            && row.cwd.as_deref() != Some(now_in.as_str())
+        {
+            // Resumed in another directory: listed under the one it works in now.
+            self.store.set_cwd(&key, &now_in).await?;
+        }
         let live = worker::start(
             self,
             key,

@@ -66,6 +66,20 @@ impl SessionManager {
             mcp_servers,
             replay_bytes: live.replay_bytes() as u64,
             sandbox: super::sandbox::status(config, &live.agent_alias),
+            cwd: live.cwd.display().to_string(),
+            provider: provider_kind(config, &live.agent_alias),
         })
     }
+}
+
+/// The kind of agent `alias`'s provider as the config spells it (`echo`, `openai`, …);
+/// empty when the agent or its provider is gone from the config.
+fn provider_kind(config: &Config, alias: &str) -> String {
+    config
+        .agents
+        .get(alias)
+        .and_then(|a| config.providers.get(&a.provider))
+        .and_then(|p| serde_json::to_value(p.kind).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }

@@ -68,6 +68,8 @@ enum Command {
         /// Socket to connect to (default: the resolved endpoint).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+        #[command(flatten)]
+        place: chat::Place,
     },
     /// Print the daemon's status.
     Status {
@@ -212,7 +214,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             agent,
             session,
             socket,
-        } => chat::run(cli.config_dir, socket, agent, session).await,
+            place,
+        } => chat::run(cli.config_dir, socket, agent, session, place).await,
         Command::Status { socket, json } => status::run(cli.config_dir, socket, json).await,
         Command::Config {
             action,

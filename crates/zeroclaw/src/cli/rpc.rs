@@ -45,6 +45,17 @@ pub async fn connect_as(
     socket: Option<PathBuf>,
     elicitation: bool,
 ) -> Result<(Client, String), CliError> {
+    connect_named(config_dir, socket, elicitation, "zeroclaw-cli").await
+}
+
+/// [`connect_as`] with the client name `initialize` gives (`chat` for the chat, which the
+/// daemon reports in `approval_resolved.decidedBy`, SPEC §22).
+pub async fn connect_named(
+    config_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+    elicitation: bool,
+    name: &str,
+) -> Result<(Client, String), CliError> {
     let path = endpoint(config_dir.clone(), socket)?;
     let client = Client::connect(&path).await.map_err(|e| {
         if nobody_listens(&e) {
@@ -54,7 +65,7 @@ pub async fn connect_as(
         }
     })?;
     let init = client
-        .initialize("zeroclaw-cli", elicitation)
+        .initialize(name, elicitation)
         .await
         .map_err(CliError::from_client)?;
     let principal = init["principal"]["id"].as_str().unwrap_or("").to_string();

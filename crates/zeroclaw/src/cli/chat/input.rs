@@ -50,6 +50,8 @@ enum Source {
         replies: mpsc::Receiver<Read>,
         /// A request was sent and its reply not yet taken.
         waiting: bool,
+        /// The prompt of that request.
+        reading: String,
     },
 }
 
@@ -138,6 +140,7 @@ impl Input {
                 requests: req_tx,
                 replies: reply_rx,
                 waiting: false,
+                reading: String::new(),
             },
             closed: false,
             prefill: String::new(),
@@ -152,6 +155,19 @@ impl Input {
     /// Whether the line editor is reading a line already (its prompt is on the screen).
     pub fn is_reading(&self) -> bool {
         matches!(self.source, Source::Editor { waiting: true, .. })
+    }
+
+    /// The prompt of the line the editor is reading already (a question asked meanwhile
+    /// is answered on that line).
+    pub fn reading_prompt(&self) -> Option<&str> {
+        match &self.source {
+            Source::Editor {
+                waiting: true,
+                reading,
+                ..
+            } => Some(reading),
+            _ => None,
+        }
     }
 
     /// Whether lines come from the line editor (text can be put in the line to edit).
@@ -177,8 +193,10 @@ impl Input {
                 requests,
                 replies,
                 waiting,
+                reading,
             } => {
                 if !*waiting {
+                    *reading = prompt.to_string();
                     let request = Request {
                         prompt: prompt.to_string(),
                         remember,

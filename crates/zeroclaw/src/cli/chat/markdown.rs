@@ -3,7 +3,8 @@
 //! and rules are drawn. Lines are rendered when they end, except that plain paragraph
 //! text is written at once up to the first character that could start inline markup.
 //! Block state (inside a fence or not) is kept across lines; the inline part of each line
-//! is parsed with `pulldown-cmark`.
+//! is parsed with `pulldown-cmark`. Table rows (`| a | b |`) are held until the table
+//! ends, then drawn with aligned columns (SPEC §22, issue 46).
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
@@ -25,6 +26,8 @@ pub struct Markdown {
     pending: String,
     /// The start of the current line was written already (a paragraph).
     started: bool,
+    /// Rows of the table being read (drawn when a line that is not a row comes).
+    table: Vec<String>,
 }
 
 /// Characters that may begin inline markup: text before the first of them renders as is.
@@ -37,6 +40,7 @@ impl Markdown {
             fence: None,
             pending: String::new(),
             started: false,
+            table: Vec::new(),
         }
     }
 
@@ -49,7 +53,11 @@ impl Markdown {
             let line = line.trim_end_matches(['\n', '\r']);
             if std::mem::take(&mut self.started) {
                 out.push_str(&self.rest_of_line(line));
+            } else if self.fence.is_none() && is_table_row(line) {
+                self.table.push(line.to_string());
+                continue;
             } else {
+                out.push_str(&self.flush_table());
                 out.push_str(&self.line(line));
             }
             out.push('\n');
@@ -62,6 +70,11 @@ impl Markdown {
     /// text (anything that may start a block waits for the end of its line).
     fn plain_prefix(&mut self) -> String {
         if self.fence.is_some() || self.pending.is_empty() {
+            return String::new();
+        }
+        if !self.started && !self.table.is_empty() {
+            // The table ends before this line: drawn once the line is known not to be a
+            // row (at its end).
             return String::new();
         }
         if !self.started {
@@ -90,14 +103,81 @@ impl Markdown {
     pub fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.pending);
         let out = if rest.is_empty() {
-            String::new()
+            self.flush_table().trim_end_matches('\n').to_string()
         } else if self.started {
             self.rest_of_line(&rest)
+        } else if self.fence.is_none() && is_table_row(&rest) {
+            self.table.push(rest);
+            self.flush_table().trim_end_matches('\n').to_string()
         } else {
-            self.line(&rest)
+            let table = self.flush_table();
+            format!("{table}{}", self.line(&rest))
         };
         self.fence = None;
         self.started = false;
+        out
+    }
+
+    /// The table read so far, drawn with aligned columns (each line ending in `\n`);
+    /// empty when there is none.
+    fn flush_table(&mut self) -> String {
+        let rows = std::mem::take(&mut self.table);
+        if rows.is_empty() {
+            return String::new();
+        }
+        let cells: Vec<Vec<String>> = rows.iter().map(|r| split_row(r)).collect();
+        // The `|---|:--:|` line under the header, if any, gives the alignment.
+        let rule_at = cells
+            .iter()
+            .position(|r| r.iter().all(|c| is_align_cell(c)));
+        let align: Vec<Align> = rule_at
+            .map(|i| cells[i].iter().map(|c| align_of(c)).collect())
+            .unwrap_or_default();
+        let shown: Vec<Option<Vec<String>>> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                (Some(i) != rule_at).then(|| row.iter().map(|c| self.inline(c, "")).collect())
+            })
+            .collect();
+        let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
+        let mut widths = vec![0usize; columns];
+        for row in shown.iter().flatten() {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(visible_width(cell));
+            }
+        }
+        let mut out = String::new();
+        for (i, row) in shown.iter().enumerate() {
+            let Some(row) = row else {
+                let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+                out.push_str(&self.paint(DIM, &rule.join("─┼─")));
+                out.push('\n');
+                continue;
+            };
+            let header = rule_at == Some(i + 1);
+            let mut line = Vec::with_capacity(columns);
+            for (c, width) in widths.iter().enumerate() {
+                let cell = row.get(c).map_or("", String::as_str);
+                let pad = " ".repeat(width.saturating_sub(visible_width(cell)));
+                let cell = if header && self.color {
+                    format!("{BOLD}{cell}{RESET}")
+                } else {
+                    cell.to_string()
+                };
+                line.push(match align.get(c).copied().unwrap_or(Align::Left) {
+                    Align::Right => format!("{pad}{cell}"),
+                    Align::Center => {
+                        let half = pad.len() / 2;
+                        format!("{}{cell}{}", &pad[..half], &pad[half..])
+                    }
+                    Align::Left => format!("{cell}{pad}"),
+                });
+            }
+            let bar = self.paint(DIM, " │ ");
+            out.push_str(line.join(&bar).trim_end());
+            out.push('\n');
+        }
         out
     }
 
@@ -226,6 +306,74 @@ impl Markdown {
     }
 }
 
+/// How a table column is aligned (`:--`, `--:`, `:-:`).
+#[derive(Clone, Copy)]
+enum Align {
+    Left,
+    Right,
+    Center,
+}
+
+/// A line of a pipe table: starts with `|` and has another `|` after it.
+fn is_table_row(line: &str) -> bool {
+    let t = line.trim();
+    t.len() >= 2 && t.starts_with('|') && t[1..].contains('|')
+}
+
+/// The cells of a table row, trimmed (`\|` stays a `|` inside its cell).
+fn split_row(line: &str) -> Vec<String> {
+    let t = line.trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let t = t
+        .strip_suffix('|')
+        .filter(|r| !r.ends_with('\\'))
+        .unwrap_or(t);
+    let mut cells = Vec::new();
+    let mut cell = String::new();
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                cell.push('|');
+                chars.next();
+            }
+            '|' => cells.push(std::mem::take(&mut cell).trim().to_string()),
+            c => cell.push(c),
+        }
+    }
+    cells.push(cell.trim().to_string());
+    cells
+}
+
+/// A cell of the line under a table's header: `---`, `:--`, `--:`, `:-:`.
+fn is_align_cell(cell: &str) -> bool {
+    let inner = cell.trim_start_matches(':').trim_end_matches(':');
+    !inner.is_empty() && inner.chars().all(|c| c == '-')
+}
+
+fn align_of(cell: &str) -> Align {
+    match (cell.starts_with(':'), cell.ends_with(':')) {
+        (true, true) => Align::Center,
+        (false, true) => Align::Right,
+        _ => Align::Left,
+    }
+}
+
+/// Characters shown on the terminal (colour escapes not counted).
+fn visible_width(text: &str) -> usize {
+    let mut n = 0;
+    let mut escape = false;
+    for c in text.chars() {
+        match (escape, c) {
+            (false, '\x1b') => escape = true,
+            (true, 'm') => escape = false,
+            (true, _) => {}
+            (false, _) => n += 1,
+        }
+    }
+    n
+}
+
 /// The fence a line opens with: three or more backticks or tildes.
 fn fence_of(line: &str) -> Option<String> {
     let ch = line.chars().next().filter(|c| *c == '`' || *c == '~')?;
@@ -342,6 +490,27 @@ mod tests {
         assert_eq!(plain("see [docs](http://x.y)\n"), "see docs (http://x.y)\n");
         assert_eq!(plain("a <b> c\n"), "a <b> c\n");
         assert_eq!(plain("- 2024. was a year\n"), "• 2024. was a year\n");
+    }
+
+    #[test]
+    fn tables_are_drawn_with_aligned_columns() {
+        let mut md = Markdown::new(false);
+        let mut out = md.push("Counts:\n| name | n |\n|---|--:|\n| alpha | 1 |\n| `b` | 1");
+        // Nothing of the table until it ends.
+        assert_eq!(out, "Counts:\n");
+        out.push_str(&md.push("234 |\nafter\n"));
+        out.push_str(&md.finish());
+        assert_eq!(
+            out,
+            "Counts:\nname  │    n\n──────┼─────\nalpha │    1\n`b`   │ 1234\nafter\n"
+        );
+        // A table that ends the message; a cell with an escaped bar.
+        assert_eq!(
+            plain("| a | b \\| c |\n| long cell | x |"),
+            "a         │ b | c\nlong cell │ x"
+        );
+        // Inside a code block a row stays as written.
+        assert_eq!(plain("```\n| a |\n```\n"), "  ╭─\n  │ | a |\n  ╰─\n");
     }
 
     #[test]

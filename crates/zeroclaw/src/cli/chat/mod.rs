@@ -1,7 +1,9 @@
 //! `zeroclaw chat`: a terminal client. On a terminal, prompts are typed in a line editor
 //! (history kept in the data dir) and replies render as markdown; with stdin from a pipe
 //! each line is a prompt and the reply text is written as it comes. Approvals and ask-user
-//! questions are answered with the next line. Lines starting with `/` are chat commands
+//! questions are answered with the next line (an approval on a terminal with one key,
+//! `keys.rs`). Where the session works, `-c`/`--resume` and the banner: `place.rs`;
+//! `--approve` and how approvals settled elsewhere are told: `approve.rs` (SPEC §22). Lines starting with `/` are chat commands
 //! (`/help`). Ctrl-C cancels the running turn, a second one (or one at the prompt) exits.
 //! Turns other clients prompt in the session are shown too, their prompt first (SPEC §18);
 //! lines typed meanwhile wait and are handled in order afterwards.
@@ -17,20 +19,26 @@ use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
 use zeroclaw_client::protocol::stream::ConfigureParams;
 use zeroclaw_client::protocol::{Autonomy, call, code};
 use zeroclaw_client::{
-    ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, Method, ServerMessage,
-    SessionNewParams, SessionNewResult, UpdateKind,
+    ClientError, ClientHandle, ElicitationAnswer, ErrorObject, Event, ServerMessage,
+    SessionNewResult, UpdateKind,
 };
 use zeroclaw_ipc::Dirs;
 
 use super::error::CliError;
 use super::{rpc, sessions};
 
+mod approve;
 mod commands;
 mod input;
+mod keys;
 mod markdown;
+mod place;
+mod quiet;
 mod slash;
 mod turn;
 mod ui;
+
+pub use place::Place;
 
 use input::{INTERRUPTED, Input, Interrupts, Read};
 use slash::Slash;
@@ -47,6 +55,7 @@ pub async fn run(
     socket: Option<PathBuf>,
     agent: String,
     session: Option<String>,
+    place: Place,
 ) -> Result<(), CliError> {
     let history = Dirs::resolve(config_dir.as_deref())
         .ok()
@@ -60,16 +69,15 @@ pub async fn run(
     // After the editor: it sets a SIGINT handler of its own when it starts; ours, set
     // later, sees every Ctrl-C and passes it on to the editor's.
     let mut interrupts = Interrupts::new()?;
-    let (client, me) = rpc::connect_as(config_dir, socket, true).await?;
+    let (client, me) = rpc::connect_named(config_dir, socket, true, "chat").await?;
     let (handle, mut events) = client.split();
-    let mut params = SessionNewParams::agent(agent.clone());
-    params.session_id = session;
-    let info = handle
-        .new_session(&params)
-        .await
-        .map_err(|e| format!("{} failed: {}", Method::SessionNew, message(&e)))?;
     let mut ui = Ui::new(interactive);
+    let info = place::open(&handle, &agent, session, &place, &mut ui, &mut input).await?;
+    let policy = place.approve;
+    // A turn that failed: with piped input the chat exits 1 at the end (SPEC §22).
+    let mut any_failed = false;
     ui.header(&info);
+    place::banner(&handle, &info.session_id, &mut ui).await;
     show_earlier(&handle, &info, &mut ui).await;
     let mut session_id = info.session_id.clone();
     let mut own_rewind: Option<String> = None;
@@ -79,7 +87,8 @@ pub async fn run(
         match handle.subscribe(&session_id, None).await {
             Ok(sub) if sub.active_turn_id.is_some() => {
                 ui.note("a turn is running; showing it from its start");
-                let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
+                let mut turn =
+                    Turn::new(&handle, &session_id, &me, &mut ui, &mut input).with_policy(policy);
                 turn.watch(&mut events, &mut interrupts, None)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -121,7 +130,8 @@ pub async fn run(
             Idle::Watch(first) => {
                 // A turn someone else started: shown, its questions asked, until it ends.
                 ui.leave_prompt();
-                let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
+                let mut turn =
+                    Turn::new(&handle, &session_id, &me, &mut ui, &mut input).with_policy(policy);
                 turn.watch(&mut events, &mut interrupts, Some(first))
                     .await
                     .map_err(|e| e.to_string())?;
@@ -132,7 +142,7 @@ pub async fn run(
             Read::Line(line) => line,
             Read::End => {
                 ui.end_line();
-                return Ok(());
+                return ended(interactive, any_failed);
             }
             Read::Interrupt => ui.exit(INTERRUPTED),
         };
@@ -150,16 +160,21 @@ pub async fn run(
                     };
                     ui.print(&text);
                 }
-                Slash::New => match handle
-                    .new_session(&SessionNewParams::agent(agent.clone()))
-                    .await
-                {
-                    Ok(info) => {
-                        ui.header(&info);
-                        session_id = info.session_id;
+                Slash::New => {
+                    let here = Place {
+                        continue_newest: false,
+                        resume: false,
+                        ..place.clone()
+                    };
+                    match place::open(&handle, &agent, None, &here, &mut ui, &mut input).await {
+                        Ok(info) => {
+                            ui.header(&info);
+                            place::banner(&handle, &info.session_id, &mut ui).await;
+                            session_id = info.session_id;
+                        }
+                        Err(e) => ui.error(&e),
                     }
-                    Err(e) => ui.error(&format!("{} failed: {}", Method::SessionNew, message(&e))),
-                },
+                }
                 Slash::Cancel => match handle.cancel(&session_id).await {
                     Ok(()) => ui.note("cancel sent"),
                     Err(ClientError::Rpc(e)) if e.code == code::SESSION_NOT_FOUND => {
@@ -182,7 +197,8 @@ pub async fn run(
                     }
                 }
                 Slash::Compact(instructions) => {
-                    let turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
+                    let turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input)
+                        .with_policy(policy);
                     if let Err(e) =
                         commands::compact(turn, &mut events, &mut interrupts, &instructions).await
                     {
@@ -199,7 +215,7 @@ pub async fn run(
                 )),
                 Slash::Quit => {
                     ui.end_line();
-                    return Ok(());
+                    return ended(interactive, any_failed);
                 }
                 Slash::Unknown(name) => ui.note(&format!(
                     "unknown command /{name}; /help lists the commands"
@@ -207,19 +223,33 @@ pub async fn run(
             }
             continue;
         }
-        let mut turn = Turn::new(&handle, &session_id, &me, &mut ui, &mut input);
-        match turn
+        let mut turn =
+            Turn::new(&handle, &session_id, &me, &mut ui, &mut input).with_policy(policy);
+        let ran = turn
             .run(&mut events, &mut interrupts, slash::prompt_text(&line))
-            .await
-        {
+            .await;
+        any_failed |= turn.failed;
+        match ran {
             Ok(()) => {}
-            Err(ClientError::Rpc(e)) => ui.error(&format!("{} (code {})", e.message, e.code)),
+            Err(ClientError::Rpc(e)) => {
+                any_failed = true;
+                ui.error(&format!("{} (code {})", e.message, e.code))
+            }
             Err(e) => {
                 ui.end_line();
                 return Err(e.to_string().into());
             }
         }
     }
+}
+
+/// How the chat ends at the end of its input or `/quit`: with piped input, status 1 when a
+/// turn failed (SPEC §22), so a script can tell.
+fn ended(interactive: bool, any_failed: bool) -> Result<(), CliError> {
+    if !interactive && any_failed {
+        return Err("a turn failed (see above)".into());
+    }
+    Ok(())
 }
 
 /// A resumed session's last messages, before the first prompt.

@@ -12,13 +12,51 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use zeroclaw_client::protocol::{DecidedBy, ResolvedReason};
 use zeroclaw_client::{
     ClientError, ClientHandle, Decision, ElicitationAnswer, ElicitationRequest, ErrorObject, Event,
     Events, Method, Outcome, ServerMessage, UpdateKind,
 };
 
+use super::approve::{self, ApprovePolicy};
 use super::input::{INTERRUPTED, Input, Interrupts, Read};
+use super::keys::{Key, Keys};
+use super::quiet::Quiet;
 use super::ui::{Ui, message};
+
+/// The next key of an approval answered by one key (never, without one).
+async fn next_key(keys: &mut Option<Keys>) -> Key {
+    match keys {
+        Some(keys) => keys.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The decision an answer line names (`y`, `yes`, `a`, `always`, `n`, `no`, empty).
+fn approval_word(line: &str) -> Option<Decision> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(Decision::AllowOnce),
+        "a" | "always" => Some(Decision::AllowAlways),
+        "" | "n" | "no" => Some(Decision::Reject),
+        _ => None,
+    }
+}
+
+/// An approval answered on a line that held a prompt being typed: (that prompt, the
+/// answer), the answer being the key typed last (`draft` + `y`); the whole line is the
+/// prompt when it does not end with one (the answer is then asked again). `None` when
+/// the line is an answer by itself.
+fn split_draft(line: &str) -> Option<(String, String)> {
+    if approval_word(line).is_some() {
+        return None;
+    }
+    let last = line.chars().last()?;
+    if matches!(last.to_ascii_lowercase(), 'y' | 'n' | 'a') {
+        let draft = &line[..line.len() - last.len_utf8()];
+        return Some((draft.to_string(), last.to_string()));
+    }
+    Some((line.to_string(), "?".to_string()))
+}
 
 /// How often the spinner turns.
 const SPIN_EVERY: Duration = Duration::from_millis(100);
@@ -55,6 +93,17 @@ pub struct Turn<'a> {
     pub completed: Option<Ending>,
     /// Token usage of this turn so far (SPEC §16 `usage` updates).
     pub usage: TurnUsage,
+    /// `--approve`: approvals decided without asking (SPEC §22).
+    pub policy: Option<ApprovePolicy>,
+    /// Approvals this window answered (their `approval_resolved` is not news here).
+    pub answered: Vec<String>,
+    /// The turn failed (the chat's exit status with piped input, SPEC §22).
+    pub failed: bool,
+    /// The approval shown is answered with one key (a terminal whose editor is idle).
+    pub keys: Option<Keys>,
+    /// The question shown is answered on a line the editor was reading already, which
+    /// may hold a prompt being typed (kept for the next prompt).
+    pub on_reading_line: bool,
 }
 
 /// How a turn ended: the `session/prompt` answer, or a watched turn's `turn_complete`.
@@ -121,7 +170,18 @@ impl<'a> Turn<'a> {
             watching: false,
             completed: None,
             usage: TurnUsage::default(),
+            policy: None,
+            answered: Vec::new(),
+            failed: false,
+            keys: None,
+            on_reading_line: false,
         }
+    }
+
+    /// Decides approvals by `--approve` instead of asking.
+    pub fn with_policy(mut self, policy: Option<ApprovePolicy>) -> Self {
+        self.policy = policy;
+        self
     }
 
     pub async fn run(
@@ -177,6 +237,8 @@ impl<'a> Turn<'a> {
         prompt_call: impl std::future::Future<Output = Result<Ending, ClientError>>,
     ) -> Result<(), ClientError> {
         tokio::pin!(prompt_call);
+        // Keys typed while the turn streams wait for the next prompt, unechoed.
+        let _quiet = (!self.input.is_reading()).then(Quiet::start);
         let mut events_open = true;
         let mut spin = tokio::time::interval(SPIN_EVERY);
         self.ui.start_spinner();
@@ -195,9 +257,10 @@ impl<'a> Turn<'a> {
                     Some(event) => self.event(event).await,
                     None => events_open = false,
                 },
-                read = self.input.next(&prompt, false), if self.asking.is_some() => {
+                read = self.input.next(&prompt, false), if self.asking.is_some() && self.keys.is_none() => {
                     self.answer(read).await;
                 }
+                key = next_key(&mut self.keys), if self.keys.is_some() => self.answer_key(key).await,
                 result = &mut prompt_call => break result,
                 _ = spin.tick(), if self.ui.spinning() => self.ui.spin(),
             }
@@ -208,6 +271,7 @@ impl<'a> Turn<'a> {
                 self.ask(question).await;
             }
         };
+        self.keys = None;
         // The reader queues every message before it resolves the answer (or the close)
         // that follows it, so what the turn sent is all queued by now; the select above
         // may still have missed the last of it (it raced the reader thread).
@@ -237,6 +301,8 @@ impl<'a> Turn<'a> {
     }
 
     fn interrupt(&mut self) {
+        // The terminal reads lines again while the note is shown.
+        let keyed = self.keys.take().is_some();
         if self.cancelling {
             self.ui.exit(INTERRUPTED);
         }
@@ -249,6 +315,11 @@ impl<'a> Turn<'a> {
                 eprintln!("zeroclaw: cancel failed: {}", message(&e));
             }
         });
+        // The question stays open until the turn ends: asked again under the note.
+        if keyed && let Some(question) = self.asking.take() {
+            self.show(&question);
+            self.asking = Some(question);
+        }
     }
 
     async fn event(&mut self, event: Event) {
@@ -330,7 +401,12 @@ impl<'a> Turn<'a> {
                     self.ui.end_line();
                 }
             }
-            UpdateKind::ApprovalResolved { request_id, .. } => self.withdraw(&request_id),
+            UpdateKind::ApprovalResolved {
+                request_id,
+                decision,
+                reason,
+                decided_by,
+            } => self.withdraw(&request_id, decision, reason, decided_by),
             UpdateKind::SessionRewound {
                 to_turn_id,
                 rewound_turns,
@@ -395,19 +471,68 @@ impl<'a> Turn<'a> {
     }
 
     /// An approval settled elsewhere (another window, a timeout, a cancel) is no longer
-    /// asked here.
-    fn withdraw(&mut self, request_id: &str) {
+    /// asked here; what was decided and by whom is said ("allowed once by operator from
+    /// the dashboard", SPEC §22).
+    fn withdraw(
+        &mut self,
+        request_id: &str,
+        decision: Decision,
+        reason: ResolvedReason,
+        by: Option<DecidedBy>,
+    ) {
+        if let Some(i) = self.answered.iter().position(|id| id == request_id) {
+            self.answered.remove(i);
+            return;
+        }
         let settled = |q: &Question| matches!(q, Question::Approval { request_id: id, .. } if id == request_id);
+        let queued = self.questions.iter().any(settled);
         self.questions.retain(|q| !settled(q));
-        if self.asking.as_ref().is_some_and(settled) {
-            self.asking = None;
-            self.ui.end_line();
-            self.ui.note("approval settled elsewhere");
+        let shown = match self.asking.take() {
+            Some(q) if settled(&q) => {
+                self.keys = None;
+                Some(q)
+            }
+            other => {
+                self.asking = other;
+                None
+            }
+        };
+        let what = match shown.as_ref() {
+            Some(Question::Approval { tool, summary, .. }) => {
+                format!("{tool} `{}`", super::ui::clip(summary, 60))
+            }
+            _ if queued => "an approval".to_string(),
+            _ => return,
+        };
+        let timed_out = reason == ResolvedReason::Timeout;
+        self.ui.end_line();
+        self.ui.note(&format!(
+            "{what}: {}",
+            approve::settled_line(decision, by.as_ref(), timed_out)
+        ));
+        if let Some(question) = self.asking.take() {
+            self.show(&question);
+            self.asking = Some(question);
         }
     }
 
-    /// Shows a question, or answers it at once when stdin is finished.
+    /// Shows a question, or answers it at once: by `--approve`, or when stdin is finished.
     async fn ask(&mut self, question: Question) {
+        if let (
+            Some(policy),
+            Question::Approval {
+                request_id,
+                tool,
+                summary,
+            },
+        ) = (self.policy, &question)
+        {
+            let decision = policy.decide(tool);
+            self.ui.end_line();
+            eprintln!("{}", policy.line(tool, summary, decision));
+            self.approve(request_id.clone(), decision);
+            return;
+        }
         if self.input.is_closed() {
             self.answer_closed(question).await;
             return;
@@ -421,6 +546,40 @@ impl<'a> Turn<'a> {
             Question::Approval { tool, summary, .. } => self.ui.ask_approval(tool, summary),
             Question::Elicitation(req) => self.ui.ask_elicitation(req),
         }
+        if !self.ui.interactive() {
+            return;
+        }
+        self.on_reading_line = false;
+        if let Some(reading) = self.input.reading_prompt() {
+            let reading = reading.to_string();
+            self.ui.ask_on_reading_line(&reading);
+            self.on_reading_line = true;
+        } else if matches!(question, Question::Approval { .. })
+            && self.input.is_editor()
+            && let Some(keys) = Keys::start()
+        {
+            // One key answers: the question is written here, not given to the editor.
+            self.keys = Some(keys);
+            let question = self.ui.take_prompt();
+            self.ui.out(&question);
+        }
+    }
+
+    /// A key typed at an approval asked on a terminal: `y`, `n`, `a` or Enter answers.
+    async fn answer_key(&mut self, key: Key) {
+        let read = match key {
+            Key::Answer(word) => {
+                self.ui.out(&format!("{word}\n"));
+                Read::Line(word.to_string())
+            }
+            Key::End => {
+                self.ui.out("\n");
+                Read::End
+            }
+            Key::Other => return,
+        };
+        self.keys = None;
+        self.answer(read).await;
     }
 
     /// Answers the question shown with a line of input.
@@ -445,26 +604,31 @@ impl<'a> Turn<'a> {
             }
         };
         self.ui.echo_answer(&line);
+        let mut line = line;
+        if std::mem::take(&mut self.on_reading_line)
+            && matches!(question, Question::Approval { .. })
+            && let Some((draft, answer)) = split_draft(&line)
+        {
+            // The prompt being typed when the question came stays for the next prompt.
+            self.input.prefill(&draft);
+            line = answer;
+        }
         match question {
             Question::Approval {
                 request_id,
                 tool,
                 summary,
             } => {
-                let decision = match line.trim().to_ascii_lowercase().as_str() {
-                    "y" | "yes" => Decision::AllowOnce,
-                    "a" | "always" => Decision::AllowAlways,
-                    "" | "n" | "no" => Decision::Reject,
-                    _ => {
-                        self.ui.note("answer y, n or a");
-                        self.ui.ask_approval(&tool, &summary);
-                        self.asking = Some(Question::Approval {
-                            request_id,
-                            tool,
-                            summary,
-                        });
-                        return;
-                    }
+                let Some(decision) = approval_word(&line) else {
+                    self.ui.note("answer y, n or a");
+                    let question = Question::Approval {
+                        request_id,
+                        tool,
+                        summary,
+                    };
+                    self.show(&question);
+                    self.asking = Some(question);
+                    return;
                 };
                 self.approve(request_id, decision);
             }
@@ -490,9 +654,12 @@ impl<'a> Turn<'a> {
     async fn answer_closed(&mut self, question: Question) {
         match question {
             Question::Approval {
-                request_id, tool, ..
+                request_id,
+                tool,
+                summary,
             } => {
-                self.ui.note(&format!("no input left: rejecting {tool}"));
+                self.ui.end_line();
+                eprintln!("{}", approve::cannot_ask_line(&tool, &summary));
                 self.approve(request_id, Decision::Reject);
             }
             Question::Elicitation(req) => {
@@ -505,7 +672,8 @@ impl<'a> Turn<'a> {
         }
     }
 
-    fn approve(&self, request_id: String, decision: Decision) {
+    fn approve(&mut self, request_id: String, decision: Decision) {
+        self.answered.push(request_id.clone());
         let handle = self.handle.clone();
         let session_id = self.session_id.to_string();
         tokio::spawn(async move {
@@ -539,9 +707,28 @@ impl<'a> Turn<'a> {
                 self.ui.note("turn cancelled");
             }
             Outcome::Failed => {
+                self.failed = true;
                 self.ui.end_line();
                 self.ui.error(&format!("turn failed: {}", result.content));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Decision, approval_word, split_draft};
+
+    #[test]
+    fn a_prompt_being_typed_is_kept_apart_from_the_answer() {
+        assert_eq!(split_draft("y"), None);
+        assert_eq!(split_draft("no"), None);
+        assert_eq!(
+            split_draft("git statusy"),
+            Some(("git status".into(), "y".into()))
+        );
+        assert_eq!(split_draft("half"), Some(("half".into(), "?".into())));
+        assert_eq!(approval_word("?"), None);
+        assert_eq!(approval_word(" A "), Some(Decision::AllowAlways));
     }
 }

@@ -67,6 +67,11 @@ impl Ui {
         }
     }
 
+    /// Whether input comes from a terminal (questions go to the line editor).
+    pub fn interactive(&self) -> bool {
+        self.interactive
+    }
+
     /// The prompt for the line editor, taken once.
     pub fn take_prompt(&mut self) -> String {
         std::mem::take(&mut self.prompt)
@@ -164,6 +169,23 @@ impl Ui {
                 )
             );
         }
+    }
+
+    /// A question asked while the line editor already reads a line under `reading` (an
+    /// idle window watching another face's turn, SPEC §22): the question stays on its own
+    /// line and the answer is typed on the editor's line below it, where what was typed
+    /// before is kept.
+    pub fn ask_on_reading_line(&mut self, reading: &str) {
+        let question = self.take_prompt();
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(format!("{question}\r\n{reading}").as_bytes());
+        let _ = stdout.flush();
+        self.open_line = false;
+    }
+
+    /// A line of the banner (SPEC §22), dim on stderr under the header.
+    pub fn banner(&mut self, line: &str) {
+        eprintln!("{}", self.paint(DIM, line));
     }
 
     /// Earlier messages of a resumed session.
@@ -378,6 +400,7 @@ impl Ui {
 
     /// Leaves the process at once (Ctrl-C).
     pub fn exit(&mut self, code: i32) -> ! {
+        super::quiet::restore();
         self.end_line();
         let _ = std::io::stdout().flush();
         std::process::exit(code)
