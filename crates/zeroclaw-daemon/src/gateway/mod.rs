@@ -7,19 +7,19 @@
 //! - [`conn`]: one connection's HTTP/1.1 loop and its routes, over [`http`] (request heads,
 //!   bodies, responses) and [`peer`] (what an accepted connection carries);
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
-//!   [`host`]: which `Host` names the gateway answers;
-//! - [`control`]: whether it runs (`gateway/start`), with the login store
-//!   (`zeroclaw_sessions::logins`: `dashboard/login` codes and session tokens) and
-//!   [`rate`] (failed logins).
+//!   [`host`]: which `Host` names the gateway answers.
+//!
+//! Whether it runs (`gateway/start`, with the login store: [`crate::gateway_control`]) and
+//! the failed-login counts ([`crate::login_rate`]) sit below the
+//! daemon's state and the handlers, outside this module: nothing below the gateway
+//! reaches up into it.
 
 pub(crate) mod assets;
 pub(crate) mod conn;
-pub mod control;
 pub(crate) mod host;
 pub(crate) mod http;
 pub mod listener;
 pub(crate) mod peer;
 pub(crate) mod post;
-pub mod rate;
 pub(crate) mod tls;
 pub(crate) mod upgrade;

@@ -10,10 +10,10 @@ use zeroclaw_protocol::history::{
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_sessions::session::link::ClientLink;
 
+use crate::answering::Answering;
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::mode;
-use crate::ordering::Place;
 use crate::state::Daemon;
 use crate::wire_error;
 
@@ -23,7 +23,7 @@ pub(crate) async fn rewind(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: RewindParams,
-    place: &Place,
+    answering: &Answering,
 ) -> Result<RewindResult, ErrorObject> {
     daemon
         .sessions
@@ -36,7 +36,7 @@ pub(crate) async fn rewind(
             p.turn_id,
             p.restore_files.unwrap_or(true),
             p.force.unwrap_or(false),
-            || place.admitted(),
+            answering,
         )
         .await
         .map_err(wire_error::session)

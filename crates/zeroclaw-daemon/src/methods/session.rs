@@ -22,11 +22,11 @@ use zeroclaw_sessions::session::prompted::Incoming;
 use zeroclaw_sessions::session::stream::Cursor;
 use zeroclaw_store::Mode;
 
+use crate::answering::Answering;
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::file;
 use crate::methods::mode;
-use crate::ordering::Place;
 use crate::state::Daemon;
 use crate::wire_error;
 
@@ -70,7 +70,7 @@ pub(crate) async fn prompt(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: SessionPromptParams,
-    place: &Place,
+    answering: &Answering,
 ) -> Result<TurnResult, ErrorObject> {
     let sessions = &daemon.sessions;
     let mode = mode(p.mode);
@@ -119,7 +119,7 @@ pub(crate) async fn prompt(
                 text_len,
                 attachments: shown,
             },
-            || place.admitted(),
+            answering,
         )
         .await
         .map_err(wire_error::session)
@@ -131,7 +131,7 @@ pub(crate) async fn compact(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: CompactParams,
-    place: &Place,
+    answering: &Answering,
 ) -> Result<CompactResult, ErrorObject> {
     daemon
         .sessions
@@ -142,7 +142,7 @@ pub(crate) async fn compact(
             &p.session_id,
             mode(p.mode),
             p.instructions,
-            || place.admitted(),
+            answering,
         )
         .await
         .map_err(wire_error::session)
@@ -225,6 +225,7 @@ pub(crate) async fn subscribe(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: SubscribeParams,
+    answering: &Answering,
 ) -> Result<SubscribeResult, ErrorObject> {
     let cursor = Cursor {
         turn_id: p.turn_id,
@@ -240,6 +241,7 @@ pub(crate) async fn subscribe(
             &p.session_id,
             mode(p.mode),
             cursor,
+            answering,
         )
         .await
         .map_err(wire_error::session)

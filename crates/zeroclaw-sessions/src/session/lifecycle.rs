@@ -29,7 +29,7 @@ use zeroclaw_store::{
 };
 
 use super::error::SessionError;
-use super::link::ClientLink;
+use super::link::{ClientLink, OnAnswer};
 use super::live::{Job, JobAnswer, JobKind, LiveSession};
 use super::prompted::{Incoming, Prompted};
 use super::wire;
@@ -67,8 +67,8 @@ impl SessionManager {
     }
 
     /// `session/prompt`: queues the prompt, subscribes the sending connection to the
-    /// session (when there is room), and waits for the turn's result. `admitted` is called
-    /// once the prompt is queued or refused, before the wait: the caller's next request
+    /// session (when there is room), and waits for the turn's result. `on_answer` is
+    /// admitted once the prompt is queued or refused, before the wait: the caller's next request
     /// for this session may then go ahead (SPEC §14 "Order").
     #[allow(clippy::too_many_arguments)]
     pub async fn prompt(
@@ -79,7 +79,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         prompt: Incoming,
-        admitted: impl FnOnce(),
+        on_answer: &dyn OnAnswer,
     ) -> Result<TurnResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
@@ -107,12 +107,12 @@ impl SessionManager {
         // order. Queued: recorded first (a later `session/cancel` must see it), then the
         // next request may go ahead while this one waits for its turn.
         link.record_prompt(&live.instance, submitted?);
-        admitted();
+        on_answer.admitted();
         let answer = answer
             .await
             .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));
         // The worker starts the next job once this answer is queued (SPEC §17.2).
-        queued.after_answer();
+        queued.after_answer(on_answer);
         // A prompt that raced the close, kill or delete of its session lost to it: that is
         // "no such session", not an internal failure (SPEC §17.1).
         match answer {
