@@ -2,8 +2,8 @@
 //! the current policy on every call), the transport the method may be called on and the
 //! grant it needs; then the one handler of that [`Method`] in [`crate::methods`].
 //!
-//! The method table itself (names, grants, params and result types, local-only,
-//! answers-in-place) is the vocabulary's ([`zeroclaw_protocol::Method`],
+//! The method table itself (names, grants, params and result types, and how each runs:
+//! waits or not, in place, per-session order, local-only) is the vocabulary's ([`zeroclaw_protocol::Method`],
 //! [`zeroclaw_protocol::Call`]); this is the only place that maps a method to its handler,
 //! and the only place params are decoded and results encoded.
 
@@ -130,7 +130,8 @@ pub(crate) async fn call(
     }
 }
 
-/// An async handler of method `C`: its params decoded, its result encoded.
+/// An async handler of method `C`: its params decoded, its result encoded. Only for a
+/// method whose row says its handler waits (checked when this compiles).
 async fn run<C: Call, F>(
     params: Params,
     handler: impl FnOnce(C::Params) -> F,
@@ -138,15 +139,28 @@ async fn run<C: Call, F>(
 where
     F: Future<Output = Result<C::Result, ErrorObject>>,
 {
+    const {
+        assert!(
+            C::METHOD.waits(),
+            "the method table says this handler answers now"
+        )
+    };
     let p = params::decode::<C::Params>(params)?;
     params::encode(&handler(p).await?)
 }
 
-/// A handler of method `C` that answers without waiting.
+/// A handler of method `C` that answers without waiting. Only for a method whose row says
+/// so (checked when this compiles).
 fn now<C: Call>(
     params: Params,
     handler: impl FnOnce(C::Params) -> Result<C::Result, ErrorObject>,
 ) -> Result<Value, ErrorObject> {
+    const {
+        assert!(
+            !C::METHOD.waits(),
+            "the method table says this handler waits"
+        )
+    };
     let p = params::decode::<C::Params>(params)?;
     params::encode(&handler(p)?)
 }

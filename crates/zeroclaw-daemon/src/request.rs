@@ -1,7 +1,7 @@
 //! The one request path: what happens to a JSON-RPC request once a front has read it,
 //! whichever front that is — the connection loop of the local socket and the WebSocket
 //! ([`crate::connection`]), `POST /rpc` ([`crate::gateway::post`]), and next the REST
-//! routes of SPEC §23.2, which call [`answer`] the same way.
+//! routes (`POST /api/v1/METHOD`), which call [`answer`] the same way.
 //!
 //! In order: the method is looked up once ([`Call::new`]; a name the daemon does not
 //! serve is -32601); the request waits for its place in its session's order (the

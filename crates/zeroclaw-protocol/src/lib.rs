@@ -38,7 +38,7 @@ mod word;
 
 pub use decode::{ParamsError, camel_case, decode, decode_text, decode_value, normalize_keys};
 pub use error_code::{ErrorCode, code};
-pub use method::{Call, ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE, call};
+pub use method::{Call, ELICITATION_CREATE, Method, Requirement, Runs, SESSION_UPDATE, call};
 pub use types::{
     Autonomy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
 };
