@@ -33,7 +33,7 @@ pub(crate) async fn rewind(
             daemon.config.current(),
             &p.session_id,
             mode(p.mode),
-            p.turn_id,
+            p.turn_id.into(),
             p.restore_files.unwrap_or(true),
             p.force.unwrap_or(false),
             answering,
@@ -55,7 +55,7 @@ pub(crate) async fn fork(
             &daemon.config.current(),
             &p.session_id,
             mode(p.mode),
-            p.turn_id,
+            p.turn_id.map(Into::into),
         )
         .await
         .map_err(wire_error::session)

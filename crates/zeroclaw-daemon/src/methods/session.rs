@@ -50,7 +50,7 @@ pub(crate) async fn new(
     }
     let req = NewRequest {
         agent_alias: p.agent_alias,
-        session_id: p.session_id,
+        session_id: p.session_id.map(Into::into),
         cwd: p.cwd,
         mode: mode(p.mode).unwrap_or(Mode::Acp),
         mcp_servers,
@@ -228,7 +228,7 @@ pub(crate) async fn subscribe(
     answering: &Answering,
 ) -> Result<SubscribeResult, ErrorObject> {
     let cursor = Cursor {
-        turn_id: p.turn_id,
+        turn_id: p.turn_id.map(Into::into),
         after_event_seq: p.after_event_seq.unwrap_or(0),
     };
     let link = Arc::clone(conn) as Arc<dyn ClientLink>;

@@ -181,10 +181,10 @@ impl SessionManager {
         }
         tracing::info!(source = %session_id, session = %new_id, turn = ?forked.forked_from.turn_id, "session forked");
         Ok(ForkResult {
-            session_id: new_id,
+            session_id: new_id.into(),
             forked_from: ForkedFrom {
-                session_id: forked.forked_from.session_id,
-                turn_id: forked.forked_from.turn_id,
+                session_id: forked.forked_from.session_id.into(),
+                turn_id: forked.forked_from.turn_id.map(Into::into),
             },
             message_count: super::wire::count(forked.row.message_count),
         })
@@ -203,7 +203,7 @@ impl SessionManager {
         self.owner_checked(principal, &key).await?;
         self.store.set_title(&key, &title).await?;
         Ok(SetTitleResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             title,
         })
     }

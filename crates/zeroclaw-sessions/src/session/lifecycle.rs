@@ -141,7 +141,7 @@ impl SessionManager {
             )));
         }
         Ok(CancelResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             cancelled: true,
         })
     }
@@ -166,7 +166,7 @@ impl SessionManager {
             )));
         }
         Ok(ApproveResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             request_id: request_id.to_owned(),
             acknowledged: true,
         })
@@ -192,7 +192,7 @@ impl SessionManager {
         let live = self.live_owned(principal, session_id, mode)?;
         self.unload(&live).await;
         Ok(CloseResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             closed: true,
         })
     }
@@ -240,7 +240,7 @@ impl SessionManager {
         self.kill_or_delete(principal, session_id, mode, Removal::Kill)
             .await?;
         Ok(KillResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             killed: true,
         })
     }
@@ -256,7 +256,7 @@ impl SessionManager {
         self.kill_or_delete(principal, session_id, mode, Removal::Delete)
             .await?;
         Ok(DeleteResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             deleted: true,
         })
     }
@@ -343,7 +343,7 @@ impl SessionManager {
         for (cursor, r) in page.rows {
             let live = self.get(&r.key());
             let entry = SessionSummary {
-                session_id: r.session_id,
+                session_id: r.session_id.into(),
                 mode: wire::mode(r.mode),
                 agent_alias: r.agent_alias,
                 created_at: r.created_at,
@@ -351,12 +351,12 @@ impl SessionManager {
                 message_count: wire::count(r.message_count),
                 live: live.is_some(),
                 interaction_surface: r.interaction_surface,
-                active_turn_id: live.as_ref().and_then(|l| l.running_turn()),
+                active_turn_id: live.as_ref().and_then(|l| l.running_turn()).map(Into::into),
                 subscribers: live.as_ref().map_or(0, |l| l.stream.subscriber_count()) as u32,
                 title: r.title,
                 forked_from: r.forked_from.map(|f| ForkedFrom {
-                    session_id: f.session_id,
-                    turn_id: f.turn_id,
+                    session_id: f.session_id.into(),
+                    turn_id: f.turn_id.map(Into::into),
                 }),
             };
             let size = serde_json::to_vec(&entry).map_or(0, |v| v.len()) + 1;
@@ -403,7 +403,7 @@ impl SessionManager {
             )
             .await?;
         Ok(MessagesResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             messages: page.rows.into_iter().map(wire::message).collect(),
             total: wire::count(page.total),
             has_more: Some(page.has_more),

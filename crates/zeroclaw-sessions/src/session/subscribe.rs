@@ -54,9 +54,9 @@ impl SessionManager {
         let released = Arc::clone(&live);
         on_answer.after_answer(Box::new(move || released.stream.release(link_id)));
         Ok(SubscribeResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             subscribed: true,
-            active_turn_id: live.running_turn(),
+            active_turn_id: live.running_turn().map(Into::into),
             last_transcript_seq: last_seq,
             pending_approvals: live.approvals.pending_ids(),
         })
@@ -78,7 +78,7 @@ impl SessionManager {
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());
         Ok(UnsubscribeResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             subscribed: false,
         })
     }

@@ -39,7 +39,7 @@ pub fn message(row: zeroclaw_store::MessageRow) -> MessageRow {
         seq: row.seq,
         role: role(row.role),
         content: row.content,
-        turn_id: row.turn_id,
+        turn_id: row.turn_id.map(Into::into),
         created_at: row.created_at,
         truncated: row.truncated,
         rewound: row.rewound,

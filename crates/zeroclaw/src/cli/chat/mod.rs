@@ -63,7 +63,7 @@ pub async fn run(
     let (client, me) = rpc::connect_as(config_dir, socket, true).await?;
     let (handle, mut events) = client.split();
     let mut params = SessionNewParams::agent(agent.clone());
-    params.session_id = session;
+    params.session_id = session.map(Into::into);
     let info = handle
         .new_session(&params)
         .await
@@ -178,7 +178,7 @@ pub async fn run(
                 Slash::Title(text) => commands::title(&handle, &session_id, &mut ui, &text).await,
                 Slash::Fork => {
                     if let Some(id) = commands::fork(&handle, &session_id, &mut ui).await {
-                        session_id = id;
+                        session_id = id.into();
                     }
                 }
                 Slash::Compact(instructions) => {
@@ -275,7 +275,7 @@ async fn configure(
     autonomy: Option<Autonomy>,
 ) {
     let params = ConfigureParams {
-        session_id: session_id.to_string(),
+        session_id: session_id.into(),
         mode: None,
         autonomy,
         model,
