@@ -70,7 +70,7 @@ async fn route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, mut e
 }
 
 async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
-    let session_id = update.session_id;
+    let session_id = update.session_id.into_string();
     match &update.kind {
         UpdateKind::ApprovalRequest { request_id, .. } => {
             let last = bridge

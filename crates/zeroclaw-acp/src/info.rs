@@ -80,7 +80,7 @@ pub async fn set_title(
     title: &str,
 ) -> Result<(), ErrorObject> {
     let params = SetTitleParams {
-        session_id: session_id.to_owned(),
+        session_id: session_id.to_owned().into(),
         mode: None,
         title: title.to_owned(),
     };

@@ -101,7 +101,7 @@ pub async fn close(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value,
         .unwrap_or_default();
     turns::withdraw(bridge, &session_id, open).await;
     let params = SessionRef {
-        session_id: session_id.clone(),
+        session_id: session_id.clone().into(),
         mode: None,
     };
     if let Err(e) = bridge.send::<call::SessionUnsubscribe>(&params).await {

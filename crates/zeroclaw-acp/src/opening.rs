@@ -142,7 +142,7 @@ pub(crate) async fn reopen(
 /// means other clients' turns are not shown: the editor's own prompts still are.
 pub(crate) async fn follow(bridge: &Arc<Bridge>, session_id: &str) {
     let params = SubscribeParams {
-        session_id: session_id.to_owned(),
+        session_id: session_id.to_owned().into(),
         mode: None,
         turn_id: None,
         after_event_seq: None,

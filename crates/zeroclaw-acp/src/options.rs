@@ -31,7 +31,7 @@ pub const MODEL: &str = "model";
 pub async fn current(bridge: &Arc<Bridge>, session_id: &str) -> Option<Vec<SessionConfigOption>> {
     let status = bridge
         .call::<call::SessionStatus>(&SessionRef {
-            session_id: session_id.to_owned(),
+            session_id: session_id.to_owned().into(),
             mode: None,
         })
         .await
@@ -85,7 +85,7 @@ pub async fn set(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, E
     };
     let value = value.0.to_string();
     let mut configure = ConfigureParams {
-        session_id: session_id.clone(),
+        session_id: session_id.clone().into(),
         mode: None,
         autonomy: None,
         model: None,

@@ -22,7 +22,7 @@ impl DaemonPrompt {
     /// The `session/prompt` params (`attachments` only when there are some).
     pub fn params(&self, session_id: &str) -> SessionPromptParams {
         SessionPromptParams {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             prompt: Prompt::Text(self.text.clone()),
             mode: None,
             attachments: (!self.attachments.is_empty())

@@ -76,7 +76,11 @@ pub async fn new_session(
 ) -> Result<Value, ErrorObject> {
     let req: NewSessionRequest = decode(AGENT_METHOD_NAMES.session_new, params)?;
     let params = daemon_new(&bridge.agent, &req.cwd, &req.mcp_servers)?;
-    let session_id = bridge.call::<call::SessionNew>(&params).await?.session_id;
+    let session_id = bridge
+        .call::<call::SessionNew>(&params)
+        .await?
+        .session_id
+        .into_string();
     remember(bridge, &session_id, req.cwd);
     follow(bridge, &session_id).await;
     let modes = modes(bridge, &bridge.agent).await;
@@ -94,7 +98,7 @@ async fn transcript(bridge: &Arc<Bridge>, session_id: &str) -> Result<Vec<Value>
     let mut before: Option<i64> = None;
     loop {
         let params = MessagesParams {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             mode: Some(Mode::Acp),
             limit: None,
             before_seq: before,
@@ -156,7 +160,7 @@ pub async fn load(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, 
 /// The start of a session's first prompt.
 async fn title(bridge: &Arc<Bridge>, session_id: &str) -> Option<String> {
     let params = MessagesParams {
-        session_id: session_id.to_owned(),
+        session_id: session_id.into(),
         mode: Some(Mode::Acp),
         limit: Some(1),
         before_seq: Some(2),
@@ -244,7 +248,7 @@ async fn session_cwd(bridge: &Arc<Bridge>, id: &str, listed: Option<PathBuf>) ->
         return listed;
     }
     let params = SessionRef {
-        session_id: id.to_owned(),
+        session_id: id.to_owned().into(),
         mode: Some(Mode::Acp),
     };
     if let Ok(status) = bridge.send::<call::SessionStatus>(&params).await
@@ -272,7 +276,7 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
         return Err(daemon::session_not_found(&session_id));
     }
     let params = ConfigureParams {
-        session_id,
+        session_id: session_id.into(),
         mode: None,
         autonomy: Some(autonomy),
         model: None,

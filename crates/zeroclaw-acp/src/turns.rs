@@ -229,7 +229,7 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
     let bridge = Arc::clone(bridge);
     tokio::spawn(async move {
         let params = SessionRef {
-            session_id: session_id.clone(),
+            session_id: session_id.clone().into(),
             mode: None,
         };
         if let Err(e) = bridge.send::<call::SessionCancel>(&params).await
@@ -245,7 +245,7 @@ pub async fn cancel(bridge: &Arc<Bridge>, params: Option<Value>) {
 
 async fn approve(bridge: &Arc<Bridge>, session_id: &str, request_id: &str, decision: Decision) {
     let params = ApproveParams {
-        session_id: session_id.to_owned(),
+        session_id: session_id.into(),
         request_id: request_id.to_owned(),
         decision,
         replacement: None,

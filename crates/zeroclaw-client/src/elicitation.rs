@@ -77,7 +77,7 @@ impl ElicitationRequest {
             .map_err(|e| format!("{ELICITATION_CREATE}: {e}"))?;
         Ok(ElicitationRequest {
             id,
-            session_id: params.session_id,
+            session_id: params.session_id.into(),
             mode: params.mode,
             message: params.message,
             requested_schema: params.requested_schema,
@@ -87,7 +87,7 @@ impl ElicitationRequest {
     /// The params the request came with.
     pub fn params(&self) -> ElicitationParams {
         ElicitationParams {
-            session_id: self.session_id.clone(),
+            session_id: self.session_id.clone().into(),
             mode: self.mode.clone(),
             message: self.message.clone(),
             requested_schema: self.requested_schema.clone(),

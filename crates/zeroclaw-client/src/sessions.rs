@@ -29,7 +29,7 @@ pub const PROMPT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// Params naming one session (any mode).
 fn session(session_id: &str) -> SessionRef {
     SessionRef {
-        session_id: session_id.to_owned(),
+        session_id: session_id.into(),
         mode: None,
     }
 }
@@ -57,7 +57,7 @@ impl ClientHandle {
     /// not have seen the last updates, the reader runs on another thread).
     pub async fn prompt(&self, session_id: &str, prompt: &str) -> Result<TurnResult, ClientError> {
         let params = SessionPromptParams {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             prompt: Prompt::Text(prompt.to_owned()),
             mode: None,
             attachments: None,
@@ -81,7 +81,7 @@ impl ClientHandle {
         decision: Decision,
     ) -> Result<(), ClientError> {
         self.approve_with(&ApproveParams {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             request_id: request_id.to_owned(),
             decision,
             replacement: None,
@@ -103,9 +103,9 @@ impl ClientHandle {
         cursor: Option<(&str, u64)>,
     ) -> Result<SubscribeResult, ClientError> {
         let params = SubscribeParams {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             mode: None,
-            turn_id: cursor.map(|(turn_id, _)| turn_id.to_owned()),
+            turn_id: cursor.map(|(turn_id, _)| turn_id.into()),
             after_event_seq: cursor.map(|(_, after)| after),
         };
         self.call_typed::<call::SessionSubscribe>(&params).await

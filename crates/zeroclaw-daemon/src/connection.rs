@@ -10,14 +10,15 @@
 //! run like requests once initialized, and are never answered (SPEC §14).
 //!
 //! The loop creates and owns the connection's [`ConnectionContext`] (in [`crate::caller`],
-//! below dispatch and the handlers, so none of them imports this loop) and parses each
-//! method name once into a [`Method`]; [`dispatch`] takes it from there.
+//! below dispatch and the handlers, so none of them imports this loop), bounds the
+//! requests in flight and takes each one's ordering ticket; what happens to a request
+//! from there (lookup, front door, panic guard, answer, shutdown after it) is the one
+//! request path of every front, [`crate::request`].
 //!
 //! A connection that has not completed `initialize` within [`INITIALIZE_WITHIN`] of being
 //! accepted is closed without a reply (SPEC §17); when the loop ends, the connection stops
 //! counting in the limits at once, whatever still holds its context.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,15 +29,14 @@ use tokio::time::Instant;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use zeroclaw_protocol::Method;
-use zeroclaw_rpc::message::{error_line, response_line};
-use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
-use zeroclaw_sessions::session::link::collect_after_answer;
+use zeroclaw_rpc::message::error_line;
+use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES};
 
 use crate::caller::ConnectionContext;
-use crate::dispatch;
-use crate::ordering::{Place, SessionOrder};
+use crate::ordering::SessionOrder;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
+use crate::request::{self, Call, Front};
 use crate::state::Daemon;
 use crate::transport::{
     FrameSink, FrameSource, Incoming, PRE_INITIALIZE_FRAME_BYTES, PeerIdentity,
@@ -163,23 +163,17 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 }
             }
             Inbound::Request(request) => {
-                let method = Method::from_name(&request.method);
+                let call = Call::new(request);
                 // Before the handshake, or of an unknown method: never run, never answered.
-                if request.is_notification() && (!conn.is_initialized() || method.is_none()) {
-                    tracing::debug!(conn = id, method = %request.method, "notification ignored");
+                if call.request.is_notification()
+                    && (!conn.is_initialized() || call.method.is_none())
+                {
+                    tracing::debug!(conn = id, method = %call.request.method, "notification ignored");
                     continue;
                 }
                 // Before the handshake, and for methods that never wait, answer in place.
-                if !conn.is_initialized() || method.is_some_and(Method::answers_in_place) {
-                    // Straight into the batch; none of these asks the daemon to stop.
-                    let (request_id, name) = (request.id.clone(), request.method.clone());
-                    let in_place =
-                        dispatch::answer_in_place(&daemon, &conn, method, request, &mut replies);
-                    if let Err(panic) = AssertUnwindSafe(in_place).catch_unwind().await {
-                        replies.extend(
-                            panicked(id, &name, request_id, panic.as_ref()).unwrap_or_default(),
-                        );
-                    }
+                if !conn.is_initialized() || call.method.is_some_and(Method::answers_in_place) {
+                    request::answer_in_place(&daemon, &conn, call, &mut replies).await;
                     if !full_frames && conn.is_initialized() {
                         source.lift_frame_limit();
                         full_frames = true;
@@ -196,31 +190,16 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 };
                 let Ok(permit) = permit else { break };
                 // Taken here, in receive order; waited for inside the task.
-                let ticket = order.ticket(method, request.params.as_deref());
+                let ticket = order.ticket(call.method, call.request.params.as_deref());
                 let daemon = Arc::clone(&daemon);
                 let conn = Arc::clone(&conn);
                 tokio::spawn(async move {
-                    let step = async {
-                        let place = match ticket {
-                            Some(ticket) => ticket.wait().await,
-                            None => Place::none(),
-                        };
-                        let (line, shutting_down) =
-                            answer_even_if_it_panics(&daemon, &conn, method, request, &place).await;
-                        // Queued before the place lets this session's next request go,
-                        // so answers that do not wait (a refusal, an error) keep sending
-                        // order. A closed connection cannot be answered; the work is done.
-                        if let Some(line) = line {
-                            let _ = conn.out.send(line).await;
-                        }
-                        drop(place);
-                        shutting_down
+                    let out = conn.out.clone();
+                    // A closed connection cannot be answered; the work is done.
+                    let deliver = |line| async move {
+                        let _ = out.send(line).await;
                     };
-                    let (shutting_down, after) = collect_after_answer(step).await;
-                    after.run();
-                    if shutting_down {
-                        daemon.begin_shutdown(Method::DaemonShutdown.name());
-                    }
+                    request::answer(&daemon, &conn, Front::Connection, call, ticket, deliver).await;
                     drop(permit);
                 });
             }
@@ -284,65 +263,4 @@ async fn send_unless_stopping(
         sent = out.send(bytes) => sent,
         () = daemon.shutdown.cancelled() => Err(outbound::Closed),
     }
-}
-
-/// [`answer`], except that a handler that panics is answered -32603 (and logged) instead
-/// of leaving its client waiting forever; the connection and the session go on.
-async fn answer_even_if_it_panics(
-    daemon: &Arc<Daemon>,
-    conn: &Arc<ConnectionContext>,
-    method: Option<Method>,
-    request: Request,
-    place: &Place,
-) -> (Option<Vec<u8>>, bool) {
-    let id = request.id.clone();
-    let name = request.method.clone();
-    match AssertUnwindSafe(answer(daemon, conn, method, request, place))
-        .catch_unwind()
-        .await
-    {
-        Ok(answered) => answered,
-        Err(panic) => (panicked(conn.id, &name, id, panic.as_ref()), false),
-    }
-}
-
-/// Logs a handler's panic and makes its -32603 answer (none for a notification).
-fn panicked(
-    conn: u64,
-    method: &str,
-    id: Option<zeroclaw_rpc::Id>,
-    panic: &(dyn std::any::Any + Send),
-) -> Option<Vec<u8>> {
-    let why = panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)");
-    tracing::error!(conn, method, "handler panicked: {why}");
-    let error = ErrorObject::internal(format!("internal error while running {method}"));
-    id.map(|id| error_line(&id, &error))
-}
-
-/// Runs one request or notification of `method` (`None`: a name the daemon does not serve):
-/// its answer line (none for a notification), and whether it asked the daemon to stop
-/// (which happens only once that answer is queued).
-async fn answer(
-    daemon: &Arc<Daemon>,
-    conn: &Arc<ConnectionContext>,
-    method: Option<Method>,
-    request: Request,
-    place: &Place,
-) -> (Option<Vec<u8>>, bool) {
-    let Request {
-        id,
-        method: name,
-        params,
-    } = request;
-    let outcome = match method {
-        Some(method) => dispatch::call(daemon, conn, method, params, place).await,
-        None => Err(ErrorObject::method_not_found(&name)),
-    };
-    let shutting_down = method == Some(Method::DaemonShutdown) && outcome.is_ok();
-    let line = id.map(|id| response_line(&id, &outcome));
-    (line, shutting_down)
 }

@@ -2,8 +2,8 @@
 //! the current policy on every call), the transport the method may be called on and the
 //! grant it needs; then the one handler of that [`Method`] in [`crate::methods`].
 //!
-//! The method table itself (names, grants, params and result types, local-only,
-//! answers-in-place) is the vocabulary's ([`zeroclaw_protocol::Method`],
+//! The method table itself (names, grants, params and result types, and how each runs:
+//! waits or not, in place, per-session order, local-only) is the vocabulary's ([`zeroclaw_protocol::Method`],
 //! [`zeroclaw_protocol::Call`]); this is the only place that maps a method to its handler,
 //! and the only place params are decoded and results encoded.
 
@@ -11,30 +11,30 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use zeroclaw_protocol::{Call, Method};
+use zeroclaw_rpc::ErrorObject;
 use zeroclaw_rpc::message::{push_response_line, push_result_line_with};
-use zeroclaw_rpc::{ErrorObject, Request};
 
+use crate::answering::Answering;
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
     config, config_schema, configure, file, gateway, history, initialize, models, session, status,
 };
-use crate::ordering::Place;
 use crate::params::{self, Params};
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 
 /// Runs one call of `method` from `conn` through the front door to its handler: the
 /// params are decoded into the method's [`Call::Params`] once, here, and the handler's
-/// [`Call::Result`] encoded here. `place` is the request's place in its session's order
-/// (`ordering`): the handlers of queued jobs (prompt, rewind, compact) admit it once the
-/// job is queued.
+/// [`Call::Result`] encoded here. `answering` is the request's place in its session's order
+/// and its after-answer hooks: the handlers of queued jobs (prompt, rewind, compact) admit
+/// it once the job is queued, a subscription's replay waits on it for the answer.
 pub(crate) async fn call(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     method: Method,
     params: Params,
-    place: &Place,
+    answering: &Answering,
 ) -> Result<Value, ErrorObject> {
     use zeroclaw_protocol::call as c;
     if method == Method::Initialize {
@@ -63,7 +63,8 @@ pub(crate) async fn call(
         }
         Method::SessionNew => run::<c::SessionNew, _>(params, |q| session::new(daemon, p, q)).await,
         Method::SessionPrompt => {
-            run::<c::SessionPrompt, _>(params, |q| session::prompt(daemon, conn, p, q, place)).await
+            run::<c::SessionPrompt, _>(params, |q| session::prompt(daemon, conn, p, q, answering))
+                .await
         }
         Method::SessionCancel => {
             now::<c::SessionCancel>(params, |q| session::cancel(daemon, conn, p, q))
@@ -81,7 +82,10 @@ pub(crate) async fn call(
             run::<c::SessionDelete, _>(params, |q| session::delete(daemon, p, q)).await
         }
         Method::SessionSubscribe => {
-            run::<c::SessionSubscribe, _>(params, |q| session::subscribe(daemon, conn, p, q)).await
+            run::<c::SessionSubscribe, _>(params, |q| {
+                session::subscribe(daemon, conn, p, q, answering)
+            })
+            .await
         }
         Method::SessionUnsubscribe => {
             now::<c::SessionUnsubscribe>(params, |q| session::unsubscribe(daemon, conn, p, q))
@@ -99,7 +103,8 @@ pub(crate) async fn call(
             run::<c::SessionConfigure, _>(params, |q| configure::configure(daemon, p, q)).await
         }
         Method::SessionRewind => {
-            run::<c::SessionRewind, _>(params, |q| history::rewind(daemon, conn, p, q, place)).await
+            run::<c::SessionRewind, _>(params, |q| history::rewind(daemon, conn, p, q, answering))
+                .await
         }
         Method::SessionFork => {
             run::<c::SessionFork, _>(params, |q| history::fork(daemon, p, q)).await
@@ -108,7 +113,7 @@ pub(crate) async fn call(
             run::<c::SessionSetTitle, _>(params, |q| history::set_title(daemon, p, q)).await
         }
         Method::SessionCompact => {
-            run::<c::SessionCompact, _>(params, |q| session::compact(daemon, conn, p, q, place))
+            run::<c::SessionCompact, _>(params, |q| session::compact(daemon, conn, p, q, answering))
                 .await
         }
         Method::FileAttach => {
@@ -126,7 +131,8 @@ pub(crate) async fn call(
     }
 }
 
-/// An async handler of method `C`: its params decoded, its result encoded.
+/// An async handler of method `C`: its params decoded, its result encoded. Only for a
+/// method whose row says its handler waits (checked when this compiles).
 async fn run<C: Call, F>(
     params: Params,
     handler: impl FnOnce(C::Params) -> F,
@@ -134,15 +140,28 @@ async fn run<C: Call, F>(
 where
     F: Future<Output = Result<C::Result, ErrorObject>>,
 {
+    const {
+        assert!(
+            C::METHOD.waits(),
+            "the method table says this handler answers now"
+        )
+    };
     let p = params::decode::<C::Params>(params)?;
     params::encode(&handler(p).await?)
 }
 
-/// A handler of method `C` that answers without waiting.
+/// A handler of method `C` that answers without waiting. Only for a method whose row says
+/// so (checked when this compiles).
 fn now<C: Call>(
     params: Params,
     handler: impl FnOnce(C::Params) -> Result<C::Result, ErrorObject>,
 ) -> Result<Value, ErrorObject> {
+    const {
+        assert!(
+            !C::METHOD.waits(),
+            "the method table says this handler waits"
+        )
+    };
     let p = params::decode::<C::Params>(params)?;
     params::encode(&handler(p)?)
 }
@@ -150,7 +169,7 @@ fn now<C: Call>(
 /// The front door proper, for every method but `initialize`: the handshake is done, the
 /// credential still stands for someone (under the policy in force now), the method is
 /// served on this transport and the principal holds its grant.
-fn admit(
+pub(crate) fn admit(
     daemon: &Daemon,
     conn: &ConnectionContext,
     method: Method,
@@ -168,40 +187,22 @@ fn admit(
     Ok(principal)
 }
 
-/// Runs a call the connection loop answers in place and appends its answer line (none for
-/// a notification) to `buf`. `status`, the call clients poll, is serialized straight into
-/// `buf` after the same front door; everything else goes through [`call`].
-pub(crate) async fn answer_in_place(
-    daemon: &Arc<Daemon>,
-    conn: &Arc<ConnectionContext>,
-    method: Option<Method>,
-    request: Request,
+/// `status`, the call clients poll, after the same front door as [`call`], its answer
+/// line serialized straight into `buf`.
+pub(crate) fn status_into(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    id: &zeroclaw_rpc::Id,
     buf: &mut Vec<u8>,
 ) {
-    let Request {
-        id,
-        method: name,
-        params,
-    } = request;
-    if let (Some(Method::Status), Some(id)) = (method, &id) {
-        let written = admit(daemon, conn, Method::Status).and_then(|principal| {
-            push_result_line_with(buf, id, |buf| {
-                status::write(daemon, &principal, buf);
-                Ok(())
-            })
-            .map_err(|e| ErrorObject::internal(format!("status: {e}")))
-        });
-        if let Err(error) = written {
-            push_response_line(buf, id, &Err(error));
-        }
-        return;
-    }
-    // Answered in the loop, in receive order already: no place to hold.
-    let outcome = match method {
-        Some(method) => call(daemon, conn, method, params, &Place::none()).await,
-        None => Err(ErrorObject::method_not_found(&name)),
-    };
-    if let Some(id) = id {
-        push_response_line(buf, &id, &outcome);
+    let written = admit(daemon, conn, Method::Status).and_then(|principal| {
+        push_result_line_with(buf, id, |buf| {
+            status::write(daemon, &principal, buf);
+            Ok(())
+        })
+        .map_err(|e| ErrorObject::internal(format!("status: {e}")))
+    });
+    if let Err(error) = written {
+        push_response_line(buf, id, &Err(error));
     }
 }

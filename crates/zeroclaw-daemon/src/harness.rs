@@ -47,7 +47,7 @@ impl Harness {
             sessions,
             files: files::commit::FileLocks::default(),
             uploads: files::UploadManager::default(),
-            gateway: crate::gateway::control::Gateway::default(),
+            gateway: crate::gateway_control::Gateway::default(),
             status_text: Default::default(),
         });
         Ok(Harness { daemon })

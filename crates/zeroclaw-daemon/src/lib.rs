@@ -24,15 +24,18 @@
 
 #![deny(unsafe_code)]
 
+mod answering;
 mod auth;
 mod caller;
 mod client_link;
 mod connection;
 mod dispatch;
 mod gateway;
+mod gateway_control;
 #[cfg(feature = "test-hooks")]
 pub mod harness;
 mod lineage;
+mod login_rate;
 mod malloc_tuning;
 pub use malloc_tuning::limit_malloc_arenas;
 mod methods;
@@ -45,6 +48,7 @@ mod read_gate;
 #[cfg(target_os = "linux")]
 mod reaper;
 mod registry;
+mod request;
 mod server;
 mod state;
 mod status_text;
@@ -200,7 +204,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         sessions,
         files: files::commit::FileLocks::default(),
         uploads: files::UploadManager::default(),
-        gateway: gateway::control::Gateway::with_logins(
+        gateway: gateway_control::Gateway::with_logins(
             zeroclaw_sessions::logins::Logins::with_code_ttl(code_ttl),
         ),
         status_text: Default::default(),

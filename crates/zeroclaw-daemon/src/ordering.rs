@@ -78,7 +78,7 @@ impl SessionOrder {
     /// The session is the one the params name under either spelling, as the method reads
     /// them (SPEC §17.1).
     pub fn ticket(&mut self, method: Option<Method>, params: Option<&RawValue>) -> Option<Ticket> {
-        if !method.is_some_and(addresses_session) {
+        if !method.is_some_and(Method::addresses_session) {
             return None;
         }
         let session = params::session_id(params)?;
@@ -91,20 +91,6 @@ impl SessionOrder {
         let (admit, rx) = oneshot::channel();
         let predecessor = self.last.insert(session, rx);
         Some(Ticket { predecessor, admit })
-    }
-}
-
-/// Whether `method` is one of the `session/*` calls, which take effect in a session's order.
-fn addresses_session(method: Method) -> bool {
-    use Method::*;
-    match method {
-        SessionNew | SessionPrompt | SessionCancel | SessionApprove | SessionClose
-        | SessionKill | SessionDelete | SessionList | SessionMessages | SessionSubscribe
-        | SessionUnsubscribe | SessionStatus | SessionConfigure | SessionRewind | SessionFork
-        | SessionSetTitle | SessionCompact => true,
-        Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete
-        | ConfigSchema | ModelsList | FileAttach | FileUploadBegin | FileUploadChunk
-        | FileUploadCommit | DaemonShutdown | GatewayStart | DashboardLogin => false,
     }
 }
 

@@ -14,7 +14,7 @@ use zeroclaw_sessions::pairing::TokenStore;
 use zeroclaw_sessions::session::SessionManager;
 
 use crate::auth::{self, AuthError, Bearers, Presented, Principal};
-use crate::gateway::control::Gateway;
+use crate::gateway_control::Gateway;
 use crate::registry::ConnectionRegistry;
 use crate::status_text::FixedText;
 

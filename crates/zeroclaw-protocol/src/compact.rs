@@ -1,6 +1,7 @@
 //! `session/compact` (SPEC §18): its params and result. The `context_compacted` event is
 //! in [`crate::update`].
 
+use crate::ids::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +12,7 @@ use crate::types::{Mode, Outcome};
 #[serde(rename_all = "camelCase")]
 pub struct CompactParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// Added to the summarization instruction (what to keep, what to stress).
@@ -23,9 +24,9 @@ pub struct CompactParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The compaction's own turn.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// `completed` (also when there was nothing old enough to summarize:
     /// `summarizedMessages` is then 0 and nothing changed), `cancelled` or `failed` (the
     /// summary call failed: the context is unchanged).

@@ -3,6 +3,7 @@
 //! wire names (`ref_id`, `upload_id`, …), as the SPEC writes them. Unknown params fields
 //! are refused, as the daemon does.
 
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +30,7 @@ pub struct FileInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttachParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// Each is checked once the session is known, so its error can name it.
@@ -62,7 +63,7 @@ pub struct AttachResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UploadBeginParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     #[serde(alias = "size_bytes")]

@@ -3,6 +3,7 @@
 //! [`crate::update`]; `title`, `forkedFrom`, `search` and `includeRewound` extend the
 //! `session/list` and `session/messages` types in [`crate::session`]).
 
+use crate::ids::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -13,11 +14,11 @@ use crate::types::Mode;
 #[serde(rename_all = "camelCase")]
 pub struct RewindParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     #[serde(alias = "turn_id")]
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// Put back the files the agent's tools changed in the rewound turns (default true).
     #[serde(
         default,
@@ -51,7 +52,7 @@ pub struct Conflict {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RewindResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The turns this rewind took back, oldest first (`turnId` and every later turn not
     /// already rewound); empty when a rewind to the same turn already did.
     pub rewound_turns: Vec<String>,
@@ -71,28 +72,28 @@ pub struct RewindResult {
 #[serde(rename_all = "camelCase")]
 pub struct ForkParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// The last turn to copy (default: the last finished turn).
     #[serde(default, alias = "turn_id", skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
 }
 
 /// Where a forked session came from (`session/fork`, `session/list`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ForkedFrom {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The source's last turn copied; null when the source had no finished turn.
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
 }
 
 /// `session/fork` result: the new ACP session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ForkResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub forked_from: ForkedFrom,
     /// Transcript rows copied.
     pub message_count: u64,
@@ -103,7 +104,7 @@ pub struct ForkResult {
 #[serde(rename_all = "camelCase")]
 pub struct SetTitleParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// 1 to 200 characters.
@@ -114,6 +115,6 @@ pub struct SetTitleParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetTitleResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub title: String,
 }

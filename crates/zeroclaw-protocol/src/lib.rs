@@ -25,6 +25,7 @@ pub mod error_code;
 pub mod files;
 pub mod gateway;
 pub mod history;
+pub mod ids;
 pub mod method;
 mod refusal;
 pub mod schema;
@@ -39,7 +40,8 @@ mod word;
 
 pub use decode::{ParamsError, camel_case, decode, decode_text, decode_value, normalize_keys};
 pub use error_code::{ErrorCode, code};
-pub use method::{Call, ELICITATION_CREATE, Method, Requirement, SESSION_UPDATE, call};
+pub use ids::{SessionId, TurnId};
+pub use method::{Call, ELICITATION_CREATE, Method, Requirement, Runs, SESSION_UPDATE, call};
 pub use types::{
     Autonomy, DecidedBy, Decision, ElicitationAction, McpState, Mode, Outcome, ResolvedReason, Role,
 };

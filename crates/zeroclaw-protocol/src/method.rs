@@ -1,7 +1,9 @@
 //! The method table (SPEC §5): every client → daemon method, written once, with what it
-//! needs to be called (grant), its params and result types ([`Call`]), where it is served
-//! (local-only) and how the connection loop runs it (answers in place). The daemon →
-//! client names are constants beside it.
+//! needs to be called (grant), its params and result types ([`Call`]), and how it runs
+//! ([`Runs`]: whether its handler waits, whether the connection loop answers it in place,
+//! whether it addresses a session and keeps that session's order, whether it is served
+//! on the local endpoint only) — all facts of its one row, none in a list elsewhere. The
+//! daemon → client names are constants beside it.
 
 use std::fmt;
 
@@ -79,9 +81,63 @@ pub trait Call {
     type Result: DeserializeOwned + Serialize + JsonSchema;
 }
 
+/// How the daemon runs a method and where it serves it, written in the method's row:
+/// whether its handler waits ([`WAITS`]) or answers without waiting ([`NOW`], and
+/// [`IN_PLACE`]: the connection loop runs it in place, in order, instead of in a task),
+/// whether it addresses one session (its requests keep their order per session,
+/// [`Runs::session`]) and whether it is served on the local endpoint only
+/// ([`Runs::local`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Runs {
+    waits: bool,
+    in_place: bool,
+    session: bool,
+    local: bool,
+}
+
+/// A handler that waits (an `async` handler, run in a task of its own).
+pub const WAITS: Runs = Runs {
+    waits: true,
+    in_place: false,
+    session: false,
+    local: false,
+};
+/// A handler that answers without waiting (a plain function), run in a task like a
+/// waiting one.
+pub const NOW: Runs = Runs {
+    waits: false,
+    ..WAITS
+};
+/// A handler that answers from memory without waiting on anything, so the connection
+/// loop runs it in place, in order.
+pub const IN_PLACE: Runs = Runs {
+    in_place: true,
+    ..NOW
+};
+
+impl Runs {
+    /// The method addresses one session (the `session/*` calls): a connection's requests
+    /// for one session take effect in their receive order (SPEC §14 "Order").
+    pub const fn session(self) -> Runs {
+        Runs {
+            session: true,
+            ..self
+        }
+    }
+
+    /// Served on the local endpoint only; refused over WebSocket with -32012 (SPEC §8.2,
+    /// §20).
+    pub const fn local(self) -> Runs {
+        Runs {
+            local: true,
+            ..self
+        }
+    }
+}
+
 macro_rules! methods {
     ($( $(#[$doc:meta])* $var:ident = $name:literal => $req:expr,
-        params $params:ty, result $result:ty; )+) => {
+        params $params:ty, result $result:ty, runs $runs:expr; )+) => {
         /// A client → daemon method.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Method {
@@ -107,6 +163,11 @@ macro_rules! methods {
             /// What the caller must hold (SPEC §4.1, §5).
             pub const fn requirement(self) -> Requirement {
                 match self { $( Method::$var => $req ),+ }
+            }
+
+            /// How the daemon runs it and where it is served: its row's [`Runs`].
+            pub const fn runs(self) -> Runs {
+                match self { $( Method::$var => $runs ),+ }
             }
 
             /// The names of this method's params and result types, as the table writes
@@ -150,95 +211,98 @@ const fn grant(resource: &'static str, verb: &'static str) -> Requirement {
 methods! {
     /// The handshake; must be the first call.
     Initialize = "initialize" => Requirement::Open,
-        params InitializeParams, result InitializeResult;
+        params InitializeParams, result InitializeResult, runs WAITS;
     Status = "status" => grant("system", "read"),
-        params NoParams, result StatusResult;
+        params NoParams, result StatusResult, runs IN_PLACE;
     ConfigGet = "config/get" => grant("config", "read"),
-        params ConfigGetParams, result ConfigGetResult;
+        params ConfigGetParams, result ConfigGetResult, runs IN_PLACE;
     ConfigSet = "config/set" => grant("config", "update"),
-        params ConfigSetParams, result ConfigSetResult;
+        params ConfigSetParams, result ConfigSetResult, runs WAITS;
     ConfigSetMany = "config/set-many" => grant("config", "update"),
-        params ConfigSetManyParams, result ConfigSetManyResult;
+        params ConfigSetManyParams, result ConfigSetManyResult, runs WAITS;
     ConfigDelete = "config/delete" => grant("config", "delete"),
-        params ConfigDeleteParams, result ConfigDeleteResult;
+        params ConfigDeleteParams, result ConfigDeleteResult, runs WAITS;
     /// SPEC §6: the configuration's JSON Schema, for settings forms.
     ConfigSchema = "config/schema" => grant("config", "read"),
-        params NoParams, result ConfigSchemaResult;
+        params NoParams, result ConfigSchemaResult, runs IN_PLACE;
     SessionNew = "session/new" => grant("sessions", "create"),
-        params SessionNewParams, result SessionNewResult;
+        params SessionNewParams, result SessionNewResult, runs WAITS.session();
     SessionPrompt = "session/prompt" => grant("sessions", "execute"),
-        params SessionPromptParams, result TurnResult;
+        params SessionPromptParams, result TurnResult, runs WAITS.session();
     SessionCancel = "session/cancel" => grant("sessions", "update"),
-        params SessionRef, result CancelResult;
+        params SessionRef, result CancelResult, runs NOW.session();
     SessionApprove = "session/approve" => grant("sessions", "update"),
-        params ApproveParams, result ApproveResult;
+        params ApproveParams, result ApproveResult, runs NOW.session();
     SessionClose = "session/close" => grant("sessions", "update"),
-        params SessionRef, result CloseResult;
+        params SessionRef, result CloseResult, runs WAITS.session();
     SessionKill = "session/kill" => grant("sessions", "delete"),
-        params SessionRef, result KillResult;
+        params SessionRef, result KillResult, runs WAITS.session();
     SessionDelete = "session/delete" => grant("sessions", "delete"),
-        params SessionRef, result DeleteResult;
+        params SessionRef, result DeleteResult, runs WAITS.session();
     SessionList = "session/list" => grant("sessions", "read"),
-        params ListParams, result ListResult;
+        params ListParams, result ListResult, runs WAITS.session();
     SessionMessages = "session/messages" => grant("sessions", "read"),
-        params MessagesParams, result MessagesResult;
+        params MessagesParams, result MessagesResult, runs WAITS.session();
     SessionSubscribe = "session/subscribe" => grant("sessions", "read"),
-        params SubscribeParams, result SubscribeResult;
+        params SubscribeParams, result SubscribeResult, runs WAITS.session();
     SessionUnsubscribe = "session/unsubscribe" => grant("sessions", "read"),
-        params SessionRef, result UnsubscribeResult;
+        params SessionRef, result UnsubscribeResult, runs NOW.session();
     SessionStatus = "session/status" => grant("sessions", "read"),
-        params SessionRef, result SessionStatusResult;
+        params SessionRef, result SessionStatusResult, runs NOW.session();
     SessionConfigure = "session/configure" => grant("sessions", "update"),
-        params ConfigureParams, result ConfigureResult;
+        params ConfigureParams, result ConfigureResult, runs WAITS.session();
     /// SPEC §18: back to just before a turn.
     SessionRewind = "session/rewind" => grant("sessions", "update"),
-        params RewindParams, result RewindResult;
+        params RewindParams, result RewindResult, runs WAITS.session();
     /// SPEC §18: a new session from another's history.
     SessionFork = "session/fork" => grant("sessions", "create"),
-        params ForkParams, result ForkResult;
+        params ForkParams, result ForkResult, runs WAITS.session();
     SessionSetTitle = "session/set_title" => grant("sessions", "update"),
-        params SetTitleParams, result SetTitleResult;
+        params SetTitleParams, result SetTitleResult, runs WAITS.session();
     SessionCompact = "session/compact" => grant("sessions", "execute"),
-        params CompactParams, result CompactResult;
+        params CompactParams, result CompactResult, runs WAITS.session();
     ModelsList = "models/list" => grant("system", "read"),
-        params ModelsListParams, result ModelsListResult;
+        params ModelsListParams, result ModelsListResult, runs WAITS;
     FileAttach = "file/attach" => grant("files", "create"),
-        params AttachParams, result AttachResult;
+        params AttachParams, result AttachResult, runs WAITS;
     FileUploadBegin = "file/upload/begin" => grant("files", "create"),
-        params UploadBeginParams, result UploadBeginResult;
+        params UploadBeginParams, result UploadBeginResult, runs WAITS.local();
     FileUploadChunk = "file/upload/chunk" => grant("files", "create"),
-        params UploadChunkParams, result UploadChunkResult;
+        params UploadChunkParams, result UploadChunkResult, runs NOW.local();
     FileUploadCommit = "file/upload/commit" => grant("files", "create"),
-        params UploadCommitParams, result StoredFile;
+        params UploadCommitParams, result StoredFile, runs WAITS.local();
     /// SPEC §20: starts the gateway on 127.0.0.1 (local only).
     GatewayStart = "gateway/start" => grant("system", "read"),
-        params NoParams, result GatewayInfo;
+        params NoParams, result GatewayInfo, runs NOW.local();
     /// SPEC §20: a one-time code for the web dashboard (local only).
     DashboardLogin = "dashboard/login" => grant("system", "read"),
-        params NoParams, result DashboardLoginResult;
+        params NoParams, result DashboardLoginResult, runs NOW.local();
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
-        params NoParams, result ShutdownResult;
+        params NoParams, result ShutdownResult, runs NOW;
 }
 
 impl Method {
     /// Served on the local endpoint only; refused over WebSocket with -32012 (SPEC §8.2,
     /// §20).
     pub const fn local_only(self) -> bool {
-        matches!(
-            self,
-            Method::FileUploadBegin
-                | Method::FileUploadChunk
-                | Method::FileUploadCommit
-                | Method::GatewayStart
-                | Method::DashboardLogin
-        )
+        self.runs().local
     }
 
     /// Answers from memory without waiting on anything, so the connection loop may run it
     /// in place, in order, instead of spawning a task for it.
     pub const fn answers_in_place(self) -> bool {
-        matches!(self, Method::Status | Method::ConfigGet)
+        self.runs().in_place
+    }
+
+    /// One of the calls that address a session, which take effect in the session's order.
+    pub const fn addresses_session(self) -> bool {
+        self.runs().session
+    }
+
+    /// Its handler waits (is `async`); `false`: it answers without waiting.
+    pub const fn waits(self) -> bool {
+        self.runs().waits
     }
 }
 
@@ -290,5 +354,25 @@ mod tests {
         assert_eq!(g(Method::DashboardLogin), "system:read");
         assert!(Method::Status.answers_in_place() && Method::ConfigGet.answers_in_place());
         assert!(!Method::SessionPrompt.answers_in_place());
+    }
+
+    #[test]
+    fn the_facts_of_each_row_hold_together() {
+        for m in Method::ALL {
+            // In place means it never waits.
+            assert!(!(m.answers_in_place() && m.waits()), "{m}");
+            // The session/* calls, and only they, keep a session's order.
+            assert_eq!(
+                m.addresses_session(),
+                m.name().starts_with("session/"),
+                "{m}"
+            );
+        }
+        let in_place: Vec<_> = Method::ALL
+            .iter()
+            .filter(|m| m.answers_in_place())
+            .collect();
+        assert_eq!(in_place, [&Method::Status, &Method::ConfigGet]);
+        assert!(Method::SessionPrompt.waits() && !Method::SessionCancel.waits());
     }
 }

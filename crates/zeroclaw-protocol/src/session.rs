@@ -4,6 +4,7 @@
 //!
 //! Unknown params fields are ignored here, as the daemon does for session methods.
 
+use crate::ids::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -18,7 +19,7 @@ use crate::unchecked::Unchecked;
 #[serde(rename_all = "camelCase")]
 pub struct SessionRef {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Without it: the live session with that id (the ACP one if both or none are live).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
@@ -50,7 +51,7 @@ pub struct SessionNewParams {
     pub agent_alias: String,
     /// Resume (or create) the session with this id.
     #[serde(default, alias = "session_id", skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Where `bash` runs; an existing directory (default: the agent's workspace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
@@ -75,7 +76,7 @@ impl SessionNewParams {
     }
 
     /// Resume (or create) the session with this id.
-    pub fn with_id(mut self, session_id: impl Into<String>) -> Self {
+    pub fn with_id(mut self, session_id: impl Into<SessionId>) -> Self {
         self.session_id = Some(session_id.into());
         self
     }
@@ -96,7 +97,7 @@ impl SessionNewParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionNewResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub agent_alias: String,
     pub mode: Mode,
     pub message_count: u64,
@@ -162,7 +163,7 @@ pub struct TextBlock {
 #[serde(rename_all = "camelCase")]
 pub struct SessionPromptParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     pub prompt: Prompt,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
@@ -184,8 +185,8 @@ pub struct TurnUsage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnResult {
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     pub outcome: Outcome,
     /// Completed: the final text. Cancelled: the partial text. Failed: the error message.
     /// At most 1 MiB; see `truncated`.
@@ -201,7 +202,7 @@ pub struct TurnResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub cancelled: bool,
 }
 
@@ -210,7 +211,7 @@ pub struct CancelResult {
 #[serde(rename_all = "camelCase")]
 pub struct ApproveParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(alias = "request_id")]
     pub request_id: String,
     pub decision: Decision,
@@ -225,7 +226,7 @@ pub struct ApproveParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApproveResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub request_id: String,
     pub acknowledged: bool,
 }
@@ -234,7 +235,7 @@ pub struct ApproveResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CloseResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub closed: bool,
 }
 
@@ -242,7 +243,7 @@ pub struct CloseResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KillResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub killed: bool,
 }
 
@@ -250,7 +251,7 @@ pub struct KillResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub deleted: bool,
 }
 
@@ -279,7 +280,7 @@ pub struct ListParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub mode: Mode,
     pub agent_alias: String,
     pub created_at: i64,
@@ -290,7 +291,7 @@ pub struct SessionSummary {
     pub interaction_surface: String,
     /// The running turn, if any (SPEC §14).
     #[serde(default)]
-    pub active_turn_id: Option<String>,
+    pub active_turn_id: Option<TurnId>,
     /// Subscribed connections (SPEC §14).
     #[serde(default)]
     pub subscribers: u32,
@@ -320,7 +321,7 @@ pub struct ListResult {
 #[serde(rename_all = "camelCase")]
 pub struct MessagesParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// The last `limit` rows before `beforeSeq`.
@@ -346,7 +347,7 @@ pub struct MessageRow {
     pub role: Role,
     /// At most 1 MiB; see `truncated`. Tool rows hold compact JSON.
     pub content: String,
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     pub created_at: i64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
@@ -360,7 +361,7 @@ pub struct MessageRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessagesResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub messages: Vec<MessageRow>,
     /// Every row of the session.
     pub total: u64,

@@ -2,6 +2,7 @@
 //! `session/subscribe`, `session/unsubscribe` (SPEC §14), `session/status` and
 //! `session/configure` (§16).
 
+use crate::ids::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -12,11 +13,11 @@ use crate::types::{Autonomy, McpState, Mode};
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     #[serde(default, alias = "turn_id", skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     /// Default 0.
     #[serde(
         default,
@@ -30,9 +31,9 @@ pub struct SubscribeParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub subscribed: bool,
-    pub active_turn_id: Option<String>,
+    pub active_turn_id: Option<TurnId>,
     pub last_transcript_seq: i64,
     /// Approval requests waiting for an answer.
     pub pending_approvals: Vec<String>,
@@ -42,7 +43,7 @@ pub struct SubscribeResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnsubscribeResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub subscribed: bool,
 }
 
@@ -51,7 +52,7 @@ pub struct UnsubscribeResult {
 #[serde(rename_all = "camelCase")]
 pub struct ConfigureParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,7 +65,7 @@ pub struct ConfigureParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigureResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub autonomy: Autonomy,
     pub model: String,
 }
@@ -96,12 +97,12 @@ pub struct McpServerStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatusResult {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub mode: Mode,
     pub agent_alias: String,
     pub autonomy: Autonomy,
     pub model: String,
-    pub active_turn_id: Option<String>,
+    pub active_turn_id: Option<TurnId>,
     pub queued_prompts: u64,
     pub subscribers: u64,
     pub usage: SessionUsage,

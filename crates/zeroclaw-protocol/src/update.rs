@@ -5,6 +5,7 @@
 //! `replay`) beside the event's `type` and fields. `turn_complete` and `replay_gap` name
 //! their turn with the envelope's `turnId`.
 
+use crate::ids::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -212,10 +213,10 @@ pub const REPLAY_GAP: &str = UpdateType::ReplayGap.as_str();
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUpdate {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The turn the event belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     /// 1, 2, 3 … per turn in emission order, no gaps (absent on `replay_gap`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_seq: Option<u64>,
@@ -237,7 +238,7 @@ impl UpdateKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ElicitationParams {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `form`.
     pub mode: String,
     pub message: String,

@@ -38,6 +38,9 @@ macro_rules! str_enum {
         pub enum $name { $($(#[$vm])* $var),+ }
 
         impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+
             /// The spelling stored in SQLite and used on the wire.
             pub fn as_str(self) -> &'static str {
                 match self { $(Self::$var => $s),+ }

@@ -25,7 +25,7 @@ use zeroclaw_rpc::MAX_FRAME_BYTES;
 
 use super::http::{self, RequestHead, Response};
 use super::peer::{Peer, Settings, WRITE_WITHIN};
-use super::rate::Attempt;
+use crate::login_rate::Attempt;
 use super::upgrade;
 use crate::auth::{AuthError, Presented};
 use crate::connection::{self, INITIALIZE_WITHIN};

@@ -8,20 +8,20 @@
 //!   bodies, responses) and [`peer`] (what an accepted connection carries);
 //! - [`acp`]: ACP over the WebSocket upgrade of `/acp` (SPEC §25);
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
-//!   [`host`]: which `Host` names the gateway answers;
-//! - [`control`]: whether it runs (`gateway/start`), with the login store
-//!   (`zeroclaw_sessions::logins`: `dashboard/login` codes and session tokens) and
-//!   [`rate`] (failed logins).
+//!   [`host`]: which `Host` names the gateway answers.
+//!
+//! Whether it runs (`gateway/start`, with the login store: [`crate::gateway_control`]) and
+//! the failed-login counts ([`crate::login_rate`]) sit below the
+//! daemon's state and the handlers, outside this module: nothing below the gateway
+//! reaches up into it.
 
 pub(crate) mod acp;
 pub(crate) mod assets;
 pub(crate) mod conn;
-pub mod control;
 pub(crate) mod host;
 pub(crate) mod http;
 pub mod listener;
 pub(crate) mod peer;
 pub(crate) mod post;
-pub mod rate;
 pub(crate) mod tls;
 pub(crate) mod upgrade;

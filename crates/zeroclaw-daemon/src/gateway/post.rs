@@ -3,47 +3,40 @@
 //! `Authorization: Bearer TOKEN` — a pairing token or a dashboard session token — else 401.
 //!
 //! The bearer is checked before the body is read, and a refused one counts as a failed
-//! login of its prefix from the peer's source ([`super::rate`]: past the limit, that
+//! login of its prefix from the peer's source ([`crate::login_rate`]: past the limit, that
 //! prefix gets 429 until the window passes; other bearers are not refused for it). An
 //! authenticated connection gets one caller context (its slot moves from the
 //! unauthenticated pool to the token's count, as a WebSocket's does at `initialize`); the
-//! call runs through the same front door as every other ([`crate::dispatch`]) and waits
-//! for its result (`session/prompt`: the turn's end). Notifications the call causes are
+//! call takes the same request path as every other ([`crate::request`]) and waits for its
+//! result (`session/prompt`: the turn's end). Notifications the call causes are
 //! written to nowhere: the context's queue is drained and dropped.
 
 use std::io;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::FutureExt;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
-use zeroclaw_protocol::Method;
-use zeroclaw_rpc::message::{error_line, response_line};
+use zeroclaw_rpc::message::error_line;
 use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
 
 use super::http::{self, BodyError, RequestHead, Response};
-use super::rate::Attempt;
-use zeroclaw_sessions::session::link::collect_after_answer;
 
 use crate::auth::{AuthError, Presented};
 use crate::caller::{ConnectionContext, Handshake};
-use crate::dispatch;
-use crate::ordering::Place;
+use crate::login_rate::Attempt;
 use crate::outbound::{self, Outbound};
 use crate::registry::Admission;
+use crate::request::{self, Call, Front};
 use crate::server::next_connection_id;
 use crate::state::Daemon;
 use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
 
 /// Time for a body to arrive once its head has.
 const BODY_WITHIN: Duration = Duration::from_secs(30);
-/// How long a call may go on once the daemon stops (its turn is cancelled meanwhile).
-const CALL_ON_SHUTDOWN: Duration = Duration::from_secs(3);
 
 /// What `POST /rpc` keeps per connection.
 pub(crate) struct PostState {
@@ -260,55 +253,21 @@ fn authenticate(
     Ok(ctx)
 }
 
-/// Runs one request in `ctx`: its response line (none for a notification).
+/// Runs one request in `ctx` through the one request path: its response line (none for
+/// a notification).
 async fn run(
     daemon: &Arc<Daemon>,
     ctx: &Arc<ConnectionContext>,
     request: Request,
 ) -> Option<Vec<u8>> {
-    let Request {
-        id,
-        method: name,
-        params,
-    } = request;
-    let method = Method::from_name(&name);
-    let call = async {
-        match method {
-            Some(Method::Initialize) => Err(ErrorObject::invalid_request(
-                "initialize is not used over POST /rpc: the bearer authenticates every request",
-            )),
-            // One request per POST: no order to keep with another.
-            Some(method) => dispatch::call(daemon, ctx, method, params, &Place::none()).await,
-            None => Err(ErrorObject::method_not_found(&name)),
-        }
+    let mut answer = None;
+    // One request per POST: no order to keep with another, so no ticket.
+    let deliver = |line| {
+        answer = Some(line);
+        std::future::ready(())
     };
-    let guarded = async {
-        match AssertUnwindSafe(call).catch_unwind().await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                tracing::error!(method = %name, "handler panicked (POST /rpc)");
-                Err(ErrorObject::internal(format!(
-                    "internal error while running {name}"
-                )))
-            }
-        }
-    };
-    let stopping = async {
-        daemon.shutdown.cancelled().await;
-        tokio::time::sleep(CALL_ON_SHUTDOWN).await;
-    };
-    let (outcome, after) = collect_after_answer(async {
-        tokio::select! {
-            outcome = guarded => outcome,
-            () = stopping => Err(ErrorObject::internal("the daemon is stopping")),
-        }
-    })
-    .await;
-    after.run();
-    if method == Some(Method::DaemonShutdown) && outcome.is_ok() {
-        daemon.begin_shutdown(Method::DaemonShutdown.name());
-    }
-    id.map(|id| response_line(&id, &outcome))
+    request::answer(daemon, ctx, Front::Post, Call::new(request), None, deliver).await;
+    answer
 }
 
 /// A sink that drops what it is given: notifications are not delivered over `POST /rpc`.

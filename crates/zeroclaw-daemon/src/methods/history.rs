@@ -10,10 +10,10 @@ use zeroclaw_protocol::history::{
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_sessions::session::link::ClientLink;
 
+use crate::answering::Answering;
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::mode;
-use crate::ordering::Place;
 use crate::state::Daemon;
 use crate::wire_error;
 
@@ -23,7 +23,7 @@ pub(crate) async fn rewind(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: RewindParams,
-    place: &Place,
+    answering: &Answering,
 ) -> Result<RewindResult, ErrorObject> {
     daemon
         .sessions
@@ -33,10 +33,10 @@ pub(crate) async fn rewind(
             daemon.config.current(),
             &p.session_id,
             mode(p.mode),
-            p.turn_id,
+            p.turn_id.into(),
             p.restore_files.unwrap_or(true),
             p.force.unwrap_or(false),
-            || place.admitted(),
+            answering,
         )
         .await
         .map_err(wire_error::session)
@@ -55,7 +55,7 @@ pub(crate) async fn fork(
             &daemon.config.current(),
             &p.session_id,
             mode(p.mode),
-            p.turn_id,
+            p.turn_id.map(Into::into),
         )
         .await
         .map_err(wire_error::session)

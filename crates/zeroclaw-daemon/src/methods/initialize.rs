@@ -2,7 +2,7 @@
 //! peer (local uid; over WebSocket a pairing token, a dashboard session token, or a
 //! dashboard login code exchanged here for a session token, SPEC §20) and records what the
 //! client can do. Failed logins over WebSocket count against the credential's prefix from
-//! the peer's source and against the connection ([`crate::gateway::rate`]).
+//! the peer's source and against the connection ([`crate::login_rate`]).
 
 use serde_json::json;
 use zeroclaw_protocol::system::{
@@ -12,7 +12,7 @@ use zeroclaw_rpc::ErrorObject;
 
 use crate::auth::{self, AuthError};
 use crate::caller::{ConnectionContext, Handshake};
-use crate::gateway::rate::Attempt;
+use crate::login_rate::Attempt;
 use crate::state::Daemon;
 use crate::transport::TransportKind;
 

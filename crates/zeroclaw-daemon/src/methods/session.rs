@@ -22,11 +22,11 @@ use zeroclaw_sessions::session::prompted::Incoming;
 use zeroclaw_sessions::session::stream::Cursor;
 use zeroclaw_store::Mode;
 
+use crate::answering::Answering;
 use crate::auth::Principal;
 use crate::caller::ConnectionContext;
 use crate::methods::file;
 use crate::methods::mode;
-use crate::ordering::Place;
 use crate::state::Daemon;
 use crate::wire_error;
 
@@ -50,7 +50,7 @@ pub(crate) async fn new(
     }
     let req = NewRequest {
         agent_alias: p.agent_alias,
-        session_id: p.session_id,
+        session_id: p.session_id.map(Into::into),
         cwd: p.cwd,
         mode: mode(p.mode).unwrap_or(Mode::Acp),
         mcp_servers,
@@ -70,7 +70,7 @@ pub(crate) async fn prompt(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: SessionPromptParams,
-    place: &Place,
+    answering: &Answering,
 ) -> Result<TurnResult, ErrorObject> {
     let sessions = &daemon.sessions;
     let mode = mode(p.mode);
@@ -119,7 +119,7 @@ pub(crate) async fn prompt(
                 text_len,
                 attachments: shown,
             },
-            || place.admitted(),
+            answering,
         )
         .await
         .map_err(wire_error::session)
@@ -131,7 +131,7 @@ pub(crate) async fn compact(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: CompactParams,
-    place: &Place,
+    answering: &Answering,
 ) -> Result<CompactResult, ErrorObject> {
     daemon
         .sessions
@@ -142,7 +142,7 @@ pub(crate) async fn compact(
             &p.session_id,
             mode(p.mode),
             p.instructions,
-            || place.admitted(),
+            answering,
         )
         .await
         .map_err(wire_error::session)
@@ -228,9 +228,10 @@ pub(crate) async fn subscribe(
     conn: &Arc<ConnectionContext>,
     principal: &Principal,
     p: SubscribeParams,
+    answering: &Answering,
 ) -> Result<SubscribeResult, ErrorObject> {
     let cursor = Cursor {
-        turn_id: p.turn_id,
+        turn_id: p.turn_id.map(Into::into),
         after_event_seq: p.after_event_seq.unwrap_or(0),
     };
     let link = Arc::clone(conn) as Arc<dyn ClientLink>;
@@ -243,6 +244,7 @@ pub(crate) async fn subscribe(
             &p.session_id,
             mode(p.mode),
             cursor,
+            answering,
         )
         .await
         .map_err(wire_error::session)

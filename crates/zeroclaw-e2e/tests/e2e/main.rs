@@ -47,6 +47,7 @@ mod providers_latency;
 mod providers_ollama;
 mod providers_recovery;
 mod providers_retry;
+mod request_path;
 mod sandbox;
 mod schema;
 mod sessions;

@@ -5,7 +5,7 @@
 //!
 //! The caller keeps an [`AnswerQueued`] and calls [`AnswerQueued::after_answer`] once it
 //! has the job's result: the signal goes when the connection loop has queued the answer
-//! (the [`after_answer`] hook), or when the caller is gone. The worker waits on the
+//! (a hook given to the request's [`OnAnswer`]), or when the caller is gone. The worker waits on the
 //! job's [`AnswerWait`] at most [`ANSWER_WAIT`]: a peer too slow to take its answer
 //! delays the session's next job by that much, never more.
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::link::after_answer;
+use super::link::OnAnswer;
 
 /// The longest the worker waits for a job's answer to be queued before the next job.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
@@ -32,14 +32,13 @@ pub fn pair() -> (AnswerQueued, AnswerWait) {
 }
 
 impl AnswerQueued {
-    /// Signals once the answer of the request being handled is queued (at once outside a
-    /// request that is answered).
-    pub fn after_answer(self) {
+    /// Signals once the answer of the request being handled is queued, as `answer` tells.
+    pub fn after_answer(self, answer: &dyn OnAnswer) {
         let AnswerQueued(queued) = self;
-        after_answer(move || {
+        answer.after_answer(Box::new(move || {
             // The worker may have stopped waiting: nothing to tell it then.
             let _ = queued.send(());
-        });
+        }));
     }
 }
 
@@ -56,7 +55,7 @@ impl AnswerWait {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::link::collect_after_answer;
+    use crate::session::link::tests::Answered;
     use std::sync::{Arc, Mutex};
 
     #[tokio::test]
@@ -68,14 +67,13 @@ mod tests {
             wait.wait().await;
             l.lock().unwrap().push("next job");
         });
-        let (answer, hooks) = collect_after_answer(async move {
-            queued.after_answer();
-            "answer"
-        })
-        .await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        log.lock().unwrap().push(answer);
-        hooks.run();
+        let answered = Answered::default();
+        queued.after_answer(&answered);
+        // A positive control first: the worker is still waiting once everything before
+        // the answer ran (it would have logged "next job" here otherwise).
+        tokio::task::yield_now().await;
+        log.lock().unwrap().push("answer");
+        answered.answer_queued();
         worker.await.unwrap();
         assert_eq!(*log.lock().unwrap(), vec!["answer", "next job"]);
     }

@@ -74,8 +74,8 @@ impl Runner {
         };
         let result = |outcome, before: usize, after: usize, summarized: usize, error| {
             Ok(CompactResult {
-                session_id: session.key.session_id.clone(),
-                turn_id: turn_id.to_owned(),
+                session_id: session.key.session_id.clone().into(),
+                turn_id: turn_id.into(),
                 outcome,
                 tokens_before: before as u64,
                 tokens_after: after as u64,

@@ -12,7 +12,7 @@ use zeroclaw_protocol::compact::CompactResult;
 use zeroclaw_store::Mode;
 
 use super::error::SessionError;
-use super::link::ClientLink;
+use super::link::{ClientLink, OnAnswer};
 use super::live::{Job, JobAnswer, JobKind};
 use super::{SessionManager, check_owner};
 
@@ -21,7 +21,7 @@ pub const MAX_INSTRUCTIONS: usize = 16 * 1024;
 
 impl SessionManager {
     /// `session/compact {sessionId, mode?, instructions?}`, queued like a prompt:
-    /// `admitted` is called once it is queued or refused (see [`SessionManager::prompt`]).
+    /// `on_answer` is admitted once it is queued or refused (see [`SessionManager::prompt`]).
     #[allow(clippy::too_many_arguments)]
     pub async fn compact(
         self: &Arc<Self>,
@@ -31,7 +31,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         instructions: Option<String>,
-        admitted: impl FnOnce(),
+        on_answer: &dyn OnAnswer,
     ) -> Result<CompactResult, SessionError> {
         if instructions
             .as_ref()
@@ -58,12 +58,12 @@ impl SessionManager {
             answered,
         });
         link.record_prompt(&live.instance, submitted?);
-        admitted();
+        on_answer.admitted();
         let answer = answer
             .await
             .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));
         // The worker starts the next job once this answer is queued (SPEC §17.2).
-        queued.after_answer();
+        queued.after_answer(on_answer);
         match answer {
             Err(SessionError::Failed(_) | SessionError::Store(_)) if live.is_closing() => {
                 Err(SessionError::not_found(format!(

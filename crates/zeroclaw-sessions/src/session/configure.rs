@@ -100,7 +100,7 @@ impl SessionManager {
         live.set_overrides(next.clone());
         tracing::info!(session = %session_id, ?next, "session configured");
         Ok(ConfigureResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             autonomy: effective_autonomy(config, &live, &next),
             model: effective_model(config, &live.agent_alias, next.model.as_deref()),
         })

@@ -16,7 +16,7 @@ use zeroclaw_protocol::history::{ForkResult, ForkedFrom, RewindResult, SetTitleR
 use zeroclaw_store::{ForkRequest, MAX_TITLE_CHARS, Mode, SessionKey, StoreError, ToMessages};
 
 use super::error::SessionError;
-use super::link::ClientLink;
+use super::link::{ClientLink, OnAnswer};
 use super::live::{Job, JobAnswer, JobKind};
 use super::manager::{Quota, SessionManager, check_owner};
 use super::open::check_agent;
@@ -68,7 +68,7 @@ impl SessionManager {
 
     /// `session/rewind`: queued on the session's worker; -32002 while a turn runs or
     /// anything waits. A persisted session is brought back first, as a prompt would.
-    /// `admitted` is called once it is queued or refused (see [`SessionManager::prompt`]).
+    /// `on_answer` is admitted once it is queued or refused (see [`SessionManager::prompt`]).
     #[allow(clippy::too_many_arguments)]
     pub async fn rewind(
         self: &Arc<Self>,
@@ -80,7 +80,7 @@ impl SessionManager {
         turn_id: String,
         restore_files: bool,
         force: bool,
-        admitted: impl FnOnce(),
+        on_answer: &dyn OnAnswer,
     ) -> Result<RewindResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         acp_only(&key, "session/rewind")?;
@@ -107,10 +107,10 @@ impl SessionManager {
         // As for a prompt: the connection's next request for this session goes once this
         // one is queued (or refused), so pipelined calls keep their order.
         link.record_prompt(&live.instance, submitted?);
-        admitted();
+        on_answer.admitted();
         let answer = answer.await;
         // The worker starts the next job once this answer is queued (SPEC §17.2).
-        queued.after_answer();
+        queued.after_answer(on_answer);
         answer
             .unwrap_or_else(|_| {
                 Err(SessionError::not_found(format!(
@@ -181,10 +181,10 @@ impl SessionManager {
         }
         tracing::info!(source = %session_id, session = %new_id, turn = ?forked.forked_from.turn_id, "session forked");
         Ok(ForkResult {
-            session_id: new_id,
+            session_id: new_id.into(),
             forked_from: ForkedFrom {
-                session_id: forked.forked_from.session_id,
-                turn_id: forked.forked_from.turn_id,
+                session_id: forked.forked_from.session_id.into(),
+                turn_id: forked.forked_from.turn_id.map(Into::into),
             },
             message_count: super::wire::count(forked.row.message_count),
         })
@@ -203,7 +203,7 @@ impl SessionManager {
         self.owner_checked(principal, &key).await?;
         self.store.set_title(&key, &title).await?;
         Ok(SetTitleResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             title,
         })
     }

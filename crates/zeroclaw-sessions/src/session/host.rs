@@ -216,7 +216,7 @@ impl TurnHost for SessionHost<'_> {
 
     async fn ask_user(&self, ask: AskUser) -> Option<String> {
         let params = ElicitationParams {
-            session_id: self.session.key.session_id.clone(),
+            session_id: self.session.key.session_id.clone().into(),
             mode: "form".to_owned(),
             message: ask.question.clone(),
             requested_schema: requested_schema(&ask),

@@ -29,7 +29,7 @@ use zeroclaw_store::{
 };
 
 use super::error::SessionError;
-use super::link::ClientLink;
+use super::link::{ClientLink, OnAnswer};
 use super::live::{Job, JobAnswer, JobKind, LiveSession};
 use super::prompted::{Incoming, Prompted};
 use super::wire;
@@ -67,8 +67,8 @@ impl SessionManager {
     }
 
     /// `session/prompt`: queues the prompt, subscribes the sending connection to the
-    /// session (when there is room), and waits for the turn's result. `admitted` is called
-    /// once the prompt is queued or refused, before the wait: the caller's next request
+    /// session (when there is room), and waits for the turn's result. `on_answer` is
+    /// admitted once the prompt is queued or refused, before the wait: the caller's next request
     /// for this session may then go ahead (SPEC §14 "Order").
     #[allow(clippy::too_many_arguments)]
     pub async fn prompt(
@@ -79,7 +79,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         prompt: Incoming,
-        admitted: impl FnOnce(),
+        on_answer: &dyn OnAnswer,
     ) -> Result<TurnResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, &config, &key).await?;
@@ -107,12 +107,12 @@ impl SessionManager {
         // order. Queued: recorded first (a later `session/cancel` must see it), then the
         // next request may go ahead while this one waits for its turn.
         link.record_prompt(&live.instance, submitted?);
-        admitted();
+        on_answer.admitted();
         let answer = answer
             .await
             .unwrap_or_else(|_| Err(SessionError::failed("the session stopped before answering")));
         // The worker starts the next job once this answer is queued (SPEC §17.2).
-        queued.after_answer();
+        queued.after_answer(on_answer);
         // A prompt that raced the close, kill or delete of its session lost to it: that is
         // "no such session", not an internal failure (SPEC §17.1).
         match answer {
@@ -141,7 +141,7 @@ impl SessionManager {
             )));
         }
         Ok(CancelResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             cancelled: true,
         })
     }
@@ -172,7 +172,7 @@ impl SessionManager {
             )));
         }
         Ok(ApproveResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             request_id: request_id.to_owned(),
             acknowledged: true,
         })
@@ -198,7 +198,7 @@ impl SessionManager {
         let live = self.live_owned(principal, session_id, mode)?;
         self.unload(&live).await;
         Ok(CloseResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             closed: true,
         })
     }
@@ -246,7 +246,7 @@ impl SessionManager {
         self.kill_or_delete(principal, session_id, mode, Removal::Kill)
             .await?;
         Ok(KillResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             killed: true,
         })
     }
@@ -262,7 +262,7 @@ impl SessionManager {
         self.kill_or_delete(principal, session_id, mode, Removal::Delete)
             .await?;
         Ok(DeleteResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             deleted: true,
         })
     }
@@ -351,7 +351,7 @@ impl SessionManager {
         for (cursor, r) in page.rows {
             let live = self.get(&r.key());
             let entry = SessionSummary {
-                session_id: r.session_id,
+                session_id: r.session_id.into(),
                 mode: wire::mode(r.mode),
                 agent_alias: r.agent_alias,
                 created_at: r.created_at,
@@ -359,12 +359,12 @@ impl SessionManager {
                 message_count: wire::count(r.message_count),
                 live: live.is_some(),
                 interaction_surface: r.interaction_surface,
-                active_turn_id: live.as_ref().and_then(|l| l.running_turn()),
+                active_turn_id: live.as_ref().and_then(|l| l.running_turn()).map(Into::into),
                 subscribers: live.as_ref().map_or(0, |l| l.stream.subscriber_count()) as u32,
                 title: r.title,
                 forked_from: r.forked_from.map(|f| ForkedFrom {
-                    session_id: f.session_id,
-                    turn_id: f.turn_id,
+                    session_id: f.session_id.into(),
+                    turn_id: f.turn_id.map(Into::into),
                 }),
                 cwd: r.cwd,
             };
@@ -412,7 +412,7 @@ impl SessionManager {
             )
             .await?;
         Ok(MessagesResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             messages: page.rows.into_iter().map(wire::message).collect(),
             total: wire::count(page.total),
             has_more: Some(page.has_more),

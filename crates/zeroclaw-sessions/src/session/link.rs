@@ -1,14 +1,13 @@
 //! What sessions know about the clients watching them: a [`ClientLink`] (queue an update
 //! line without waiting, ask a question, is it still open, can it answer elicitation), and
-//! the "after the answer" hook a handler uses to act only once its own answer is queued
-//! (a subscription's replay must follow the subscribe answer on the wire).
+//! [`OnAnswer`], passed with each request that needs it: the request is admitted to its
+//! session's order, and hooks run only once its own answer is queued (a subscription's
+//! replay must follow the subscribe answer on the wire).
 //!
 //! The connection loop implements the trait; sessions never see its own types. In the
 //! layers of the sessions service this sits just above the leaves: it names a session only
 //! by its [`LiveId`], so the live session can hold links without a cycle.
 
-use std::cell::RefCell;
-use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -44,80 +43,50 @@ pub trait ClientLink: Send + Sync {
     fn last_prompt(&self, session: &LiveId) -> u64;
 }
 
-type Hook = Box<dyn FnOnce() + Send>;
+/// A hook run once a request's answer is queued.
+pub type Hook = Box<dyn FnOnce() + Send>;
 
-tokio::task_local! {
-    static AFTER_ANSWER: RefCell<Vec<Hook>>;
-}
-
-/// Runs `hook` once the answer of the request being handled has been queued; at once when
-/// the call is not answered (a notification) or runs outside [`collect_after_answer`].
-pub fn after_answer(hook: impl FnOnce() + Send + 'static) {
-    let mut hook: Option<Hook> = Some(Box::new(hook));
-    let _ = AFTER_ANSWER.try_with(|hooks| {
-        if let Some(h) = hook.take() {
-            hooks.borrow_mut().push(h);
-        }
-    });
-    if let Some(h) = hook {
-        h();
-    }
-}
-
-/// Runs `call` and returns its output with the hooks it registered, to be run by the caller
-/// right after it queued the answer.
-pub async fn collect_after_answer<F: Future>(call: F) -> (F::Output, AfterAnswer) {
-    AFTER_ANSWER
-        .scope(RefCell::new(Vec::new()), async {
-            let out = call.await;
-            let hooks = AFTER_ANSWER.with(|h| std::mem::take(&mut *h.borrow_mut()));
-            (out, AfterAnswer(hooks))
-        })
-        .await
-}
-
-/// Hooks waiting for an answer to be queued; they run when this is dropped or [`run`].
-///
-/// [`run`]: AfterAnswer::run
-#[must_use = "run the hooks once the answer is queued"]
-pub struct AfterAnswer(Vec<Hook>);
-
-impl AfterAnswer {
-    pub fn run(mut self) {
-        for hook in self.0.drain(..) {
-            hook();
-        }
-    }
-}
-
-impl Drop for AfterAnswer {
-    fn drop(&mut self) {
-        for hook in self.0.drain(..) {
-            hook();
-        }
-    }
+/// What the caller of a request hands a service about that request's answer, explicitly,
+/// with the request: a queued job (prompt, rewind, compact) says when it took its place
+/// in the session's queue, and a handler arranges work that must follow its own answer
+/// on the wire (the worker's next job, a subscription's replay).
+pub trait OnAnswer: Send + Sync {
+    /// The request is queued (or refused): the caller's next request for the same
+    /// session may go ahead (SPEC §14 "Order").
+    fn admitted(&self);
+    /// Runs `hook` once the request's answer is queued (at once, or when the request
+    /// ends, for one that is not answered).
+    fn after_answer(&self, hook: Hook);
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
-    #[tokio::test]
-    async fn hooks_wait_for_the_answer_inside_a_scope_and_run_at_once_outside() {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let l = Arc::clone(&log);
-        let (out, hooks) = collect_after_answer(async move {
-            after_answer(move || l.lock().unwrap().push("hook"));
-            "answer"
-        })
-        .await;
-        log.lock().unwrap().push(out);
-        hooks.run();
-        assert_eq!(*log.lock().unwrap(), vec!["answer", "hook"]);
+    /// A caller that records admission and keeps hooks until [`Answered::answer_queued`].
+    #[derive(Default)]
+    pub(crate) struct Answered {
+        pub admitted: std::sync::atomic::AtomicBool,
+        hooks: Mutex<Vec<Hook>>,
+    }
 
-        let l = Arc::clone(&log);
-        after_answer(move || l.lock().unwrap().push("direct"));
-        assert_eq!(log.lock().unwrap().last(), Some(&"direct"));
+    impl Answered {
+        pub(crate) fn answer_queued(&self) {
+            let hooks = std::mem::take(&mut *self.hooks.lock().unwrap());
+            for hook in hooks {
+                hook();
+            }
+        }
+    }
+
+    impl OnAnswer for Answered {
+        fn admitted(&self) {
+            self.admitted
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        fn after_answer(&self, hook: Hook) {
+            self.hooks.lock().unwrap().push(hook);
+        }
     }
 }

@@ -173,7 +173,7 @@ impl SessionManager {
             .map_or(0, |r| r.message_count);
         let mode = session.wire_mode();
         Ok(SessionNewResult {
-            session_id: session.key.session_id.clone(),
+            session_id: session.key.session_id.clone().into(),
             agent_alias: session.agent_alias.clone(),
             mode,
             message_count: count.max(0) as u64,

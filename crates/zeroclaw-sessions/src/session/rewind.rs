@@ -71,7 +71,7 @@ impl Runner {
         session.stream.end_turn();
         tracing::info!(session = %session.key.session_id, to, rewound = ?rewound.rewound_turns, "session rewound");
         Ok(RewindResult {
-            session_id: session.key.session_id.clone(),
+            session_id: session.key.session_id.clone().into(),
             rewound_turns: rewound.rewound_turns,
             prompt: rewound.prompt,
             restored_files: files.restored,

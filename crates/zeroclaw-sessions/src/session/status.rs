@@ -50,12 +50,12 @@ impl SessionManager {
             })
             .collect();
         Ok(SessionStatusResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             mode: live.wire_mode(),
             agent_alias: live.agent_alias.clone(),
             autonomy: effective_autonomy(config, &live, &overrides),
             model: effective_model(config, &live.agent_alias, overrides.model.as_deref()),
-            active_turn_id: live.running_turn(),
+            active_turn_id: live.running_turn().map(Into::into),
             queued_prompts: live.queued_prompts() as u64,
             subscribers: live.subscribers() as u64,
             usage: SessionUsage {

@@ -14,12 +14,14 @@ use zeroclaw_protocol::stream::{SubscribeResult, UnsubscribeResult};
 use zeroclaw_store::{MessagesQuery, Mode};
 
 use super::error::SessionError;
-use super::link::{ClientLink, after_answer};
+use super::link::{ClientLink, OnAnswer};
 use super::stream::Cursor;
 use super::{SessionManager, check_owner};
 
 impl SessionManager {
     /// `session/subscribe`: a persisted session that is not live is brought back first.
+    /// The replay is released once the answer is queued (`on_answer`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn subscribe(
         self: &Arc<Self>,
         principal: &Principal,
@@ -28,6 +30,7 @@ impl SessionManager {
         session_id: &str,
         mode: Option<Mode>,
         cursor: Cursor,
+        on_answer: &dyn OnAnswer,
     ) -> Result<SubscribeResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.live_or_rehydrate(principal, config, &key).await?;
@@ -49,11 +52,11 @@ impl SessionManager {
         live.stream
             .subscribe(link, &principal.id, principal.admin, &cursor)?;
         let released = Arc::clone(&live);
-        after_answer(move || released.stream.release(link_id));
+        on_answer.after_answer(Box::new(move || released.stream.release(link_id)));
         Ok(SubscribeResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             subscribed: true,
-            active_turn_id: live.running_turn(),
+            active_turn_id: live.running_turn().map(Into::into),
             last_transcript_seq: last_seq,
             pending_approvals: live.approvals.pending_ids(),
         })
@@ -75,7 +78,7 @@ impl SessionManager {
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());
         Ok(UnsubscribeResult {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             subscribed: false,
         })
     }

@@ -317,8 +317,8 @@ impl Runner {
             unreachable!("built just above")
         };
         let answer = TurnResult {
-            session_id: key.session_id.clone(),
-            turn_id: turn_id.to_owned(),
+            session_id: key.session_id.clone().into(),
+            turn_id: turn_id.into(),
             outcome,
             content,
             truncated,

@@ -39,7 +39,7 @@ pub fn message(row: zeroclaw_store::MessageRow) -> MessageRow {
         seq: row.seq,
         role: role(row.role),
         content: row.content,
-        turn_id: row.turn_id,
+        turn_id: row.turn_id.map(Into::into),
         created_at: row.created_at,
         truncated: row.truncated,
         rewound: row.rewound,
@@ -80,19 +80,9 @@ mod tests {
 
     #[test]
     fn every_stored_spelling_is_the_wire_spelling() {
-        for m in [zeroclaw_store::Mode::Acp, zeroclaw_store::Mode::Chat] {
-            assert_eq!(mode(m).as_str(), m.as_str());
-        }
-        use zeroclaw_store::Role::*;
-        for r in [
-            User,
-            Assistant,
-            ToolCall,
-            ToolResult,
-            Interruption,
-            Compaction,
-        ] {
-            assert_eq!(role(r).as_str(), r.as_str());
+        for m in zeroclaw_store::Mode::ALL {
+            assert_eq!(mode(*m).as_str(), m.as_str());
+            assert_eq!(store_mode(mode(*m)), *m);
         }
         for a in zeroclaw_protocol::Autonomy::ALL {
             let configured = parse_autonomy(a.as_str()).unwrap();
@@ -101,5 +91,59 @@ mod tests {
         assert_eq!(parse_autonomy("reckless"), None);
         assert_eq!(count(-1), 0);
         assert_eq!(count(7), 7);
+    }
+
+    /// The store's and the protocol's transcript roles are one vocabulary in two crates:
+    /// each side's every name is the other's, spelled alike, and [`role`] maps them so.
+    /// A role added on either side alone fails here.
+    #[test]
+    fn the_stored_and_the_wire_roles_are_one_vocabulary() {
+        for r in zeroclaw_store::Role::ALL {
+            assert_eq!(role(*r).as_str(), r.as_str());
+        }
+        for r in zeroclaw_protocol::Role::ALL {
+            let stored: zeroclaw_store::Role = r
+                .as_str()
+                .parse()
+                .unwrap_or_else(|_| panic!("the store has no role {r}"));
+            assert_eq!(role(stored), *r);
+        }
+        assert_eq!(
+            zeroclaw_store::Role::ALL.len(),
+            zeroclaw_protocol::Role::ALL.len()
+        );
+    }
+
+    /// A turn's progress: the wire's outcomes are the stored checkpoint states a turn can
+    /// end in, spelled alike; every other state is named here as not an outcome, so a state
+    /// or an outcome added on one side alone fails here.
+    #[test]
+    fn the_wire_outcomes_are_the_final_checkpoint_states() {
+        use zeroclaw_store::CheckpointStatus;
+        const NOT_OUTCOMES: [CheckpointStatus; 2] =
+            [CheckpointStatus::Open, CheckpointStatus::Interrupted];
+        for status in CheckpointStatus::ALL {
+            let outcome = zeroclaw_protocol::Outcome::parse(status.as_str());
+            assert_eq!(
+                outcome.is_none(),
+                NOT_OUTCOMES.contains(status),
+                "checkpoint state {status}"
+            );
+        }
+        for outcome in zeroclaw_protocol::Outcome::ALL {
+            let status: CheckpointStatus = outcome
+                .as_str()
+                .parse()
+                .unwrap_or_else(|_| panic!("no checkpoint state {outcome}"));
+            assert!(!NOT_OUTCOMES.contains(&status));
+        }
+        // The stored steps of a running turn become rows of the shared roles.
+        let call = zeroclaw_store::ToolCall {
+            tool_call_id: "c".into(),
+            name: "n".into(),
+            raw_input: serde_json::Value::Null,
+        };
+        let row = zeroclaw_store::Progress::ToolCall(call).to_row().unwrap();
+        assert_eq!(row.role.as_str(), "tool_call");
     }
 }

@@ -99,7 +99,7 @@ async fn title(handle: &ClientHandle, session: &Value, id: &str, mode: Mode) -> 
         return String::new();
     }
     let params = MessagesParams {
-        session_id: id.to_string(),
+        session_id: id.to_string().into(),
         mode: Some(mode),
         limit: Some(1),
         before_seq: Some(2),
@@ -122,7 +122,7 @@ async fn show(
     json: bool,
 ) -> Result<(), CliError> {
     let params = MessagesParams {
-        session_id: id.to_string(),
+        session_id: id.to_string().into(),
         mode: None,
         limit: last,
         before_seq: None,

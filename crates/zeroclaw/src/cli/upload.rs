@@ -71,7 +71,7 @@ async fn upload_one(
         .map(str::to_string);
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let begin = UploadBeginParams {
-        session_id: session.to_owned(),
+        session_id: session.to_owned().into(),
         mode: None,
         size_bytes: bytes.len() as u64,
         filename: filename.clone(),

@@ -35,7 +35,7 @@ pub async fn title(handle: &ClientHandle, session_id: &str, ui: &mut Ui, text: &
         return;
     }
     let params = SetTitleParams {
-        session_id: session_id.to_string(),
+        session_id: session_id.to_string().into(),
         mode: None,
         title: text.to_string(),
     };
@@ -48,13 +48,13 @@ pub async fn title(handle: &ClientHandle, session_id: &str, ui: &mut Ui, text: &
 /// `/fork`: `session/fork` of the last completed turn; the new session's id, to continue in.
 pub async fn fork(handle: &ClientHandle, session_id: &str, ui: &mut Ui) -> Option<String> {
     let params = ForkParams {
-        session_id: session_id.to_string(),
+        session_id: session_id.to_string().into(),
         mode: None,
         turn_id: None,
     };
     match handle.call_typed::<call::SessionFork>(&params).await {
         Ok(r) => {
-            let id = r.session_id;
+            let id = r.session_id.into_string();
             ui.note(&format!(
                 "forked {session_id} into {id} ({} messages); this window goes on in {id}",
                 r.message_count
@@ -77,7 +77,7 @@ pub async fn compact(
     instructions: &str,
 ) -> Result<(), ClientError> {
     let params = CompactParams {
-        session_id: turn.session_id.to_string(),
+        session_id: turn.session_id.to_string().into(),
         mode: None,
         instructions: (!instructions.is_empty()).then(|| instructions.to_string()),
     };
@@ -122,7 +122,7 @@ async fn turn_back(handle: &ClientHandle, session_id: &str, n: u32) -> Result<St
     let mut before: Option<i64> = None;
     loop {
         let params = MessagesParams {
-            session_id: session_id.to_string(),
+            session_id: session_id.to_string().into(),
             mode: None,
             limit: Some(REWIND_PAGE),
             before_seq: before,
@@ -179,9 +179,9 @@ pub async fn rewind(
         }
     };
     let params = RewindParams {
-        session_id: session_id.to_string(),
+        session_id: session_id.to_string().into(),
         mode: None,
-        turn_id: turn_id.clone(),
+        turn_id: turn_id.clone().into(),
         restore_files: None,
         force: None,
     };

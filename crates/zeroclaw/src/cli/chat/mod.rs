@@ -193,7 +193,7 @@ pub async fn run(
                 Slash::Title(text) => commands::title(&handle, &session_id, &mut ui, &text).await,
                 Slash::Fork => {
                     if let Some(id) = commands::fork(&handle, &session_id, &mut ui).await {
-                        session_id = id;
+                        session_id = id.into();
                     }
                 }
                 Slash::Compact(instructions) => {
@@ -305,7 +305,7 @@ async fn configure(
     autonomy: Option<Autonomy>,
 ) {
     let params = ConfigureParams {
-        session_id: session_id.to_string(),
+        session_id: session_id.into(),
         mode: None,
         autonomy,
         model,

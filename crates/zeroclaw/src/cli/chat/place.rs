@@ -76,7 +76,7 @@ pub async fn open(
 ) -> Result<SessionNewResult, String> {
     let (dir, named) = place.directory();
     let mut params = SessionNewParams::agent(agent);
-    params.session_id = session;
+    params.session_id = session.map(Into::into);
     if place.continue_newest || place.resume {
         let chosen = match &dir {
             Some(dir) => pick(handle, agent, dir, place.resume, ui, input).await?,
@@ -84,7 +84,7 @@ pub async fn open(
         };
         if chosen.is_some() {
             // A resumed session keeps the directory it recorded.
-            params.session_id = chosen;
+            params.session_id = chosen.map(Into::into);
             return new_session(handle, &params).await;
         }
     }
@@ -151,7 +151,7 @@ async fn pick(
         return Ok(None);
     }
     if !ask {
-        return Ok(mine.first().map(|s| s.session_id.clone()));
+        return Ok(mine.first().map(|s| s.session_id.to_string()));
     }
     let now = human::now_ms();
     let mut text = format!("sessions of {agent} in {}:\n", dir.display());
@@ -184,7 +184,7 @@ async fn pick(
         }
         match line.parse::<usize>() {
             Ok(n) if (1..=mine.len()).contains(&n) => {
-                return Ok(Some(mine[n - 1].session_id.clone()));
+                return Ok(Some(mine[n - 1].session_id.to_string()));
             }
             _ => ui.note(&format!("type a number from 1 to {}", mine.len())),
         }
@@ -196,7 +196,7 @@ async fn pick(
 /// the README sets up a real model. From `session/status`; without it, nothing.
 pub async fn banner(handle: &ClientHandle, session_id: &str, ui: &mut Ui) {
     let params = SessionRef {
-        session_id: session_id.to_string(),
+        session_id: session_id.to_string().into(),
         mode: None,
     };
     match handle.call_typed::<call::SessionStatus>(&params).await {

@@ -14,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 use tokio::task::JoinHandle;
 use zeroclaw_sessions::logins::Logins;
 
-use super::rate::FailedLogins;
+use crate::login_rate::FailedLogins;
 
 /// Starts serving a bound loopback listener: its base URL and its task.
 pub type Starter =
