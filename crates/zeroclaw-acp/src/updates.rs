@@ -114,6 +114,7 @@ pub fn from_event(kind: &UpdateKind) -> Option<SessionUpdate> {
             tool_call_id,
             name,
             raw_input,
+            ..
         } => Some(tool_call(tool_call_id, name, raw_input)),
         UpdateKind::ToolResult {
             tool_call_id,

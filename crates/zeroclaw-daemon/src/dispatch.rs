@@ -17,7 +17,7 @@ use zeroclaw_rpc::{ErrorObject, Request};
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
-    config, configure, file, gateway, history, initialize, models, session, status,
+    config, configure, diff, file, gateway, history, initialize, models, session, status,
 };
 use crate::ordering::Place;
 use crate::params::{self, Params};
@@ -110,6 +110,7 @@ pub(crate) async fn call(
             run::<c::SessionCompact, _>(params, |q| session::compact(daemon, conn, p, q, place))
                 .await
         }
+        Method::SessionDiff => run::<c::SessionDiff, _>(params, |q| diff::diff(daemon, p, q)).await,
         Method::FileAttach => {
             run::<c::FileAttach, _>(params, |q| file::attach(daemon, conn, p, q)).await
         }

@@ -101,7 +101,7 @@ fn addresses_session(method: Method) -> bool {
         SessionNew | SessionPrompt | SessionCancel | SessionApprove | SessionClose
         | SessionKill | SessionDelete | SessionList | SessionMessages | SessionSubscribe
         | SessionUnsubscribe | SessionStatus | SessionConfigure | SessionRewind | SessionFork
-        | SessionSetTitle | SessionCompact => true,
+        | SessionSetTitle | SessionCompact | SessionDiff => true,
         Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete | ModelsList
         | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown
         | GatewayStart | DashboardLogin => false,

@@ -20,6 +20,7 @@
 pub mod compact;
 pub mod config;
 mod decode;
+pub mod diff;
 pub mod error_code;
 pub mod files;
 pub mod gateway;

@@ -14,6 +14,7 @@ use crate::config::{
     ConfigDeleteParams, ConfigDeleteResult, ConfigGetParams, ConfigGetResult, ConfigSetManyParams,
     ConfigSetManyResult, ConfigSetParams, ConfigSetResult,
 };
+use crate::diff::{DiffParams, DiffResult};
 use crate::files::{
     AttachParams, AttachResult, StoredFile, UploadBeginParams, UploadBeginResult,
     UploadChunkParams, UploadChunkResult, UploadCommitParams,
@@ -196,6 +197,9 @@ methods! {
         params SetTitleParams, result SetTitleResult;
     SessionCompact = "session/compact" => grant("sessions", "execute"),
         params CompactParams, result CompactResult;
+    /// SPEC §22: the files a turn (or the whole session) changed.
+    SessionDiff = "session/diff" => grant("sessions", "read"),
+        params DiffParams, result DiffResult;
     ModelsList = "models/list" => grant("system", "read"),
         params ModelsListParams, result ModelsListResult;
     FileAttach = "file/attach" => grant("files", "create"),
@@ -255,7 +259,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 31);
+        assert_eq!(Method::ALL.len(), 32);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);
@@ -275,6 +279,7 @@ mod tests {
         assert_eq!(g(Method::SessionSetTitle), "sessions:update");
         assert_eq!(g(Method::SessionFork), "sessions:create");
         assert_eq!(g(Method::SessionCompact), "sessions:execute");
+        assert_eq!(g(Method::SessionDiff), "sessions:read");
         assert_eq!(g(Method::ConfigDelete), "config:delete");
         assert_eq!(g(Method::FileUploadChunk), "files:create");
         let local: Vec<_> = Method::ALL.iter().filter(|m| m.local_only()).collect();

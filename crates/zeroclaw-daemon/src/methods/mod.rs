@@ -8,6 +8,7 @@
 
 pub(crate) mod config;
 pub(crate) mod configure;
+pub(crate) mod diff;
 pub(crate) mod file;
 pub(crate) mod gateway;
 pub(crate) mod history;

@@ -339,6 +339,8 @@ impl<'a> Turn<'a> {
                 "session rewound to before {to_turn_id}: {} turn(s) taken back",
                 rewound_turns.len()
             )),
+            // Shown by the chat's live tool lines (not yet): ignored.
+            UpdateKind::ToolOutputChunk { .. } => {}
             UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),
