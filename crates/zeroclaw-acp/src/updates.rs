@@ -156,6 +156,8 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
             let input = call.get("rawInput").cloned().unwrap_or(Value::Null);
             Some(tool_call(&id(&call), name, &input))
         }
+        // A rewind's note (SPEC §22): the editor's history is not rewritten by it.
+        Role::Rewind => None,
         Role::ToolResult => {
             let result = parsed();
             let output = result.get("rawOutput").cloned().unwrap_or(Value::Null);

@@ -8,6 +8,9 @@
 //! - `session/diff` lists what a turn (or the whole session) added, modified and deleted,
 //!   with line counts and unified patches, a binary file without a patch; an unknown
 //!   session is -32000 and an unknown turn -32602 naming `turnId`.
+//! - A rewind leaves a `rewind` row in the transcript (conversation-only says so and leaves
+//!   the files), the next provider request never carries it, and a later rewind to an
+//!   earlier turn flags it rewound.
 
 use crate::common;
 
@@ -300,6 +303,74 @@ fn session_diff_lists_added_modified_and_deleted_files_with_patches() {
         e["message"].as_str().unwrap_or("").contains("turnId"),
         "{e}"
     );
+}
+
+#[test]
+fn a_rewind_leaves_a_visible_row_the_model_never_gets() {
+    let fake = Fake::start();
+    let work = tempfile::tempdir().expect("tempdir");
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, work.path());
+    let (_, first) = bash_turn_timed(&fake, &mut c, &sid, "echo a > a.txt");
+    let first = turn_id(&first);
+    let (_, second) = bash_turn_timed(&fake, &mut c, &sid, "echo b > b.txt");
+    let second = turn_id(&second);
+
+    // Conversation only: the files stay, the row says so.
+    let r = c.result(
+        "session/rewind",
+        json!({"sessionId": sid, "turnId": second, "restoreFiles": false}),
+    );
+    assert_eq!(r["rewoundTurns"], json!([second]), "{r}");
+    assert!(work.path().join("b.txt").exists());
+    let rows = c.messages(&sid);
+    let last = rows.last().expect("rows");
+    assert_eq!(last["role"], "rewind", "{rows:?}");
+    let note: Value = serde_json::from_str(last["content"].as_str().expect("content"))
+        .expect("the row's content is JSON");
+    assert_eq!(
+        note,
+        json!({"toTurnId": second, "rewoundTurns": [second], "restoredFiles": [],
+               "restoreFiles": false})
+    );
+
+    // The next turn's request holds the first turn and the prompt, not the note.
+    fake.push(Scripted::text("ok"));
+    let (_, resp) = c.prompt(&sid, "and now?");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    let requests = fake.requests();
+    let sent = requests.last().expect("a request").to_string();
+    assert!(
+        sent.contains("and now?") && sent.contains("echo a > a.txt"),
+        "{sent}"
+    );
+    assert!(
+        !sent.contains("toTurnId") && !sent.contains("rewind"),
+        "{sent}"
+    );
+
+    // Back to the start with the files: both come back, and the first note is taken back.
+    let r = c.result("session/rewind", json!({"sessionId": sid, "turnId": first}));
+    assert_eq!(r["restoredFiles"], json!(["a.txt", "b.txt"]), "{r}");
+    assert!(!work.path().join("a.txt").exists() && !work.path().join("b.txt").exists());
+    let all = c.result(
+        "session/messages",
+        json!({"sessionId": sid, "includeRewound": true}),
+    );
+    let notes: Vec<&Value> = all["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "rewind")
+        .collect();
+    assert_eq!(notes.len(), 2, "{all}");
+    assert_eq!(notes[0]["rewound"], true, "{all}");
+    assert_ne!(notes[1]["rewound"], true, "{all}");
+    let note: Value =
+        serde_json::from_str(notes[1]["content"].as_str().expect("content")).expect("JSON");
+    assert_eq!(note["restoredFiles"], json!(["a.txt", "b.txt"]));
+    assert_eq!(note["restoreFiles"], true);
 }
 
 fn now_ms() -> i64 {
