@@ -1169,8 +1169,9 @@ fn clip(s: &str) -> String {
 /// Human-readable summary of a call for an approval prompt.
 pub fn summarize(tool: ToolName, args: &Value) -> String {
     match tool {
+        // The command whole: a person approves what they can read (SPEC §22).
         ToolName::Bash => match args.get("command").and_then(Value::as_str) {
-            Some(c) => clip(c),
+            Some(c) => c.to_string(),
             None => clip(&args.to_string()),
         },
         ToolName::WriteFile => {

@@ -26,9 +26,12 @@ use super::error::CliError;
 use super::{rpc, sessions};
 
 mod commands;
+mod diff;
 mod input;
+mod live_output;
 mod markdown;
 mod slash;
+mod tool_line;
 mod turn;
 mod ui;
 
@@ -190,12 +193,22 @@ pub async fn run(
                         return Err(e.to_string().into());
                     }
                 }
-                Slash::Rewind(Ok(n)) => {
-                    own_rewind =
-                        commands::rewind(&handle, &session_id, &mut ui, &mut input, n).await;
+                Slash::Rewind(Ok(n)) | Slash::RewindKeepFiles(Ok(n)) => {
+                    let files = matches!(command, Slash::Rewind(_));
+                    if diff::confirm_rewind(&handle, &session_id, &mut ui, &mut input, n, files)
+                        .await
+                    {
+                        own_rewind =
+                            commands::rewind(&handle, &session_id, &mut ui, &mut input, n, files)
+                                .await;
+                    }
                 }
-                Slash::Rewind(Err(arg)) => ui.note(&format!(
+                Slash::Rewind(Err(arg)) | Slash::RewindKeepFiles(Err(arg)) => ui.note(&format!(
                     "/rewind takes a number of turns (1 or more), not {arg:?}"
+                )),
+                Slash::Diff(Ok(n)) => diff::show(&handle, &session_id, &mut ui, n).await,
+                Slash::Diff(Err(arg)) => ui.note(&format!(
+                    "/diff takes a number of turns back (1 or more), not {arg:?}"
                 )),
                 Slash::Quit => {
                     ui.end_line();
