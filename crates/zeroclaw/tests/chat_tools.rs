@@ -8,7 +8,8 @@
 //! - `/diff` lists the files the session changed with counts and the patch;
 //! - `/rewind --keep-files` asks, then takes the turn back and leaves the files; `/rewind`
 //!   lists the turn and the files it will restore (those of the turn rewound earlier
-//!   without its files too), asks, and says which files came back.
+//!   without its files too), asks, and says which files came back; a chat resuming the
+//!   session shows the rewind's transcript row as a sentence.
 
 mod common;
 
@@ -137,4 +138,15 @@ fn live_output_whole_approvals_diff_and_rewind_in_the_chat() {
     assert!(!work.path().join("more.txt").exists());
     w.send(KILL_LINE);
     w.leave();
+
+    // A chat that resumes the session shows the rewind's row as a sentence, not JSON.
+    let mut again = ChatWindow::open(daemon.config_dir(), &["--session", "tools"]);
+    again.expect("[rewound 1 turn(s); files restored: made.txt, more.txt]");
+    again.prompt();
+    assert!(
+        !again.screen().iter().any(|l| l.contains("toTurnId")),
+        "{:?}",
+        again.screen()
+    );
+    again.leave();
 }

@@ -201,6 +201,10 @@ impl Ui {
                     self.message(text);
                     self.end_line();
                 }
+                "rewind" => {
+                    let line = self.paint(DIM, &format!("[{}]", super::diff::rewind_row(text)));
+                    self.out(&format!("{line}\n"));
+                }
                 other => {
                     let line = self.paint(DIM, &format!("[{other}] {}", clip(text, LINE_CHARS)));
                     self.out(&format!("{line}\n"));
