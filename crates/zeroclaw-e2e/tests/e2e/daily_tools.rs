@@ -4,7 +4,8 @@
 //!   0.3 s gives its first chunk well before the call's `tool_result` (read times on the
 //!   client), stderr comes tagged `stderr`, `tool_call` carries `startedAt`; a command
 //!   printing 1 MB gives chunks of at most 4 KiB adding up to the 64 KiB output limit, the
-//!   result counting the rest; a client subscribing afterwards gets the chunks replayed.
+//!   result counting the rest; a client subscribing afterwards gets the chunks replayed; a
+//!   subscriber that never reads does not slow the turn.
 //! - `session/diff` lists what a turn (or the whole session) added, modified and deleted,
 //!   with line counts and unified patches, a binary file without a patch; an unknown
 //!   session is -32000 and an unknown turn -32602 naming `turnId`.
@@ -184,6 +185,13 @@ fn a_megabyte_of_output_gives_at_most_the_output_limit_in_4_kib_chunks() {
         "head -c 1000000 /dev/zero | tr '\\0' a",
     );
     let chunks = of_type(&seen, "tool_output_chunk");
+    let took = of_type(&seen, "tool_result")[0]
+        .0
+        .duration_since(of_type(&seen, "tool_call")[0].0);
+    eprintln!(
+        "1 MB of bash output: {} chunks, tool_call to tool_result {took:?}",
+        chunks.len()
+    );
     let sizes: Vec<usize> = chunks
         .iter()
         .map(|(_, c)| c["text"].as_str().expect("text").len())
@@ -203,6 +211,37 @@ fn a_megabyte_of_output_gives_at_most_the_output_limit_in_4_kib_chunks() {
         "the rest is counted: {}",
         &result[result.len().saturating_sub(200)..]
     );
+}
+
+/// A subscriber that never reads does not hold the tool back: the prompting client's turn,
+/// a command printing for a while, ends as soon with it watching as without (the control).
+#[test]
+fn a_subscriber_that_never_reads_does_not_stall_the_tool() {
+    let fake = Fake::start();
+    let work = tempfile::tempdir().expect("tempdir");
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, work.path());
+    let command =
+        "for i in $(seq 1 20); do head -c 3000 /dev/zero | tr '\\0' x; echo; sleep 0.02; done";
+
+    let t = Instant::now();
+    bash_turn_timed(&fake, &mut c, &sid, command);
+    let alone = t.elapsed();
+
+    let mut stalled = daemon.client();
+    let id = stalled.send_call("session/subscribe", json!({"sessionId": sid}));
+    assert_eq!(stalled.recv()["id"], id);
+    // From here on `stalled` reads nothing.
+    let t = Instant::now();
+    let (seen, _) = bash_turn_timed(&fake, &mut c, &sid, command);
+    let watched = t.elapsed();
+    assert!(of_type(&seen, "tool_output_chunk").len() >= 2);
+    assert!(
+        watched < alone * 3 + Duration::from_secs(1),
+        "alone {alone:?}, with a subscriber that never reads {watched:?}"
+    );
+    eprintln!("a 20-line bash turn: alone {alone:?}, watched by a stalled subscriber {watched:?}");
 }
 
 #[test]
