@@ -110,6 +110,7 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
             tool_call_id,
             name,
             raw_input,
+            ..
         } => {
             if let Some(session) = bridge.sessions().get_mut(&session_id) {
                 session.last_tool_call =

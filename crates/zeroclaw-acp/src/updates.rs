@@ -150,6 +150,7 @@ pub fn from_event(kind: &UpdateKind) -> Option<SessionUpdate> {
             tool_call_id,
             name,
             raw_input,
+            ..
         } => Some(tool_call(tool_call_id, name, raw_input)),
         UpdateKind::ToolResult {
             tool_call_id,
@@ -191,6 +192,8 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
             let input = call.get("rawInput").cloned().unwrap_or(Value::Null);
             Some(tool_call(&id(&call), name, &input))
         }
+        // A rewind's note (SPEC §22): the editor's history is not rewritten by it.
+        Role::Rewind => None,
         Role::ToolResult => {
             let result = parsed();
             let output = result.get("rawOutput").cloned().unwrap_or(Value::Null);

@@ -34,6 +34,7 @@ pub use provider::{
 };
 pub use step_text::StepText;
 pub use text::Text;
+pub use tools::live::{LiveChunk, OutputStream};
 pub use tools::{AskUser, ToolLimits, ToolName};
 pub use turn::{
     AgentSpec, ApprovalAsk, ApprovalDecision, Autonomy, LiveSettings, MAX_TURN_TEXT, TurnEvent,

@@ -8,7 +8,8 @@
 //!   boundaries, carrying exactly what the provider will be sent;
 //! * `MessageChunk` / `ThoughtChunk` as the provider streams;
 //! * per tool call: `ToolCall`, then (supervised autonomy, `bash` /
-//!   `write_file`) `TurnHost::approve`, then `ToolResult`;
+//!   `write_file`) `TurnHost::approve`, then (`bash`) `ToolOutput` pieces while it runs,
+//!   then `ToolResult`;
 //! * `ProviderRetry` before each wait of a provider call that failed before streaming
 //!   and is tried again ([`crate::provider::retry`], SPEC §19); the wait ends at once on
 //!   cancel;
@@ -66,6 +67,7 @@ use crate::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, U
 use crate::sandbox::{self, Plan, SandboxSettings, Scratch};
 use crate::step_text::StepText;
 use crate::text::Text;
+use crate::tools::live::{OutputStream, live_channel};
 use crate::tools::{AskUser, ToolLimits, ToolName, bash, fs};
 use crate::usage::{self, CallUsage, TurnUsage};
 
@@ -175,6 +177,12 @@ pub enum TurnEvent<'a> {
         name: String,
         raw_output: String,
     },
+    /// A piece of a running tool's output (`bash`, throttled: [`crate::tools::live`]).
+    ToolOutput {
+        tool_call_id: String,
+        stream: OutputStream,
+        text: String,
+    },
     /// A message was appended to the provider context: the context's own, lent for the
     /// call (a host that keeps it copies what it needs; a long answer is not copied for a
     /// host that needs only part of it).
@@ -221,6 +229,15 @@ impl TurnEvent<'_> {
                 tool_call_id,
                 name,
                 raw_output,
+            },
+            TurnEvent::ToolOutput {
+                tool_call_id,
+                stream,
+                text,
+            } => TurnEvent::ToolOutput {
+                tool_call_id,
+                stream,
+                text,
             },
             TurnEvent::ContextAppended { message } => TurnEvent::ContextAppended {
                 message: Cow::Owned(message.into_owned()),
@@ -954,7 +971,7 @@ impl Turn<'_> {
         let out = tokio::select! {
             biased;
             _ = cancel.cancelled() => return CallOutcome::Cancelled,
-            out = self.execute(tool, &args, plan) => out,
+            out = self.execute(&call.id, tool, &args, plan) => out,
         };
         CallOutcome::Done(match note {
             Some(n) => n + &out,
@@ -1032,30 +1049,66 @@ impl Turn<'_> {
         self.scratch.get_or_try_init(Scratch::make_async).await
     }
 
-    async fn execute(&self, tool: ToolName, args: &Value, plan: Option<Plan>) -> String {
+    async fn execute(
+        &self,
+        call_id: &str,
+        tool: ToolName,
+        args: &Value,
+        plan: Option<Plan>,
+    ) -> String {
         let spec = self.spec;
         match tool {
             ToolName::Bash => {
                 let Some(cmd) = args.get("command").and_then(Value::as_str) else {
                     return "Error: bash needs a string argument `command`".to_string();
                 };
-                match plan {
-                    Some(Plan::Refuse(why)) => why,
-                    Some(Plan::Confine(rules)) => match self.scratch().await {
-                        Ok(tmp) => {
-                            let sandbox = Some((&rules, tmp.path()));
-                            bash::run_bash(cmd, &spec.cwd, &spec.limits, sandbox, &spec.sandbox.env)
-                                .await
+                let rules = match plan {
+                    Some(Plan::Refuse(why)) => return why,
+                    Some(Plan::Confine(rules)) => Some(rules),
+                    Some(Plan::Unconfined) | None => None,
+                };
+                let tmp = match &rules {
+                    Some(_) => match self.scratch().await {
+                        Ok(tmp) => Some(tmp.path()),
+                        Err(e) => {
+                            return format!(
+                                "Error: the sandbox could not be set up (its temporary \
+                                 directory: {e}); the command was not run."
+                            );
                         }
-                        Err(e) => format!(
-                            "Error: the sandbox could not be set up (its temporary directory: \
-                             {e}); the command was not run."
-                        ),
                     },
-                    Some(Plan::Unconfined) | None => {
-                        bash::run_bash(cmd, &spec.cwd, &spec.limits, None, &spec.sandbox.env).await
+                    None => None,
+                };
+                let sandbox = rules.as_ref().zip(tmp);
+                let (tx, mut rx) = live_channel();
+                let run = async move {
+                    let out = bash::run_bash_live(
+                        cmd,
+                        &spec.cwd,
+                        &spec.limits,
+                        sandbox,
+                        &spec.sandbox.env,
+                        Some(&tx),
+                    )
+                    .await;
+                    drop(tx);
+                    out
+                };
+                // The command's output is passed on while it runs; the tool never waits
+                // for this loop (its channel is bounded and written without waiting).
+                let forward = async {
+                    while let Some(chunk) = rx.recv().await {
+                        self.host
+                            .emit(TurnEvent::ToolOutput {
+                                tool_call_id: call_id.to_owned(),
+                                stream: chunk.stream,
+                                text: chunk.text,
+                            })
+                            .await;
                     }
-                }
+                };
+                let (out, ()) = tokio::join!(run, forward);
+                out
             }
             ToolName::ReadFile => fs::read_file(&spec.workspace, args, &spec.limits).await,
             ToolName::WriteFile => fs::write_file(&spec.workspace, args).await,
@@ -1116,8 +1169,9 @@ fn clip(s: &str) -> String {
 /// Human-readable summary of a call for an approval prompt.
 pub fn summarize(tool: ToolName, args: &Value) -> String {
     match tool {
+        // The command whole: a person approves what they can read (SPEC §22).
         ToolName::Bash => match args.get("command").and_then(Value::as_str) {
-            Some(c) => clip(c),
+            Some(c) => c.to_string(),
             None => clip(&args.to_string()),
         },
         ToolName::WriteFile => {

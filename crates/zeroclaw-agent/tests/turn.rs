@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::turn::{NO_ANSWER, REFUSED_BY_USER};
 use zeroclaw_agent::{
     ApprovalAsk, ApprovalDecision, AskUser, Autonomy, ChatMessage, EchoProvider, OpenAiProvider,
-    ToolCallRequest, ToolName, TurnEvent, TurnOutcome, run_turn,
+    OutputStream, ToolCallRequest, ToolName, TurnEvent, TurnOutcome, run_turn,
 };
 use zeroclaw_testkit::{FakeOpenAi, FakeToolCall, Scripted};
 
@@ -259,6 +259,12 @@ async fn tool_call_is_assembled_run_and_sent_back() {
                 tool_call_id: "call_1".into(),
                 name: "bash".into(),
                 raw_input: json!({"command": "echo hi there"}),
+            }),
+            // What bash printed, passed on while it ran (SPEC §22).
+            Rec::Event(TurnEvent::ToolOutput {
+                tool_call_id: "call_1".into(),
+                stream: OutputStream::Stdout,
+                text: "hi there\n".into(),
             }),
             Rec::Event(TurnEvent::ToolResult {
                 tool_call_id: "call_1".into(),

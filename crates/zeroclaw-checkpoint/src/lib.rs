@@ -30,7 +30,8 @@
 //! `.gitignore` rules), [`walk`] (the tree as they leave it), [`tree`] (no-follow file operations), [`objects`] (content by
 //! hash), [`turns`] (one record per turn start or end), [`journal`], [`session`] (one
 //! session's directory), [`budget`], [`record`], [`ownership`] (what a rewind may put
-//! back), [`restore`]; this file ties them together.
+//! back), [`restore`], [`diff`] (what changed between two checkpoints); this file ties
+//! them together.
 //!
 //! Unsafe code is denied but for libc calls std does not wrap, allowed where they are
 //! made: the descriptor-relative, no-follow file operations of [`beneath`] and [`tree`] (`openat`,
@@ -42,6 +43,7 @@
 
 pub mod beneath;
 pub mod budget;
+pub mod diff;
 pub mod digest;
 pub mod durable;
 pub mod error;

@@ -8,13 +8,14 @@
 //! the same types, and a method is called through the method table
 //! ([`ClientHandle::call_typed`] with a [`protocol::call`] marker), so its params and result
 //! are that method's. Layers, each importing only those below it: `sessions.rs` (the session
-//! methods on [`ClientHandle`]) → `connection.rs` (the stream, ids and queues) →
+//! methods on [`ClientHandle`]) and `diff.rs` (`session/diff`) → `connection.rs` (the stream, ids and queues) →
 //! `event.rs` (typed events) → `elicitation.rs` (questions), with `error.rs` beside them.
 //! This file only declares and re-exports.
 
 #![forbid(unsafe_code)]
 
 mod connection;
+mod diff;
 mod elicitation;
 mod error;
 mod event;

@@ -18,7 +18,8 @@ use crate::answering::Answering;
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
-    config, config_schema, configure, file, gateway, history, initialize, models, session, status,
+    config, config_schema, configure, diff, file, gateway, history, initialize, models, session,
+    status,
 };
 use crate::params::{self, Params};
 use crate::state::Daemon;
@@ -116,6 +117,7 @@ pub(crate) async fn call(
             run::<c::SessionCompact, _>(params, |q| session::compact(daemon, conn, p, q, answering))
                 .await
         }
+        Method::SessionDiff => run::<c::SessionDiff, _>(params, |q| diff::diff(daemon, p, q)).await,
         Method::FileAttach => {
             run::<c::FileAttach, _>(params, |q| file::attach(daemon, conn, p, q)).await
         }

@@ -21,6 +21,7 @@ pub mod compact;
 pub mod config;
 pub mod config_schema;
 mod decode;
+pub mod diff;
 pub mod error_code;
 pub mod files;
 pub mod gateway;

@@ -17,6 +17,7 @@ use crate::config::{
     ConfigSetManyResult, ConfigSetParams, ConfigSetResult,
 };
 use crate::config_schema::ConfigSchemaResult;
+use crate::diff::{DiffParams, DiffResult};
 use crate::files::{
     AttachParams, AttachResult, StoredFile, UploadBeginParams, UploadBeginResult,
     UploadChunkParams, UploadChunkResult, UploadCommitParams,
@@ -261,6 +262,9 @@ methods! {
         params SetTitleParams, result SetTitleResult, runs WAITS.session();
     SessionCompact = "session/compact" => grant("sessions", "execute"),
         params CompactParams, result CompactResult, runs WAITS.session();
+    /// SPEC §22: the files a turn (or the whole session) changed.
+    SessionDiff = "session/diff" => grant("sessions", "read"),
+        params DiffParams, result DiffResult, runs WAITS.session();
     ModelsList = "models/list" => grant("system", "read"),
         params ModelsListParams, result ModelsListResult, runs WAITS;
     FileAttach = "file/attach" => grant("files", "create"),
@@ -343,6 +347,7 @@ mod tests {
         assert_eq!(g(Method::SessionSetTitle), "sessions:update");
         assert_eq!(g(Method::SessionFork), "sessions:create");
         assert_eq!(g(Method::SessionCompact), "sessions:execute");
+        assert_eq!(g(Method::SessionDiff), "sessions:read");
         assert_eq!(g(Method::ConfigDelete), "config:delete");
         assert_eq!(g(Method::ConfigSchema), "config:read");
         assert_eq!(g(Method::FileUploadChunk), "files:create");

@@ -125,6 +125,9 @@ wire_enum!(
         Interruption = "interruption",
         /// A compaction's summary (SPEC §18); never sent to the provider from here.
         Compaction = "compaction",
+        /// A rewind's note (SPEC §22), JSON `{toTurnId, rewoundTurns, restoredFiles,
+        /// restoreFiles}`; never sent to the provider.
+        Rewind = "rewind",
     }
 );
 

@@ -95,6 +95,10 @@ update_kinds! {
         tool_call_id: String,
         name: String,
         raw_input: Value,
+        /// When the call was made, in milliseconds since the Unix epoch (SPEC §22: a face
+        /// shows how long a tool has been running).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_at: Option<i64>,
     },
     /// A tool finished (or was refused).
     ToolResult = "tool_result" {
@@ -188,6 +192,22 @@ update_kinds! {
         rewound_turns: Vec<String>,
         restored_files: Vec<String>,
     },
+    /// A piece of a running tool's output (`bash`; SPEC §22 "Live tool output"): sent at
+    /// most every 100 ms or 4 KiB per stream, in all no more than the tool's output limit
+    /// (the result says how much more there was).
+    ToolOutputChunk = "tool_output_chunk" {
+        tool_call_id: String,
+        stream: ToolStream,
+        text: String,
+    },
+}
+
+/// Which output of a tool a `tool_output_chunk` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStream {
+    Stdout,
+    Stderr,
 }
 
 /// A file sent with a prompt, as `user_message` shows it.
@@ -278,6 +298,12 @@ mod tests {
                 tool_call_id: "tc_1".into(),
                 name: "bash".into(),
                 raw_input: json!({"command": "ls"}),
+                started_at: Some(1_700_000_000_000),
+            },
+            UpdateType::ToolOutputChunk => UpdateKind::ToolOutputChunk {
+                tool_call_id: "tc_1".into(),
+                stream: ToolStream::Stderr,
+                text: "warning\n".into(),
             },
             UpdateType::ToolResult => UpdateKind::ToolResult {
                 tool_call_id: "tc_1".into(),

@@ -85,6 +85,9 @@ str_enum!(
         /// The summary a compaction made (SPEC §18): visible to clients, never sent to the
         /// provider from the transcript (the compaction's snapshot carries it).
         Compaction = "compaction",
+        /// A rewind's note (SPEC §22): what it went back to, the turns it took back and the
+        /// files it restored, as JSON; visible to clients, never part of the model context.
+        Rewind = "rewind",
     }
 );
 

@@ -178,6 +178,10 @@ fn title_rewind_compact_and_fork_from_the_chat() {
 
     // The rewound prompt comes back in the line: Enter sends it again.
     w.send(&format!("/rewind{ENTER}"));
+    // It lists what it takes back and asks first (SPEC §22).
+    w.expect("> second prompt");
+    w.expect("rewind? [y/N] ");
+    w.send(&format!("y{ENTER}"));
     w.expect("[rewound 1 turn(s)]");
     w.expect("> second prompt");
     w.send(ENTER);

@@ -1,7 +1,9 @@
 //! The `bash` tool: runs a shell command in the session's cwd and collects what it prints.
 //!
-//! stdout and stderr share one pipe (so their interleaving is kept); output
-//! beyond the cap is counted and dropped, with a note. The command runs with
+//! stdout and stderr are read from a pipe each and kept in the order they arrive (the
+//! model gets them combined); output beyond the cap is counted and dropped, with a note.
+//! What is kept is also passed on live while the command runs, throttled
+//! ([`super::live`], SPEC §22), when the caller asks for it ([`run_bash_live`]). The command runs with
 //! everything it starts in one killable unit (a process group on Unix, a Job
 //! object on Windows): on timeout, and when the future is dropped (a cancelled
 //! turn), the whole unit is killed, children included. After a normal exit it
@@ -21,6 +23,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
 use super::ToolLimits;
+use super::live::{LiveSink, OutputStream, OutputThrottle};
 use crate::sandbox::{self, Rules};
 
 #[cfg(unix)]
@@ -43,6 +46,19 @@ pub async fn run_bash(
     sandbox: Option<(&Rules, &Path)>,
     env_allow: &[String],
 ) -> String {
+    run_bash_live(command, cwd, limits, sandbox, env_allow, None).await
+}
+
+/// [`run_bash`], passing the output on to `live` while the command runs (never waiting
+/// for it: see [`super::live`]).
+pub async fn run_bash_live(
+    command: &str,
+    cwd: &Path,
+    limits: &ToolLimits,
+    sandbox: Option<(&Rules, &Path)>,
+    env_allow: &[String],
+    live: Option<&LiveSink>,
+) -> String {
     if !cwd.is_dir() {
         return format!(
             "Error: the working directory {} does not exist",
@@ -61,13 +77,24 @@ pub async fn run_bash(
         },
     };
     let confine = prepared.as_ref().map(|(p, tmp)| (p, *tmp));
-    match run_inner(command, cwd, limits, confine, env_allow).await {
+    match run_inner(command, cwd, limits, confine, env_allow, live).await {
         Ok(s) => s,
         Err(e) if confine.is_some() => format!(
             "Error: failed to run {} in its sandbox: {e}; the command was not run unconfined.",
             platform::SHELL_NAME
         ),
         Err(e) => format!("Error: failed to run {}: {e}", platform::SHELL_NAME),
+    }
+}
+
+/// Reads from the stderr pipe when there is one; never ready otherwise.
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+    r: &mut Option<R>,
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
+    match r {
+        Some(r) => r.read(buf).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -85,10 +112,12 @@ async fn run_inner(
     limits: &ToolLimits,
     sandbox: Option<(&sandbox::Prepared, &Path)>,
     env_allow: &[String],
+    live: Option<&LiveSink>,
 ) -> std::io::Result<String> {
     let platform::Spawned {
         mut child,
         mut rx,
+        mut err,
         mut guard,
     } = platform::spawn(command, cwd, sandbox, env_allow)?;
 
@@ -96,23 +125,42 @@ async fn run_inner(
     let mut out: Vec<u8> = Vec::new();
     let mut omitted: usize = 0;
     let mut tmp = vec![0u8; 16 * 1024];
+    let mut tmp_err = vec![0u8; 16 * 1024];
     let mut status = None;
     let mut eof = false;
+    let mut err_eof = err.is_none();
     let mut timed_out = false;
+    let mut throttle = OutputThrottle::new(live);
+    let mut keep = |n: usize, buf: &[u8], stream, throttle: &mut OutputThrottle| {
+        let kept = n.min(cap.saturating_sub(out.len()));
+        out.extend_from_slice(&buf[..kept]);
+        throttle.push(stream, &buf[..kept]);
+        omitted += n - kept;
+    };
     let deadline = tokio::time::sleep(limits.bash_timeout);
     tokio::pin!(deadline);
     let grace = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(grace);
-    while !(eof && status.is_some()) {
+    let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+    let flush = tokio::time::sleep_until(far);
+    tokio::pin!(flush);
+    while !(eof && err_eof && status.is_some()) {
+        let due = throttle.next_due();
+        if let Some(at) = due
+            && flush.deadline() != at
+        {
+            flush.as_mut().reset(at);
+        }
         tokio::select! {
             r = rx.read(&mut tmp), if !eof => match r {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => {
-                    let keep = n.min(cap.saturating_sub(out.len()));
-                    out.extend_from_slice(&tmp[..keep]);
-                    omitted += n - keep;
-                }
+                Ok(n) => keep(n, &tmp, OutputStream::Stdout, &mut throttle),
             },
+            r = read_some(&mut err, &mut tmp_err), if !err_eof => match r {
+                Ok(0) | Err(_) => err_eof = true,
+                Ok(n) => keep(n, &tmp_err, OutputStream::Stderr, &mut throttle),
+            },
+            _ = &mut flush, if due.is_some() => throttle.flush_due(),
             s = child.wait(), if status.is_none() => {
                 status = Some(s?);
                 grace.as_mut().reset(tokio::time::Instant::now() + limits.bash_drain_grace);
@@ -134,6 +182,7 @@ async fn run_inner(
         }
     }
     guard.armed = false;
+    throttle.finish();
 
     let mut text = String::from_utf8_lossy(&out).into_owned();
     if omitted > 0 {
@@ -171,7 +220,8 @@ mod tests {
     async fn combined_output_and_exit_code() {
         let dir = tempfile::tempdir().unwrap();
         let out = run_bash(
-            "echo out; echo err 1>&2; pwd; exit 3",
+            // stdout and stderr come through their own pipes: the pauses fix their order.
+            "echo out; sleep 0.1; echo err 1>&2; sleep 0.1; pwd; exit 3",
             dir.path(),
             &limits(),
             None,
@@ -354,6 +404,45 @@ mod tests {
             "{out}"
         );
         assert!(!marker.exists(), "the command ran");
+    }
+
+    /// Output is passed on while the command runs, each piece tagged with its stream, and
+    /// no more of it than the output limit.
+    #[tokio::test]
+    async fn live_output_is_tagged_and_capped() {
+        use crate::tools::live::live_channel;
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = live_channel();
+        let l = ToolLimits {
+            bash_output_cap: 10_000,
+            ..limits()
+        };
+        let cmd =
+            "echo one; sleep 0.3; echo two 1>&2; sleep 0.3; head -c 100000 /dev/zero | tr '\\0' a";
+        let run = run_bash_live(cmd, dir.path(), &l, None, &[], Some(&tx));
+        let mut got = Vec::new();
+        let collect = async {
+            // The first piece arrives while the command still runs.
+            let first = rx.recv().await.unwrap();
+            got.push((Instant::now(), first));
+        };
+        let (out, ()) = tokio::join!(run, collect);
+        let ended = Instant::now();
+        drop(tx);
+        while let Some(c) = rx.recv().await {
+            got.push((ended, c));
+        }
+        assert!(out.contains("[output truncated: 90008 more bytes"), "{out}");
+        assert_eq!(got[0].1.text, "one\n");
+        assert!(ended.duration_since(got[0].0) > Duration::from_millis(300));
+        let err: Vec<_> = got
+            .iter()
+            .filter(|(_, c)| c.stream == OutputStream::Stderr)
+            .map(|(_, c)| c.text.as_str())
+            .collect();
+        assert_eq!(err, ["two\n"]);
+        let sent: usize = got.iter().map(|(_, c)| c.text.len()).sum();
+        assert_eq!(sent, 10_000);
     }
 
     #[tokio::test]

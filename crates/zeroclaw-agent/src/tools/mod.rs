@@ -15,6 +15,7 @@ use crate::provider::ToolSchema;
 
 pub mod bash;
 pub mod fs;
+pub mod live;
 
 /// A built-in tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -9,6 +9,7 @@
 pub(crate) mod config;
 pub(crate) mod config_schema;
 pub(crate) mod configure;
+pub(crate) mod diff;
 pub(crate) mod file;
 pub(crate) mod gateway;
 pub(crate) mod history;

@@ -16,6 +16,7 @@ mod acp_now;
 mod backpressure;
 mod config;
 mod daily_chat;
+mod daily_tools;
 mod dashboard;
 mod dashboard_bench;
 mod dashboard_daily;

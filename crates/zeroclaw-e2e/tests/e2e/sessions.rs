@@ -167,6 +167,7 @@ fn tool_call_approved_once_runs_and_reports_in_order() {
             "tool_call",
             "approval_request",
             "approval_resolved",
+            "tool_output_chunk",
             "tool_result",
             "usage",
             "turn_complete"

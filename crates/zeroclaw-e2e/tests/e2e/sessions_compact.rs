@@ -880,5 +880,5 @@ fn a_rewind_goes_back_across_a_compaction() {
         ]
     );
     let roles: Vec<String> = rows(&mut c, "rw").into_iter().map(|r| r.0).collect();
-    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert_eq!(roles, ["user", "assistant", "rewind", "user", "assistant"]);
 }

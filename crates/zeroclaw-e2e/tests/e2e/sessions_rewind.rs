@@ -49,6 +49,23 @@ fn pair(role: &str, content: &str) -> (String, String) {
     (role.to_owned(), content.to_owned())
 }
 
+/// The conversation's rows: the transcript without the `rewind` rows each rewind leaves
+/// (SPEC §22), which the model never gets.
+fn talk(c: &mut Conn, sid: &str) -> Vec<Value> {
+    c.messages(sid)
+        .into_iter()
+        .filter(|m| m["role"] != "rewind")
+        .collect()
+}
+
+/// The roles of the visible rows.
+fn role_list(c: &mut Conn, sid: &str) -> Vec<String> {
+    c.messages(sid)
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
 fn all_messages(c: &mut Conn, sid: &str) -> Vec<Value> {
     let r = c.result(
         "session/messages",
@@ -110,11 +127,13 @@ fn rewind_takes_turns_back_and_the_next_prompt_sends_the_context_before_them() {
 
     // Rewound rows are left out, unless asked for, and then flagged; none renumbered.
     assert_eq!(
-        roles(&c.messages("s")),
+        roles(&talk(&mut c, "s")),
         [pair("user", "p1"), pair("assistant", "a1")]
     );
+    // And the rewind's own row (SPEC §22).
+    assert_eq!(role_list(&mut c, "s"), ["user", "assistant", "rewind"]);
     let page = c.result("session/messages", json!({"sessionId": "s"}));
-    assert_eq!(page["total"], 2);
+    assert_eq!(page["total"], 3);
     let all = all_messages(&mut c, "s");
     let flags: Vec<(i64, bool)> = all
         .iter()
@@ -128,11 +147,12 @@ fn rewind_takes_turns_back_and_the_next_prompt_sends_the_context_before_them() {
             (3, true),
             (4, true),
             (5, true),
-            (6, true)
+            (6, true),
+            (7, false)
         ]
     );
     let listed = c.result("session/list", json!({}));
-    assert_eq!(listed["sessions"][0]["messageCount"], 2);
+    assert_eq!(listed["sessions"][0]["messageCount"], 3);
 
     // Twice to the same turn: nothing more.
     let again = c.result(
@@ -187,7 +207,8 @@ fn a_rewind_survives_kill_9_and_recovery_never_sees_half_of_one() {
     drop(c);
     daemon.spawn_env(&[], &[]);
     let mut c = daemon.client();
-    assert_eq!(c.messages("s").len(), 4, "the rewind is durable");
+    assert_eq!(talk(&mut c, "s").len(), 4, "the rewind is durable");
+    assert_eq!(c.messages("s").len(), 5, "with its row");
     turn(&mut c, &fake, "s", "p4", "a4");
     assert_eq!(
         sent(&fake, 3),
@@ -202,7 +223,7 @@ fn a_rewind_survives_kill_9_and_recovery_never_sees_half_of_one() {
 
     // Killed right after a rewind was sent: on restart either all of it or none of it,
     // and the context agrees with the visible transcript.
-    let t4 = c.messages("s")[4]["turnId"].as_str().unwrap().to_owned();
+    let t4 = talk(&mut c, "s")[4]["turnId"].as_str().unwrap().to_owned();
     c.send_call(
         "session/rewind",
         json!({"sessionId": "s", "turnId": turns[1]}),
@@ -212,7 +233,7 @@ fn a_rewind_survives_kill_9_and_recovery_never_sees_half_of_one() {
     drop(c);
     daemon.spawn_env(&[], &[]);
     let mut c = daemon.client();
-    let visible = roles(&c.messages("s"));
+    let visible = roles(&talk(&mut c, "s"));
     turn(&mut c, &fake, "s", "p5", "a5");
     let mut want = visible.clone();
     want.push(pair("user", "p5"));
@@ -292,7 +313,7 @@ fn rewind_is_refused_while_a_turn_runs_or_waits() {
     // Once settled it goes through.
     let r = other.result("session/rewind", rewind);
     assert_eq!(r["rewoundTurns"].as_array().unwrap().len(), 6);
-    assert!(c.messages("s").is_empty());
+    assert_eq!(role_list(&mut c, "s"), ["rewind"]);
 }
 
 #[test]
@@ -372,7 +393,7 @@ fn pipelined_rewinds_on_one_session_apply_once() {
         .map(|r| r["result"]["rewoundTurns"].as_array().unwrap().len())
         .sum();
     assert_eq!(taken, 2, "the turns were taken back once: {ra} {rb}");
-    assert_eq!(c.messages("s").len(), 2);
+    assert_eq!(role_list(&mut c, "s"), ["user", "assistant", "rewind"]);
 
     // From two connections at once as well.
     let mut d = daemon.client();
@@ -392,7 +413,8 @@ fn pipelined_rewinds_on_one_session_apply_once() {
         .map(|r| r["rewoundTurns"].as_array().unwrap().len())
         .sum();
     assert_eq!(taken, 1, "{rx} {ry}");
-    assert!(c.messages("s").is_empty());
+    // The first rewind's row went with the turns; the second's is all there is.
+    assert_eq!(role_list(&mut c, "s"), ["rewind"]);
 }
 
 #[test]

@@ -10,6 +10,8 @@
 //! - [`FileCheckpoints::restore_own`]: puts back what the rewound turns changed and nobody
 //!   changed since, as it was at the first one's start (for `session/rewind` with
 //!   `restoreFiles`; everything with `force`), listing the rest as conflicts;
+//! - [`FileCheckpoints::diff`]: what a turn, or the whole session, changed (`session/diff`,
+//!   SPEC §22);
 //! - [`FileCheckpoints::delete_session`]: `session/delete` removes the session's
 //!   checkpoints with it;
 //! - [`FileCheckpoints::unload`]: a live session that goes away (closed, killed, deleted)
@@ -26,9 +28,26 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use zeroclaw_checkpoint::Restored;
+use zeroclaw_checkpoint::diff::{Diffed, FileChange, Status};
 use zeroclaw_checkpoint::{Checkpoints, Error, RecordOptions};
+use zeroclaw_protocol::diff::{DiffResult, FileDiff, FileStatus};
 
 use super::error::SessionError;
+
+/// A changed file as the vocabulary says it.
+fn file_diff(c: FileChange) -> FileDiff {
+    FileDiff {
+        path: c.path,
+        status: match c.status {
+            Status::Added => FileStatus::Added,
+            Status::Modified => FileStatus::Modified,
+            Status::Deleted => FileStatus::Deleted,
+        },
+        additions: c.additions,
+        deletions: c.deletions,
+        patch: c.patch,
+    }
+}
 
 /// How long a turn start may spend recording its checkpoint.
 pub const RECORD_TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -166,6 +185,50 @@ impl FileCheckpoints {
             )),
             Err(Error::Deleted) => Ok(whole("the session's checkpoints were deleted".to_owned())),
             Err(e) => Err(SessionError::failed(format!("file restore failed: {e}"))),
+        }
+    }
+
+    /// `session/diff` (SPEC §22): what turn `turn_id` changed, or with `None` the whole
+    /// session so far. An unknown turn is [`SessionError::Invalid`] naming `turnId`.
+    pub async fn diff(
+        &self,
+        session_id: &str,
+        turn_id: Option<&str>,
+    ) -> Result<DiffResult, SessionError> {
+        let unavailable = |why: String| DiffResult {
+            files: Vec::new(),
+            unavailable: Some(why),
+        };
+        let store = match &self.store {
+            Ok(store) => Arc::clone(store),
+            Err(e) => {
+                return Ok(unavailable(format!(
+                    "file checkpoints are unavailable: {e}"
+                )));
+            }
+        };
+        let (sid, tid) = (session_id.to_owned(), turn_id.map(str::to_owned));
+        let job = tokio::task::spawn_blocking(move || store.diff(&sid, tid.as_deref()));
+        let done = match tokio::time::timeout(RECORD_TIME_LIMIT + RECORD_GRACE, job).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => return Err(SessionError::failed(format!("session/diff panicked: {e}"))),
+            Err(_) => {
+                return Ok(unavailable(
+                    "the checkpoints are busy; try again".to_owned(),
+                ));
+            }
+        };
+        match done {
+            Ok(Diffed::Files(files)) => Ok(DiffResult {
+                files: files.into_iter().map(file_diff).collect(),
+                unavailable: None,
+            }),
+            Ok(Diffed::Unavailable(why)) => Ok(unavailable(why)),
+            Err(Error::UnknownTurn(t)) => Err(SessionError::invalid(format!(
+                "turnId: no turn {t} with a file checkpoint in this session"
+            ))),
+            Err(Error::Deleted) => Ok(unavailable("the session's checkpoints were deleted".into())),
+            Err(e) => Err(SessionError::failed(format!("session/diff failed: {e}"))),
         }
     }
 

@@ -63,4 +63,15 @@ impl FileCheckpoints {
     }
 
     pub async fn delete_session(&self, _session_id: &str) {}
+
+    pub async fn diff(
+        &self,
+        _session_id: &str,
+        _turn_id: Option<&str>,
+    ) -> Result<zeroclaw_protocol::diff::DiffResult, SessionError> {
+        Ok(zeroclaw_protocol::diff::DiffResult {
+            files: Vec::new(),
+            unavailable: Some(UNSUPPORTED.to_owned()),
+        })
+    }
 }

@@ -34,7 +34,7 @@ fn check_title(title: &str) -> Result<(), SessionError> {
     Ok(())
 }
 
-fn acp_only(key: &SessionKey, method: &str) -> Result<(), SessionError> {
+pub(super) fn acp_only(key: &SessionKey, method: &str) -> Result<(), SessionError> {
     if key.mode != Mode::Acp {
         return Err(SessionError::invalid(format!(
             "{method} needs an ACP session (chat sessions keep a plain history)"
@@ -45,7 +45,7 @@ fn acp_only(key: &SessionKey, method: &str) -> Result<(), SessionError> {
 
 impl SessionManager {
     /// The owner of `key`'s session (live, else persisted), if `principal` may touch it.
-    async fn owner_checked(
+    pub(super) async fn owner_checked(
         &self,
         principal: &Principal,
         key: &SessionKey,

@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use zeroclaw_agent::OutputStream;
 use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, ChatMessage, TurnEvent, TurnHost};
-use zeroclaw_protocol::update::ElicitationParams;
+use zeroclaw_protocol::update::{ElicitationParams, ToolStream};
 use zeroclaw_protocol::{DecidedBy, Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind};
 
 use super::compaction::MidTurn;
@@ -37,6 +38,13 @@ pub(crate) struct SessionHost<'a> {
     pub context_window: u64,
     /// Auto-compaction before the turn's later provider calls (ACP, `auto_compact` on).
     pub mid_turn: Option<MidTurn>,
+}
+
+/// Milliseconds since the Unix epoch (`startedAt` of `tool_call`).
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// An approval decision as the vocabulary names it.
@@ -123,6 +131,19 @@ impl TurnHost for SessionHost<'_> {
                 tool_call_id,
                 name,
                 raw_input,
+                started_at: Some(now_millis()),
+            }),
+            TurnEvent::ToolOutput {
+                tool_call_id,
+                stream,
+                text,
+            } => self.update(UpdateKind::ToolOutputChunk {
+                tool_call_id,
+                stream: match stream {
+                    OutputStream::Stdout => ToolStream::Stdout,
+                    OutputStream::Stderr => ToolStream::Stderr,
+                },
+                text,
             }),
             TurnEvent::ToolResult {
                 tool_call_id,

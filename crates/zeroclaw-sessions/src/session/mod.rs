@@ -52,6 +52,7 @@ pub mod compact_call;
 pub mod compaction;
 pub mod configure;
 pub mod cwd_links;
+pub mod diff;
 pub mod error;
 #[cfg(unix)]
 pub mod file_checkpoints;

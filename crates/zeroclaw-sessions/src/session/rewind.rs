@@ -4,13 +4,15 @@
 //! Order: the store's one transaction first (rows from the turn on flagged rewound, a new
 //! snapshot holding the context as it was before the turn's prompt); then the in-memory
 //! context is reloaded from the store; then the files are put back (when asked: only those
-//! the rewound turns changed and nobody changed since, or all with `force`); only then
-//! `session_rewound` is sent, as the first event of the rewind's own turn. A kill -9 at
+//! the rewound turns changed and nobody changed since, or all with `force`); then a
+//! `rewind` row is appended to the transcript (SPEC §22: visible, never sent to the model);
+//! only then `session_rewound` is sent, as the first event of the rewind's own turn. A kill -9 at
 //! any point leaves the old history or the whole rewind (the store), and the file restore
 //! is journaled by the checkpoint store (completed when the daemon next starts).
 
 use zeroclaw_protocol::UpdateKind;
 use zeroclaw_protocol::history::{Conflict, RewindResult, Unrestorable};
+use zeroclaw_store::{NewRow, Role};
 
 use super::error::SessionError;
 use super::file_restore::{self, FilesRestored};
@@ -19,6 +21,39 @@ use super::persist;
 use super::turn::Runner;
 
 impl Runner {
+    /// Leaves the rewind's visible row in the transcript (SPEC §22, `role: "rewind"`): what
+    /// it went back to, the turns it took back, the files that came back and whether files
+    /// were asked for. Never part of the model's context. A failure to write it is logged:
+    /// the rewind itself is committed.
+    async fn note_rewind(
+        &self,
+        session: &LiveSession,
+        to: &str,
+        rewound_turns: &[String],
+        restored_files: &[String],
+        restore_files: bool,
+    ) {
+        let content = serde_json::json!({
+            "toTurnId": to,
+            "rewoundTurns": rewound_turns,
+            "restoredFiles": restored_files,
+            "restoreFiles": restore_files,
+        })
+        .to_string();
+        let turn = session.running_turn();
+        if let Err(e) = self
+            .store
+            .append_rows(
+                &session.key,
+                turn.as_deref(),
+                vec![NewRow::new(Role::Rewind, content)],
+            )
+            .await
+        {
+            tracing::warn!(session = %session.key.session_id, to, "rewind row not written: {e}");
+        }
+    }
+
     /// Goes back to just before turn `to` of this session.
     pub(crate) async fn rewind(
         &mut self,
@@ -62,6 +97,14 @@ impl Runner {
             FilesRestored::default()
         };
         if !rewound.rewound_turns.is_empty() || !files.restored.is_empty() {
+            self.note_rewind(
+                session,
+                to,
+                &rewound.rewound_turns,
+                &files.restored,
+                restore_files,
+            )
+            .await;
             session.stream.emit_update(&UpdateKind::SessionRewound {
                 to_turn_id: to.to_owned(),
                 rewound_turns: rewound.rewound_turns.clone(),

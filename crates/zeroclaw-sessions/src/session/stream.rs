@@ -840,6 +840,7 @@ mod tests {
             tool_call_id: "c1".into(),
             name: "bash".into(),
             raw_input: json!({"command": "ls"}),
+            started_at: None,
         });
         s.emit_update(&UpdateKind::TurnComplete {
             outcome: Outcome::Completed,

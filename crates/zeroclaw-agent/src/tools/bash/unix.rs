@@ -1,5 +1,5 @@
-//! The Unix side of the `bash` tool: `bash -c COMMAND` in its own process group, output
-//! through one pipe shared by stdout and stderr, SIGKILL to the whole group on kill; the
+//! The Unix side of the `bash` tool: `bash -c COMMAND` in its own process group, stdout
+//! and stderr through a pipe each (so live output can say which it came from), SIGKILL to the whole group on kill; the
 //! environment scrubbed to the short list and the agent's allowlist (SPEC §17.2); when
 //! confined (SPEC §21.2), the prepared ruleset applied in the child and `TMPDIR` set to the
 //! private temporary directory.
@@ -16,10 +16,12 @@ use crate::spawned::Registered;
 /// The shell's name in error messages.
 pub const SHELL_NAME: &str = "bash";
 
-/// A started command: the child, the read end of its output pipe, and the group killer.
+/// A started command: the child, the read ends of its stdout and stderr pipes, and the
+/// group killer.
 pub struct Spawned {
     pub child: tokio::process::Child,
     pub rx: pipe::Receiver,
+    pub err: Option<pipe::Receiver>,
     pub guard: GroupGuard,
 }
 
@@ -62,8 +64,8 @@ pub fn spawn(
     env_allow: &[String],
 ) -> std::io::Result<Spawned> {
     let (reader, writer) = std::io::pipe()?;
+    let (err_reader, writer2) = std::io::pipe()?;
     let child = {
-        let writer2 = writer.try_clone()?;
         let mut cmd = tokio::process::Command::new("bash");
         cmd.arg("-c")
             .arg(command)
@@ -88,7 +90,13 @@ pub fn spawn(
         _registered: Registered::new(child.id()),
     };
     let rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
-    Ok(Spawned { child, rx, guard })
+    let err = Some(pipe::Receiver::from_owned_fd(OwnedFd::from(err_reader))?);
+    Ok(Spawned {
+        child,
+        rx,
+        err,
+        guard,
+    })
 }
 
 /// The note appended for a non-zero exit or a signal; `None` for success.

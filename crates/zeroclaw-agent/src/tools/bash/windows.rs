@@ -35,6 +35,8 @@ const CHUNK_BYTES: usize = 16 * 1024;
 pub struct Spawned {
     pub child: tokio::process::Child,
     pub rx: OutputReader,
+    /// stderr apart: not on Windows, where both share `rx` (live output says `stdout`).
+    pub err: Option<OutputReader>,
     pub guard: JobGuard,
 }
 
@@ -238,7 +240,12 @@ pub fn spawn(
         pending: Vec::new(),
         pos: 0,
     };
-    Ok(Spawned { child, rx, guard })
+    Ok(Spawned {
+        child,
+        rx,
+        err: None,
+        guard,
+    })
 }
 
 /// The note appended for a non-zero exit; `None` for success.

@@ -170,6 +170,7 @@ pub async fn rewind(
     ui: &mut Ui,
     input: &mut Input,
     n: u32,
+    restore_files: bool,
 ) -> Option<String> {
     let turn_id = match turn_back(handle, session_id, n).await {
         Ok(turn_id) => turn_id,
@@ -182,7 +183,7 @@ pub async fn rewind(
         session_id: session_id.to_string().into(),
         mode: None,
         turn_id: turn_id.clone().into(),
-        restore_files: None,
+        restore_files: Some(restore_files),
         force: None,
     };
     let r = match handle.call_typed::<call::SessionRewind>(&params).await {
@@ -197,8 +198,14 @@ pub async fn rewind(
         }
     };
     let mut note = format!("rewound {} turn(s)", r.rewound_turns.len());
-    if !r.restored_files.is_empty() {
-        note.push_str(&format!("; {} files restored", r.restored_files.len()));
+    if !restore_files {
+        note.push_str("; files kept as they are");
+    } else if !r.restored_files.is_empty() {
+        // Which files came back (SPEC §22).
+        note.push_str(&format!(
+            "; files restored: {}",
+            r.restored_files.join(", ")
+        ));
     }
     ui.note(&note);
     for file in &r.unrestorable {

@@ -29,12 +29,15 @@ use super::{rpc, sessions};
 
 mod approve;
 mod commands;
+mod diff;
 mod input;
 mod keys;
+mod live_output;
 mod markdown;
 mod place;
 mod quiet;
 mod slash;
+mod tool_line;
 mod turn;
 mod ui;
 
@@ -206,12 +209,22 @@ pub async fn run(
                         return Err(e.to_string().into());
                     }
                 }
-                Slash::Rewind(Ok(n)) => {
-                    own_rewind =
-                        commands::rewind(&handle, &session_id, &mut ui, &mut input, n).await;
+                Slash::Rewind(Ok(n)) | Slash::RewindKeepFiles(Ok(n)) => {
+                    let files = matches!(command, Slash::Rewind(_));
+                    if diff::confirm_rewind(&handle, &session_id, &mut ui, &mut input, n, files)
+                        .await
+                    {
+                        own_rewind =
+                            commands::rewind(&handle, &session_id, &mut ui, &mut input, n, files)
+                                .await;
+                    }
                 }
-                Slash::Rewind(Err(arg)) => ui.note(&format!(
+                Slash::Rewind(Err(arg)) | Slash::RewindKeepFiles(Err(arg)) => ui.note(&format!(
                     "/rewind takes a number of turns (1 or more), not {arg:?}"
+                )),
+                Slash::Diff(Ok(n)) => diff::show(&handle, &session_id, &mut ui, n).await,
+                Slash::Diff(Err(arg)) => ui.note(&format!(
+                    "/diff takes a number of turns back (1 or more), not {arg:?}"
                 )),
                 Slash::Quit => {
                     ui.end_line();

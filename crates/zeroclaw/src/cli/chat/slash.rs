@@ -17,6 +17,10 @@ pub enum Slash {
     Compact(String),
     /// `/rewind [N]`: go back N turns (default 1); `Err` holds what was typed instead of N.
     Rewind(Result<u32, String>),
+    /// `/rewind --keep-files [N]`: the conversation only, the files stay (SPEC §22).
+    RewindKeepFiles(Result<u32, String>),
+    /// `/diff [N]`: what the session changed, or the turn N prompts back (SPEC §22).
+    Diff(Result<Option<u32>, String>),
     /// `/fork`: continue in a copy of the session.
     Fork,
     /// `/title TEXT`: name the session (empty: say how).
@@ -34,7 +38,11 @@ commands (not sent to the model):
   /mode M     autonomy of this session: supervised, full or read_only
   /compact [INSTRUCTIONS]
               summarize this session's context now (the transcript stays whole)
-  /rewind [N] go back N turns (default 1); the last rewound prompt returns to the line
+  /rewind [N] go back N turns (default 1); the last rewound prompt returns to the line;
+              it lists the turns and files first and asks
+  /rewind --keep-files [N]
+              go back in the conversation only: the files stay as they are
+  /diff [N]   the files this session changed (or the turn N prompts back changed)
   /fork       continue in a copy of this session (the original stays as it is)
   /title TEXT name this session
   /quit       leave the chat (also Ctrl-D)
@@ -55,9 +63,13 @@ impl Slash {
         Some(match name {
             "model" => Slash::Model(arg),
             "compact" => Slash::Compact(arg),
-            "rewind" => Slash::Rewind(match arg.as_str() {
-                "" => Ok(1),
-                n => n.parse::<u32>().ok().filter(|n| *n > 0).ok_or(arg),
+            "rewind" => match arg.strip_prefix("--keep-files") {
+                Some(rest) => Slash::RewindKeepFiles(count(rest.trim())),
+                None => Slash::Rewind(count(&arg)),
+            },
+            "diff" => Slash::Diff(match arg.as_str() {
+                "" => Ok(None),
+                n => count(n).map(Some),
             }),
             "fork" => Slash::Fork,
             "title" => Slash::Title(arg),
@@ -69,6 +81,18 @@ impl Slash {
             "quit" | "exit" | "q" => Slash::Quit,
             other => Slash::Unknown(other.to_string()),
         })
+    }
+}
+
+/// A count of turns: empty is 1; `Err` holds what was typed instead.
+fn count(arg: &str) -> Result<u32, String> {
+    match arg {
+        "" => Ok(1),
+        n => n
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| arg.to_owned()),
     }
 }
 
@@ -110,6 +134,17 @@ mod tests {
             Slash::parse("/rewind two"),
             Some(Slash::Rewind(Err("two".into())))
         );
+        assert_eq!(
+            Slash::parse("/rewind --keep-files"),
+            Some(Slash::RewindKeepFiles(Ok(1)))
+        );
+        assert_eq!(
+            Slash::parse("/rewind --keep-files 2"),
+            Some(Slash::RewindKeepFiles(Ok(2)))
+        );
+        assert_eq!(Slash::parse("/diff"), Some(Slash::Diff(Ok(None))));
+        assert_eq!(Slash::parse("/diff 2"), Some(Slash::Diff(Ok(Some(2)))));
+        assert_eq!(Slash::parse("/diff x"), Some(Slash::Diff(Err("x".into()))));
         assert_eq!(Slash::parse("/fork"), Some(Slash::Fork));
         assert_eq!(
             Slash::parse("/title  Big   refactor "),

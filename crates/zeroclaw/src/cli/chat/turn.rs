@@ -262,7 +262,14 @@ impl<'a> Turn<'a> {
                 }
                 key = next_key(&mut self.keys), if self.keys.is_some() => self.answer_key(key).await,
                 result = &mut prompt_call => break result,
-                _ = spin.tick(), if self.ui.spinning() => self.ui.spin(),
+                _ = spin.tick(), if self.ui.spinning() || self.ui.live_running() => {
+                    // A running tool's clock, unless a question's line is being typed.
+                    if self.ui.spinning() {
+                        self.ui.spin();
+                    } else if self.asking.is_none() {
+                        self.ui.redraw_live();
+                    }
+                }
             }
             while self.asking.is_none() {
                 let Some(question) = self.questions.pop_front() else {
@@ -360,8 +367,11 @@ impl<'a> Turn<'a> {
             }
             UpdateKind::AgentThoughtChunk { text } => self.ui.thought(&text),
             UpdateKind::ToolCall {
-                name, raw_input, ..
-            } => self.ui.tool_call(&name, &raw_input),
+                tool_call_id,
+                name,
+                raw_input,
+                ..
+            } => self.ui.tool_call(&tool_call_id, &name, &raw_input),
             UpdateKind::ToolResult {
                 name, raw_output, ..
             } => self.ui.tool_result(&name, &raw_output),
@@ -415,6 +425,11 @@ impl<'a> Turn<'a> {
                 "session rewound to before {to_turn_id}: {} turn(s) taken back",
                 rewound_turns.len()
             )),
+            UpdateKind::ToolOutputChunk {
+                tool_call_id, text, ..
+            } => self
+                .ui
+                .tool_output(&tool_call_id, &text, self.asking.is_none()),
             UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),

@@ -9,7 +9,9 @@ use serde_json::Value;
 use zeroclaw_client::protocol::update::PromptAttachment;
 use zeroclaw_client::{ClientError, ElicitationRequest, SessionNewResult};
 
+use super::live_output::LiveOutput;
 use super::markdown::Markdown;
+use super::tool_line;
 
 /// Lines of a tool result shown.
 const RESULT_LINES: usize = 4;
@@ -41,6 +43,8 @@ pub struct Ui {
     /// The spinner's next frame, while it turns.
     spinner: Option<usize>,
     markdown: Markdown,
+    /// A running tool's last lines and clock (SPEC §22), on a terminal only.
+    live: LiveOutput,
 }
 
 const DIM: &str = "\x1b[2m";
@@ -64,6 +68,7 @@ impl Ui {
             prompt: String::new(),
             spinner: None,
             markdown: Markdown::new(color),
+            live: LiveOutput::default(),
         }
     }
 
@@ -135,7 +140,9 @@ impl Ui {
             return;
         }
         self.stop_spinner();
+        let erase = self.live.erase();
         let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(erase.as_bytes());
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
         self.open_line = !text.ends_with('\n');
@@ -144,6 +151,12 @@ impl Ui {
     /// Finishes an unfinished stdout line (and the markdown being streamed).
     pub fn end_line(&mut self) {
         self.stop_spinner();
+        let erase = self.live.erase();
+        if !erase.is_empty() {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(erase.as_bytes());
+            let _ = stdout.flush();
+        }
         if self.stream == Stream::Message {
             let rest = self.markdown.finish();
             self.out(&rest);
@@ -209,6 +222,10 @@ impl Ui {
                 "assistant" => {
                     self.message(text);
                     self.end_line();
+                }
+                "rewind" => {
+                    let line = self.paint(DIM, &format!("[{}]", super::diff::rewind_row(text)));
+                    self.out(&format!("{line}\n"));
                 }
                 other => {
                     let line = self.paint(DIM, &format!("[{other}] {}", clip(text, LINE_CHARS)));
@@ -303,19 +320,50 @@ impl Ui {
         self.out(&text);
     }
 
-    pub fn tool_call(&mut self, name: &str, input: &Value) {
+    pub fn tool_call(&mut self, call_id: &str, name: &str, input: &Value) {
         self.end_line();
-        let args = match input {
-            Value::Null => String::new(),
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        let line = format!("⚙ {name} {}", clip(&args, LINE_CHARS));
+        let line = format!("⚙ {}", tool_line::describe(name, input));
         let line = self.paint(CYAN, line.trim_end());
         self.out(&format!("{line}\n"));
+        if self.rich {
+            self.live.start(call_id);
+        }
+    }
+
+    /// A piece of the running tool's output: its last lines and clock, redrawn in place.
+    /// `draw`: false while a question is asked (its line must stay as it is).
+    pub fn tool_output(&mut self, call_id: &str, text: &str, draw: bool) {
+        if self.live.chunk(call_id, text) && draw {
+            self.redraw_live();
+        }
+    }
+
+    /// Whether a running tool's clock is shown (it is redrawn on the spinner's ticks).
+    pub fn live_running(&self) -> bool {
+        self.live.is_running()
+    }
+
+    /// Draws the running tool's block again (new lines, or the clock moved on).
+    pub fn redraw_live(&mut self) {
+        if !self.live.is_running() || self.open_line {
+            return;
+        }
+        let color = self.color;
+        let mut text = self.live.erase();
+        text.push_str(&self.live.draw(|s| {
+            if color {
+                format!("{DIM}{s}{RESET}")
+            } else {
+                s.to_owned()
+            }
+        }));
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
     }
 
     pub fn tool_result(&mut self, _name: &str, output: &Value) {
+        self.live.finish();
         self.end_line();
         let text = match output {
             Value::String(s) => s.clone(),
@@ -341,13 +389,21 @@ impl Ui {
         self.out(&format!("{shown}\n"));
     }
 
+    /// Asks to allow a call, showing what it will do whole (a long command wrapped, never
+    /// cut: SPEC §22).
     pub fn ask_approval(&mut self, tool: &str, summary: &str) {
         self.end_line();
-        let question = format!(
-            "allow {tool} `{}`? [y]es/[n]o/[a]lways ",
-            clip(summary, LINE_CHARS)
+        let shown = summary.trim_end();
+        if !shown.contains('\n') && shown.chars().count() <= LINE_CHARS / 2 {
+            let question = format!("allow {tool} `{shown}`? [y]es/[n]o/[a]lways ");
+            self.ask("", &question);
+            return;
+        }
+        let head = format!(
+            "allow {tool}?\n{}",
+            tool_line::wrap(shown, LINE_CHARS / 2, "  │ ")
         );
-        self.ask("", &question);
+        self.ask(&head, "[y]es/[n]o/[a]lways ");
     }
 
     pub fn ask_elicitation(&mut self, req: &ElicitationRequest) {
