@@ -149,6 +149,16 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
         Role::Assistant | Role::Interruption | Role::Compaction => {
             Some(SessionUpdate::AgentMessageChunk(text_chunk(content)))
         }
+        // A failed turn's error (SPEC §22) replays as agent text naming it.
+        Role::Error => {
+            let message = parsed()
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| content.to_owned(), str::to_owned);
+            Some(SessionUpdate::AgentMessageChunk(text_chunk(&format!(
+                "[error] {message}"
+            ))))
+        }
         Role::ToolCall => {
             let call = parsed();
             let name = call.get("name").and_then(Value::as_str).unwrap_or("");

@@ -116,6 +116,9 @@ wire_enum!(
         Interruption = "interruption",
         /// A compaction's summary (SPEC §18); never sent to the provider from here.
         Compaction = "compaction",
+        /// A failed turn's error (SPEC §22): content is JSON `{"message", "retries"}`;
+        /// never sent to the provider.
+        Error = "error",
     }
 );
 

@@ -202,6 +202,45 @@ BEGIN
         WHERE pk = NEW.session;
 END;
 "#,
+    // 7: a failed turn keeps an `error` row (SPEC §22). The role CHECK goes: every row is
+    // written and read back through the store's `Role` type, which refuses a spelling it
+    // does not know, so a new role no longer copies the whole transcript to widen a
+    // constraint. The table is rebuilt once more for that; columns, keys, index and the
+    // message-count triggers of migration 6 are as before (the triggers are created after
+    // the copy, so the counts are not added twice).
+    r#"
+CREATE TABLE transcript_v7 (
+    session    INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    turn_id    TEXT,
+    role       TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    event_n    INTEGER,
+    rewound    INTEGER NOT NULL DEFAULT 0 CHECK (rewound IN (0, 1)),
+    content    TEXT    NOT NULL,
+    PRIMARY KEY (session, seq)
+);
+INSERT INTO transcript_v7 (session, seq, turn_id, role, created_at, event_n, rewound, content)
+    SELECT session, seq, turn_id, role, created_at, event_n, rewound, content FROM transcript;
+DROP TABLE transcript;
+ALTER TABLE transcript_v7 RENAME TO transcript;
+CREATE UNIQUE INDEX transcript_recovered_event
+    ON transcript (session, turn_id, event_n) WHERE event_n IS NOT NULL;
+CREATE TRIGGER transcript_row_added AFTER INSERT ON transcript WHEN NEW.rewound = 0
+BEGIN
+    UPDATE sessions SET message_count = message_count + 1 WHERE pk = NEW.session;
+END;
+CREATE TRIGGER transcript_row_removed AFTER DELETE ON transcript WHEN OLD.rewound = 0
+BEGIN
+    UPDATE sessions SET message_count = message_count - 1 WHERE pk = OLD.session;
+END;
+CREATE TRIGGER transcript_row_rewound AFTER UPDATE OF rewound ON transcript
+    WHEN OLD.rewound <> NEW.rewound
+BEGIN
+    UPDATE sessions SET message_count = message_count + OLD.rewound - NEW.rewound
+        WHERE pk = NEW.session;
+END;
+"#,
 ];
 
 /// Schema version this build writes.

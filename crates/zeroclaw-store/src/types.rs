@@ -82,6 +82,9 @@ str_enum!(
         /// The summary a compaction made (SPEC §18): visible to clients, never sent to the
         /// provider from the transcript (the compaction's snapshot carries it).
         Compaction = "compaction",
+        /// A failed turn's error (SPEC §22): JSON `{"message", "retries"}` ([`TurnError`]).
+        /// Visible to clients, never part of the model context.
+        Error = "error",
     }
 );
 
@@ -266,6 +269,11 @@ impl NewRow {
     pub fn tool_result(result: &ToolResult) -> Self {
         Self::new(Role::ToolResult, result.to_content())
     }
+
+    /// A failed turn's `error` row.
+    pub fn error(error: &TurnError) -> Self {
+        Self::new(Role::Error, error.to_content())
+    }
 }
 
 /// A visible transcript row, as `session/messages` returns it.
@@ -317,6 +325,27 @@ pub struct ToolResult {
 
 impl ToolResult {
     /// Compact JSON `{"toolCallId","name","rawOutput"}`.
+    pub fn to_content(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn from_content(content: &str) -> Option<Self> {
+        serde_json::from_str(content).ok()
+    }
+}
+
+/// A failed turn's error, as `error` row content (SPEC §22 "Failures stay in history"):
+/// what the provider (or the daemon) said, and how many times the provider call was tried
+/// again before the turn gave up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnError {
+    pub message: String,
+    pub retries: u32,
+}
+
+impl TurnError {
+    /// Compact JSON `{"message","retries"}`.
     pub fn to_content(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

@@ -14,6 +14,7 @@ mod common;
 
 mod backpressure;
 mod config;
+mod daily_rest;
 mod dashboard;
 mod dashboard_bench;
 mod durability;

@@ -37,6 +37,8 @@ pub(crate) struct SessionHost<'a> {
     pub context_window: u64,
     /// Auto-compaction before the turn's later provider calls (ACP, `auto_compact` on).
     pub mid_turn: Option<MidTurn>,
+    /// Provider calls of this turn tried again (a failed turn's `error` row, SPEC §22).
+    pub retries: std::sync::atomic::AtomicU32,
 }
 
 /// An approval decision as the vocabulary names it.
@@ -165,11 +167,15 @@ impl TurnHost for SessionHost<'_> {
                 attempt,
                 delay,
                 reason,
-            } => self.update(UpdateKind::ProviderRetry {
-                attempt,
-                delay_secs: delay.as_secs_f64(),
-                reason,
-            }),
+            } => {
+                self.retries
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.update(UpdateKind::ProviderRetry {
+                    attempt,
+                    delay_secs: delay.as_secs_f64(),
+                    reason,
+                })
+            }
             TurnEvent::Hook { report } => self.update(super::hooks::update_of(report)),
         }
     }
@@ -212,6 +218,8 @@ impl TurnHost for SessionHost<'_> {
     }
 
     async fn ask_user(&self, ask: AskUser) -> Option<String> {
+        // A person is asked: the session counts as waiting and does not rest (SPEC §22).
+        let _asking = self.session.rest.ask();
         let params = ElicitationParams {
             session_id: self.session.key.session_id.clone(),
             mode: "form".to_owned(),

@@ -30,6 +30,7 @@ pub fn role(role: zeroclaw_store::Role) -> zeroclaw_protocol::Role {
         zeroclaw_store::Role::ToolResult => zeroclaw_protocol::Role::ToolResult,
         zeroclaw_store::Role::Interruption => zeroclaw_protocol::Role::Interruption,
         zeroclaw_store::Role::Compaction => zeroclaw_protocol::Role::Compaction,
+        zeroclaw_store::Role::Error => zeroclaw_protocol::Role::Error,
     }
 }
 
@@ -91,6 +92,7 @@ mod tests {
             ToolResult,
             Interruption,
             Compaction,
+            Error,
         ] {
             assert_eq!(role(r).as_str(), r.as_str());
         }

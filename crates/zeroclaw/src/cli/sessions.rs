@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::Value;
 use zeroclaw_client::protocol::call;
-use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
+use zeroclaw_client::protocol::session::{ListParams, MessagesParams, SessionRef};
 use zeroclaw_client::{ClientHandle, Mode};
 
 use super::error::CliError;
@@ -26,6 +26,15 @@ pub enum SessionsAction {
         #[arg(long, value_name = "N")]
         last: Option<u32>,
     },
+    /// Unload a live session (`session/close`): its history stays, and an ACP session
+    /// comes back on its next prompt.
+    Close {
+        /// The session id.
+        id: String,
+        /// The chat-mode session of that id (default: the ACP one).
+        #[arg(long)]
+        chat: bool,
+    },
 }
 
 pub async fn run(
@@ -39,6 +48,7 @@ pub async fn run(
     match action {
         None => list(&handle, limit, json).await,
         Some(SessionsAction::Show { id, last }) => show(&handle, &id, last, json).await,
+        Some(SessionsAction::Close { id, chat }) => close(&handle, id, chat, json).await,
     }
 }
 
@@ -141,6 +151,24 @@ async fn show(
         println!("(no messages)");
     }
     print!("{}", transcript(&rows));
+    Ok(())
+}
+
+/// `zeroclaw sessions close ID`: `session/close`.
+async fn close(handle: &ClientHandle, id: String, chat: bool, json: bool) -> Result<(), CliError> {
+    let params = SessionRef {
+        session_id: id.clone(),
+        mode: chat.then_some(Mode::Chat),
+    };
+    let result = handle
+        .call_typed_value::<call::SessionClose>(&params)
+        .await
+        .map_err(CliError::from_client)?;
+    if json {
+        rpc::print_json(&result);
+    } else {
+        println!("session {id} closed");
+    }
     Ok(())
 }
 
