@@ -396,14 +396,20 @@ fn a_resumed_chat_shows_the_error_row() {
     chat.leave();
 }
 
-/// docs/BENCHMARKS.md "Sessions rest": what bringing back an unloaded 1,000-message ACP
-/// session adds to its next prompt (SPEC §22: under 50 ms). Run with
+/// docs/BENCHMARKS.md "Sessions rest": what bringing back a 1,000-message ACP session
+/// that rested adds to its next prompt (SPEC §22: under 50 ms). Run with
 /// `cargo test -p zeroclaw-e2e --test e2e -- --ignored --nocapture daily_rest::rehydration`.
 #[test]
 #[ignore = "a measurement for docs/BENCHMARKS.md"]
 fn rehydration_of_a_1000_message_session() {
     let fake = Fake::start();
-    let daemon = start(&fake, "");
+    // Sessions rest after one idle second: the measured path is the idle unload.
+    let config = session_config(&fake.server.base_url(), "[limits]\nsession_idle_secs = 1\n");
+    // The file checkpoints' own timings too (debug lines of their module).
+    let log = "info,zeroclaw_sessions::session::file_checkpoints=debug";
+    let daemon = TestDaemon::start_env(&[], &[("RUST_LOG", log)], |dir| {
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+    });
     let mut c = daemon.client();
     c.new_session(json!({"agentAlias": "echo", "sessionId": "long"}));
     for i in 0..500 {
@@ -423,7 +429,8 @@ fn rehydration_of_a_1000_message_session() {
     let (mut live, mut back) = (Vec::new(), Vec::new());
     for _ in 0..9 {
         live.push(timed(&mut c));
-        c.result("session/close", json!({"sessionId": "long"}));
+        c.result("session/unsubscribe", json!({"sessionId": "long"}));
+        wait_unloaded(&mut c, "long");
         back.push(timed(&mut c));
     }
     live.sort();
@@ -445,6 +452,31 @@ fn rehydration_of_a_1000_message_session() {
         .collect();
     inside.sort();
     assert_eq!(inside.len(), 9, "one log line per rehydration");
+    // The turn-start checkpoint of each timed prompt, live and back in turn: the first
+    // one after a reload reads the session's checkpoint index from disk again.
+    let starts: Vec<u64> = daemon
+        .log()
+        .lines()
+        .filter(|line| line.contains("file checkpoint recorded") && line.contains("end=false"))
+        .filter_map(|line| {
+            let at = line.find("elapsed_ms=")? + "elapsed_ms=".len();
+            line[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let timed_starts = &starts[starts.len().saturating_sub(18)..];
+    let mut live_starts: Vec<u64> = timed_starts.iter().step_by(2).copied().collect();
+    let mut back_starts: Vec<u64> = timed_starts.iter().skip(1).step_by(2).copied().collect();
+    live_starts.sort();
+    back_starts.sort();
+    println!(
+        "turn-start file checkpoint: live {} ms, first after a reload {} ms (medians)",
+        live_starts.get(live_starts.len() / 2).copied().unwrap_or(0),
+        back_starts.get(back_starts.len() / 2).copied().unwrap_or(0),
+    );
     let median_inside = Duration::from_micros(inside[inside.len() / 2]);
     println!(
         "rehydration: {total} messages; prompt to a live session {l:?}, to an unloaded one \

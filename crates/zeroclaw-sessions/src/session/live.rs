@@ -254,8 +254,8 @@ pub struct LiveSession {
     usage: Mutex<UsageTotals>,
     /// The session's MCP servers, once started.
     mcp: OnceLock<Arc<McpSet>>,
-    /// When the session was last seen busy (SPEC §22 "Sessions rest"), see [`super::rest`].
-    pub(crate) rest: super::rest::RestState,
+    /// When the session was last seen busy (SPEC §22 "Sessions rest").
+    pub(crate) rest: super::rest_state::RestState,
 }
 
 impl LiveSession {
@@ -288,7 +288,7 @@ impl LiveSession {
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
             mcp: OnceLock::new(),
-            rest: super::rest::RestState::new(),
+            rest: super::rest_state::RestState::new(),
         });
         (session, rx)
     }

@@ -27,6 +27,10 @@ use super::limits::MAX_LIVE_SESSIONS;
 use super::live::LiveSession;
 use super::tuning::Tuning;
 
+/// Whether something outside the sessions service holds a live session (an upload open,
+/// SPEC §22): such a session does not rest.
+pub type HeldCheck = Box<dyn Fn(&LiveSession) -> bool + Send + Sync>;
+
 /// Every live session of the daemon, and the store they write through.
 pub struct SessionManager {
     pub store: Store,
@@ -43,7 +47,10 @@ pub struct SessionManager {
     /// Providers' model lists (`models/list`, `session/configure`), cached 60 s.
     pub models: zeroclaw_agent::ModelCatalog,
     /// What else may hold a live session, so it does not rest (SPEC §22; set by the daemon).
-    pub(crate) held: std::sync::OnceLock<super::rest::HeldCheck>,
+    pub(crate) held: std::sync::OnceLock<HeldCheck>,
+    /// ACP sessions that rested with their file-checkpoint index kept in memory, oldest
+    /// first (a bounded number, see the sessions' `rest` module).
+    pub(crate) rested_files: Mutex<std::collections::VecDeque<String>>,
 }
 
 impl SessionManager {
@@ -63,6 +70,7 @@ impl SessionManager {
             next_generation: AtomicU64::new(1),
             models: zeroclaw_agent::ModelCatalog::default(),
             held: std::sync::OnceLock::new(),
+            rested_files: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 

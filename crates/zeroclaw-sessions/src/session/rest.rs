@@ -3,8 +3,8 @@
 //!
 //! A session is *idle* when no turn runs or waits, no approval or question is pending, no
 //! connection is subscribed and nothing else holds it (an upload open: the daemon says so
-//! through [`SessionManager::set_held_check`]). [`RestState`] remembers when the session
-//! was last seen busy; [`SessionManager::rest_idle`] (one pass, called by the daemon's one
+//! through [`SessionManager::set_held_check`]). Its `rest_state` remembers when it was
+//! last seen busy; [`SessionManager::rest_idle`] (one pass, called by the daemon's one
 //! timer task) unloads the sessions idle for longer than the setting, and
 //! [`SessionManager::make_room`] (before `session/new` or a rehydration registers a
 //! session) unloads the longest-idle one when a limit is reached. The decision to close is
@@ -17,84 +17,22 @@
 //! [`SessionError`](super::error::SessionError).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zeroclaw_store::{Mode, SessionKey};
 
 use super::error::SessionError;
 use super::limits::MAX_LIVE_SESSIONS;
 use super::live::LiveSession;
-use super::manager::{Full, Quota, SessionManager};
+use super::manager::{Full, HeldCheck, Quota, SessionManager};
 
 /// How long unloading one session may wait for its worker (it runs no turn).
 const STOP_WAIT: Duration = Duration::from_secs(10);
-
-/// Whether something outside the sessions service holds a live session (an upload open).
-pub type HeldCheck = Box<dyn Fn(&LiveSession) -> bool + Send + Sync>;
-
-/// The clock of [`RestState`]: milliseconds since the first use.
-fn now_ms() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_millis() as u64
-}
-
-/// One live session's rest bookkeeping.
-pub(crate) struct RestState {
-    /// When it was last seen busy ([`now_ms`]).
-    touched: AtomicU64,
-    /// Questions (`ask_user`) being asked now.
-    asking: AtomicUsize,
-    /// Closed because it was idle, not by a client.
-    rested: AtomicBool,
-}
-
-/// Counts one question being asked while it lives.
-pub(crate) struct Asking<'a>(&'a AtomicUsize);
-
-impl Drop for Asking<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl RestState {
-    pub fn new() -> RestState {
-        RestState {
-            touched: AtomicU64::new(now_ms()),
-            asking: AtomicUsize::new(0),
-            rested: AtomicBool::new(false),
-        }
-    }
-
-    /// The session is busy now.
-    pub fn touch(&self) {
-        self.touched.store(now_ms(), Ordering::Relaxed);
-    }
-
-    /// How long ago it was last seen busy.
-    fn idle_for(&self) -> Duration {
-        Duration::from_millis(now_ms().saturating_sub(self.touched.load(Ordering::Relaxed)))
-    }
-
-    /// A question to a person starts; it counts until the guard drops.
-    pub fn ask(&self) -> Asking<'_> {
-        self.asking.fetch_add(1, Ordering::SeqCst);
-        Asking(&self.asking)
-    }
-
-    pub fn asking(&self) -> bool {
-        self.asking.load(Ordering::SeqCst) > 0
-    }
-
-    pub fn mark_rested(&self) {
-        self.rested.store(true, Ordering::SeqCst);
-    }
-
-    pub fn rested(&self) -> bool {
-        self.rested.load(Ordering::SeqCst)
-    }
-}
+/// Rested ACP sessions whose file-checkpoint index stays in memory: their next prompt's
+/// turn start does not read every turn record from disk again (most of what bringing a
+/// long session back would cost, see docs/BENCHMARKS.md). Past this the oldest one's
+/// index is let go, as a close does at once.
+pub const KEPT_INDEXES: usize = 256;
 
 /// The live sessions a caller may see, counted (SPEC §22, `status`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -158,15 +96,31 @@ impl SessionManager {
             return false;
         }
         self.remove(live);
-        // Its file checkpoints leave memory too, unless a prompt brought it back already.
-        if live.wait_stopped(STOP_WAIT).await
-            && live.key.mode == Mode::Acp
-            && self.get(&live.key).is_none()
-        {
-            self.files.unload(&live.key.session_id).await;
+        if live.wait_stopped(STOP_WAIT).await && live.key.mode == Mode::Acp {
+            self.keep_files_index(&live.key.session_id).await;
         }
         tracing::info!(session = %live.key.session_id, mode = %live.key.mode, "idle session unloaded");
         true
+    }
+
+    /// Keeps a rested session's file-checkpoint index in memory, letting the oldest kept
+    /// one go past [`KEPT_INDEXES`] (unless that session is live again).
+    async fn keep_files_index(&self, session_id: &str) {
+        let dropped = {
+            let mut kept = self.rested_files.lock().unwrap_or_else(|p| p.into_inner());
+            kept.retain(|id| id != session_id);
+            kept.push_back(session_id.to_owned());
+            if kept.len() > KEPT_INDEXES {
+                kept.pop_front()
+            } else {
+                None
+            }
+        };
+        if let Some(id) = dropped
+            && self.get(&SessionKey::acp(id.clone())).is_none()
+        {
+            self.files.unload(&id).await;
+        }
     }
 
     /// One pass of the idle timer: unloads every session idle for `idle` or longer (at
