@@ -1,6 +1,6 @@
 //! Sessions rest and failures stay in history (SPEC §22), over the real binary: idle live
 //! sessions are unloaded after `limits.session_idle_secs` while busy ones (a subscriber, a
-//! pending approval, a running turn) stay; the 65th session unloads the longest-idle one,
+//! pending approval, a running turn, an upload open) stay; the 65th session unloads the longest-idle one,
 //! and -32001 comes only when all 64 are busy; an ACP session comes back on its next
 //! prompt or subscribe with its history; `status` counts; a kill -9 while a session rests
 //! loses nothing; a failed turn keeps an `error` row that the model never sees again, and
@@ -86,9 +86,15 @@ fn idle_sessions_rest_and_busy_ones_stay() {
     let fake = Fake::start();
     let daemon = resting(&fake);
     let mut c = daemon.client();
-    for id in ["watched", "asking", "running"] {
+    for id in ["watched", "asking", "running", "uploading"] {
         c.new_session(json!({"agentAlias": "default", "sessionId": id}));
     }
+    // Held by an upload begun on it (and not committed).
+    let mut uploader = daemon.client();
+    uploader.result(
+        "file/upload/begin",
+        json!({"sessionId": "uploading", "sizeBytes": 10, "filename": "a.txt"}),
+    );
     // Held by a subscriber.
     let mut watcher = daemon.client();
     watcher.result("session/subscribe", json!({"sessionId": "watched"}));
@@ -122,18 +128,20 @@ fn idle_sessions_rest_and_busy_ones_stay() {
     c.new_session(json!({"agentAlias": "default", "sessionId": "idle"}));
     wait_unloaded(&mut c, "idle");
     let live = live_ids(&mut c);
-    for id in ["watched", "asking", "running"] {
+    for id in ["watched", "asking", "running", "uploading"] {
         assert!(live.iter().any(|s| s == id), "{id} rested: {live:?}");
     }
     let counts = c.result("status", json!({}))["sessionCounts"].clone();
     assert_eq!(
         counts,
-        json!({"live": 3, "running": 1, "waiting": 1, "idle": 1}),
+        json!({"live": 4, "running": 1, "waiting": 1, "idle": 2}),
         "{counts}"
     );
-    // Once let go, each rests too.
+    // Once let go, each rests too (a closed connection drops its uploads).
     watcher.result("session/unsubscribe", json!({"sessionId": "watched"}));
     wait_unloaded(&mut c, "watched");
+    drop(uploader);
+    wait_unloaded(&mut c, "uploading");
     c.result("session/cancel", json!({"sessionId": "asking"}));
     let r = asker.recv_response(&asked);
     assert_eq!(r["result"]["outcome"], "cancelled", "{r}");
@@ -146,7 +154,7 @@ fn idle_sessions_rest_and_busy_ones_stay() {
     wait_unloaded(&mut c, "running");
     // Rested like a close: the history is there, and the row is not killed.
     let list = c.result("session/list", json!({}));
-    assert_eq!(list["sessions"].as_array().unwrap().len(), 4, "{list}");
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 5, "{list}");
 }
 
 #[test]
