@@ -183,7 +183,21 @@ pub fn transcript(rows: &[Value]) -> String {
             other => other,
         };
         out.push_str(&format!("{who}:\n"));
-        for line in row["content"].as_str().unwrap_or("").lines() {
+        let content = row["content"].as_str().unwrap_or("");
+        // A failed turn's error (SPEC §22): its message and the retries made, not JSON.
+        let error = (role == "error")
+            .then(|| serde_json::from_str::<Value>(content).ok())
+            .flatten();
+        let content = match &error {
+            Some(e) => match (e["message"].as_str(), e["retries"].as_u64()) {
+                (Some(m), Some(1)) => format!("{m}\n(after 1 retry)"),
+                (Some(m), Some(n)) if n > 1 => format!("{m}\n(after {n} retries)"),
+                (Some(m), _) => m.to_owned(),
+                _ => content.to_owned(),
+            },
+            None => content.to_owned(),
+        };
+        for line in content.lines() {
             out.push_str(&format!("  {line}\n"));
         }
         out.push('\n');
@@ -202,10 +216,11 @@ mod tests {
         let rows = [
             json!({"role": "user", "content": "hi\nthere"}),
             json!({"role": "assistant", "content": "hello"}),
+            json!({"role": "error", "content": "{\"message\":\"HTTP 500\",\"retries\":2}"}),
         ];
         assert_eq!(
             transcript(&rows),
-            "you:\n  hi\n  there\n\nagent:\n  hello\n\n"
+            "you:\n  hi\n  there\n\nagent:\n  hello\n\nerror:\n  HTTP 500\n  (after 2 retries)\n\n"
         );
     }
 }
