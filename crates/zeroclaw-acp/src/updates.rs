@@ -286,6 +286,12 @@ mod tests {
         let result = json!({"role": "tool_result",
             "content": "{\"toolCallId\":\"c1\",\"name\":\"bash\",\"rawOutput\":\"/w\"}"});
         assert_eq!(from_row(&result).unwrap(), tool_result("c1", &json!("/w")));
+        // A failed turn's error row (SPEC §22) replays as text naming it, not as JSON.
+        let error = json!({"role": "error", "content": "{\"message\":\"HTTP 500\",\"retries\":1}"});
+        assert_eq!(
+            from_row(&error).unwrap(),
+            SessionUpdate::AgentMessageChunk(text_chunk("[error] HTTP 500"))
+        );
         assert!(from_row(&json!({"role": "mystery", "content": ""})).is_none());
         assert!(from_row(&json!([])).is_none());
     }
