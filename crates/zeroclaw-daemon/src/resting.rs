@@ -1,8 +1,9 @@
 //! Sessions rest (SPEC §22): the daemon's one timer task that unloads live sessions idle
-//! for `limits.session_idle_secs` (read at every tick, so a change applies at once), and
+//! for `limits.session_idle_secs` (read at every tick), and
 //! the check that tells the sessions service an upload holds a session.
 //!
-//! The work of a tick is bounded: one pass over the live sessions (at most 64), each idle
+//! The task also looks at once when the configuration is written, so a smaller setting
+//! applies without waiting out the tick of the old one. The work of a tick is bounded: one pass over the live sessions (at most 64), each idle
 //! one unloaded as `session/close` would (the sessions service's `rest_idle`). No lock is
 //! held across an await here; the task ends when the daemon starts to stop.
 
@@ -31,15 +32,29 @@ pub(crate) fn start(daemon: &Arc<Daemon>) {
     }));
     let weak = Arc::downgrade(daemon);
     let stop = daemon.shutdown.clone();
+    // A new setting is looked at when it is written, not a tick later.
+    let mut changes = Some(daemon.config.subscribe());
     tokio::spawn(async move {
         loop {
             let Some(idle) = weak.upgrade().map(|d| idle_setting(&d)) else {
                 return;
             };
+            let changed = async {
+                match changes.as_mut() {
+                    Some(rx) => {
+                        if rx.changed().await.is_err() {
+                            // The configuration store is gone: ticks only.
+                            changes = None;
+                        }
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(tick(idle)) => {}
+                () = changed => {}
             }
             let Some(daemon) = weak.upgrade() else { return };
             let unloaded = daemon.sessions.rest_idle(idle).await;

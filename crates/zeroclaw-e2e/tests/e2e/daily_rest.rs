@@ -499,3 +499,38 @@ fn rehydration_of_a_1000_message_session() {
         "{b:?} vs {l:?}"
     );
 }
+
+#[test]
+fn the_idle_setting_is_checked_and_applies_at_once() {
+    let fake = Fake::start();
+    let daemon = start(&fake, "");
+    let mut c = daemon.client();
+    for bad in [json!(0), json!(-5), json!("soon"), json!(604_801)] {
+        let e = c.error(
+            "config/set",
+            json!({"prop": "limits.session_idle_secs", "value": bad}),
+        );
+        assert_eq!(code(&e), -32602, "{bad}: {e}");
+        assert_eq!(e["data"]["prop"], "limits.session_idle_secs", "{e}");
+    }
+    // The default keeps an unused session live; a smaller setting rests it without a
+    // restart (positive control: the same session, the same daemon).
+    c.new_session(json!({"agentAlias": "default", "sessionId": "waiting"}));
+    assert_eq!(
+        c.result("config/get", json!({"prop": "limits.session_idle_secs"}))["value"],
+        900
+    );
+    assert!(is_live(&mut c, "waiting"));
+    let set = Instant::now();
+    c.result(
+        "config/set",
+        json!({"prop": "limits.session_idle_secs", "value": 1}),
+    );
+    wait_unloaded(&mut c, "waiting");
+    // Not a 15 s tick of the old setting later.
+    assert!(
+        set.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        set.elapsed()
+    );
+}
