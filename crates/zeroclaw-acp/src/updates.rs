@@ -186,6 +186,16 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
         Role::Assistant | Role::Interruption | Role::Compaction => {
             Some(SessionUpdate::AgentMessageChunk(text_chunk(content)))
         }
+        // A failed turn's error (SPEC §22) replays as agent text naming it.
+        Role::Error => {
+            let message = parsed()
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| content.to_owned(), str::to_owned);
+            Some(SessionUpdate::AgentMessageChunk(text_chunk(&format!(
+                "[error] {message}"
+            ))))
+        }
         Role::ToolCall => {
             let call = parsed();
             let name = call.get("name").and_then(Value::as_str).unwrap_or("");
@@ -315,6 +325,12 @@ mod tests {
         let result = json!({"role": "tool_result",
             "content": "{\"toolCallId\":\"c1\",\"name\":\"bash\",\"rawOutput\":\"/w\"}"});
         assert_eq!(from_row(&result).unwrap(), tool_result("c1", &json!("/w")));
+        // A failed turn's error row (SPEC §22) replays as text naming it, not as JSON.
+        let error = json!({"role": "error", "content": "{\"message\":\"HTTP 500\",\"retries\":1}"});
+        assert_eq!(
+            from_row(&error).unwrap(),
+            SessionUpdate::AgentMessageChunk(text_chunk("[error] HTTP 500"))
+        );
         assert!(from_row(&json!({"role": "mystery", "content": ""})).is_none());
         assert!(from_row(&json!([])).is_none());
     }

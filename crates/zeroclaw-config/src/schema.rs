@@ -25,6 +25,10 @@ pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic", "ollama", "
 pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// Agent autonomy levels.
 pub const AUTONOMY: &[&str] = &["supervised", "full", "read_only"];
+/// How long an idle live session stays loaded by default (SPEC §22).
+pub const DEFAULT_SESSION_IDLE_SECS: u32 = 900;
+/// The longest `limits.session_idle_secs`: a week.
+pub const MAX_SESSION_IDLE_SECS: u32 = 7 * 24 * 3600;
 /// Values of an agent's `sandbox` (SPEC §21.2).
 pub const SANDBOX_MODES: &[&str] = &["auto", "off"];
 
@@ -121,6 +125,7 @@ connections_per_principal = 32
 connections_total = 1024
 unauthenticated_ws = 64            # WebSocket peers not yet past initialize
 live_sessions_per_principal = 16   # non-admin principals only; the daemon-wide limit is 64
+session_idle_secs = 900            # an unused live session is unloaded after this (ACP ones come back)
 
 [wss]
 enabled = false
@@ -387,6 +392,8 @@ pub struct Limits {
     pub unauthenticated_ws: u32,
     /// Live sessions one non-admin principal may hold (SPEC §17).
     pub live_sessions_per_principal: u32,
+    /// Seconds an idle live session stays loaded before it is unloaded (SPEC §22).
+    pub session_idle_secs: u32,
 }
 
 impl Default for Limits {
@@ -396,6 +403,7 @@ impl Default for Limits {
             connections_total: 1024,
             unauthenticated_ws: 64,
             live_sessions_per_principal: 16,
+            session_idle_secs: DEFAULT_SESSION_IDLE_SECS,
         }
     }
 }

@@ -12,7 +12,9 @@ use toml_edit::{Array, InlineTable, Item, Table, Value};
 
 use crate::hooks::MAX_HOOK_TIMEOUT_SECS;
 use crate::path::PropPath;
-use crate::schema::{AUTONOMY, MAX_CHECKPOINT_BUDGET_MB, PROVIDER_KINDS, SANDBOX_MODES};
+use crate::schema::{
+    AUTONOMY, MAX_CHECKPOINT_BUDGET_MB, MAX_SESSION_IDLE_SECS, PROVIDER_KINDS, SANDBOX_MODES,
+};
 
 /// The type of one property.
 #[derive(Debug)]
@@ -158,6 +160,13 @@ pub static ROOT: Shape = Shape::Struct(&[
             ("connections_total", POSITIVE_U32),
             ("unauthenticated_ws", POSITIVE_U32),
             ("live_sessions_per_principal", POSITIVE_U32),
+            (
+                "session_idle_secs",
+                Shape::Int {
+                    min: 1,
+                    max: MAX_SESSION_IDLE_SECS as i64,
+                },
+            ),
         ]),
     ),
     ("users", Shape::Map(&USER)),

@@ -49,6 +49,7 @@ mod read_gate;
 mod reaper;
 mod registry;
 mod request;
+mod resting;
 mod server;
 mod state;
 mod status_text;
@@ -210,6 +211,8 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         status_text: Default::default(),
     });
     install_gateway_starter(&daemon);
+    // Idle sessions rest (SPEC §22).
+    resting::start(&daemon);
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
     #[cfg(target_os = "linux")]
     let reaping = tokio::spawn(reaper::run(daemon.shutdown.clone()));

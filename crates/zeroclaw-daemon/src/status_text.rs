@@ -4,7 +4,7 @@
 //! the session ids and the gateway. The text equals what the typed
 //! [`StatusResult`](zeroclaw_protocol::system::StatusResult) serializes to (tested below).
 
-use zeroclaw_protocol::system::PROTOCOL_VERSION;
+use zeroclaw_protocol::system::{PROTOCOL_VERSION, SessionCounts};
 #[cfg(test)]
 use zeroclaw_protocol::{gateway::GatewayInfo, system::StatusResult};
 
@@ -14,6 +14,7 @@ pub struct Live<'a> {
     pub connections: u64,
     pub active_sessions: u64,
     pub session_ids: &'a [&'a str],
+    pub session_counts: SessionCounts,
     pub gateway: Option<String>,
 }
 
@@ -67,7 +68,9 @@ impl FixedText {
             }
             write_json(buf, id);
         }
-        buf.extend_from_slice(b"],\"gateway\":");
+        buf.extend_from_slice(b"],\"sessionCounts\":");
+        write_json(buf, &live.session_counts);
+        buf.extend_from_slice(b",\"gateway\":");
         match &live.gateway {
             Some(url) => {
                 buf.extend_from_slice(b"{\"url\":");
@@ -80,7 +83,7 @@ impl FixedText {
     }
 }
 
-/// `value` as JSON (a number or a string here).
+/// `value` as JSON (a number, a string or the counts here).
 fn write_json<T: serde::Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) {
     // Writing these into a Vec cannot fail.
     let _ = serde_json::to_writer(buf, value);
@@ -104,6 +107,12 @@ mod tests {
                     connections: 3,
                     active_sessions: 5,
                     session_ids: &ids,
+                    session_counts: SessionCounts {
+                        live: 5,
+                        running: 2,
+                        waiting: 1,
+                        idle: 2,
+                    },
                     gateway: gateway.clone(),
                 };
                 let mut written = Vec::new();
@@ -120,6 +129,7 @@ mod tests {
                     connections: 3,
                     active_sessions: 5,
                     session_ids: ids.iter().map(|s| s.to_string()).collect(),
+                    session_counts: live.session_counts,
                     gateway: gateway.map(|url| GatewayInfo {
                         url: format!("{url}/"),
                     }),

@@ -131,6 +131,10 @@ pub(crate) fn session(e: SessionError) -> ErrorObject {
         }
         SessionError::NotFound(_) => ErrorObject::session_not_found(message),
         SessionError::TooManySessions(limit) => ErrorObject::session_limit(limit),
+        SessionError::AllBusy(limit) => {
+            ErrorObject::new(zeroclaw_rpc::code::SESSION_LIMIT, message)
+                .with_data(json!({"limit": limit, "allBusy": true}))
+        }
         SessionError::Busy(_) => ErrorObject::session_busy(message),
         SessionError::NotOwner(id) => ErrorObject::not_owner(&id),
         SessionError::TooManySubscribers { limit, value, .. } => {

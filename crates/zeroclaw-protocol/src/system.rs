@@ -188,9 +188,27 @@ pub struct StatusResult {
     pub active_sessions: u64,
     /// Ids of the live sessions the caller may see (each once).
     pub session_ids: Vec<String>,
+    /// Those live sessions counted by what they do now (SPEC §22).
+    #[serde(default)]
+    pub session_counts: SessionCounts,
     /// The gateway (SPEC §20), or null when none runs.
     #[serde(default)]
     pub gateway: Option<GatewayInfo>,
+}
+
+/// The live sessions a caller may see, counted (`status.sessionCounts`, SPEC §22):
+/// `live = running + waiting + idle`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCounts {
+    pub live: u64,
+    /// A turn runs or waits to run, and nobody is asked anything.
+    pub running: u64,
+    /// A turn waits for a person: an approval or an `ask_user` question.
+    pub waiting: u64,
+    /// No turn runs or waits (such a session rests after `session_idle_secs` once no
+    /// client is attached).
+    pub idle: u64,
 }
 
 /// `daemon/shutdown` result; the daemon then stops gracefully.

@@ -128,6 +128,9 @@ wire_enum!(
         /// A rewind's note (SPEC §22), JSON `{toTurnId, rewoundTurns, restoredFiles,
         /// restoreFiles}`; never sent to the provider.
         Rewind = "rewind",
+        /// A failed turn's error (SPEC §22): content is JSON `{"message", "retries"}`;
+        /// never sent to the provider.
+        Error = "error",
     }
 );
 

@@ -79,13 +79,16 @@ fn handshake_and_daemon_methods() {
         json!({"protocolVersion": 1, "serverVersion": "0.1.0", "serverPid": 7,
                "uptimeSecs": 3, "endpoint": "/d/daemon.sock", "configDir": "/c",
                "dataDir": "/c/data", "connections": 2, "activeSessions": 1,
-               "sessionIds": ["s1"], "gateway": null}),
+               "sessionIds": ["s1"],
+               "sessionCounts": {"live": 1, "running": 0, "waiting": 1, "idle": 0},
+               "gateway": null}),
     );
     // A non-admin principal is not shown the host fields.
     let _: StatusResult = result(
         "status",
         json!({"protocolVersion": 1, "serverVersion": "0.1.0", "uptimeSecs": 3,
                "connections": 2, "activeSessions": 0, "sessionIds": [],
+               "sessionCounts": {"live": 0, "running": 0, "waiting": 0, "idle": 0},
                "gateway": {"url": "http://127.0.0.1:9781/"}}),
     );
     // SPEC §20: the dashboard's login.

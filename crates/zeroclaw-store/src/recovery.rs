@@ -90,7 +90,7 @@ pub(crate) fn context_from(
     let mut stmt = conn.prepare_cached(
         "SELECT seq, turn_id, role, content FROM transcript \
          WHERE session = ?1 AND seq > ?2 AND seq < ?3 AND rewound = 0 \
-         AND role NOT IN ('interruption', 'compaction', 'rewind') ORDER BY seq",
+         AND role NOT IN ('interruption', 'compaction', 'rewind', 'error') ORDER BY seq",
     )?;
     let rows = stmt.query_map(params![pk, after, before_seq], |r| {
         Ok((
@@ -143,7 +143,7 @@ pub fn provider_safe(rows: Vec<ContextRow>) -> Vec<ContextRow> {
     rows.into_iter()
         .enumerate()
         .filter(|(i, r)| match r.role {
-            Role::Interruption | Role::Compaction | Role::Rewind => false,
+            Role::Interruption | Role::Compaction | Role::Rewind | Role::Error => false,
             Role::ToolCall => call_id(r)
                 .and_then(|id| last_result.get(&id))
                 .is_some_and(|j| j > i),

@@ -88,6 +88,9 @@ str_enum!(
         /// A rewind's note (SPEC §22): what it went back to, the turns it took back and the
         /// files it restored, as JSON; visible to clients, never part of the model context.
         Rewind = "rewind",
+        /// A failed turn's error (SPEC §22): JSON `{"message", "retries"}` ([`TurnError`]).
+        /// Visible to clients, never part of the model context.
+        Error = "error",
     }
 );
 
@@ -272,6 +275,11 @@ impl NewRow {
     pub fn tool_result(result: &ToolResult) -> Self {
         Self::new(Role::ToolResult, result.to_content())
     }
+
+    /// A failed turn's `error` row.
+    pub fn error(error: &TurnError) -> Self {
+        Self::new(Role::Error, error.to_content())
+    }
 }
 
 /// A visible transcript row, as `session/messages` returns it.
@@ -323,6 +331,27 @@ pub struct ToolResult {
 
 impl ToolResult {
     /// Compact JSON `{"toolCallId","name","rawOutput"}`.
+    pub fn to_content(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn from_content(content: &str) -> Option<Self> {
+        serde_json::from_str(content).ok()
+    }
+}
+
+/// A failed turn's error, as `error` row content (SPEC §22 "Failures stay in history"):
+/// what the provider (or the daemon) said, and how many times the provider call was tried
+/// again before the turn gave up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnError {
+    pub message: String,
+    pub retries: u32,
+}
+
+impl TurnError {
+    /// Compact JSON `{"message","retries"}`.
     pub fn to_content(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

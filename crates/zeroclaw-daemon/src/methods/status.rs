@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use zeroclaw_protocol::gateway::GatewayInfo;
-use zeroclaw_protocol::system::{NoParams, PROTOCOL_VERSION, ShutdownResult, StatusResult};
+use zeroclaw_protocol::system::{
+    NoParams, PROTOCOL_VERSION, SessionCounts, ShutdownResult, StatusResult,
+};
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_sessions::session::LiveSession;
 
@@ -40,6 +42,7 @@ pub(crate) fn write(daemon: &Daemon, principal: &Principal, buf: &mut Vec<u8>) {
         connections: daemon.connections.open_count() as u64,
         active_sessions: visible.len() as u64,
         session_ids: &session_ids,
+        session_counts: counts(&visible),
         gateway: daemon.gateway.url(),
     };
     fixed.write(principal.admin, &live, buf);
@@ -63,10 +66,22 @@ fn result(daemon: &Daemon, principal: &Principal) -> StatusResult {
         data_dir: host(daemon.dirs.data_dir.display().to_string()),
         connections: daemon.connections.open_count() as u64,
         active_sessions: visible.len() as u64,
+        session_counts: counts(&visible),
         session_ids,
         gateway: daemon.gateway.url().map(|url| GatewayInfo {
             url: format!("{url}/"),
         }),
+    }
+}
+
+/// `visible` counted by what each does now (SPEC §22).
+fn counts(visible: &[Arc<LiveSession>]) -> SessionCounts {
+    let c = zeroclaw_sessions::session::rest::counts(visible);
+    SessionCounts {
+        live: c.live,
+        running: c.running,
+        waiting: c.waiting,
+        idle: c.idle,
     }
 }
 

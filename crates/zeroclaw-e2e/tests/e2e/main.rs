@@ -17,6 +17,7 @@ mod backpressure;
 mod config;
 mod daily_chat;
 mod daily_tools;
+mod daily_rest;
 mod dashboard;
 mod dashboard_bench;
 mod dashboard_daily;

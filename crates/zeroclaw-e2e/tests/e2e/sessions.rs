@@ -522,30 +522,6 @@ fn thirty_third_waiting_prompt_is_busy_and_close_answers_the_queue() {
 }
 
 #[test]
-fn sixty_fifth_live_session_is_refused() {
-    let fake = Fake::start();
-    let daemon = start(&fake, "");
-    let mut c = daemon.client();
-    for i in 0..64 {
-        c.new_session(json!({"agentAlias": "echo", "sessionId": format!("s{i}")}));
-    }
-    let e = c.error(
-        "session/new",
-        json!({"agentAlias": "echo", "sessionId": "s64"}),
-    );
-    assert_eq!(code(&e), -32001);
-    assert_eq!(e["data"]["limit"], 64);
-    assert_eq!(c.result("status", json!({}))["activeSessions"], 64);
-    // Attaching to a live one is not a new session.
-    assert_eq!(
-        c.new_session(json!({"agentAlias": "echo", "sessionId": "s3"}))["resumed"],
-        true
-    );
-    c.result("session/close", json!({"sessionId": "s0"}));
-    c.new_session(json!({"agentAlias": "echo", "sessionId": "s64"}));
-}
-
-#[test]
 fn a_client_that_disconnects_mid_turn_does_not_lose_the_turn() {
     let fake = Fake::start();
     let chunks: Vec<String> = (0..10).map(|i| format!("part{i} ")).collect();

@@ -183,6 +183,10 @@ fn status_reports_the_daemon() {
     assert!(s["uptimeSecs"].is_u64());
     assert_eq!(s["activeSessions"], 0);
     assert_eq!(s["sessionIds"], json!([]));
+    assert_eq!(
+        s["sessionCounts"],
+        json!({"live": 0, "running": 0, "waiting": 0, "idle": 0})
+    );
     assert_eq!(s["gateway"], Value::Null, "no gateway runs");
     // The members come in the order they always had (StatusResult's).
     let members: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
@@ -199,6 +203,7 @@ fn status_reports_the_daemon() {
             "connections",
             "activeSessions",
             "sessionIds",
+            "sessionCounts",
             "gateway",
         ]
     );

@@ -291,6 +291,17 @@ impl UploadManager {
         }
     }
 
+    /// Whether an upload not yet expired is open on this exact session instance (it then
+    /// does not rest, SPEC §22).
+    pub fn holds(&self, key: &SessionKey, generation: u64) -> bool {
+        let now = Instant::now();
+        self.lock().uploads.values().any(|u| {
+            u.target.key == *key
+                && u.target.generation == generation
+                && now.duration_since(u.touched) <= IDLE_EXPIRY
+        })
+    }
+
     /// Bytes of the budget in use (reservations included).
     #[cfg(test)]
     pub fn used_bytes(&self) -> u64 {

@@ -40,6 +40,14 @@ pub enum SessionError {
     /// principal's share) already run.
     #[error("session limit reached ({0} live sessions)")]
     TooManySessions(usize),
+    /// The daemon-wide limit is reached and no live session is idle enough to unload
+    /// (SPEC §22): every one runs or waits for a turn, asks a person or has a client.
+    #[error(
+        "session limit reached: all {0} live sessions are busy (a turn running or queued, a \
+         person being asked, or a client attached); close one with `zeroclaw sessions close \
+         ID` (`zeroclaw status --json` lists their ids) or wait for one to finish"
+    )]
+    AllBusy(usize),
     /// The session cannot take this now: its prompt queue is full, or a turn runs.
     #[error("{0}")]
     Busy(String),

@@ -146,13 +146,13 @@ impl SessionManager {
         check_agent(config, principal, &row.agent_alias)?;
         let new_id = uuid::Uuid::new_v4().to_string();
         let new_key = SessionKey::acp(new_id.clone());
-        // A cheap early check, so a refused fork writes nothing; the registration checks
-        // again.
+        // Room first (an idle session may be unloaded for it, SPEC §22), so a refused fork
+        // writes nothing; the registration checks again.
         let quota = Quota {
             owner: &owner,
             limit: Quota::of(principal, config).limit,
         };
-        self.check_room(&new_key, quota)?;
+        self.make_room(&new_key, quota).await?;
         let to_messages: ToMessages =
             Box::new(|ctx| Ok(serde_json::to_value(persist::context_from(ctx))?));
         let forked = self

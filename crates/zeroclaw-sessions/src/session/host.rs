@@ -38,6 +38,8 @@ pub(crate) struct SessionHost<'a> {
     pub context_window: u64,
     /// Auto-compaction before the turn's later provider calls (ACP, `auto_compact` on).
     pub mid_turn: Option<MidTurn>,
+    /// Provider calls of this turn tried again (a failed turn's `error` row, SPEC §22).
+    pub retries: std::sync::atomic::AtomicU32,
 }
 
 /// Milliseconds since the Unix epoch (`startedAt` of `tool_call`).
@@ -188,11 +190,15 @@ impl TurnHost for SessionHost<'_> {
                 attempt,
                 delay,
                 reason,
-            } => self.update(UpdateKind::ProviderRetry {
-                attempt,
-                delay_secs: delay.as_secs_f64(),
-                reason,
-            }),
+            } => {
+                self.retries
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.update(UpdateKind::ProviderRetry {
+                    attempt,
+                    delay_secs: delay.as_secs_f64(),
+                    reason,
+                })
+            }
             TurnEvent::Hook { report } => self.update(super::hooks::update_of(report)),
         }
     }
@@ -236,6 +242,8 @@ impl TurnHost for SessionHost<'_> {
     }
 
     async fn ask_user(&self, ask: AskUser) -> Option<String> {
+        // A person is asked: the session counts as waiting and does not rest (SPEC §22).
+        let _asking = self.session.rest.ask();
         let params = ElicitationParams {
             session_id: self.session.key.session_id.clone().into(),
             mode: "form".to_owned(),

@@ -82,26 +82,39 @@ impl SessionManager {
         on_answer: &dyn OnAnswer,
     ) -> Result<TurnResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
-        let live = self.live_or_rehydrate(principal, &config, &key).await?;
-        check_owner(principal, &live.owner, session_id)?;
         let (reply, answer) = oneshot::channel();
         let (queued, answered) = super::answered::pair();
-        if !live
-            .stream
-            .subscribe_prompter(&link, &principal.id, principal.admin)
-        {
-            tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
-        }
-        let submitted = live.submit(Job {
+        let mut job = Job {
             kind: JobKind::Prompt {
                 prompted: Prompted::new(prompt.text_len, prompt.attachments, &principal.id),
                 prompt: prompt.text,
             },
             link: Arc::clone(&link),
-            config,
+            config: Arc::clone(&config),
             reply,
             answered,
-        });
+        };
+        // A session that rested (SPEC §22) just as this prompt found it refuses the job as
+        // closed; it is brought back from the store and the prompt goes there, once.
+        let mut tries = 0;
+        let (live, submitted) = loop {
+            tries += 1;
+            let live = self.live_or_rehydrate(principal, &config, &key).await?;
+            check_owner(principal, &live.owner, session_id)?;
+            if !live
+                .stream
+                .subscribe_prompter(&link, &principal.id, principal.admin)
+            {
+                tracing::debug!(session = %session_id, "prompt accepted without a subscription: the session has the most subscribers");
+            }
+            match live.submit_or_return(job) {
+                Err((_, back)) if tries < 2 && live.rest.rested() => {
+                    live.stream.unsubscribe(link.id());
+                    job = *back;
+                }
+                other => break (live, other.map_err(|(e, _)| e)),
+            }
+        };
         // A refusal (busy) is returned without admitting: the caller lets its next request
         // for this session go only once the refusal is answered, so refusals keep sending
         // order. Queued: recorded first (a later `session/cancel` must see it), then the

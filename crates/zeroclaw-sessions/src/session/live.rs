@@ -222,6 +222,11 @@ impl Approvals {
         ids
     }
 
+    /// Whether any request waits for an answer.
+    pub fn any_pending(&self) -> bool {
+        !lock(&self.pending).is_empty()
+    }
+
     /// Delivers a decision with who made it (SPEC §22 `decidedBy`); `false` when no
     /// request with that id is pending.
     pub fn answer(&self, id: &str, decision: ApprovalDecision, by: DecidedBy) -> bool {
@@ -256,6 +261,8 @@ pub struct LiveSession {
     usage: Mutex<UsageTotals>,
     /// The session's MCP servers, once started.
     mcp: OnceLock<Arc<McpSet>>,
+    /// When the session was last seen busy (SPEC §22 "Sessions rest").
+    pub(crate) rest: super::rest_state::RestState,
 }
 
 impl LiveSession {
@@ -288,6 +295,7 @@ impl LiveSession {
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
             mcp: OnceLock::new(),
+            rest: super::rest_state::RestState::new(),
         });
         (session, rx)
     }
@@ -301,34 +309,46 @@ impl LiveSession {
     /// anything waits (SPEC §18: a rewind goes back from a settled session).
     /// Returns the job's number in submit order.
     pub(crate) fn submit(&self, job: Job) -> Result<u64, SessionError> {
+        self.submit_or_return(job).map_err(|(e, _)| e)
+    }
+
+    /// [`LiveSession::submit`] that hands a refused job back.
+    pub(crate) fn submit_or_return(&self, job: Job) -> Result<u64, (SessionError, Box<Job>)> {
         let mut st = lock(&self.state);
         if self.closing.is_cancelled() {
-            return Err(SessionError::not_found(format!(
-                "session {} is closed",
-                self.key.session_id
-            )));
+            return Err((
+                SessionError::not_found(format!("session {} is closed", self.key.session_id)),
+                Box::new(job),
+            ));
         }
         if matches!(job.kind, JobKind::Rewind { .. }) && (st.running.is_some() || st.waiting > 0) {
-            return Err(SessionError::busy(format!(
-                "session {} is busy: a turn is running or waiting; rewind once it has ended",
-                self.key.session_id
-            )));
+            return Err((
+                SessionError::busy(format!(
+                    "session {} is busy: a turn is running or waiting; rewind once it has ended",
+                    self.key.session_id
+                )),
+                Box::new(job),
+            ));
         }
         if st.waiting >= MAX_QUEUED_PROMPTS {
-            return Err(SessionError::busy(format!(
-                "session {} is busy: {MAX_QUEUED_PROMPTS} prompts are already waiting",
-                self.key.session_id
-            )));
+            return Err((
+                SessionError::busy(format!(
+                    "session {} is busy: {MAX_QUEUED_PROMPTS} prompts are already waiting",
+                    self.key.session_id
+                )),
+                Box::new(job),
+            ));
         }
         st.waiting += 1;
-        if self.jobs.send(job).is_err() {
+        if let Err(back) = self.jobs.send(job) {
             st.waiting -= 1;
-            return Err(SessionError::not_found(format!(
-                "session {} has stopped",
-                self.key.session_id
-            )));
+            return Err((
+                SessionError::not_found(format!("session {} has stopped", self.key.session_id)),
+                Box::new(back.0),
+            ));
         }
         st.submitted += 1;
+        self.rest.touch();
         Ok(st.submitted)
     }
 
@@ -491,6 +511,42 @@ impl LiveSession {
     /// The running turn has ended.
     pub(crate) fn end_turn(&self) {
         lock(&self.state).running = None;
+        self.rest.touch();
+    }
+
+    /// Whether a turn runs or a job waits; `waiting_for_person`: a pending approval or
+    /// question (SPEC §22 counts).
+    pub(crate) fn activity(&self) -> (bool, bool) {
+        let working = {
+            let st = lock(&self.state);
+            st.running.is_some() || st.waiting > 0
+        };
+        let person = self.approvals.any_pending() || self.rest.asking();
+        (working || person, person)
+    }
+
+    /// Closes the session for resting (SPEC §22) only if it is idle: no turn running or
+    /// queued, no approval or question pending, no subscriber, nothing `held` elsewhere
+    /// (an upload open). Decided under the state lock that `submit` takes, so a prompt is
+    /// either queued before (and the session is busy) or refused as closed after (and its
+    /// caller brings the session back, see `rested`). `true` when it closed.
+    pub(crate) fn close_if_idle(&self, held: bool) -> bool {
+        let st = lock(&self.state);
+        if self.closing.is_cancelled()
+            || held
+            || st.running.is_some()
+            || st.waiting > 0
+            || self.approvals.any_pending()
+            || self.rest.asking()
+            || self.stream.subscriber_count() > 0
+        {
+            return false;
+        }
+        self.rest.mark_rested();
+        self.closing.cancel();
+        drop(st);
+        self.close();
+        true
     }
 
     /// Answers every prompt still queued in `rx` as closed, then marks the worker stopped.

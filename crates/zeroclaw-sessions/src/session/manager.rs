@@ -27,6 +27,10 @@ use super::limits::MAX_LIVE_SESSIONS;
 use super::live::LiveSession;
 use super::tuning::Tuning;
 
+/// Whether something outside the sessions service holds a live session (an upload open,
+/// SPEC §22): such a session does not rest.
+pub type HeldCheck = Box<dyn Fn(&LiveSession) -> bool + Send + Sync>;
+
 /// Every live session of the daemon, and the store they write through.
 pub struct SessionManager {
     pub store: Store,
@@ -42,6 +46,11 @@ pub struct SessionManager {
     next_generation: AtomicU64,
     /// Providers' model lists (`models/list`, `session/configure`), cached 60 s.
     pub models: zeroclaw_agent::ModelCatalog,
+    /// What else may hold a live session, so it does not rest (SPEC §22; set by the daemon).
+    pub(crate) held: std::sync::OnceLock<HeldCheck>,
+    /// ACP sessions that rested with their file-checkpoint index kept in memory, oldest
+    /// first (a bounded number, see the sessions' `rest` module).
+    pub(crate) rested_files: Mutex<std::collections::VecDeque<String>>,
 }
 
 impl SessionManager {
@@ -60,6 +69,8 @@ impl SessionManager {
             loading: tokio::sync::Mutex::new(()),
             next_generation: AtomicU64::new(1),
             models: zeroclaw_agent::ModelCatalog::default(),
+            held: std::sync::OnceLock::new(),
+            rested_files: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
@@ -82,9 +93,9 @@ impl SessionManager {
         self.next_generation.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The live session with exactly this key.
+    /// The live session with exactly this key (one resting, SPEC §22, is gone already).
     pub fn get(&self, key: &SessionKey) -> Option<Arc<LiveSession>> {
-        self.lock().get(key).cloned()
+        self.lock().get(key).filter(|s| !s.rest.rested()).cloned()
     }
 
     /// With `mode` that mode; without it the ACP session, never a chat session of the same
@@ -105,20 +116,15 @@ impl SessionManager {
     ) -> Result<(), Result<Arc<LiveSession>, SessionError>> {
         let mut map = self.lock();
         if let Some(existing) = map.get(&session.key) {
-            return Err(Ok(Arc::clone(existing)));
+            if !existing.rest.rested() {
+                return Err(Ok(Arc::clone(existing)));
+            }
+            // Resting, and about to be unregistered: the new instance takes its place.
+            map.remove(&session.key);
         }
         room(&map, quota).map_err(Err)?;
         map.insert(session.key.clone(), session);
         Ok(())
-    }
-
-    /// -32001 when no further session may be registered (a cheap early check).
-    pub(crate) fn check_room(&self, key: &SessionKey, quota: Quota) -> Result<(), SessionError> {
-        let map = self.lock();
-        if map.contains_key(key) {
-            return Ok(());
-        }
-        room(&map, quota)
     }
 
     /// Unregisters exactly this session object (not a newer one with the same key).
@@ -147,8 +153,18 @@ impl SessionManager {
         out
     }
 
-    /// Every live session (shutdown).
-    fn all(&self) -> Vec<Arc<LiveSession>> {
+    /// Which limit (and its number) leaves no room for `key` under `quota`; `None` when
+    /// there is room or `key` is live already.
+    pub(crate) fn full(&self, key: &SessionKey, quota: Quota) -> Option<(Full, usize)> {
+        let map = self.lock();
+        if map.contains_key(key) {
+            return None;
+        }
+        crowded(&map, quota)
+    }
+
+    /// Every live session (shutdown, resting).
+    pub(crate) fn all(&self) -> Vec<Arc<LiveSession>> {
         self.lock().values().cloned().collect()
     }
 
@@ -194,17 +210,35 @@ impl<'a> Quota<'a> {
     }
 }
 
-/// -32001 when the daemon-wide limit or `quota` leaves no room for one more session.
-fn room(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Result<(), SessionError> {
+/// Which limit a full registry reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// [`MAX_LIVE_SESSIONS`].
+    Daemon,
+    /// The principal's share.
+    Share,
+}
+
+/// The limit the daemon-wide count or `quota` reached, with its number; `None` when one
+/// more session fits.
+fn crowded(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Option<(Full, usize)> {
     if map.len() >= MAX_LIVE_SESSIONS {
-        return Err(SessionError::TooManySessions(MAX_LIVE_SESSIONS));
+        return Some((Full::Daemon, MAX_LIVE_SESSIONS));
     }
     if let Some(limit) = quota.limit
         && map.values().filter(|s| s.owner == quota.owner).count() >= limit
     {
-        return Err(SessionError::TooManySessions(limit));
+        return Some((Full::Share, limit));
     }
-    Ok(())
+    None
+}
+
+/// -32001 when the daemon-wide limit or `quota` leaves no room for one more session.
+fn room(map: &HashMap<SessionKey, Arc<LiveSession>>, quota: Quota) -> Result<(), SessionError> {
+    match crowded(map, quota) {
+        Some((_, limit)) => Err(SessionError::TooManySessions(limit)),
+        None => Ok(()),
+    }
 }
 
 /// Whether `principal` may see and touch a session owned by `owner`.

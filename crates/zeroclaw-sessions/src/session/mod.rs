@@ -23,6 +23,9 @@
 //!   written from its file);
 //! - [`hooks`]: the session's hooks (SPEC §21.1) built from the configuration,
 //!   `session_start` and `pre_compact`, and the `hook` update;
+//! - [`rest`]: sessions rest (SPEC §22): idle ones are unloaded, and the longest-idle one
+//!   makes room at the live limit; the counts `status` shows ([`rest_state`], a leaf, is
+//!   one session's bookkeeping);
 //! - [`file_checkpoints`]: the working directory recorded at every ACP turn start and put
 //!   back by a rewind (SPEC §18);
 //! - [`live`]: one live session's state: identity, prompt queue, approvals, overrides,
@@ -74,6 +77,8 @@ pub mod mcp;
 pub mod open;
 pub mod persist;
 pub mod prompted;
+pub mod rest;
+pub mod rest_state;
 pub mod rewind;
 pub mod sandbox;
 pub mod status;

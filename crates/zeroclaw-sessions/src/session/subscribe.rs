@@ -33,7 +33,11 @@ impl SessionManager {
         on_answer: &dyn OnAnswer,
     ) -> Result<SubscribeResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
-        let live = self.live_or_rehydrate(principal, config, &key).await?;
+        let mut live = self.live_or_rehydrate(principal, config, &key).await?;
+        if live.is_closing() && live.rest.rested() {
+            // It rested (SPEC §22) just as it was found: bring it back.
+            live = self.live_or_rehydrate(principal, config, &key).await?;
+        }
         check_owner(principal, &live.owner, session_id)?;
         let last = self
             .store

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
 use zeroclaw_protocol::session::{TurnResult, TurnUsage};
 use zeroclaw_protocol::{Outcome, UpdateKind};
-use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError};
+use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError, TurnError};
 
 use super::agent::{self, ProviderCache};
 use super::compaction as compact;
@@ -195,6 +195,7 @@ impl Runner {
             tuning: &self.tuning,
             context_window: agent.max_context_tokens as u64,
             mid_turn,
+            retries: Default::default(),
         };
         let abandon = cancel.clone();
         let watch_begin = async move {
@@ -215,6 +216,7 @@ impl Runner {
             run_turn(&agent.spec, &mut self.context, prompt, &host, cancel,),
             watch_begin
         );
+        let retries = host.retries.load(Ordering::Relaxed);
         drop(host);
         // What the turn left, for a rewind to tell its changes from others' (SPEC §17.2).
         if acp && let Some(files) = &self.files {
@@ -241,6 +243,14 @@ impl Runner {
         let (content, truncated) = text::cut_owned(std::mem::take(&mut result.content));
         let truncated = truncated || result.content_cut;
         let appended = self.context.len() - result.appended;
+        // A failed turn keeps its error in the transcript (SPEC §22), after the turn's
+        // rows; the model context never holds it.
+        let error_row = (result.outcome == TurnOutcome::Failed).then(|| {
+            NewRow::error(&TurnError {
+                message: content.clone(),
+                retries,
+            })
+        });
         let written = if acp {
             let status = match result.outcome {
                 TurnOutcome::Completed => CheckpointStatus::Completed,
@@ -250,7 +260,9 @@ impl Runner {
             // The answer's text is lent to the store, not copied, and comes back into the
             // context once written. Should the store be closed the rows are lost with it;
             // the turn then fails to save and the context is reloaded before the next one.
-            let (rows, from) = persist::lend_rows(&mut self.context[appended..]);
+            let (mut rows, from) = persist::lend_rows(&mut self.context[appended..]);
+            // Last, so the lent rows keep their places for `give_back`.
+            rows.extend(error_row);
             let (written, back) = self
                 .store
                 .finish_turn_lent(key, turn_id, status, rows)
@@ -262,6 +274,7 @@ impl Runner {
         } else {
             let mut all = vec![NewRow::user(chat_prompt.unwrap_or_default())];
             all.extend(persist::visible_rows(&self.context[appended..]));
+            all.extend(error_row);
             self.store.append_rows(key, Some(turn_id), all).await
         };
         let seqs = match written {

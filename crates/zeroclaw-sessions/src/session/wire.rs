@@ -31,6 +31,7 @@ pub fn role(role: zeroclaw_store::Role) -> zeroclaw_protocol::Role {
         zeroclaw_store::Role::Interruption => zeroclaw_protocol::Role::Interruption,
         zeroclaw_store::Role::Compaction => zeroclaw_protocol::Role::Compaction,
         zeroclaw_store::Role::Rewind => zeroclaw_protocol::Role::Rewind,
+        zeroclaw_store::Role::Error => zeroclaw_protocol::Role::Error,
     }
 }
 

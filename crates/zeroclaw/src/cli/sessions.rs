@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::Value;
 use zeroclaw_client::protocol::call;
-use zeroclaw_client::protocol::session::{ListParams, MessagesParams};
+use zeroclaw_client::protocol::session::{ListParams, MessagesParams, SessionRef};
 use zeroclaw_client::{ClientHandle, Mode};
 
 use super::error::CliError;
@@ -26,6 +26,15 @@ pub enum SessionsAction {
         #[arg(long, value_name = "N")]
         last: Option<u32>,
     },
+    /// Unload a live session (`session/close`): its history stays, and an ACP session
+    /// comes back on its next prompt.
+    Close {
+        /// The session id.
+        id: String,
+        /// The chat-mode session of that id (default: the ACP one).
+        #[arg(long)]
+        chat: bool,
+    },
 }
 
 pub async fn run(
@@ -39,6 +48,7 @@ pub async fn run(
     match action {
         None => list(&handle, limit, json).await,
         Some(SessionsAction::Show { id, last }) => show(&handle, &id, last, json).await,
+        Some(SessionsAction::Close { id, chat }) => close(&handle, id, chat, json).await,
     }
 }
 
@@ -144,6 +154,24 @@ async fn show(
     Ok(())
 }
 
+/// `zeroclaw sessions close ID`: `session/close`.
+async fn close(handle: &ClientHandle, id: String, chat: bool, json: bool) -> Result<(), CliError> {
+    let params = SessionRef {
+        session_id: id.clone().into(),
+        mode: chat.then_some(Mode::Chat),
+    };
+    let result = handle
+        .call_typed_value::<call::SessionClose>(&params)
+        .await
+        .map_err(CliError::from_client)?;
+    if json {
+        rpc::print_json(&result);
+    } else {
+        println!("session {id} closed");
+    }
+    Ok(())
+}
+
 /// Transcript rows for people: `you:` / `agent:` / the role, then the text indented.
 pub fn transcript(rows: &[Value]) -> String {
     let mut out = String::new();
@@ -155,7 +183,21 @@ pub fn transcript(rows: &[Value]) -> String {
             other => other,
         };
         out.push_str(&format!("{who}:\n"));
-        for line in row["content"].as_str().unwrap_or("").lines() {
+        let content = row["content"].as_str().unwrap_or("");
+        // A failed turn's error (SPEC §22): its message and the retries made, not JSON.
+        let error = (role == "error")
+            .then(|| serde_json::from_str::<Value>(content).ok())
+            .flatten();
+        let content = match &error {
+            Some(e) => match (e["message"].as_str(), e["retries"].as_u64()) {
+                (Some(m), Some(1)) => format!("{m}\n(after 1 retry)"),
+                (Some(m), Some(n)) if n > 1 => format!("{m}\n(after {n} retries)"),
+                (Some(m), _) => m.to_owned(),
+                _ => content.to_owned(),
+            },
+            None => content.to_owned(),
+        };
+        for line in content.lines() {
             out.push_str(&format!("  {line}\n"));
         }
         out.push('\n');
@@ -174,10 +216,11 @@ mod tests {
         let rows = [
             json!({"role": "user", "content": "hi\nthere"}),
             json!({"role": "assistant", "content": "hello"}),
+            json!({"role": "error", "content": "{\"message\":\"HTTP 500\",\"retries\":2}"}),
         ];
         assert_eq!(
             transcript(&rows),
-            "you:\n  hi\n  there\n\nagent:\n  hello\n\n"
+            "you:\n  hi\n  there\n\nagent:\n  hello\n\nerror:\n  HTTP 500\n  (after 2 retries)\n\n"
         );
     }
 }

@@ -55,16 +55,7 @@ pub fn describe(s: &Value) -> String {
     if let Some(n) = num("connections") {
         rows.push(vec!["connections".into(), n.to_string()]);
     }
-    let ids: Vec<&str> = s["sessionIds"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let active = num("activeSessions").unwrap_or(ids.len() as u64);
-    let mut sessions = active.to_string();
-    if !ids.is_empty() {
-        sessions.push_str(&format!(" ({})", ids.join(", ")));
-    }
-    rows.push(vec!["live sessions".into(), sessions]);
+    rows.push(vec!["live sessions".into(), sessions(s)]);
     if s.get("gateway").is_some() {
         rows.push(vec![
             "gateway".into(),
@@ -75,6 +66,33 @@ pub fn describe(s: &Value) -> String {
     // The table's header row is empty: drop it.
     let body: String = table.lines().skip(1).map(|l| format!("  {l}\n")).collect();
     format!("{head}\n{body}")
+}
+
+/// The live sessions as counts (SPEC §22: `--json` keeps the ids): `3 (1 running, 1
+/// waiting for a person, 1 idle)`.
+fn sessions(s: &Value) -> String {
+    let counts = &s["sessionCounts"];
+    let count = |key: &str| counts[key].as_u64().unwrap_or(0);
+    let live = counts["live"]
+        .as_u64()
+        .or_else(|| s["activeSessions"].as_u64())
+        .unwrap_or(0);
+    let mut parts = Vec::new();
+    for (key, label) in [
+        ("running", "running"),
+        ("waiting", "waiting for a person"),
+        ("idle", "idle"),
+    ] {
+        let n = count(key);
+        if n > 0 {
+            parts.push(format!("{n} {label}"));
+        }
+    }
+    if parts.is_empty() {
+        live.to_string()
+    } else {
+        format!("{live} ({})", parts.join(", "))
+    }
 }
 
 /// `zeroclaw stop`: asks the daemon to shut down and waits for its socket to go.
@@ -115,14 +133,19 @@ mod tests {
     fn status_for_people() {
         let text = describe(&json!({
             "serverVersion": "0.1.0", "serverPid": 42, "uptimeSecs": 192,
-            "endpoint": "/d/daemon.sock", "connections": 1, "activeSessions": 2,
-            "sessionIds": ["a", "b"]
+            "endpoint": "/d/daemon.sock", "connections": 1, "activeSessions": 4,
+            "sessionIds": ["a", "b", "c", "d"],
+            "sessionCounts": {"live": 4, "running": 1, "waiting": 1, "idle": 2}
         }));
         assert!(
             text.starts_with("zeroclaw 0.1.0 is running (pid 42)\n"),
             "{text}"
         );
         assert!(text.contains("  uptime         3m 12s\n"), "{text}");
-        assert!(text.contains("  live sessions  2 (a, b)\n"), "{text}");
+        assert!(
+            text.contains("  live sessions  4 (1 running, 1 waiting for a person, 2 idle)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("a, b"), "no ids for people: {text}");
     }
 }

@@ -227,6 +227,19 @@ impl Ui {
                     let line = self.paint(DIM, &format!("[{}]", super::diff::rewind_row(text)));
                     self.out(&format!("{line}\n"));
                 }
+                // A failed turn's error row (SPEC §22): its message and the retries made.
+                "error" => {
+                    let error: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+                    let message = error["message"].as_str().unwrap_or(text);
+                    let retries = match error["retries"].as_u64() {
+                        Some(0) | None => String::new(),
+                        Some(1) => " (after 1 retry)".to_owned(),
+                        Some(n) => format!(" (after {n} retries)"),
+                    };
+                    let line = format!("[error] {}{retries}", clip(message, LINE_CHARS));
+                    let line = self.paint(RED, &line);
+                    self.out(&format!("{line}\n"));
+                }
                 other => {
                     let line = self.paint(DIM, &format!("[{other}] {}", clip(text, LINE_CHARS)));
                     self.out(&format!("{line}\n"));
