@@ -92,6 +92,14 @@ pub struct McpServerStatus {
     pub pid: Option<u32>,
 }
 
+/// One instructions file in a session's system prompt (SPEC §26).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InstructionsFile {
+    pub path: String,
+    /// Bytes of it in the system prompt (less than its length when the 64 KiB cut it).
+    pub bytes: u64,
+}
+
 /// `session/status` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -113,4 +121,8 @@ pub struct SessionStatusResult {
     /// `off`.
     #[serde(default)]
     pub sandbox: String,
+    /// The instructions files in the system prompt of the last turn, outermost first
+    /// (SPEC §26).
+    #[serde(default)]
+    pub instructions: Vec<InstructionsFile>,
 }

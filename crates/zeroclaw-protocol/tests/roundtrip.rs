@@ -320,7 +320,8 @@ fn streams_and_settings() {
                "mcpServers": [{"name": "fs", "state": "ready", "tools": ["fs__read"]},
                               {"name": "bad", "state": "failed", "tools": [],
                                "error": "exited", "pid": 4242}],
-               "replayBytes": 2048, "sandbox": "landlock v7"}),
+               "replayBytes": 2048, "sandbox": "landlock v7",
+               "instructions": [{"path": "/repo/AGENTS.md", "bytes": 120}]}),
     );
     assert!(
         decode::<ConfigureParams>(Some(json!({"sessionId": "s", "autonomy": "wild"}))).is_err()

@@ -247,6 +247,9 @@ pub struct LiveSession {
     pub(crate) stream: SessionStream,
     overrides: Arc<SharedOverrides>,
     usage: Mutex<UsageTotals>,
+    /// The instructions files in the last turn's system prompt, with their bytes in it
+    /// (SPEC §26).
+    instructions: Mutex<Vec<(PathBuf, u64)>>,
     /// The session's MCP servers, once started.
     mcp: OnceLock<Arc<McpSet>>,
 }
@@ -280,6 +283,7 @@ impl LiveSession {
             stream: SessionStream::new(&key_id),
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
+            instructions: Mutex::new(Vec::new()),
             mcp: OnceLock::new(),
         });
         (session, rx)
@@ -392,6 +396,15 @@ impl LiveSession {
     /// The handle a turn reads the overrides through.
     pub(crate) fn live_settings(&self) -> Arc<dyn zeroclaw_agent::LiveSettings> {
         Arc::clone(&self.overrides) as Arc<dyn zeroclaw_agent::LiveSettings>
+    }
+
+    /// The instructions files as last read, with the bytes of each in the prompt.
+    pub fn instructions(&self) -> Vec<(PathBuf, u64)> {
+        lock(&self.instructions).clone()
+    }
+
+    pub(crate) fn set_instructions(&self, files: Vec<(PathBuf, u64)>) {
+        *lock(&self.instructions) = files;
     }
 
     pub fn usage(&self) -> UsageTotals {

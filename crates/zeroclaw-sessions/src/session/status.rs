@@ -8,7 +8,9 @@
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::McpState;
-use zeroclaw_protocol::stream::{McpServerStatus, SessionStatusResult, SessionUsage};
+use zeroclaw_protocol::stream::{
+    InstructionsFile, McpServerStatus, SessionStatusResult, SessionUsage,
+};
 use zeroclaw_store::Mode;
 
 use super::agent::effective_model;
@@ -66,6 +68,14 @@ impl SessionManager {
             mcp_servers,
             replay_bytes: live.replay_bytes() as u64,
             sandbox: super::sandbox::status(config, &live.agent_alias),
+            instructions: live
+                .instructions()
+                .into_iter()
+                .map(|(path, bytes)| InstructionsFile {
+                    path: path.display().to_string(),
+                    bytes,
+                })
+                .collect(),
         })
     }
 }
