@@ -231,17 +231,14 @@ fn instructions_files_false_turns_it_off() {
 }
 
 #[test]
-fn a_fifo_or_dev_zero_named_agents_md_does_not_hang_the_turn() {
+fn a_fifo_named_agents_md_does_not_hang_the_turn() {
     let fake = Fake::start();
     let daemon = start(&fake, None);
     let (_outer, repo, deeper) = tree();
-    // The root's AGENTS.md is /dev/zero; its CLAUDE.md is read instead.
-    std::os::unix::fs::symlink("/dev/zero", repo.join("AGENTS.md")).unwrap();
-    std::fs::write(repo.join("CLAUDE.md"), "ROOT-CLAUDE-READ").unwrap();
-    // The cwd's AGENTS.md is a FIFO nobody writes to.
-    let fifo = deeper.join("AGENTS.md");
+    std::fs::write(repo.join("AGENTS.md"), "ROOT-AGENTS-READ").unwrap();
+    // The cwd's AGENTS.md is a FIFO nobody writes to; its CLAUDE.md is read instead.
     let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
+        .arg(deeper.join("AGENTS.md"))
         .status()
         .expect("mkfifo");
     assert!(made.success());
@@ -251,15 +248,37 @@ fn a_fifo_or_dev_zero_named_agents_md_does_not_hang_the_turn() {
     let started = Instant::now();
     let system = turn_system_prompt(&fake, &mut c, &sid);
     assert!(started.elapsed() < Duration::from_secs(10));
-    let root = pos(&system, "ROOT-CLAUDE-READ");
-    let deep = pos(&system, "DEEPER-CLAUDE-READ");
-    assert!(root < deep);
+    assert!(pos(&system, "ROOT-AGENTS-READ") < pos(&system, "DEEPER-CLAUDE-READ"));
+    let listed = status_instructions(&mut c, &sid);
+    assert_eq!(
+        listed,
+        [
+            (repo.join("AGENTS.md").display().to_string(), 16),
+            (deeper.join("CLAUDE.md").display().to_string(), 18),
+        ]
+    );
+}
+
+#[test]
+fn dev_zero_named_agents_md_is_not_read() {
+    let fake = Fake::start();
+    let daemon = start(&fake, None);
+    let (_outer, repo, deeper) = tree();
+    // The root's AGENTS.md is /dev/zero; its CLAUDE.md is read instead.
+    std::os::unix::fs::symlink("/dev/zero", repo.join("AGENTS.md")).unwrap();
+    std::fs::write(repo.join("CLAUDE.md"), "ROOT-CLAUDE-READ").unwrap();
+    std::fs::write(deeper.join("AGENTS.md"), "DEEPER-AGENTS-READ").unwrap();
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, "know", &deeper);
+    let system = turn_system_prompt(&fake, &mut c, &sid);
+    assert!(!system.contains('\0'), "no bytes of /dev/zero");
+    assert!(pos(&system, "ROOT-CLAUDE-READ") < pos(&system, "DEEPER-AGENTS-READ"));
     let listed = status_instructions(&mut c, &sid);
     assert_eq!(
         listed,
         [
             (repo.join("CLAUDE.md").display().to_string(), 16),
-            (deeper.join("CLAUDE.md").display().to_string(), 18),
+            (deeper.join("AGENTS.md").display().to_string(), 18),
         ]
     );
 }
