@@ -15,6 +15,7 @@ use crate::provider::ToolSchema;
 
 pub mod bash;
 pub mod fs;
+pub mod skill;
 
 /// A built-in tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -24,6 +25,9 @@ pub enum ToolName {
     ReadFile,
     WriteFile,
     AskUser,
+    /// Reads a skill (SPEC §26); offered only when the session has skills, so not in
+    /// [`ToolName::ALL`] (an agent's `tools` cannot name it).
+    Skill,
 }
 
 /// What the model is told about `bash` (the shell differs on Windows).
@@ -50,6 +54,7 @@ impl ToolName {
             ToolName::ReadFile => "read_file",
             ToolName::WriteFile => "write_file",
             ToolName::AskUser => "ask_user",
+            ToolName::Skill => "skill",
         }
     }
 
@@ -108,6 +113,17 @@ impl ToolName {
                                      "description": "Whether several choices may be picked."}
                     },
                     "required": ["question"],
+                }),
+            ),
+            ToolName::Skill => (
+                "Read a skill listed under Skills in the system prompt: returns its \
+                 instructions and the list of its other files. Changes nothing.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "The skill's name."}
+                    },
+                    "required": ["name"],
                 }),
             ),
         };

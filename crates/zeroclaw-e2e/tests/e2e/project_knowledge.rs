@@ -3,7 +3,9 @@
 //! `AGENTS.md`, then the repository root's down to the cwd (else `CLAUDE.md`), each under
 //! its heading; the 64 KiB cut and its note; a file changed between turns is read again;
 //! `instructions_files = false` turns it off; a FIFO or `/dev/zero` named `AGENTS.md` does
-//! not hang the turn; `session/status` lists the files.
+//! not hang the turn; `session/status` lists the files. Skills: those of the user's and
+//! the repository's three skill directories are listed (name and description) in the
+//! system prompt, and read (body and other files) with the `skill` tool, unasked.
 
 use crate::common;
 
@@ -281,4 +283,168 @@ fn dev_zero_named_agents_md_is_not_read() {
             (deeper.join("AGENTS.md").display().to_string(), 18),
         ]
     );
+}
+
+/// Writes `dir/name/SKILL.md` with front matter and `body`, plus `extra` files.
+fn skill(dir: &Path, name: &str, description: &str, body: &str, extra: &[&str]) {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: \"{description}\"\n---\n{body}\n"),
+    )
+    .unwrap();
+    for f in extra {
+        let p = d.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+}
+
+fn tool_names(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn skills_of_the_four_directories_are_listed_and_read_with_the_skill_tool() {
+    let fake = Fake::start();
+    let daemon = start(&fake, None);
+    let (_outer, repo, deeper) = tree();
+    let user_skills = daemon.config_dir().join("skills");
+    skill(
+        &user_skills,
+        "deploy",
+        "Ship a release",
+        "DEPLOY-BODY: tag first",
+        &["scripts/ship.sh"],
+    );
+    skill(
+        &repo.join(".zeroclaw/skills"),
+        "pdf",
+        "Fill PDF forms",
+        "PDF-BODY",
+        &[],
+    );
+    skill(
+        &repo.join(".claude/skills"),
+        "review",
+        "Review a diff",
+        "REVIEW-BODY",
+        &["checklist.md"],
+    );
+    skill(
+        &repo.join(".agents/skills"),
+        "lint",
+        "Lint the code",
+        "LINT-BODY",
+        &[],
+    );
+    // The same name again in a later directory: the first one wins.
+    skill(
+        &repo.join(".agents/skills"),
+        "deploy",
+        "Another deploy",
+        "SHADOWED-BODY",
+        &[],
+    );
+    // A directory without SKILL.md is no skill.
+    std::fs::create_dir_all(repo.join(".claude/skills/empty")).unwrap();
+
+    fake.push(Scripted::tool_call(
+        "s1",
+        "skill",
+        json!({"name": "deploy"}),
+    ));
+    fake.push(Scripted::tool_call(
+        "s2",
+        "skill",
+        json!({"name": "review"}),
+    ));
+    fake.push(Scripted::tool_call("s3", "skill", json!({"name": "nope"})));
+    fake.push(Scripted::text("done"));
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, "know", &deeper);
+    let (msgs, resp) = c.prompt(&sid, "use a skill");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    let types = common::update_types(&msgs);
+    assert!(!types.iter().any(|t| t == "approval_request"), "{types:?}");
+
+    let reqs = fake.requests();
+    let system = system_of(&reqs[0]);
+    let listed = [
+        pos(&system, "# Skills"),
+        pos(&system, "- deploy: Ship a release"),
+        pos(&system, "- pdf: Fill PDF forms"),
+        pos(&system, "- review: Review a diff"),
+        pos(&system, "- lint: Lint the code"),
+    ];
+    assert!(listed.windows(2).all(|w| w[0] < w[1]), "{system}");
+    for hidden in [
+        "DEPLOY-BODY",
+        "PDF-BODY",
+        "REVIEW-BODY",
+        "Another deploy",
+        "empty",
+    ] {
+        assert!(
+            !system.contains(hidden),
+            "{hidden} in the prompt:\n{system}"
+        );
+    }
+    assert!(
+        tool_names(&reqs[0]).contains(&"skill".to_string()),
+        "{}",
+        reqs[0]
+    );
+
+    let result = |i: usize| -> String {
+        let m = reqs[i]["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(m["role"], "tool", "{m}");
+        m["content"].as_str().unwrap().to_owned()
+    };
+    let deploy = result(1);
+    assert!(deploy.contains("DEPLOY-BODY: tag first"), "{deploy}");
+    assert!(deploy.contains("scripts/ship.sh"), "{deploy}");
+    assert!(
+        !deploy.contains("SHADOWED-BODY") && !deploy.contains("name: deploy"),
+        "{deploy}"
+    );
+    assert!(
+        deploy.contains(&user_skills.join("deploy").display().to_string()),
+        "{deploy}"
+    );
+    let review = result(2);
+    assert!(
+        review.contains("REVIEW-BODY") && review.contains("checklist.md"),
+        "{review}"
+    );
+    let nope = result(3);
+    assert!(nope.starts_with("Error: no skill `nope`"), "{nope}");
+}
+
+#[test]
+fn without_skills_there_is_no_skill_tool_and_no_list() {
+    let fake = Fake::start();
+    let daemon = start(&fake, None);
+    let (_outer, _repo, deeper) = tree();
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, "know", &deeper);
+    let system = turn_system_prompt(&fake, &mut c, &sid);
+    assert_eq!(system, BASE);
+    let req = fake.requests().remove(0);
+    let tools = tool_names(&req);
+    assert!(tools.contains(&"read_file".to_string()), "{req}");
+    assert!(!tools.contains(&"skill".to_string()), "{req}");
 }

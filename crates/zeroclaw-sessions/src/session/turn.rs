@@ -40,6 +40,7 @@ use super::long_answers::Snapshot;
 use super::persist::{self, Persister};
 use super::text;
 use super::tuning::Tuning;
+use zeroclaw_agent::tools::skill;
 
 /// The worker's per-session state between turns.
 pub(crate) struct Runner {
@@ -151,6 +152,15 @@ impl Runner {
         if let Some(text) = self.instructions(session, enabled).await {
             agent.spec.system_prompt = instructions::append(&agent.spec.system_prompt, &text);
         }
+        // Skills (SPEC §26): found again every turn; their names and descriptions end the
+        // system prompt, their bodies are read with the `skill` tool.
+        let (user_dir, cwd) = (self.instructions.0.clone(), session.cwd.clone());
+        let skills = tokio::task::spawn_blocking(move || skill::discover(&user_dir, &cwd))
+            .await
+            .unwrap_or_default();
+        agent.spec.system_prompt =
+            instructions::append(&agent.spec.system_prompt, &skill::prompt_section(&skills));
+        agent.spec.skills = Arc::new(skills);
         if let Some(hooks) = &mut agent.spec.hooks {
             Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
         }
