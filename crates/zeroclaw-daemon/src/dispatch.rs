@@ -17,7 +17,7 @@ use zeroclaw_rpc::{ErrorObject, Request};
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
-    config, configure, file, gateway, history, initialize, models, session, status,
+    config, configure, file, gateway, history, initialize, models, session, skills, status,
 };
 use crate::ordering::Place;
 use crate::params::{self, Params};
@@ -52,6 +52,7 @@ pub(crate) async fn call(
             now::<c::DashboardLogin>(params, |q| gateway::login(daemon, conn, q))
         }
         Method::ModelsList => run::<c::ModelsList, _>(params, |q| models::list(daemon, p, q)).await,
+        Method::SkillsList => run::<c::SkillsList, _>(params, |q| skills::list(daemon, p, q)).await,
         Method::ConfigGet => now::<c::ConfigGet>(params, |q| config::get(daemon, q)),
         Method::ConfigSet => run::<c::ConfigSet, _>(params, |q| config::set(daemon, conn, q)).await,
         Method::ConfigSetMany => {

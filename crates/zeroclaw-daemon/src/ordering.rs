@@ -104,7 +104,7 @@ fn addresses_session(method: Method) -> bool {
         | SessionSetTitle | SessionCompact => true,
         Initialize | Status | ConfigGet | ConfigSet | ConfigSetMany | ConfigDelete | ModelsList
         | FileAttach | FileUploadBegin | FileUploadChunk | FileUploadCommit | DaemonShutdown
-        | GatewayStart | DashboardLogin => false,
+        | GatewayStart | DashboardLogin | SkillsList => false,
     }
 }
 

@@ -27,6 +27,7 @@ use crate::session::{
     ListResult, MessagesParams, MessagesResult, SessionNewParams, SessionNewResult,
     SessionPromptParams, SessionRef, TurnResult,
 };
+use crate::skills::{SkillsListParams, SkillsListResult};
 use crate::stream::{
     ConfigureParams, ConfigureResult, SessionStatusResult, SubscribeParams, SubscribeResult,
     UnsubscribeResult,
@@ -198,6 +199,9 @@ methods! {
         params CompactParams, result CompactResult;
     ModelsList = "models/list" => grant("system", "read"),
         params ModelsListParams, result ModelsListResult;
+    /// SPEC §26: the skills of the user and of a directory's repository.
+    SkillsList = "skills/list" => grant("sessions", "read"),
+        params SkillsListParams, result SkillsListResult;
     FileAttach = "file/attach" => grant("files", "create"),
         params AttachParams, result AttachResult;
     FileUploadBegin = "file/upload/begin" => grant("files", "create"),
@@ -255,7 +259,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 31);
+        assert_eq!(Method::ALL.len(), 32);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);
@@ -268,6 +272,7 @@ mod tests {
         let g = |m: Method| m.requirement().to_string();
         assert_eq!(g(Method::Status), "system:read");
         assert_eq!(g(Method::ModelsList), "system:read");
+        assert_eq!(g(Method::SkillsList), "sessions:read");
         assert_eq!(g(Method::SessionPrompt), "sessions:execute");
         assert_eq!(g(Method::SessionStatus), "sessions:read");
         assert_eq!(g(Method::SessionConfigure), "sessions:update");

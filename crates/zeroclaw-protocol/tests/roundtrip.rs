@@ -115,6 +115,13 @@ fn handshake_and_daemon_methods() {
     );
     let _: ShutdownResult = result("daemon/shutdown", json!({"shuttingDown": true}));
     let _: ModelsListParams = params("models/list", json!({"agentAlias": "default"}));
+    let _: zeroclaw_protocol::skills::SkillsListParams =
+        params("skills/list", json!({"cwd": "/repo"}));
+    let _: zeroclaw_protocol::skills::SkillsListResult = result(
+        "skills/list",
+        json!({"skills": [{"name": "pdf", "description": "Fill PDF forms",
+                           "path": "/repo/.claude/skills/pdf", "source": ".claude"}]}),
+    );
     let _: ModelsListResult = result(
         "models/list",
         json!({"models": [{"provider": "echo", "model": "echo", "current": true},

@@ -50,8 +50,17 @@ pub fn skill_dirs(user_dir: &Path, cwd: &Path) -> Vec<(PathBuf, &'static str)> {
 
 /// Every skill of the directories of [`skill_dirs`]; the first of a name wins.
 pub fn discover(user_dir: &Path, cwd: &Path) -> Vec<Skill> {
+    discover_in(skill_dirs(user_dir, cwd))
+}
+
+/// The user's skills only (`user_dir/skills`).
+pub fn discover_user(user_dir: &Path) -> Vec<Skill> {
+    discover_in(vec![(user_dir.join("skills"), "user")])
+}
+
+fn discover_in(dirs: Vec<(PathBuf, &'static str)>) -> Vec<Skill> {
     let mut found: Vec<Skill> = Vec::new();
-    for (dir, source) in skill_dirs(user_dir, cwd) {
+    for (dir, source) in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

@@ -448,3 +448,99 @@ fn without_skills_there_is_no_skill_tool_and_no_list() {
     assert!(tools.contains(&"read_file".to_string()), "{req}");
     assert!(!tools.contains(&"skill".to_string()), "{req}");
 }
+
+#[test]
+fn skills_list_names_each_skill_with_its_source() {
+    let fake = Fake::start();
+    let daemon = start(&fake, None);
+    let (_outer, repo, deeper) = tree();
+    let user_skills = daemon.config_dir().join("skills");
+    skill(&user_skills, "deploy", "Ship a release", "B", &[]);
+    skill(
+        &repo.join(".zeroclaw/skills"),
+        "pdf",
+        "Fill PDF forms",
+        "B",
+        &[],
+    );
+    skill(
+        &repo.join(".claude/skills"),
+        "review",
+        "Review a diff",
+        "B",
+        &[],
+    );
+    skill(
+        &repo.join(".agents/skills"),
+        "lint",
+        "Lint the code",
+        "B",
+        &[],
+    );
+    let mut c = daemon.client();
+    let r = c.result("skills/list", json!({"cwd": deeper}));
+    let got: Vec<(String, String, String, String)> = r["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|s| {
+            let f = |k: &str| s[k].as_str().unwrap_or_default().to_owned();
+            (f("name"), f("description"), f("path"), f("source"))
+        })
+        .collect();
+    let want = |n: &str, d: &str, dir: PathBuf, src: &str| {
+        (
+            n.to_owned(),
+            d.to_owned(),
+            dir.join(n).display().to_string(),
+            src.to_owned(),
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            want("deploy", "Ship a release", user_skills.clone(), "user"),
+            want(
+                "pdf",
+                "Fill PDF forms",
+                repo.join(".zeroclaw/skills"),
+                ".zeroclaw"
+            ),
+            want(
+                "review",
+                "Review a diff",
+                repo.join(".claude/skills"),
+                ".claude"
+            ),
+            want(
+                "lint",
+                "Lint the code",
+                repo.join(".agents/skills"),
+                ".agents"
+            ),
+        ]
+    );
+    // Without a cwd: the user's only.
+    let r = c.result("skills/list", json!({}));
+    let names: Vec<&str> = r["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["deploy"]);
+    // A cwd that is not an absolute directory.
+    for bad in [
+        json!({"cwd": "relative/dir"}),
+        json!({"cwd": "/no/such/dir/here"}),
+    ] {
+        let e = c.error("skills/list", bad.clone());
+        assert_eq!(common::code(&e), -32602, "{bad} → {e}");
+        assert!(
+            e["message"].as_str().unwrap_or_default().contains("cwd"),
+            "{e}"
+        );
+    }
+    let e = c.error("skills/list", json!({"cwd": 7}));
+    assert_eq!(common::code(&e), -32602, "{e}");
+}
