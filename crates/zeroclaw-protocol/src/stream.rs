@@ -121,8 +121,8 @@ pub struct SessionStatusResult {
     /// `off`.
     #[serde(default)]
     pub sandbox: String,
-    /// The instructions files in the system prompt of the last turn, outermost first
-    /// (SPEC §26).
+    /// The instructions files as read at session start and again at each turn, outermost
+    /// first (SPEC §26).
     #[serde(default)]
     pub instructions: Vec<InstructionsFile>,
 }

@@ -106,6 +106,8 @@ fn the_user_file_then_the_repository_root_down_to_the_cwd_each_under_a_heading()
     std::fs::write(deeper.join("AGENTS.md"), "DEEPER-RULE: tests first\n").unwrap();
     let mut c = daemon.client();
     let sid = new_session(&mut c, "know", &deeper);
+    // Read at session start: listed before any turn.
+    let at_start = status_instructions(&mut c, &sid);
     let system = turn_system_prompt(&fake, &mut c, &sid);
 
     let user_file = daemon.config_dir().join("AGENTS.md");
@@ -136,6 +138,7 @@ fn the_user_file_then_the_repository_root_down_to_the_cwd_each_under_a_heading()
     .map(|(p, b)| (p.display().to_string(), b))
     .collect();
     assert_eq!(listed, expected);
+    assert_eq!(at_start, expected);
 }
 
 #[test]

@@ -247,8 +247,8 @@ pub struct LiveSession {
     pub(crate) stream: SessionStream,
     overrides: Arc<SharedOverrides>,
     usage: Mutex<UsageTotals>,
-    /// The instructions files in the last turn's system prompt, with their bytes in it
-    /// (SPEC §26).
+    /// The instructions files as last read (session start, then each turn), with their
+    /// bytes in the system prompt (SPEC §26).
     instructions: Mutex<Vec<(PathBuf, u64)>>,
     /// The session's MCP servers, once started.
     mcp: OnceLock<Arc<McpSet>>,
