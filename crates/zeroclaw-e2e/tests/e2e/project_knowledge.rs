@@ -547,3 +547,76 @@ fn skills_list_names_each_skill_with_its_source() {
     let e = c.error("skills/list", json!({"cwd": 7}));
     assert_eq!(common::code(&e), -32602, "{e}");
 }
+
+#[test]
+fn instructions_files_must_be_a_boolean() {
+    let fake = Fake::start();
+    let daemon = start(&fake, None);
+    let mut c = daemon.client();
+    let e = c.error(
+        "config/set",
+        json!({"prop": "agents.know.instructions_files", "value": "yes"}),
+    );
+    assert_eq!(common::code(&e), -32602, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("instructions_files"),
+        "{e}"
+    );
+    // Positive control: a boolean is accepted, and the prompt then has no instructions.
+    c.result(
+        "config/set",
+        json!({"prop": "agents.know.instructions_files", "value": false}),
+    );
+    let (_outer, repo, deeper) = tree();
+    std::fs::write(repo.join("AGENTS.md"), "SET-OFF-RULE").unwrap();
+    let sid = new_session(&mut c, "know", &deeper);
+    assert_eq!(turn_system_prompt(&fake, &mut c, &sid), BASE);
+}
+
+#[test]
+#[ignore = "needs root (connects as another uid): .ci/run runs it as root with --ignored"]
+fn skills_list_of_a_cwd_is_for_admins() {
+    use std::os::unix::fs::PermissionsExt;
+    assert!(common::is_root(), "needs root to connect as another uid");
+    let uid = common::test_uid();
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "[providers.echo]\nkind = \"echo\"\n[agents.default]\nprovider = \"echo\"\n\
+                 [permission_profiles.reader]\ngrants = {{ sessions = [\"read\"] }}\n\
+                 [users.tester]\nuid = {uid}\npermission_profiles = [\"reader\"]\n"
+            ),
+        )
+        .unwrap();
+    });
+    for (path, mode) in [
+        (daemon.config_dir().to_path_buf(), 0o711),
+        (daemon.config_dir().join("data"), 0o711),
+        (daemon.socket.clone(), 0o666),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let (_outer, repo, deeper) = tree();
+    skill(
+        &repo.join(".claude/skills"),
+        "review",
+        "Review a diff",
+        "B",
+        &[],
+    );
+    let mut u = common::UidConn::open(&daemon.socket, uid);
+    assert!(u.call("initialize", json!({})).get("result").is_some());
+    let e = u.error("skills/list", json!({"cwd": deeper}));
+    assert_eq!(common::code(&e), -32012, "{e}");
+    // Positive controls: the same user without a cwd, and an admin with it.
+    let r = u.result("skills/list", json!({}));
+    assert_eq!(r["skills"], json!([]), "{r}");
+    let r = daemon
+        .client()
+        .result("skills/list", json!({"cwd": deeper}));
+    assert_eq!(r["skills"][0]["name"], "review", "{r}");
+}
