@@ -5,7 +5,7 @@
 //! ([`prompt_section`]) and the read-only `skill` tool ([`run`]).
 //!
 //! Reads are bounded: only regular files are read, opened non-blocking, never more than
-//! [`MAX_SKILL_MD`] bytes of one; at most [`MAX_PER_DIR`] skills a directory and
+//! [`MAX_SKILL_MD`] bytes of one ([`MAX_FRONT_MATTER`] to list it); at most [`MAX_PER_DIR`] skills a directory and
 //! [`MAX_OTHER_FILES`] other files listed a skill.
 
 use std::fs::OpenOptions;
@@ -16,6 +16,8 @@ use serde_json::Value;
 
 /// The most bytes of one `SKILL.md` read.
 pub const MAX_SKILL_MD: usize = 64 * 1024;
+/// The most bytes of a `SKILL.md` read to find its front matter (every turn, every skill).
+pub const MAX_FRONT_MATTER: usize = 8 * 1024;
 /// The most skills taken from one skills directory.
 pub const MAX_PER_DIR: usize = 100;
 /// The most other files of a skill the `skill` tool lists.
@@ -72,7 +74,7 @@ fn discover_in(dirs: Vec<(PathBuf, &'static str)>) -> Vec<Skill> {
             .collect();
         dirs.sort();
         for d in dirs.into_iter().take(MAX_PER_DIR) {
-            let Some(text) = read_bounded(&d.join("SKILL.md"), MAX_SKILL_MD) else {
+            let Some(text) = read_bounded(&d.join("SKILL.md"), MAX_FRONT_MATTER) else {
                 continue;
             };
             let (meta, _) = split_front_matter(&text);
