@@ -116,6 +116,8 @@ pub struct AgentSpec {
     pub hooks: Option<Arc<HookSet>>,
     /// What confines `bash` (SPEC §21.2).
     pub sandbox: SandboxSettings,
+    /// The session's skills (SPEC §26); the `skill` tool is offered when there are any.
+    pub skills: Arc<Vec<crate::tools::skill::Skill>>,
 }
 
 impl AgentSpec {
@@ -135,6 +137,7 @@ impl AgentSpec {
             live: None,
             hooks: None,
             sandbox: SandboxSettings::default(),
+            skills: Arc::default(),
         }
     }
 }
@@ -410,6 +413,9 @@ pub async fn run_turn(
         if !offered.contains(t) && (*t != ToolName::AskUser || host.can_ask_user()) {
             offered.push(*t);
         }
+    }
+    if !spec.skills.is_empty() {
+        offered.push(ToolName::Skill);
     }
     let mut turn = Turn {
         spec,
@@ -1119,6 +1125,7 @@ impl Turn<'_> {
                 },
                 Err(e) => format!("Error: {e}"),
             },
+            ToolName::Skill => crate::tools::skill::run(&spec.skills, args).await,
         }
     }
 }

@@ -94,6 +94,7 @@ checkpoint_budget_mb = 512         # file checkpoints kept per session (rewind);
 # sandbox_deny_read = ["~/.ssh", "~/.gnupg", "~/.aws", "~/.config/gcloud", "~/.netrc",
 #   "~/.docker/config.json", "/etc/shadow", "/etc/gshadow"]   # read_only cannot read these
 # env = []                         # daemon variables bash and MCP servers also get (names)
+# instructions_files = true        # AGENTS.md (else CLAUDE.md) files in the system prompt
 
 # stdio MCP tool servers started for each session of the agent (tools named SERVER__TOOL):
 # [agents.default.mcp_servers.files]
@@ -315,6 +316,9 @@ pub struct Agent {
     /// Names of the daemon's environment variables that `bash` and MCP servers also get,
     /// beyond the few every program gets (SPEC §17.2).
     pub env: Vec<String>,
+    /// Whether the `AGENTS.md` (else `CLAUDE.md`) files of the user and of the session's
+    /// repository are added to the system prompt (SPEC §26).
+    pub instructions_files: bool,
 }
 
 /// `sandbox_deny_read` when not set (SPEC §17.2; `/etc/shadow` and `/etc/gshadow` from
@@ -379,6 +383,7 @@ impl Default for Agent {
                 .map(|p| (*p).to_owned())
                 .collect(),
             env: Vec::new(),
+            instructions_files: true,
         }
     }
 }

@@ -106,6 +106,8 @@ static AGENT: Shape = Shape::Struct(&[
     ("sandbox_deny_read", Shape::StrList),
     // What bash and MCP servers inherit of the daemon's environment (SPEC §17.2).
     ("env", Shape::StrList),
+    // Instructions files in the system prompt (SPEC §26).
+    ("instructions_files", Shape::Bool),
 ]);
 
 static HOOK: Shape = Shape::Struct(&[

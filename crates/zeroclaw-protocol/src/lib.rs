@@ -31,6 +31,7 @@ pub mod method;
 mod refusal;
 pub mod schema;
 pub mod session;
+pub mod skills;
 pub mod stream;
 pub mod system;
 pub mod types;

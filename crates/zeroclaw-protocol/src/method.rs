@@ -31,6 +31,7 @@ use crate::session::{
     ListResult, MessagesParams, MessagesResult, SessionNewParams, SessionNewResult,
     SessionPromptParams, SessionRef, TurnResult,
 };
+use crate::skills::{SkillsListParams, SkillsListResult};
 use crate::stream::{
     ConfigureParams, ConfigureResult, SessionStatusResult, SubscribeParams, SubscribeResult,
     UnsubscribeResult,
@@ -267,6 +268,9 @@ methods! {
         params DiffParams, result DiffResult, runs WAITS.session();
     ModelsList = "models/list" => grant("system", "read"),
         params ModelsListParams, result ModelsListResult, runs WAITS;
+    /// SPEC §26: the skills of the user and of a directory's repository.
+    SkillsList = "skills/list" => grant("sessions", "read"),
+        params SkillsListParams, result SkillsListResult, runs WAITS;
     FileAttach = "file/attach" => grant("files", "create"),
         params AttachParams, result AttachResult, runs WAITS;
     FileUploadBegin = "file/upload/begin" => grant("files", "create"),
@@ -327,7 +331,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 32);
+        assert_eq!(Method::ALL.len(), 34);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);
@@ -340,6 +344,7 @@ mod tests {
         let g = |m: Method| m.requirement().to_string();
         assert_eq!(g(Method::Status), "system:read");
         assert_eq!(g(Method::ModelsList), "system:read");
+        assert_eq!(g(Method::SkillsList), "sessions:read");
         assert_eq!(g(Method::SessionPrompt), "sessions:execute");
         assert_eq!(g(Method::SessionStatus), "sessions:read");
         assert_eq!(g(Method::SessionConfigure), "sessions:update");

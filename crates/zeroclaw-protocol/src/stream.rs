@@ -93,6 +93,14 @@ pub struct McpServerStatus {
     pub pid: Option<u32>,
 }
 
+/// One instructions file in a session's system prompt (SPEC §26).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InstructionsFile {
+    pub path: String,
+    /// Bytes of it in the system prompt (less than its length when the 64 KiB cut it).
+    pub bytes: u64,
+}
+
 /// `session/status` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -120,4 +128,8 @@ pub struct SessionStatusResult {
     /// The kind of the agent's provider (`echo`, `openai`, …; SPEC §22 banner).
     #[serde(default)]
     pub provider: String,
+    /// The instructions files as read at session start and again at each turn, outermost
+    /// first (SPEC §26).
+    #[serde(default)]
+    pub instructions: Vec<InstructionsFile>,
 }

@@ -118,6 +118,13 @@ fn handshake_and_daemon_methods() {
     );
     let _: ShutdownResult = result("daemon/shutdown", json!({"shuttingDown": true}));
     let _: ModelsListParams = params("models/list", json!({"agentAlias": "default"}));
+    let _: zeroclaw_protocol::skills::SkillsListParams =
+        params("skills/list", json!({"cwd": "/repo"}));
+    let _: zeroclaw_protocol::skills::SkillsListResult = result(
+        "skills/list",
+        json!({"skills": [{"name": "pdf", "description": "Fill PDF forms",
+                           "path": "/repo/.claude/skills/pdf", "source": ".claude"}]}),
+    );
     let _: ModelsListResult = result(
         "models/list",
         json!({"models": [{"provider": "echo", "model": "echo", "current": true},
@@ -323,7 +330,8 @@ fn streams_and_settings() {
                "mcpServers": [{"name": "fs", "state": "ready", "tools": ["fs__read"]},
                               {"name": "bad", "state": "failed", "tools": [],
                                "error": "exited", "pid": 4242}],
-               "replayBytes": 2048, "sandbox": "landlock v7"}),
+               "replayBytes": 2048, "sandbox": "landlock v7",
+               "instructions": [{"path": "/repo/AGENTS.md", "bytes": 120}]}),
     );
     assert!(
         decode::<ConfigureParams>(Some(json!({"sessionId": "s", "autonomy": "wild"}))).is_err()

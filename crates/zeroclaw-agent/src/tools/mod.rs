@@ -16,6 +16,7 @@ use crate::provider::ToolSchema;
 pub mod bash;
 pub mod fs;
 pub mod live;
+pub mod skill;
 
 /// A built-in tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -25,6 +26,9 @@ pub enum ToolName {
     ReadFile,
     WriteFile,
     AskUser,
+    /// Reads a skill (SPEC §26); offered only when the session has skills, so not in
+    /// [`ToolName::ALL`] (an agent's `tools` cannot name it).
+    Skill,
 }
 
 /// What the model is told about `bash` (the shell differs on Windows).
@@ -51,6 +55,7 @@ impl ToolName {
             ToolName::ReadFile => "read_file",
             ToolName::WriteFile => "write_file",
             ToolName::AskUser => "ask_user",
+            ToolName::Skill => "skill",
         }
     }
 
@@ -109,6 +114,17 @@ impl ToolName {
                                      "description": "Whether several choices may be picked."}
                     },
                     "required": ["question"],
+                }),
+            ),
+            ToolName::Skill => (
+                "Read a skill listed under Skills in the system prompt: returns its \
+                 instructions and the list of its other files. Changes nothing.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "The skill's name."}
+                    },
+                    "required": ["name"],
                 }),
             ),
         };

@@ -16,6 +16,7 @@ pub(crate) mod history;
 pub(crate) mod initialize;
 pub(crate) mod models;
 pub(crate) mod session;
+pub(crate) mod skills;
 pub(crate) mod status;
 
 /// The wire's session mode as the store names it.

@@ -43,6 +43,7 @@ mod lifecycle;
 mod long_history;
 mod mcp;
 mod models;
+mod project_knowledge;
 mod providers_anthropic;
 mod providers_gemini;
 mod providers_latency;

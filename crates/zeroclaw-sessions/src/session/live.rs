@@ -259,6 +259,9 @@ pub struct LiveSession {
     pub(crate) stream: SessionStream,
     overrides: Arc<SharedOverrides>,
     usage: Mutex<UsageTotals>,
+    /// The instructions files as last read (session start, then each turn), with their
+    /// bytes in the system prompt (SPEC §26).
+    instructions: Mutex<Vec<(PathBuf, u64)>>,
     /// The session's MCP servers, once started.
     mcp: OnceLock<Arc<McpSet>>,
     /// When the session was last seen busy (SPEC §22 "Sessions rest").
@@ -294,6 +297,7 @@ impl LiveSession {
             stream: SessionStream::new(&key_id),
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
+            instructions: Mutex::new(Vec::new()),
             mcp: OnceLock::new(),
             rest: super::rest_state::RestState::new(),
         });
@@ -419,6 +423,15 @@ impl LiveSession {
     /// The handle a turn reads the overrides through.
     pub(crate) fn live_settings(&self) -> Arc<dyn zeroclaw_agent::LiveSettings> {
         Arc::clone(&self.overrides) as Arc<dyn zeroclaw_agent::LiveSettings>
+    }
+
+    /// The instructions files as last read, with the bytes of each in the prompt.
+    pub fn instructions(&self) -> Vec<(PathBuf, u64)> {
+        lock(&self.instructions).clone()
+    }
+
+    pub(crate) fn set_instructions(&self, files: Vec<(PathBuf, u64)>) {
+        *lock(&self.instructions) = files;
     }
 
     pub fn usage(&self) -> UsageTotals {

@@ -131,6 +131,19 @@ impl SessionManager {
             });
         }
         super::hooks::session_start(config, live);
+        // SPEC §26: the instructions files as they are at start, for `session/status`
+        // before the first turn (each turn reads them again if they changed).
+        if config
+            .agents
+            .get(&live.agent_alias)
+            .is_some_and(|a| a.instructions_files)
+        {
+            let (user, cwd) = (self.config_dir.clone(), live.cwd.clone());
+            let load = move || super::instructions::Instructions::load(&user, &cwd, None);
+            if let Ok(found) = tokio::task::spawn_blocking(load).await {
+                live.set_instructions(found.files);
+            }
+        }
         let servers = servers_for(config, &live.agent_alias, session_servers, live);
         if !servers.is_empty() {
             live.set_mcp(McpSet::start(servers, READY_TIMEOUT));

@@ -34,7 +34,8 @@
 //! - [`link`]: what a session knows of a client connection ([`link::ClientLink`]);
 //! - leaves: [`live_id`], [`limits`], [`tuning`], [`error`], [`text`], [`prompted`] (the
 //!   `user_message` a prompted turn starts with, §18), [`sandbox`] (the agent's sandbox
-//!   settings, §21.2), [`cwd_links`] (where a `cwd` that does not resolve leads, §17.2).
+//!   settings, §21.2), [`cwd_links`] (where a `cwd` that does not resolve leads, §17.2),
+//!   [`instructions`] (the `AGENTS.md` files a turn's system prompt ends with, §26).
 //!
 //! Invariants:
 //! - at most [`MAX_LIVE_SESSIONS`] live sessions; at most [`MAX_QUEUED_PROMPTS`] prompts
@@ -66,6 +67,7 @@ pub mod file_restore;
 pub mod history;
 pub mod hooks;
 pub mod host;
+pub mod instructions;
 pub mod lifecycle;
 pub mod limits;
 pub mod link;

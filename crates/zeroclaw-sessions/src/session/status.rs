@@ -8,7 +8,9 @@
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::McpState;
-use zeroclaw_protocol::stream::{McpServerStatus, SessionStatusResult, SessionUsage};
+use zeroclaw_protocol::stream::{
+    InstructionsFile, McpServerStatus, SessionStatusResult, SessionUsage,
+};
 use zeroclaw_store::Mode;
 
 use super::agent::effective_model;
@@ -68,6 +70,14 @@ impl SessionManager {
             sandbox: super::sandbox::status(config, &live.agent_alias),
             cwd: live.cwd.display().to_string(),
             provider: provider_kind(config, &live.agent_alias),
+            instructions: live
+                .instructions()
+                .into_iter()
+                .map(|(path, bytes)| InstructionsFile {
+                    path: path.display().to_string(),
+                    bytes,
+                })
+                .collect(),
         })
     }
 }

@@ -19,6 +19,7 @@
 //! [`host`](super::host), [`agent`](super::agent) and [`persist`](super::persist); the
 //! worker above it calls [`Runner::run`]. It never imports the worker or the registry.
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -33,11 +34,13 @@ use super::compaction as compact;
 use super::error::SessionError;
 use super::file_checkpoints::FileCheckpoints;
 use super::host::SessionHost;
+use super::instructions::{self, Instructions};
 use super::live::{Job, JobKind, LiveSession};
 use super::long_answers::Snapshot;
 use super::persist::{self, Persister};
 use super::text;
 use super::tuning::Tuning;
+use zeroclaw_agent::tools::skill;
 
 /// The worker's per-session state between turns.
 pub(crate) struct Runner {
@@ -50,6 +53,9 @@ pub(crate) struct Runner {
     pub(super) providers: ProviderCache,
     /// The working directory's checkpoints (SPEC §18), recorded at every ACP turn start.
     pub(super) files: Option<FileCheckpoints>,
+    /// Where the user's instructions file is (the daemon's config dir), and the files as
+    /// last read (SPEC §26).
+    pub(super) instructions: (PathBuf, Option<Instructions>),
 }
 
 impl Runner {
@@ -61,7 +67,36 @@ impl Runner {
             needs_recover: false,
             providers: ProviderCache::default(),
             files: None,
+            instructions: (PathBuf::new(), None),
         }
+    }
+
+    /// Looks for the user's instructions file in `dir`.
+    pub fn with_user_dir(mut self, dir: PathBuf) -> Runner {
+        self.instructions.0 = dir;
+        self
+    }
+
+    /// The instructions files now (read again only if one changed), when the agent has
+    /// them on; also what `session/status` lists.
+    async fn instructions(&mut self, session: &LiveSession, enabled: bool) -> Option<String> {
+        if !enabled {
+            self.instructions.1 = None;
+            session.set_instructions(Vec::new());
+            return None;
+        }
+        let user_dir = self.instructions.0.clone();
+        let cwd = session.cwd.clone();
+        let previous = self.instructions.1.take();
+        let loaded = tokio::task::spawn_blocking(move || {
+            Instructions::load(&user_dir, &cwd, previous.as_ref())
+        })
+        .await
+        .ok()?;
+        session.set_instructions(loaded.files.clone());
+        let text = loaded.text.clone();
+        self.instructions.1 = Some(loaded);
+        Some(text)
     }
 
     /// Records file checkpoints in `files` at every ACP turn start.
@@ -109,6 +144,23 @@ impl Runner {
         cancel: CancellationToken,
     ) -> Result<TurnResult, SessionError> {
         let mut agent = agent::build(&job.config, session, &mut self.providers)?;
+        let enabled = job
+            .config
+            .agents
+            .get(&session.agent_alias)
+            .is_some_and(|a| a.instructions_files);
+        if let Some(text) = self.instructions(session, enabled).await {
+            agent.spec.system_prompt = instructions::append(&agent.spec.system_prompt, &text);
+        }
+        // Skills (SPEC §26): found again every turn; their names and descriptions end the
+        // system prompt, their bodies are read with the `skill` tool.
+        let (user_dir, cwd) = (self.instructions.0.clone(), session.cwd.clone());
+        let skills = tokio::task::spawn_blocking(move || skill::discover(&user_dir, &cwd))
+            .await
+            .unwrap_or_default();
+        agent.spec.system_prompt =
+            instructions::append(&agent.spec.system_prompt, &skill::prompt_section(&skills));
+        agent.spec.skills = Arc::new(skills);
         if let Some(hooks) = &mut agent.spec.hooks {
             Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
         }

@@ -36,7 +36,8 @@ pub(crate) fn start(
         cwd,
     );
     let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context)
-        .with_files(manager.files.clone());
+        .with_files(manager.files.clone())
+        .with_user_dir(manager.config_dir.clone());
     tokio::spawn(run(Arc::clone(&session), rx, runner));
     session
 }
