@@ -25,10 +25,10 @@ use zeroclaw_rpc::MAX_FRAME_BYTES;
 
 use super::http::{self, RequestHead, Response};
 use super::peer::{Peer, Settings, WRITE_WITHIN};
-use crate::login_rate::Attempt;
 use super::upgrade;
 use crate::auth::{AuthError, Presented};
 use crate::connection::{self, INITIALIZE_WITHIN};
+use crate::login_rate::Attempt;
 use crate::registry::Admission;
 use crate::server::next_connection_id;
 use crate::state::Daemon;

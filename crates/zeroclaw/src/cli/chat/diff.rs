@@ -73,26 +73,6 @@ async fn turns_back(
     }
 }
 
-/// A `rewind` transcript row (JSON `{toTurnId, rewoundTurns, restoredFiles, restoreFiles}`)
-/// as a resumed chat shows it.
-pub fn rewind_row(content: &str) -> String {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(content) else {
-        return "rewound".to_owned();
-    };
-    let turns = v["rewoundTurns"].as_array().map_or(0, Vec::len);
-    let files: Vec<&str> = v["restoredFiles"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|f| f.as_str()).collect())
-        .unwrap_or_default();
-    let mut text = format!("rewound {turns} turn(s)");
-    if v["restoreFiles"] == false {
-        text.push_str("; files kept as they were");
-    } else if !files.is_empty() {
-        text.push_str(&format!("; files restored: {}", files.join(", ")));
-    }
-    text
-}
-
 fn letter(status: FileStatus) -> &'static str {
     match status {
         FileStatus::Added => "A",
@@ -262,27 +242,5 @@ pub async fn confirm_rewind(
             ui.note("rewind cancelled");
             false
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rewind_row;
-
-    #[test]
-    fn a_rewind_row_reads_as_a_sentence() {
-        assert_eq!(
-            rewind_row(
-                r#"{"toTurnId":"t2","rewoundTurns":["t2","t3"],"restoredFiles":["a","b"],"restoreFiles":true}"#
-            ),
-            "rewound 2 turn(s); files restored: a, b"
-        );
-        assert_eq!(
-            rewind_row(
-                r#"{"toTurnId":"t2","rewoundTurns":["t2"],"restoredFiles":[],"restoreFiles":false}"#
-            ),
-            "rewound 1 turn(s); files kept as they were"
-        );
-        assert_eq!(rewind_row("not json"), "rewound");
     }
 }

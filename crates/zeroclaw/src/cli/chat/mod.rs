@@ -30,6 +30,7 @@ use super::{rpc, sessions};
 mod approve;
 mod commands;
 mod diff;
+mod history_rows;
 mod input;
 mod keys;
 mod live_output;

@@ -9,6 +9,7 @@ use serde_json::Value;
 use zeroclaw_client::protocol::update::PromptAttachment;
 use zeroclaw_client::{ClientError, ElicitationRequest, SessionNewResult};
 
+use super::history_rows::{error_row, rewind_row};
 use super::live_output::LiveOutput;
 use super::markdown::Markdown;
 use super::tool_line;
@@ -224,19 +225,12 @@ impl Ui {
                     self.end_line();
                 }
                 "rewind" => {
-                    let line = self.paint(DIM, &format!("[{}]", super::diff::rewind_row(text)));
+                    let line = self.paint(DIM, &format!("[{}]", rewind_row(text)));
                     self.out(&format!("{line}\n"));
                 }
                 // A failed turn's error row (SPEC §22): its message and the retries made.
                 "error" => {
-                    let error: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-                    let message = error["message"].as_str().unwrap_or(text);
-                    let retries = match error["retries"].as_u64() {
-                        Some(0) | None => String::new(),
-                        Some(1) => " (after 1 retry)".to_owned(),
-                        Some(n) => format!(" (after {n} retries)"),
-                    };
-                    let line = format!("[error] {}{retries}", clip(message, LINE_CHARS));
+                    let line = format!("[error] {}", clip(&error_row(text), LINE_CHARS));
                     let line = self.paint(RED, &line);
                     self.out(&format!("{line}\n"));
                 }
