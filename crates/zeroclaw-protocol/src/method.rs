@@ -382,7 +382,10 @@ mod tests {
             .iter()
             .filter(|m| m.answers_in_place())
             .collect();
-        assert_eq!(in_place, [&Method::Status, &Method::ConfigGet]);
+        assert_eq!(
+            in_place,
+            [&Method::Status, &Method::ConfigGet, &Method::ConfigSchema]
+        );
         assert!(Method::SessionPrompt.waits() && !Method::SessionCancel.waits());
     }
 }

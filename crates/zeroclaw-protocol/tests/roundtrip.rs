@@ -279,7 +279,8 @@ fn session_lifecycle() {
                              "messageCount": 2, "live": true, "interactionSurface": "rpc",
                              "activeTurnId": "t2", "subscribers": 1,
                              "title": "Fix the build",
-                             "forkedFrom": {"sessionId": "s0", "turnId": "t9"}}],
+                             "forkedFrom": {"sessionId": "s0", "turnId": "t9"},
+                             "cwd": "/home/u/proj"}],
                "nextCursor": null}),
     );
     let _: ListParams = params("session/list", json!({"search": "build"}));
@@ -330,7 +331,8 @@ fn streams_and_settings() {
                "mcpServers": [{"name": "fs", "state": "ready", "tools": ["fs__read"]},
                               {"name": "bad", "state": "failed", "tools": [],
                                "error": "exited", "pid": 4242}],
-               "replayBytes": 2048, "sandbox": "landlock v7",
+               "replayBytes": 2048, "sandbox": "landlock v7", "cwd": "/home/u/proj",
+               "provider": "openai",
                "instructions": [{"path": "/repo/AGENTS.md", "bytes": 120}]}),
     );
     assert!(
