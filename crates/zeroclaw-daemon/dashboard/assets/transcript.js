@@ -182,6 +182,17 @@ export class Transcript {
   approvalRequest(u) {
     const b = { kind: "approval", turnId: u.turnId, requestId: u.requestId, tool: u.toolName, summary: u.argumentsSummary, timeout: u.timeoutSecs, resolved: null };
     this.approvals.set(u.requestId, b);
+    // The call it holds: the turn's latest unfinished card of that tool (the request
+    // names no call id).
+    for (let i = this.blocks.length - 1; i >= 0; i--) {
+      const c = this.blocks[i];
+      if (c.kind === "tool" && c.turnId === u.turnId && c.name === u.toolName && c.output === undefined && !c.held) {
+        c.held = u.requestId;
+        c.awaiting = true;
+        this.mark(c);
+        break;
+      }
+    }
     this.push(b);
   }
 
@@ -190,6 +201,13 @@ export class Transcript {
     if (!b) return;
     b.resolved = { decision: u.decision, reason: u.reason, by: u.decidedBy };
     this.mark(b);
+    for (const c of this.tools.values()) {
+      if (c.held !== u.requestId || !c.awaiting) continue;
+      c.awaiting = false;
+      // Its clock runs from the answer (a replayed answer's time is unknown: keep startedAt).
+      if (!u.replay && c.output === undefined) c.started = Date.now();
+      this.mark(c);
+    }
   }
 
   note(text, detail, turnId) {

@@ -52,6 +52,10 @@ async fn a_real_bash_call_streams_into_its_card_and_a_chat_window_approves_it() 
     let d = Daily::start(config(Some(&fake.base_url())));
     let project = tempfile::tempdir().expect("project dir");
     let sid = session_in(&d, "tools", project.path());
+    d.admin().result(
+        "session/set_title",
+        json!({"sessionId": sid, "title": "Run the tests"}),
+    );
     let browser = Browser::launch().await;
     let desk = browser.page(1440, 900).await;
     let phone = browser.page(390, 844).await;
@@ -101,6 +105,15 @@ async fn a_real_bash_call_streams_into_its_card_and_a_chat_window_approves_it() 
     for page in [&desk, &phone] {
         let shown = page.text(".block.approval pre.io").await;
         assert!(shown.contains("step one"), "{shown}");
+        // The call it holds waits, without a clock.
+        let card = page.eval(LAST_CARD).await;
+        assert_eq!(card[1], false, "{card}");
+        assert_eq!(card[2], Value::Null, "{card}");
+        assert_eq!(
+            page.text(".block.tool .badge").await,
+            "awaiting approval",
+            "{card}"
+        );
     }
     desk.screenshot(&dir.join("real-approval-desktop.png"))
         .await;
@@ -129,11 +142,6 @@ async fn a_real_bash_call_streams_into_its_card_and_a_chat_window_approves_it() 
         "(() => { const c = [...document.querySelectorAll('.block.tool')].pop(); return c && c.querySelector('.badge.running') && (c.querySelector('pre.tail')?.textContent || '').includes('step one: compiling'); })()",
     )
     .await;
-    desk.screenshot(&dir.join("real-live-tool-desktop.png"))
-        .await;
-    phone
-        .screenshot(&dir.join("real-live-tool-phone.png"))
-        .await;
     for page in [&desk, &phone] {
         let card = page.eval(LAST_CARD).await;
         assert_eq!(card[1], true, "still running: {card}");
@@ -158,6 +166,11 @@ async fn a_real_bash_call_streams_into_its_card_and_a_chat_window_approves_it() 
         "(() => { const c = [...document.querySelectorAll('.block.tool')].pop(); return c && c.querySelector('.badge.running') && (c.querySelector('pre.tail')?.textContent || '').includes('warning: slow test'); })()",
     )
     .await;
+    desk.screenshot(&dir.join("real-live-tool-desktop.png"))
+        .await;
+    phone
+        .screenshot(&dir.join("real-live-tool-phone.png"))
+        .await;
 
     // Its result ends the live view: no tail, no clock, the whole output in the card.
     on_both(
