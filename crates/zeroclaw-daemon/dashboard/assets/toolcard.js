@@ -103,8 +103,18 @@ function liveOutput(live, cut) {
     live.map((c) => h(`span.${c.stream === "stderr" ? "stderr" : "stdout"}`, null, c.text)));
 }
 
+/** The last TAIL_LINES lines of `live`, stderr in its own colour. */
 function tailOf(live) {
-  const text = live.map((c) => c.text).join("");
-  const lines = text.replace(/\n$/, "").split("\n");
-  return lines.slice(-TAIL_LINES).join("\n");
+  const text = live.map((c) => c.text).join("").replace(/\n$/, "");
+  let from = text.length;
+  for (let n = 0; n < TAIL_LINES && from > 0; n++) from = text.lastIndexOf("\n", from - 1);
+  from = Math.max(0, from < 0 ? 0 : from + 1);
+  const out = [];
+  let at = 0;
+  for (const c of live) {
+    const end = Math.min(at + c.text.length, text.length);
+    if (end > from) out.push(h(`span.${c.stream === "stderr" ? "stderr" : "stdout"}`, null, c.text.slice(Math.max(0, from - at), end - at)));
+    at += c.text.length;
+  }
+  return out;
 }

@@ -160,10 +160,10 @@ async fn a_real_bash_call_streams_into_its_card_and_a_chat_window_approves_it() 
             "{card}"
         );
     }
-    // The stderr line arrives while the tool still runs (3 s before its end).
+    // The stderr line arrives, marked stderr, while the tool still runs (3 s before its end).
     on_both(
         [&desk, &phone],
-        "(() => { const c = [...document.querySelectorAll('.block.tool')].pop(); return c && c.querySelector('.badge.running') && (c.querySelector('pre.tail')?.textContent || '').includes('warning: slow test'); })()",
+        "(() => { const c = [...document.querySelectorAll('.block.tool')].pop(); return c && c.querySelector('.badge.running') && (c.querySelector('pre.tail span.stderr')?.textContent || '').includes('warning: slow test'); })()",
     )
     .await;
     desk.screenshot(&dir.join("real-live-tool-desktop.png"))
