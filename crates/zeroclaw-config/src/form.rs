@@ -184,6 +184,15 @@ const HELP: &[(&str, &str)] = &[
         "limits.live_sessions_per_principal",
         "Live sessions one non-admin principal may hold (the daemon-wide limit is 64).",
     ),
+    // Keys added for SPEC §22 and §26 after the form's table was written.
+    (
+        "limits.session_idle_secs",
+        "Seconds an unused live session stays loaded before it rests (ACP sessions come back on their next use).",
+    ),
+    (
+        "agents.*.instructions_files",
+        "Put the project's AGENTS.md (else CLAUDE.md) files in the system prompt.",
+    ),
     ("users", "Local users and what they may do, by name."),
     (
         "users.*.uid",

@@ -28,7 +28,6 @@ export function sessionView(box, sessionId) {
   let loadedRows = 0; // transcript rows fetched so far, for "N more"
   let generation = 0; // the latest open(): an older one still loading gives up
   let diffs = rpc.can("session/diff"); // false once the daemon answers -32601
-  const localNotes = []; // what this page did (a rewind's outcome), drawn again after a reload
 
   const t = new Transcript({
     canApprove: () => rpc.can("session/approve"),
@@ -141,7 +140,6 @@ export function sessionView(box, sessionId) {
       oldestSeq = r.messages && r.messages.length ? r.messages[0].seq : null;
       t.addRows(rows, false);
       t.setOlder(olderCount(r), loadOlder);
-      for (const n of localNotes) t.note(n.text, n.detail, null);
       historyDiffs(rows, gen);
       error.textContent = "";
       performance.mark("zeroclaw:transcript-drawn");
@@ -389,16 +387,11 @@ export function sessionView(box, sessionId) {
         input.value = r.prompt;
         input.focus();
       }
-      const restored = r.restoredFiles ?? r.filesRestored ?? r.files;
-      const n = Array.isArray(restored) ? restored.length : typeof restored === "number" ? restored : null;
-      const names = Array.isArray(restored) ? restored.map((f) => (typeof f === "string" ? f : f?.path)).filter(Boolean) : [];
-      localNotes.push({
-        text: choice.restoreFiles
-          ? `Rewound${n !== null ? `; ${n} file${n === 1 ? "" : "s"} restored` : ""}`
-          : "Rewound the conversation; files were left as they are",
-        detail: names.length ? names.join("\n") : null,
-      });
+      // What came back is the daemon's `rewind` row (SPEC §22.2), drawn by open(); what
+      // could not come back is said here.
+      const left = [...(r.conflicts || []), ...(r.unrestorable || [])].map((f) => (typeof f === "string" ? f : f?.path)).filter(Boolean);
       await open();
+      if (left.length) error.textContent = `Not restored (changed since, or not restorable): ${left.join(", ")}`;
     } catch (e) {
       error.textContent = errText(e);
     }

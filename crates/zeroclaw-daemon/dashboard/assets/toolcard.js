@@ -2,7 +2,8 @@
 // the command for bash, the path for the file tools, otherwise the tool and a one-line
 // summary of its arguments (MCP tools are `SERVER__TOOL`) — never raw JSON. While the tool
 // runs, the card shows the output streamed as `tool_output_chunk` events and the time since
-// `startedAt`; input and output in full are folded below.
+// `startedAt` (or since it was allowed, when it waited for an approval); while an approval
+// holds it, it says so. Input and output in full are folded below.
 import { h, replace, show } from "./dom.js";
 
 /** Live output kept per card, in characters (the oldest is dropped past it). */
@@ -77,9 +78,12 @@ function elapsed(ms) {
 /** Draws card `b` into `b.el`. */
 export function fillToolCard(b) {
   const running = b.output === undefined;
-  const status = running ? h("span.badge.running", null, "running") : h("span.badge", null, "done");
+  // A call held for a person's answer is not running yet: no clock until it is allowed.
+  const status = !running ? h("span.badge", null, "done")
+    : b.awaiting ? h("span.badge.waiting", null, "awaiting approval")
+    : h("span.badge.running", null, "running");
   const summary = toolSummary(b.name, b.input);
-  const time = running && b.started ? h("span.elapsed.muted", null, elapsed(Date.now() - b.started)) : null;
+  const time = running && b.started && !b.awaiting ? h("span.elapsed.muted", null, elapsed(Date.now() - b.started)) : null;
   const parts = [h("summary", null,
     h("span.tool-name", null, toolLabel(b.name)),
     summary ? h("span.tool-summary", { title: summary }, summary) : null,
@@ -99,8 +103,18 @@ function liveOutput(live, cut) {
     live.map((c) => h(`span.${c.stream === "stderr" ? "stderr" : "stdout"}`, null, c.text)));
 }
 
+/** The last TAIL_LINES lines of `live`, stderr in its own colour. */
 function tailOf(live) {
-  const text = live.map((c) => c.text).join("");
-  const lines = text.replace(/\n$/, "").split("\n");
-  return lines.slice(-TAIL_LINES).join("\n");
+  const text = live.map((c) => c.text).join("").replace(/\n$/, "");
+  let from = text.length;
+  for (let n = 0; n < TAIL_LINES && from > 0; n++) from = text.lastIndexOf("\n", from - 1);
+  from = Math.max(0, from < 0 ? 0 : from + 1);
+  const out = [];
+  let at = 0;
+  for (const c of live) {
+    const end = Math.min(at + c.text.length, text.length);
+    if (end > from) out.push(h(`span.${c.stream === "stderr" ? "stderr" : "stdout"}`, null, c.text.slice(Math.max(0, from - at), end - at)));
+    at += c.text.length;
+  }
+  return out;
 }

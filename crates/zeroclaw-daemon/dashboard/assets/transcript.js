@@ -115,6 +115,8 @@ export class Transcript {
         return { ...base, kind: "note", text: "The turn was interrupted" };
       case "error":
         return { ...base, kind: "failure", ...failureOf(content) };
+      case "rewind":
+        return { ...base, kind: "note", ...rewindNote(content) };
       default:
         return { ...base, kind: "note", text: `${row.role}: ${content}` };
     }
@@ -180,6 +182,17 @@ export class Transcript {
   approvalRequest(u) {
     const b = { kind: "approval", turnId: u.turnId, requestId: u.requestId, tool: u.toolName, summary: u.argumentsSummary, timeout: u.timeoutSecs, resolved: null };
     this.approvals.set(u.requestId, b);
+    // The call it holds: the turn's latest unfinished card of that tool (the request
+    // names no call id).
+    for (let i = this.blocks.length - 1; i >= 0; i--) {
+      const c = this.blocks[i];
+      if (c.kind === "tool" && c.turnId === u.turnId && c.name === u.toolName && c.output === undefined && !c.held) {
+        c.held = u.requestId;
+        c.awaiting = true;
+        this.mark(c);
+        break;
+      }
+    }
     this.push(b);
   }
 
@@ -188,6 +201,13 @@ export class Transcript {
     if (!b) return;
     b.resolved = { decision: u.decision, reason: u.reason, by: u.decidedBy };
     this.mark(b);
+    for (const c of this.tools.values()) {
+      if (c.held !== u.requestId || !c.awaiting) continue;
+      c.awaiting = false;
+      // Its clock runs from the answer (a replayed answer's time is unknown: keep startedAt).
+      if (!u.replay && c.output === undefined) c.started = Date.now();
+      this.mark(c);
+    }
   }
 
   note(text, detail, turnId) {
@@ -401,12 +421,32 @@ function label(decision) {
   return { allow_once: "Allowed once", allow_always: "Always allowed", reject: "Rejected", reject_with_edit: "Rejected with an edit" }[decision] || String(decision);
 }
 
+/** Where an answer came from, as words: `decidedBy.client` (SPEC §22.1). */
+const FACES = { chat: "the chat", dashboard: "the dashboard", acp: "an editor (ACP)", rpc: "the command line (rpc)", webhook: "a webhook", schedule: "a schedule" };
+
 /** " by operator from the dashboard" from `decidedBy {principal, client}`; "" without it. */
 function decidedBy(by) {
   if (!by || typeof by !== "object") return "";
-  const who = by.principal ? ` by ${by.principal}` : "";
-  const from = by.client ? ` from ${by.client === "dashboard" ? "the " : ""}${by.client}` : "";
+  const who = typeof by.principal === "string" && by.principal ? ` by ${by.principal}` : "";
+  const client = typeof by.client === "string" ? by.client : "";
+  const from = client ? ` from ${Object.hasOwn(FACES, client) ? FACES[client] : client}` : "";
   return `${who}${from}`;
+}
+
+/**
+ * A `rewind` row's note: its content is JSON `{toTurnId, rewoundTurns, restoredFiles,
+ * restoreFiles}` (SPEC §22.2); the files that came back are its details. Text that is not
+ * that JSON is shown as it is.
+ */
+export function rewindNote(content) {
+  const c = parse(content);
+  if (!Array.isArray(c.rewoundTurns) && !Array.isArray(c.restoredFiles)) return { text: `Rewound: ${String(content)}` };
+  const files = Array.isArray(c.restoredFiles) ? c.restoredFiles.filter((f) => typeof f === "string") : [];
+  const turns = Array.isArray(c.rewoundTurns) ? c.rewoundTurns.length : 0;
+  const gone = `${turns} turn${turns === 1 ? "" : "s"} taken back`;
+  if (c.restoreFiles === false) return { text: `Rewound the conversation (${gone}); files were left as they are` };
+  const n = files.length;
+  return { text: `Rewound (${gone}); ${n} file${n === 1 ? "" : "s"} restored`, detail: n ? files.join("\n") : null };
 }
 
 /** An error row's content: `{message, retries}` as JSON, or the message as text. */

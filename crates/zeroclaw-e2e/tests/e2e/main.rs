@@ -21,6 +21,7 @@ mod daily_tools;
 mod dashboard;
 mod dashboard_bench;
 mod dashboard_daily;
+mod dashboard_real;
 mod durability;
 mod file_checkpoints;
 mod files;
