@@ -159,10 +159,6 @@ const HELP: &[(&str, &str)] = &[
         "Paths (absolute, or ~/… for the daemon's home) a read_only program cannot read.",
     ),
     (
-        "agents.*.instructions_files",
-        "On: AGENTS.md (else CLAUDE.md) from ~/.zeroclaw and the repository down to the cwd join the system prompt.",
-    ),
-    (
         "agents.*.env",
         "Names of the daemon's environment variables bash and MCP servers also get.",
     ),
@@ -172,10 +168,6 @@ const HELP: &[(&str, &str)] = &[
         "Open connections one principal may hold.",
     ),
     ("limits.connections_total", "Open connections in all."),
-    (
-        "limits.session_idle_secs",
-        "Seconds a live session may sit unused before it is unloaded (an ACP session comes back on its next use).",
-    ),
     (
         "limits.unauthenticated_ws",
         "WebSocket peers not yet past initialize.",
