@@ -103,7 +103,7 @@ pub struct AgentSpec {
     pub tools: Vec<ToolName>,
     pub autonomy: Autonomy,
     pub max_tool_iterations: u32,
-    /// `read_file` / `write_file` are confined here.
+    /// `read_file` / `write_file` are confined here: a session's directory (SPEC §22).
     pub workspace: PathBuf,
     /// Where `bash` runs.
     pub cwd: PathBuf,

@@ -417,3 +417,45 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
+
+/// The file tools work in the session's directory, as `bash` does: a `write_file` with a
+/// relative path in a session started in a project lands in the project (not the agent's
+/// workspace), and `session/diff` lists it.
+#[test]
+fn write_file_writes_in_the_sessions_directory_and_the_diff_lists_it() {
+    let fake = Fake::start();
+    let project = tempfile::tempdir().expect("tempdir");
+    let daemon = start(&fake);
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, project.path());
+
+    fake.push(Scripted::tool_call(
+        "call_1",
+        "write_file",
+        json!({"path": "notes.txt", "content": "one\ntwo\n"}),
+    ));
+    fake.push(Scripted::text("written"));
+    let answer = c.result(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": "write it"}),
+    );
+    assert_eq!(answer["outcome"], "completed", "{answer}");
+    let turn = answer["turnId"].as_str().expect("turnId").to_owned();
+
+    let written = std::fs::read_to_string(project.path().join("notes.txt"));
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("one\ntwo\n"),
+        "in the project"
+    );
+    let workspace = daemon.config_dir().join("agents/tools/workspace/notes.txt");
+    assert!(!workspace.exists(), "not in the agent's workspace");
+
+    let d = c.result("session/diff", json!({"sessionId": sid, "turnId": turn}));
+    assert_eq!(
+        d["files"],
+        json!([{"path": "notes.txt", "status": "added", "additions": 2, "deletions": 0,
+                "patch": "--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"}]),
+        "{d}"
+    );
+}

@@ -125,7 +125,9 @@ pub(crate) fn build(
         context_tokens: agent.max_context_tokens,
     };
     let provider = cache.get(&agent.provider, conf, budgets)?;
-    let mut spec = AgentSpec::new(provider, session.workspace.clone());
+    // The file tools work where `bash` does: the session's directory (SPEC §22), which
+    // §17.1 already checked at `session/new`.
+    let mut spec = AgentSpec::new(provider, session.cwd.clone());
     spec.model = agent.model.clone();
     spec.system_prompt = agent.system_prompt.clone();
     spec.tools = agent.tools.iter().filter_map(|t| t.parse().ok()).collect();
