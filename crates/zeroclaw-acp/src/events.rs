@@ -117,6 +117,11 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
                     Some((tool_call_id.clone(), name.clone(), raw_input.clone()));
             }
         }
+        // A title set anywhere (SPEC §25): told at once, not at the next turn's end.
+        UpdateKind::SessionInfo { title, updated_at } => {
+            info::told(bridge, &session_id, title.clone(), *updated_at).await;
+            return;
+        }
         UpdateKind::ApprovalResolved { request_id, .. } => {
             turns::approval_resolved(bridge, &session_id, request_id).await;
             return;
