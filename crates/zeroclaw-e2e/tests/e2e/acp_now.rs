@@ -475,7 +475,8 @@ async fn chunks_carry_message_ids_and_titles_follow_the_daemon() {
             .await;
         assert_eq!(info["params"]["update"]["title"], "Named here", "{way:?}");
 
-        // A title set by another client reaches the editor with the next turn.
+        // A title set by another client reaches the editor (at once: acp_live shows it
+        // needs no turn); the next turn brings a new message id.
         let mut owner = setup.owner(way).await;
         owner
             .result(
