@@ -88,10 +88,22 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
         }
         UpdateKind::TurnComplete { .. } => {
             turns::turn_completed(bridge, &session_id, update.turn_id.as_deref());
-            // The title may have been set meanwhile, or come from the first prompt.
+            // The first prompt titles a session without an update: read until known (a
+            // title set later comes as `session_info`, so a turn costs no daemon call).
+            let untitled = bridge
+                .sessions()
+                .get(&session_id)
+                .is_some_and(|s| s.title.is_none());
+            if untitled {
+                let (bridge, session_id) = (Arc::clone(bridge), session_id.clone());
+                tokio::spawn(async move { info::refresh(&bridge, &session_id).await });
+            }
+            return;
+        }
+        // A rewind may take back the prompt the title came from.
+        UpdateKind::SessionRewound { .. } => {
             let (bridge, session_id) = (Arc::clone(bridge), session_id.clone());
             tokio::spawn(async move { info::refresh(&bridge, &session_id).await });
-            return;
         }
         // Another client's prompt goes to the editor; its own is never sent back (SPEC §18).
         UpdateKind::UserMessage {

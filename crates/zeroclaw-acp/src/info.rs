@@ -2,8 +2,8 @@
 //! the title the daemon holds changes. A title set by any client (`session/set_title`,
 //! `/title` in `zeroclaw chat`) comes as the daemon's `session_info` update and is told at
 //! once ([`told`]); a title taken from the first prompt has no update, so the bridge also
-//! reads the title again at the end of each turn of a followed session, and when a session
-//! is loaded or resumed. A prompt of the editor that is `/title TEXT` sets the title itself
+//! reads the title at the end of a turn of a followed session while it knows none, after a
+//! rewind (which may take that prompt back), and when a session is loaded or resumed. A prompt of the editor that is `/title TEXT` sets the title itself
 //! (daemon `session/set_title`) and is answered at once, without a turn.
 
 use std::sync::Arc;

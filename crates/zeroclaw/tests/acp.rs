@@ -367,6 +367,8 @@ fn a_whole_session_through_zeroclaw_acp_over(way: Way) {
                     s,
                     vec![
                         ("tool_call".into(), "call_1".into()),
+                        // Its output while it runs (SPEC §25), then its result.
+                        ("tool_call_update".into(), "call_1".into()),
                         ("tool_call_update".into(), "call_1".into()),
                         ("agent_message_chunk".into(), "first done".into()),
                     ]
@@ -385,11 +387,14 @@ fn a_whole_session_through_zeroclaw_acp_over(way: Way) {
                 assert_eq!(call.status, ToolCallStatus::Pending);
                 assert_eq!(call.title, "echo acp-allowed");
                 assert_eq!(call.raw_input, Some(json!({"command": "echo acp-allowed"})));
-                let result = updates
+                // The output update while it ran, then the one with the result.
+                let results: Vec<Value> = updates
                     .iter()
                     .map(|n| serde_json::to_value(&n.update).unwrap())
-                    .find(|u| u["sessionUpdate"] == "tool_call_update")
-                    .expect("a tool call update");
+                    .filter(|u| u["sessionUpdate"] == "tool_call_update")
+                    .collect();
+                assert_eq!(results[0]["status"], "in_progress", "{results:?}");
+                let result = results.last().expect("a tool call update");
                 assert_eq!(result["status"], "completed");
                 assert!(
                     result["content"][0]["content"]["text"]
