@@ -88,10 +88,22 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
         }
         UpdateKind::TurnComplete { .. } => {
             turns::turn_completed(bridge, &session_id, update.turn_id.as_deref());
-            // The title may have been set meanwhile, or come from the first prompt.
+            // The first prompt titles a session without an update: read until known (a
+            // title set later comes as `session_info`, so a turn costs no daemon call).
+            let untitled = bridge
+                .sessions()
+                .get(&session_id)
+                .is_some_and(|s| s.title.is_none());
+            if untitled {
+                let (bridge, session_id) = (Arc::clone(bridge), session_id.clone());
+                tokio::spawn(async move { info::refresh(&bridge, &session_id).await });
+            }
+            return;
+        }
+        // A rewind may take back the prompt the title came from.
+        UpdateKind::SessionRewound { .. } => {
             let (bridge, session_id) = (Arc::clone(bridge), session_id.clone());
             tokio::spawn(async move { info::refresh(&bridge, &session_id).await });
-            return;
         }
         // Another client's prompt goes to the editor; its own is never sent back (SPEC §18).
         UpdateKind::UserMessage {
@@ -116,6 +128,11 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
                 session.last_tool_call =
                     Some((tool_call_id.clone(), name.clone(), raw_input.clone()));
             }
+        }
+        // A title set anywhere (SPEC §25): told at once, not at the next turn's end.
+        UpdateKind::SessionInfo { title, updated_at } => {
+            info::told(bridge, &session_id, title.clone(), *updated_at).await;
+            return;
         }
         UpdateKind::ApprovalResolved { request_id, .. } => {
             turns::approval_resolved(bridge, &session_id, request_id).await;

@@ -1,9 +1,10 @@
 //! Session titles for the editor (SPEC §25): `session_info_update {title, updatedAt}` when
-//! the title the daemon holds changes. The daemon sends no update when a title is set
-//! (`session/set_title` from any client, `/title` in `zeroclaw chat`), so the bridge reads
-//! it again where it can change: at the end of each turn of a followed session, and when a
-//! session is loaded or resumed. A prompt of the editor that is `/title TEXT` sets the
-//! title itself (daemon `session/set_title`) and is answered at once, without a turn.
+//! the title the daemon holds changes. A title set by any client (`session/set_title`,
+//! `/title` in `zeroclaw chat`) comes as the daemon's `session_info` update and is told at
+//! once ([`told`]); a title taken from the first prompt has no update, so the bridge also
+//! reads the title at the end of a turn of a followed session while it knows none, after a
+//! rewind (which may take that prompt back), and when a session is loaded or resumed. A prompt of the editor that is `/title TEXT` sets the title itself
+//! (daemon `session/set_title`) and is answered at once, without a turn.
 
 use std::sync::Arc;
 
@@ -57,6 +58,20 @@ pub async fn refresh(bridge: &Arc<Bridge>, session_id: &str) {
         session.title = Some(title.clone());
     }
     send(bridge, session_id, title, last_activity).await;
+}
+
+/// The daemon's `session_info {title, updatedAt}`: told unless the editor has it already.
+pub async fn told(bridge: &Bridge, session_id: &str, title: String, updated_at: i64) {
+    {
+        let mut sessions = bridge.sessions();
+        if let Some(session) = sessions.get_mut(session_id) {
+            if session.title.as_deref() == Some(title.as_str()) {
+                return;
+            }
+            session.title = Some(title.clone());
+        }
+    }
+    send(bridge, session_id, title, updated_at).await;
 }
 
 async fn send(bridge: &Bridge, session_id: &str, title: String, last_activity: i64) {

@@ -200,6 +200,12 @@ update_kinds! {
         stream: ToolStream,
         text: String,
     },
+    /// The session's title was set (`session/set_title`, SPEC §18/§25): `updatedAt` in ms
+    /// since the Unix epoch. Sent in the running turn, else after the last one's end.
+    SessionInfo = "session_info" {
+        title: String,
+        updated_at: i64,
+    },
 }
 
 /// Which output of a tool a `tool_output_chunk` came from.
@@ -370,6 +376,10 @@ mod tests {
                 to_turn_id: "turn_1".into(),
                 rewound_turns: vec!["turn_1".into(), "turn_2".into()],
                 restored_files: vec!["a.txt".into()],
+            },
+            UpdateType::SessionInfo => UpdateKind::SessionInfo {
+                title: "Fix the build".into(),
+                updated_at: 1_700_000_000_000,
             },
         }
     }

@@ -68,9 +68,6 @@ impl Seen {
             }
             match out.last_mut() {
                 Some((k, d)) if *k == kind && kind.ends_with("_chunk") => d.push_str(&detail),
-                // A running tool's live output (SPEC §22) comes as more updates of the same
-                // call before its last one: counted once here, checked in acp_now.rs.
-                Some((k, d)) if *k == kind && kind == "tool_call_update" && *d == detail => {}
                 _ => out.push((kind, detail)),
             }
         }
@@ -370,6 +367,8 @@ fn a_whole_session_through_zeroclaw_acp_over(way: Way) {
                     s,
                     vec![
                         ("tool_call".into(), "call_1".into()),
+                        // Its output while it runs (SPEC §25), then its result.
+                        ("tool_call_update".into(), "call_1".into()),
                         ("tool_call_update".into(), "call_1".into()),
                         ("agent_message_chunk".into(), "first done".into()),
                     ]
@@ -388,12 +387,14 @@ fn a_whole_session_through_zeroclaw_acp_over(way: Way) {
                 assert_eq!(call.status, ToolCallStatus::Pending);
                 assert_eq!(call.title, "echo acp-allowed");
                 assert_eq!(call.raw_input, Some(json!({"command": "echo acp-allowed"})));
-                let result = updates
+                // The output update while it ran, then the one with the result.
+                let results: Vec<Value> = updates
                     .iter()
                     .map(|n| serde_json::to_value(&n.update).unwrap())
                     .filter(|u| u["sessionUpdate"] == "tool_call_update")
-                    .last()
-                    .expect("a tool call update");
+                    .collect();
+                assert_eq!(results[0]["status"], "in_progress", "{results:?}");
+                let result = results.last().expect("a tool call update");
                 assert_eq!(result["status"], "completed");
                 assert!(
                     result["content"][0]["content"]["text"]

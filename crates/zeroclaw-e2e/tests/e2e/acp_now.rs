@@ -38,25 +38,25 @@ permission_profiles = ["editor"]
 "#;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Way {
+pub(crate) enum Way {
     /// `zeroclaw acp` as a subprocess.
     Stdio,
     /// The gateway's `/acp`, with alice's pairing token as the bearer.
     Gateway,
 }
 
-const WAYS: [Way; 2] = [Way::Stdio, Way::Gateway];
+pub(crate) const WAYS: [Way; 2] = [Way::Stdio, Way::Gateway];
 
 /// A daemon on the fake provider with the gateway on, and alice's token.
-struct Setup {
-    daemon: TestDaemon,
-    fake: Fake,
-    port: u16,
-    token: String,
+pub(crate) struct Setup {
+    pub(crate) daemon: TestDaemon,
+    pub(crate) fake: Fake,
+    pub(crate) port: u16,
+    pub(crate) token: String,
 }
 
 impl Setup {
-    fn start(replies: Vec<Scripted>) -> Setup {
+    pub(crate) fn start(replies: Vec<Scripted>) -> Setup {
         let fake = Fake::start();
         for reply in replies {
             fake.push(reply);
@@ -77,7 +77,7 @@ impl Setup {
     }
 
     /// A working directory for a session (inside the agent's workspace).
-    fn workdir(&self, name: &str) -> PathBuf {
+    pub(crate) fn workdir(&self, name: &str) -> PathBuf {
         let dir = self
             .daemon
             .config_dir()
@@ -88,7 +88,7 @@ impl Setup {
     }
 
     /// An editor connected the given way, initialized.
-    async fn editor(&self, way: Way) -> Editor {
+    pub(crate) async fn editor(&self, way: Way) -> Editor {
         let mut editor = match way {
             Way::Stdio => Editor::stdio(self.daemon.config_dir()),
             Way::Gateway => Editor::gateway(self.port, Some(&self.token)).await,
@@ -105,7 +105,7 @@ impl Setup {
 
     /// Another connection of the principal the editor acts as (the operator over the
     /// local socket for `zeroclaw acp`, alice over the gateway's `/rpc` for `/acp`).
-    async fn owner(&self, way: Way) -> Owner {
+    pub(crate) async fn owner(&self, way: Way) -> Owner {
         match way {
             Way::Stdio => Owner::Local(self.daemon.client()),
             Way::Gateway => Owner::Ws(Box::new(WsClient::open(self.port, &self.token).await)),
@@ -113,13 +113,13 @@ impl Setup {
     }
 }
 
-enum Owner {
+pub(crate) enum Owner {
     Local(Conn),
     Ws(Box<WsClient>),
 }
 
 impl Owner {
-    async fn result(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn result(&mut self, method: &str, params: Value) -> Value {
         let answer = match self {
             Owner::Local(conn) => conn.call(method, params),
             Owner::Ws(ws) => ws.call(method, params).await,
@@ -141,11 +141,11 @@ enum Wire {
 }
 
 /// A raw ACP client: frames out, frames in; what is not the awaited answer is kept.
-struct Editor {
+pub(crate) struct Editor {
     wire: Wire,
     next_id: u64,
     /// Frames received but not yet taken (notifications, requests of the agent).
-    backlog: VecDeque<Value>,
+    pub(crate) backlog: VecDeque<Value>,
 }
 
 impl Editor {
@@ -181,7 +181,7 @@ impl Editor {
         }
     }
 
-    async fn send(&mut self, frame: Value) {
+    pub(crate) async fn send(&mut self, frame: Value) {
         match &mut self.wire {
             Wire::Stdio { stdin, .. } => {
                 let mut line = frame.to_string();
@@ -197,7 +197,7 @@ impl Editor {
     }
 
     /// The next frame off the wire; `None` once it closed.
-    async fn read(&mut self) -> Option<Value> {
+    pub(crate) async fn read(&mut self) -> Option<Value> {
         let text = match &mut self.wire {
             Wire::Stdio { lines, .. } => tokio::time::timeout(WAIT, lines.next_line())
                 .await
@@ -218,7 +218,7 @@ impl Editor {
     }
 
     /// Sends a request; its id.
-    async fn start(&mut self, method: &str, params: Value) -> u64 {
+    pub(crate) async fn start(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
@@ -227,7 +227,7 @@ impl Editor {
     }
 
     /// The answer to request `id`; other frames are kept in the backlog.
-    async fn answer(&mut self, id: u64) -> Value {
+    pub(crate) async fn answer(&mut self, id: u64) -> Value {
         if let Some(i) = self
             .backlog
             .iter()
@@ -244,12 +244,12 @@ impl Editor {
         }
     }
 
-    async fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.start(method, params).await;
         self.answer(id).await
     }
 
-    async fn result(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn result(&mut self, method: &str, params: Value) -> Value {
         let answer = self.call(method, params).await;
         answer
             .get("result")
@@ -258,7 +258,7 @@ impl Editor {
     }
 
     /// The first frame (kept or new) that `pred` accepts, taken out.
-    async fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.backlog.iter().position(&pred) {
             return self.backlog.remove(i).unwrap();
         }
@@ -274,7 +274,7 @@ impl Editor {
     }
 
     /// The `session/update`s kept so far of `kind`.
-    fn updates(&self, kind: &str) -> Vec<Value> {
+    pub(crate) fn updates(&self, kind: &str) -> Vec<Value> {
         self.backlog
             .iter()
             .filter(|f| {
@@ -284,14 +284,14 @@ impl Editor {
             .collect()
     }
 
-    async fn new_session(&mut self, cwd: &Path) -> (String, Value) {
+    pub(crate) async fn new_session(&mut self, cwd: &Path) -> (String, Value) {
         let r = self
             .result("session/new", json!({"cwd": cwd, "mcpServers": []}))
             .await;
         (r["sessionId"].as_str().unwrap().to_string(), r)
     }
 
-    async fn prompt(&mut self, session_id: &str, text: &str) -> Value {
+    pub(crate) async fn prompt(&mut self, session_id: &str, text: &str) -> Value {
         self.result(
             "session/prompt",
             json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
@@ -299,7 +299,7 @@ impl Editor {
         .await
     }
 
-    async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         if let Wire::Stdio {
             mut child, stdin, ..
         } = self.wire
@@ -475,7 +475,8 @@ async fn chunks_carry_message_ids_and_titles_follow_the_daemon() {
             .await;
         assert_eq!(info["params"]["update"]["title"], "Named here", "{way:?}");
 
-        // A title set by another client reaches the editor with the next turn.
+        // A title set by another client reaches the editor (at once: acp_live shows it
+        // needs no turn); the next turn brings a new message id.
         let mut owner = setup.owner(way).await;
         owner
             .result(
@@ -730,10 +731,9 @@ async fn acp_on_the_gateway_needs_a_token() {
 }
 
 /// A session opened in one directory is listed with that directory by an editor that
-/// did not open it, whatever the bridge's own directory. Needs the daemon's `cwd` in
-/// `session/list` or `session/status` entries (being added beside this).
+/// did not open it, whatever the bridge's own directory (the daemon's `cwd` of each
+/// `session/list` entry).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the daemon's session cwd in session/list (SPEC §25), added on another branch"]
 async fn each_listed_session_has_its_own_cwd() {
     let setup = Setup::start(vec![]);
     for way in WAYS {

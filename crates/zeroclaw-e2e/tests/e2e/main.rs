@@ -13,6 +13,8 @@ mod checkpointed;
 mod common;
 
 mod acp_now;
+// ACP updates outside the editor's own turns (issue 49, SPEC §25).
+mod acp_live;
 mod backpressure;
 mod config;
 mod daily_chat;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::UpdateKind;
 use zeroclaw_protocol::history::{ForkResult, ForkedFrom, RewindResult, SetTitleResult};
 use zeroclaw_store::{ForkRequest, MAX_TITLE_CHARS, Mode, SessionKey, StoreError, ToMessages};
 
@@ -202,6 +203,16 @@ impl SessionManager {
         let key = self.resolve_key(session_id, mode);
         self.owner_checked(principal, &key).await?;
         self.store.set_title(&key, &title).await?;
+        // Every watcher learns it at once (SPEC §25: an editor shows it without a turn).
+        if let Some(live) = self.get(&key) {
+            let updated_at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            live.stream.emit_note(&UpdateKind::SessionInfo {
+                title: title.clone(),
+                updated_at,
+            });
+        }
         Ok(SetTitleResult {
             session_id: session_id.into(),
             title,

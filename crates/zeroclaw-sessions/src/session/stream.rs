@@ -262,8 +262,36 @@ impl SessionStream {
     /// straight into the line (no intermediate JSON tree): its own `{"type":"…"` opening is
     /// replaced by the envelope.
     pub fn emit_update(&self, update: &UpdateKind) {
+        self.emit_typed(update, false);
+    }
+
+    /// [`emit_update`](Self::emit_update) of a note on the session rather than on a turn
+    /// (`session_info`, SPEC §25): in the running turn, else numbered after the last
+    /// turn's end (replayed with it, so a subscriber that saw that turn end gets it from
+    /// its cursor), else, before any turn, sent to the live subscribers only, without
+    /// `turnId` (there is nothing to replay it from; `session/list` has the title).
+    pub fn emit_note(&self, update: &UpdateKind) {
+        {
+            // Checked and sent under one lock: a turn starting meanwhile numbers it.
+            let mut inner = self.lock();
+            if inner.turns.is_empty() {
+                let Ok(serde_json::Value::Object(mut params)) = serde_json::to_value(update) else {
+                    return;
+                };
+                params.insert("sessionId".into(), self.session_id.clone().into());
+                let line = json!({"jsonrpc": "2.0", "method": SESSION_UPDATE, "params": params});
+                let mut text = line.to_string();
+                text.push('\n');
+                inner.fan_out(bytes::Bytes::from(text));
+                return;
+            }
+        }
+        self.emit_typed(update, true);
+    }
+
+    fn emit_typed(&self, update: &UpdateKind, after_end: bool) {
         let kind = update.type_name();
-        self.emit_with(update.update_type(), |line| {
+        self.emit_with(update.update_type(), after_end, |line| {
             let start = line.len();
             // Writing into memory cannot fail but for a map with non-string keys, which
             // no update has; such an update would be logged and sent without fields.
@@ -295,7 +323,7 @@ impl SessionStream {
     #[cfg(test)]
     pub fn emit(&self, kind: &str, fields: serde_json::Value) {
         let kind = UpdateType::from_wire(kind).expect("a type of the vocabulary");
-        self.emit_with(kind, |line| {
+        self.emit_with(kind, false, |line| {
             if let serde_json::Value::Object(fields) = &fields {
                 for (key, value) in fields {
                     line.push(b',');
@@ -309,11 +337,12 @@ impl SessionStream {
     }
 
     /// [`emit`](Self::emit) with the fields written by `members` (each preceded by `,`)
-    /// after the envelope, in the stream's reused line buffer.
-    fn emit_with(&self, kind: UpdateType, members: impl FnOnce(&mut Vec<u8>)) {
+    /// after the envelope, in the stream's reused line buffer. `after_end`: the last turn
+    /// takes it even when it has ended (a note, [`emit_note`](Self::emit_note)).
+    fn emit_with(&self, kind: UpdateType, after_end: bool, members: impl FnOnce(&mut Vec<u8>)) {
         let mut guard = self.lock();
         let inner = &mut *guard;
-        let Some(turn) = inner.turns.back_mut().filter(|t| !t.done) else {
+        let Some(turn) = inner.turns.back_mut().filter(|t| after_end || !t.done) else {
             tracing::warn!(session = %self.session_id, kind = kind.as_str(), "update outside a turn dropped");
             return;
         };
@@ -694,6 +723,49 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn a_note_goes_live_before_any_turn_and_after_the_last_turn_is_replayed() {
+        let s = SessionStream::new("s1");
+        let early = watching(&s, 1, &Cursor::default());
+        let note = |title: &str| UpdateKind::SessionInfo {
+            title: title.into(),
+            updated_at: 1,
+        };
+        s.emit_note(&note("first"));
+        let lines = early.lines.lock().unwrap().clone();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0]["type"], "session_info");
+        assert_eq!(lines[0]["title"], "first");
+        assert!(lines[0].get("turnId").is_none(), "{}", lines[0]);
+
+        s.begin_turn("t1");
+        s.emit(
+            "turn_complete",
+            json!({"outcome": "completed", "content": ""}),
+        );
+        s.emit_note(&note("second"));
+        assert_eq!(
+            seqs(&early)[1..],
+            [("t1".into(), 1, false), ("t1".into(), 2, false)],
+            "numbered after the turn's end"
+        );
+        // One that saw the turn end is replayed the note; a newcomer without a cursor is
+        // replayed no finished turn, as ever (`session/list` has the title).
+        let cursor = Cursor {
+            turn_id: Some("t1".into()),
+            after_event_seq: 1,
+        };
+        let back = watching(&s, 2, &cursor);
+        assert_eq!(seqs(&back), [("t1".into(), 2, true)]);
+        assert_eq!(back.lines.lock().unwrap()[0]["title"], "second");
+        let late = watching(&s, 3, &Cursor::default());
+        assert!(seqs(&late).is_empty());
+        // The next turn is numbered from 1 as ever.
+        s.begin_turn("t2");
+        s.emit("agent_message_chunk", json!({"text": "x"}));
+        assert_eq!(seqs(&early).last(), Some(&("t2".into(), 1, false)));
     }
 
     #[test]

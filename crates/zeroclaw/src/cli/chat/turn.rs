@@ -430,6 +430,8 @@ impl<'a> Turn<'a> {
             } => self
                 .ui
                 .tool_output(&tool_call_id, &text, self.asking.is_none()),
+            // A title set (SPEC §25): the chat shows none.
+            UpdateKind::SessionInfo { .. } => {}
             UpdateKind::ReplayGap { .. } => self
                 .ui
                 .note("some of this turn's earlier output is no longer available"),
