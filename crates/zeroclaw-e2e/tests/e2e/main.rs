@@ -15,6 +15,7 @@ mod common;
 mod acp_now;
 mod backpressure;
 mod config;
+mod daily_ask;
 mod daily_chat;
 mod daily_rest;
 mod daily_tools;
