@@ -217,3 +217,144 @@ fn a_connection_of_another_principal_is_never_asked() {
     }
     assert!(seen_settled);
 }
+
+/// `zeroclaw acp` on pipes, read by a thread: frames as they come, each wait bounded.
+struct AcpEditor {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    frames: std::sync::mpsc::Receiver<Value>,
+    next_id: u64,
+}
+
+impl AcpEditor {
+    fn start(config_dir: &std::path::Path) -> AcpEditor {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(common::BIN)
+            .args(["acp", "--config-dir", config_dir.to_str().unwrap()])
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("zeroclaw acp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, frames) = std::sync::mpsc::sync_channel(256);
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                let Ok(frame) = serde_json::from_str::<Value>(&line) else {
+                    break;
+                };
+                if tx.send(frame).is_err() {
+                    break;
+                }
+            }
+        });
+        AcpEditor {
+            child,
+            stdin,
+            frames,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, frame: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{frame}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn start_call(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The first frame `pred` accepts; the frames before it are returned too.
+    fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+        let mut before = Vec::new();
+        loop {
+            let frame = self
+                .frames
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|e| panic!("no {what} ({e}); before it: {before:?}"));
+            if pred(&frame) {
+                return (frame, before);
+            }
+            before.push(frame);
+        }
+    }
+
+    fn result(&mut self, method: &str, params: Value) -> Value {
+        let id = self.start_call(method, params);
+        let (answer, _) = self.wait_for(method, |f| f["id"] == id && f.get("method").is_none());
+        answer
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method}: {answer}"))
+    }
+}
+
+impl Drop for AcpEditor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_editors_question_is_withdrawn_when_the_owner_answers_elsewhere() {
+    let fake = Fake::start();
+    ask_script(&fake);
+    let daemon = start(&fake);
+    let workdir = daemon.config_dir().join("agents/default/workspace/asked");
+    std::fs::create_dir_all(&workdir).unwrap();
+    let mut editor = AcpEditor::start(daemon.config_dir());
+    let init = editor.result(
+        "initialize",
+        json!({"protocolVersion": 1,
+               "clientCapabilities": {"elicitation": {"form": {}}}}),
+    );
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    let session = editor.result("session/new", json!({"cwd": workdir, "mcpServers": []}));
+    let sid = session["sessionId"].as_str().unwrap().to_owned();
+    // Another connection of the same principal (the operator), subscribed.
+    let mut owner = daemon.eliciting_client();
+    subscribe(&mut owner, &sid);
+
+    let prompt = editor.start_call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "ask me"}]}),
+    );
+    let (asked, _) = editor.wait_for("the editor's question", |f| {
+        f["method"] == "elicitation/create" && f.get("id").is_some()
+    });
+    let editor_request = asked["id"].clone();
+    // The owner answers its copy; the editor's is withdrawn.
+    let (q, _) = wait_question(&mut owner);
+    owner.send(&answer(&q, "teal"));
+    let (withdrawn, _) = editor.wait_for("$/cancel_request", |f| f["method"] == "$/cancel_request");
+    assert_eq!(
+        withdrawn["params"]["requestId"], editor_request,
+        "{withdrawn}"
+    );
+    // The editor's dialog answers late: ignored, and the turn used the owner's answer.
+    editor.send(&json!({"jsonrpc": "2.0", "id": editor_request,
+        "result": {"action": "accept", "content": {"answer": "crimson"}}}));
+    let (done, _) = editor.wait_for("the prompt's answer", |f| {
+        f["id"] == prompt && f.get("method").is_none()
+    });
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    // (The bridge may call the provider for other things too: any call counts.)
+    let calls = fake.requests().len();
+    assert!(
+        (0..calls).any(|i| tool_result_sent(&fake, i, "teal")),
+        "{:?}",
+        fake.requests()
+    );
+    assert!(!(0..calls).any(|i| tool_result_sent(&fake, i, "crimson")));
+    // Still serving after the late reply.
+    editor.result("session/list", json!({}));
+}
