@@ -358,3 +358,74 @@ fn the_editors_question_is_withdrawn_when_the_owner_answers_elsewhere() {
     // Still serving after the late reply.
     editor.result("session/list", json!({}));
 }
+
+/// Waits until the session has `n` subscribers.
+fn wait_subscribers(c: &mut Conn, sid: &str, n: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let st = c.result("session/status", json!({"sessionId": sid}));
+        if st["subscribers"] == n {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{st}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
+async fn the_dashboards_form_goes_when_the_question_is_answered_elsewhere() {
+    use crate::browser::Browser;
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+    let fake = Fake::start();
+    ask_script(&fake);
+    let config = session_config(&fake.server.base_url(), common::ws::WSS_SECTION);
+    let daemon = TestDaemon::start_with(&[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+    });
+    common::ws::listening_port(&daemon);
+    let mut a = daemon.client();
+    let sid = a.new_session(json!({"agentAlias": "default"}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut socket = daemon.eliciting_client();
+    subscribe(&mut socket, &sid);
+
+    let browser = Browser::launch().await;
+    let page = browser.page(1280, 800).await;
+    let login = a.result("dashboard/login", json!({}));
+    let url = login["url"].as_str().expect("login url");
+    page.goto(url).await;
+    page.wait_for("document.querySelector('ul.sessions li')", WAIT)
+        .await;
+    page.eval(&format!(
+        "location.hash = {}",
+        json!(format!("#/session/{sid}"))
+    ))
+    .await;
+    wait_subscribers(&mut a, &sid, 2);
+
+    let prompt = a.send_call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": "ask me"}),
+    );
+    // Both faces are asked: the page shows the form.
+    let (q, _) = wait_question(&mut socket);
+    page.wait_for(
+        "document.querySelector('form.ask')?.textContent.includes('colour?')",
+        WAIT,
+    )
+    .await;
+    // Answered on the socket: the page's form goes, and the turn ends with that answer.
+    socket.send(&answer(&q, "teal"));
+    page.wait_for(
+        "!document.querySelector('form.ask') && [...document.querySelectorAll('.block.assistant:not(.streaming)')].some(e => e.textContent.includes('noted'))",
+        WAIT,
+    )
+    .await;
+    let (_, done) = a.collect_until(&prompt);
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    let calls = fake.requests().len();
+    assert!((0..calls).any(|i| tool_result_sent(&fake, i, "teal")));
+}
