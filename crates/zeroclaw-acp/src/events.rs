@@ -6,7 +6,6 @@
 //! after each tool call (SPEC §25).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     CLIENT_METHOD_NAMES, CreateElicitationRequest, CreateElicitationResponse, SessionNotification,
@@ -22,14 +21,12 @@ use zeroclaw_client::{
 use zeroclaw_rpc::ErrorObject;
 
 use super::bridge::Bridge;
+use super::questions::{self, ELICITATION_TIMEOUT};
 use super::turns::{self, AskedTool};
-use super::{info, questions, updates};
+use super::{info, updates};
 
 /// The daemon's update type of a running tool's output (SPEC §25).
 const TOOL_OUTPUT_CHUNK: &str = "tool_output_chunk";
-
-/// How long a forwarded question may wait for the editor (the daemon's own limit).
-pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Starts [`route`] for a new link in its own task (the bridge's [`Router`](super::bridge::Router)).
 pub fn spawn_route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, events: Events) {

@@ -7,6 +7,7 @@
 //! daemon, which no longer waits, is not answered.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     CLIENT_METHOD_NAMES, CreateElicitationRequest, CreateElicitationResponse,
@@ -17,8 +18,10 @@ use zeroclaw_client::protocol::ElicitationAction;
 use zeroclaw_client::protocol::update::ElicitationResult;
 
 use super::bridge::{Approval, Bridge};
-use super::events::ELICITATION_TIMEOUT;
 use super::turns;
+
+/// How long a forwarded question may wait for the editor (the daemon's own limit).
+pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The session and the daemon's question id of an `elicitation/create`, when it has both.
 pub fn asked(params: &Value) -> Option<(String, String)> {
