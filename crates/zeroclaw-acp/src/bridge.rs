@@ -35,6 +35,9 @@ pub struct Session {
     pub last_tool_call: Option<(String, String, Value)>,
     /// Open permission requests, by daemon `requestId` (the editor's turns and others').
     pub approvals: HashMap<String, Approval>,
+    /// Questions (`elicitation/create`) forwarded to the editor and still open, by the
+    /// daemon's question `requestId` (withdrawn when settled elsewhere, SPEC §22).
+    pub questions: HashMap<String, Approval>,
     /// The title last told to the editor (`session_info_update`, SPEC §25).
     pub title: Option<String>,
     /// The message the last chunk belonged to: turn, chunk kind, number (message ids).

@@ -6,7 +6,6 @@
 //! after each tool call (SPEC §25).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
     CLIENT_METHOD_NAMES, CreateElicitationRequest, CreateElicitationResponse, SessionNotification,
@@ -22,14 +21,12 @@ use zeroclaw_client::{
 use zeroclaw_rpc::ErrorObject;
 
 use super::bridge::Bridge;
+use super::questions::{self, ELICITATION_TIMEOUT};
 use super::turns::{self, AskedTool};
 use super::{info, updates};
 
 /// The daemon's update type of a running tool's output (SPEC §25).
 const TOOL_OUTPUT_CHUNK: &str = "tool_output_chunk";
-
-/// How long a forwarded question may wait for the editor (the daemon's own limit).
-const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Starts [`route`] for a new link in its own task (the bridge's [`Router`](super::bridge::Router)).
 pub fn spawn_route(bridge: Arc<Bridge>, generation: u64, client: ClientHandle, events: Events) {
@@ -138,6 +135,10 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
             turns::approval_resolved(bridge, &session_id, request_id).await;
             return;
         }
+        UpdateKind::AskUserResolved { request_id, .. } => {
+            questions::settled(bridge, &session_id, request_id).await;
+            return;
+        }
         UpdateKind::ToolResult { tool_call_id, .. } => {
             if let Some(session) = bridge.sessions().get_mut(&session_id) {
                 session.outputs.done(tool_call_id);
@@ -224,7 +225,13 @@ fn elicit(bridge: &Arc<Bridge>, client: &ClientHandle, id: Value, params: Value)
     let forward = bridge
         .elicitation
         .load(std::sync::atomic::Ordering::Relaxed);
+    let asked = questions::asked(&params);
     let request = serde_json::from_value::<CreateElicitationRequest>(params);
+    if forward && let (Ok(request), Some((session_id, request_id))) = (&request, asked) {
+        // A question the daemon may settle elsewhere: withdrawn from the editor then.
+        questions::forward(bridge, client, id, session_id, request_id, request.clone());
+        return;
+    }
     let (bridge, client) = (Arc::clone(bridge), client.clone());
     tokio::spawn(async move {
         let answer = match request {

@@ -21,6 +21,7 @@ mod opening;
 mod options;
 mod output;
 mod prompt;
+mod questions;
 mod sessions;
 mod stdio;
 mod turns;

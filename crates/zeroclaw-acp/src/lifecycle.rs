@@ -97,7 +97,12 @@ pub async fn close(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value,
     let open = bridge
         .sessions()
         .remove(&session_id)
-        .map(|s| s.approvals.into_values().collect())
+        .map(|s| {
+            s.approvals
+                .into_values()
+                .chain(s.questions.into_values())
+                .collect()
+        })
         .unwrap_or_default();
     turns::withdraw(bridge, &session_id, open).await;
     let params = SessionRef {

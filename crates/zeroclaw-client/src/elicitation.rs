@@ -17,6 +17,9 @@ pub struct ElicitationRequest {
     pub mode: String,
     pub message: String,
     pub requested_schema: Value,
+    /// The question's id, the same in every copy (`ask_user_resolved` names it when the
+    /// question was settled, possibly by another connection).
+    pub request_id: Option<String>,
 }
 
 /// One option of a multiple-choice question.
@@ -81,6 +84,7 @@ impl ElicitationRequest {
             mode: params.mode,
             message: params.message,
             requested_schema: params.requested_schema,
+            request_id: params.request_id,
         })
     }
 
@@ -91,6 +95,7 @@ impl ElicitationRequest {
             mode: self.mode.clone(),
             message: self.message.clone(),
             requested_schema: self.requested_schema.clone(),
+            request_id: self.request_id.clone(),
         }
     }
 

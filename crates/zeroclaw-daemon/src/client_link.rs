@@ -31,6 +31,10 @@ impl ClientLink for ConnectionContext {
         self.handshake.get().is_some_and(|h| h.elicitation)
     }
 
+    fn client_name(&self) -> String {
+        ConnectionContext::client_name(self).to_owned()
+    }
+
     async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, AskError> {
         let ticket = self.pending.register().ok_or(AskError::Gone)?;
         let line = request_line(

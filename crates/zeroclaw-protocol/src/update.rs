@@ -206,6 +206,17 @@ update_kinds! {
         title: String,
         updated_at: i64,
     },
+    /// An `ask_user` question (`elicitation/create`, asked of every connection of the
+    /// owner that can answer) was settled: answered by one of them, timed out, or its
+    /// turn went away (SPEC §22 "Approvals reach every face"). A face still showing the
+    /// question with this `requestId` closes it.
+    AskUserResolved = "ask_user_resolved" {
+        request_id: String,
+        reason: ResolvedReason,
+        /// Who answered: absent when nobody did (timeout, cancel).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_by: Option<DecidedBy>,
+    },
 }
 
 /// Which output of a tool a `tool_output_chunk` came from.
@@ -270,6 +281,10 @@ pub struct ElicitationParams {
     pub message: String,
     /// A JSON Schema of the answer: `answer` (free text), `choice` or `choices`.
     pub requested_schema: Value,
+    /// The question's own id, the same in every copy sent to the owner's connections
+    /// (the JSON-RPC ids differ): `ask_user_resolved` names it when it is settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// The client's answer to `elicitation/create`.
@@ -329,6 +344,14 @@ mod tests {
                 decided_by: Some(DecidedBy {
                     principal: "operator".into(),
                     client: "chat".into(),
+                }),
+            },
+            UpdateType::AskUserResolved => UpdateKind::AskUserResolved {
+                request_id: "ask_1".into(),
+                reason: ResolvedReason::Answered,
+                decided_by: Some(DecidedBy {
+                    principal: "operator".into(),
+                    client: "dashboard".into(),
                 }),
             },
             UpdateType::HistoryTrimmed => UpdateKind::HistoryTrimmed {

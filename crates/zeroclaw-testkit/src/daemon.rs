@@ -615,6 +615,22 @@ impl UidConn {
         }
     }
 
+    /// The next message the daemon sent, whatever it is (a test of requests the daemon
+    /// sends, such as `elicitation/create`).
+    pub fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "connection closed"
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Writes one line as is.
+    pub fn send(&mut self, text: &str) {
+        writeln!(self.stdin, "{text}").unwrap();
+    }
+
     /// The `result` of a call, panicking with the error otherwise.
     pub fn result(&mut self, method: &str, params: Value) -> Value {
         let resp = self.call(method, params.clone());

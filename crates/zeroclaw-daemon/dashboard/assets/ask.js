@@ -1,6 +1,9 @@
 // Ask-user forms (SPEC §14 "Ask-user"): answers the daemon's `elicitation/create` with a
 // form built from its `requestedSchema` (free text `answer`, one `choice`, or several
 // `choices`). The form shows over the page; one at a time, the rest wait in order.
+// A question is asked of every face of the owner (SPEC §22): when `ask_user_resolved`
+// says it was settled elsewhere (or timed out, or its turn ended), its form goes away;
+// the daemon no longer waits, so what the form is resolved with then is ignored.
 import { h, replace } from "./dom.js";
 
 const queue = [];
@@ -11,6 +14,20 @@ export function installAsk(rpc) {
     queue.push({ params, resolve });
     if (queue.length === 1) showNext();
   }));
+  rpc.addEventListener("update", (ev) => {
+    const u = ev.detail;
+    if (u && u.type === "ask_user_resolved") withdraw(u.requestId);
+  });
+}
+
+/** Drops the question `requestId` (settled elsewhere), showing the next one if it was up. */
+function withdraw(requestId) {
+  if (!requestId) return;
+  const i = queue.findIndex((q) => q.params.requestId === requestId);
+  if (i < 0) return;
+  const [q] = queue.splice(i, 1);
+  q.resolve({ action: "cancel" });
+  if (i === 0) showNext();
 }
 
 function showNext() {

@@ -17,6 +17,7 @@ mod acp_now;
 mod acp_live;
 mod backpressure;
 mod config;
+mod daily_ask;
 mod daily_chat;
 mod daily_rest;
 mod daily_tools;

@@ -477,6 +477,8 @@ async fn a_streamed_turn_with_approval_and_ask_user_over_websocket() {
             "usage",
             "tool_call",
             "elicitation",
+            // The question settled (SPEC §22: every face learns it).
+            "ask_user_resolved",
             "tool_result",
             "agent_message_chunk",
             "agent_message_chunk",

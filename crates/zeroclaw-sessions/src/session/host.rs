@@ -2,8 +2,8 @@
 //! on the session's [`stream`](super::stream) (SPEC §7.2 wire names, §14 numbering and
 //! fan-out) and checkpoint progress for the [`Persister`](super::persist::Persister);
 //! approvals wait on the session's approval registry and end with `approval_resolved`;
-//! `ask_user` becomes an outbound `elicitation/create` request to whoever can answer
-//! (SPEC §7.4, §13, §14). Before the turn's later provider calls it may compact the
+//! `ask_user` becomes an outbound `elicitation/create` request to every connection of the
+//! owner that can answer ([`ask_all`](super::ask_all), SPEC §7.4, §13, §14, §22). Before the turn's later provider calls it may compact the
 //! context ([`MidTurn`], SPEC §18).
 //!
 //! No lock is held while waiting for a client: updates are queued without waiting, and a
@@ -20,10 +20,11 @@ use serde_json::{Value, json};
 use zeroclaw_agent::OutputStream;
 use zeroclaw_agent::{ApprovalAsk, ApprovalDecision, AskUser, ChatMessage, TurnEvent, TurnHost};
 use zeroclaw_protocol::update::{ElicitationParams, ToolStream};
-use zeroclaw_protocol::{DecidedBy, Decision, ELICITATION_CREATE, ResolvedReason, UpdateKind};
+use zeroclaw_protocol::{DecidedBy, Decision, ResolvedReason, UpdateKind};
 
+use super::ask_all::{Settled, ask_everyone, next_request_id};
 use super::compaction::MidTurn;
-use super::link::{AskError, ClientLink};
+use super::link::ClientLink;
 use super::live::LiveSession;
 use super::persist::{self, Op, ProgressTx};
 use super::tuning::Tuning;
@@ -244,11 +245,13 @@ impl TurnHost for SessionHost<'_> {
     async fn ask_user(&self, ask: AskUser) -> Option<String> {
         // A person is asked: the session counts as waiting and does not rest (SPEC §22).
         let _asking = self.session.rest.ask();
+        let request_id = next_request_id();
         let params = ElicitationParams {
             session_id: self.session.key.session_id.clone().into(),
             mode: "form".to_owned(),
             message: ask.question.clone(),
             requested_schema: requested_schema(&ask),
+            request_id: Some(request_id.clone()),
         };
         let params = match serde_json::to_value(params) {
             Ok(params) => params,
@@ -258,31 +261,11 @@ impl TurnHost for SessionHost<'_> {
             }
         };
         let deadline = tokio::time::Instant::now() + self.tuning.ask_user_timeout;
-        loop {
-            // Registered before looking, so a subscription made meanwhile is not missed.
-            let subscribed = self.session.stream.subscribed();
-            tokio::pin!(subscribed);
-            subscribed.as_mut().enable();
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                tracing::info!(session = %self.session.key.session_id, "ask_user: nobody answered in time");
-                return None;
-            }
-            let Some(link) = self.asker() else {
-                // Nobody can answer now: wait (within the limit) for someone to subscribe.
-                let _ = tokio::time::timeout(left, subscribed).await;
-                continue;
-            };
-            match link.ask(ELICITATION_CREATE, params.clone(), left).await {
-                Ok(result) => return answer_of(&result),
-                // That connection closed unanswered: ask the next one that can answer.
-                Err(AskError::Gone) => continue,
-                Err(AskError::NoAnswer(why)) => {
-                    tracing::info!(session = %self.session.key.session_id, "ask_user got no answer: {why}");
-                    return None;
-                }
-            }
-        }
+        let mut settled = Settled::new(self.session, &request_id);
+        let result =
+            ask_everyone(self.session, self.prompter, &params, deadline, &mut settled).await;
+        drop(settled);
+        answer_of(&result?)
     }
 
     async fn before_call(&self, context: &mut Vec<ChatMessage>, turn_start: usize) -> usize {

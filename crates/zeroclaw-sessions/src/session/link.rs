@@ -34,6 +34,11 @@ pub trait ClientLink: Send + Sync {
     fn is_open(&self) -> bool;
     /// The client declared it can answer `elicitation/create`.
     fn can_elicit(&self) -> bool;
+    /// The face this connection is (`chat`, `dashboard`, `acp`, `rpc` or the name it gave
+    /// in `initialize`): `decidedBy.client` of what it answers (SPEC §22).
+    fn client_name(&self) -> String {
+        "rpc".to_owned()
+    }
     /// Sends a request to the client and waits (up to `timeout`) for its result.
     async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, AskError>;
     /// Records that prompt number `seq` of `session` came from this connection.

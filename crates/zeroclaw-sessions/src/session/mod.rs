@@ -51,6 +51,7 @@
 
 pub mod agent;
 pub mod answered;
+pub mod ask_all;
 pub mod compact;
 pub mod compact_call;
 pub mod compaction;

@@ -499,6 +499,29 @@ impl SessionStream {
             .map(|s| Arc::clone(&s.link))
     }
 
+    /// Every open subscribed connection of `owner` that can answer `elicitation/create`
+    /// (an `ask_user` question goes to all of them, SPEC §22).
+    pub fn elicitation_targets(&self, owner: &str) -> Vec<Arc<dyn ClientLink>> {
+        let inner = self.lock();
+        inner
+            .subscribers
+            .iter()
+            .filter(|s| s.principal == owner && s.held.is_none())
+            .filter(|s| s.link.is_open() && s.link.can_elicit())
+            .map(|s| Arc::clone(&s.link))
+            .collect()
+    }
+
+    /// The principal a subscribed connection subscribed as.
+    pub fn principal_of(&self, link_id: u64) -> Option<String> {
+        let inner = self.lock();
+        inner
+            .subscribers
+            .iter()
+            .find(|s| s.link.id() == link_id)
+            .map(|s| s.principal.clone())
+    }
+
     /// Resolves when a subscription next becomes active.
     pub fn subscribed(&self) -> tokio::sync::futures::Notified<'_> {
         self.subscribed.notified()

@@ -2,7 +2,8 @@
 //! `--approve=all|none|read_only`, and the rejection of an approval it cannot ask (piped
 //! input that has ended), said on stderr with the tool and the option that decides it.
 //! Also the line an approval settled elsewhere leaves ("allowed once by operator from the
-//! dashboard", SPEC §22 "Approvals reach every face").
+//! dashboard", SPEC §22 "Approvals reach every face"), and the one an ask-user question
+//! answered in another window leaves.
 
 use clap::ValueEnum;
 use zeroclaw_client::protocol::{DecidedBy, Decision};
@@ -80,6 +81,16 @@ pub fn settled_line(decision: Decision, by: Option<&DecidedBy>, timed_out: bool)
         Some(by) => format!("{what} by {} from {}", by.principal, face(&by.client)),
         None if timed_out => format!("{what}: nobody answered in time"),
         None => format!("{what}: the turn ended"),
+    }
+}
+
+/// "answered by operator from the dashboard": how an ask-user question asked in every
+/// window was settled elsewhere (SPEC §22).
+pub fn question_settled_line(by: Option<&DecidedBy>, timed_out: bool) -> String {
+    match by {
+        Some(by) => format!("answered by {} from {}", by.principal, face(&by.client)),
+        None if timed_out => "nobody answered in time".to_string(),
+        None => "the turn ended".to_string(),
     }
 }
 

@@ -122,7 +122,7 @@ pub async fn run(
                     Some(event) => {
                         let seen = Seen { ui: &mut ui, prompt: &prompt, own_rewind: &mut own_rewind };
                         if let Some(first) = idle_event(&handle, &session_id, seen, event).await {
-                            break Idle::Watch(first);
+                            break Idle::Watch(Box::new(first));
                         }
                     }
                     None => return Err("the daemon closed the connection".into()),
@@ -136,7 +136,7 @@ pub async fn run(
                 ui.leave_prompt();
                 let mut turn =
                     Turn::new(&handle, &session_id, &me, &mut ui, &mut input).with_policy(policy);
-                turn.watch(&mut events, &mut interrupts, Some(first))
+                turn.watch(&mut events, &mut interrupts, Some(*first))
                     .await
                     .map_err(|e| e.to_string())?;
                 continue;
@@ -333,7 +333,7 @@ async fn configure(
 /// What the idle prompt got: a line, or the first event of a turn to watch.
 enum Idle {
     Read(Read),
-    Watch(Event),
+    Watch(Box<Event>),
 }
 
 /// Something the daemon sent while this window runs no turn. A question of this session, or

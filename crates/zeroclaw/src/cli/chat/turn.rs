@@ -2,7 +2,8 @@
 //! the first of it), asks the questions the turn raises (approvals, ask-user) and answers
 //! them from input, and Ctrl-C cancels (a second one exits). A turn someone else started
 //! (another window, an editor) is watched the same way until its `turn_complete`
-//! ([`Turn::watch`]); an approval answered elsewhere is withdrawn here.
+//! ([`Turn::watch`]); an approval or an ask-user question answered elsewhere is withdrawn
+//! here.
 //!
 //! Every turn starts with its prompt (`user_message`, SPEC §18): one sent by another client
 //! is shown (`> text · sender`); this window's own prompt, already on the screen as typed,
@@ -417,6 +418,13 @@ impl<'a> Turn<'a> {
                 reason,
                 decided_by,
             } => self.withdraw(&request_id, decision, reason, decided_by),
+            // An ask-user question answered in another window (or timed out, or its turn
+            // ended): dropped here (SPEC §22).
+            UpdateKind::AskUserResolved {
+                request_id,
+                reason,
+                decided_by,
+            } => self.withdraw_question(&request_id, reason, decided_by),
             UpdateKind::SessionRewound {
                 to_turn_id,
                 rewound_turns,
@@ -526,6 +534,48 @@ impl<'a> Turn<'a> {
         self.ui.note(&format!(
             "{what}: {}",
             approve::settled_line(decision, by.as_ref(), timed_out)
+        ));
+        if let Some(question) = self.asking.take() {
+            self.show(&question);
+            self.asking = Some(question);
+        }
+    }
+
+    /// Drops the ask-user question `request_id` settled elsewhere, shown or queued (not
+    /// one this window answered), with a line saying who answered; the next question, if
+    /// any, is shown.
+    fn withdraw_question(
+        &mut self,
+        request_id: &str,
+        reason: ResolvedReason,
+        by: Option<DecidedBy>,
+    ) {
+        if let Some(i) = self.answered.iter().position(|id| id == request_id) {
+            self.answered.remove(i);
+            return;
+        }
+        let settled = |q: &Question| matches!(q, Question::Elicitation(req) if req.request_id.as_deref() == Some(request_id));
+        let queued = self.questions.iter().any(settled);
+        self.questions.retain(|q| !settled(q));
+        let shown = match self.asking.take() {
+            Some(q) if settled(&q) => Some(q),
+            other => {
+                self.asking = other;
+                None
+            }
+        };
+        let what = match shown.as_ref() {
+            Some(Question::Elicitation(req)) => {
+                format!("question `{}`", super::ui::clip(&req.message, 60))
+            }
+            _ if queued => "a question".to_string(),
+            _ => return,
+        };
+        let timed_out = reason == ResolvedReason::Timeout;
+        self.ui.end_line();
+        self.ui.note(&format!(
+            "{what}: {}",
+            approve::question_settled_line(by.as_ref(), timed_out)
         ));
         if let Some(question) = self.asking.take() {
             self.show(&question);
@@ -654,6 +704,10 @@ impl<'a> Turn<'a> {
                     if answer == ElicitationAnswer::Decline {
                         self.ui.note("declined");
                     }
+                    // Its `ask_user_resolved` is not news here.
+                    if let Some(id) = &req.request_id {
+                        self.answered.push(id.clone());
+                    }
                     if let Err(e) = self.handle.answer_elicitation(&req, &answer).await {
                         self.ui.error(&message(&e));
                     }
@@ -681,6 +735,9 @@ impl<'a> Turn<'a> {
             }
             Question::Elicitation(req) => {
                 self.ui.note("no input left: declining the question");
+                if let Some(id) = &req.request_id {
+                    self.answered.push(id.clone());
+                }
                 let _ = self
                     .handle
                     .answer_elicitation(&req, &ElicitationAnswer::Decline)
