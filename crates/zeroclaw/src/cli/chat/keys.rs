@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 #[cfg(unix)]
 const STOP_CHECK_MS: u16 = 100;
 /// Keys read ahead of the chat (a person types a few at most).
+#[cfg(unix)]
 const KEYS_AHEAD: usize = 8;
 
 /// What a key means to an approval.
