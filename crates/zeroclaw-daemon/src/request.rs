@@ -21,7 +21,7 @@ use futures_util::FutureExt;
 use serde_json::Value;
 use zeroclaw_protocol::Method;
 use zeroclaw_rpc::message::{error_line, push_response_line, response_line};
-use zeroclaw_rpc::{ErrorObject, Request};
+use zeroclaw_rpc::{ErrorObject, Id, Request};
 
 use crate::answering::Answering;
 use crate::caller::ConnectionContext;
@@ -144,11 +144,23 @@ pub(crate) async fn answer_in_place(
     buf: &mut Vec<u8>,
 ) {
     let Call { method, request } = call;
-    let (id, name) = (request.id.clone(), request.method.clone());
+    let Request {
+        id,
+        method: name,
+        params,
+    } = request;
     let before = buf.len();
-    let written = AssertUnwindSafe(in_place(daemon, conn, method, request, buf))
-        .catch_unwind()
-        .await;
+    let written = AssertUnwindSafe(in_place(
+        daemon,
+        conn,
+        method,
+        id.as_ref(),
+        &name,
+        params,
+        buf,
+    ))
+    .catch_unwind()
+    .await;
     if let Err(panic) = written {
         // Nothing of a half-written answer is sent.
         buf.truncate(before);
@@ -163,15 +175,12 @@ async fn in_place(
     daemon: &Arc<Daemon>,
     conn: &Arc<ConnectionContext>,
     method: Option<Method>,
-    request: Request,
+    id: Option<&Id>,
+    name: &str,
+    params: Params,
     buf: &mut Vec<u8>,
 ) {
-    let Request {
-        id,
-        method: name,
-        params,
-    } = request;
-    if let (Some(Method::Status), Some(id)) = (method, &id) {
+    if let (Some(Method::Status), Some(id)) = (method, id) {
         dispatch::status_into(daemon, conn, id, buf);
         return;
     }
@@ -182,13 +191,13 @@ async fn in_place(
         conn,
         Front::Connection,
         method,
-        &name,
+        name,
         params,
         &answering,
     )
     .await;
     if let Some(id) = id {
-        push_response_line(buf, &id, &outcome);
+        push_response_line(buf, id, &outcome);
     }
     answering.answer_queued();
 }

@@ -68,9 +68,16 @@ impl FixedText {
             }
             write_json(buf, id);
         }
-        buf.extend_from_slice(b"],\"sessionCounts\":");
-        write_json(buf, &live.session_counts);
-        buf.extend_from_slice(b",\"gateway\":");
+        let counts = &live.session_counts;
+        buf.extend_from_slice(b"],\"sessionCounts\":{\"live\":");
+        write_json(buf, &counts.live);
+        buf.extend_from_slice(b",\"running\":");
+        write_json(buf, &counts.running);
+        buf.extend_from_slice(b",\"waiting\":");
+        write_json(buf, &counts.waiting);
+        buf.extend_from_slice(b",\"idle\":");
+        write_json(buf, &counts.idle);
+        buf.extend_from_slice(b"},\"gateway\":");
         match &live.gateway {
             Some(url) => {
                 buf.extend_from_slice(b"{\"url\":");
@@ -83,7 +90,7 @@ impl FixedText {
     }
 }
 
-/// `value` as JSON (a number, a string or the counts here).
+/// `value` as JSON (a number or a string here).
 fn write_json<T: serde::Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) {
     // Writing these into a Vec cannot fail.
     let _ = serde_json::to_writer(buf, value);
