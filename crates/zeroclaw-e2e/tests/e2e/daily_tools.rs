@@ -18,28 +18,16 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Conn, Fake, TestDaemon, code, session_config};
+use common::{Conn, Fake, TestDaemon, code};
 use serde_json::{Value, json};
 use zeroclaw_testkit::Scripted;
 
-/// An agent on the fake provider that runs `bash` without asking.
-const AGENT: &str = r#"[agents.tools]
-provider = "fake"
-tools = ["bash", "write_file"]
-autonomy = "full"
-max_tool_iterations = 5
-"#;
-
 fn start(fake: &Fake) -> TestDaemon {
-    let config = session_config(&fake.server.base_url(), AGENT);
-    TestDaemon::start_env(&[], &[], |dir| {
-        std::fs::write(dir.join("config.toml"), config).expect("config");
-    })
+    common::tool_agent::start(fake, "tools")
 }
 
 fn new_session(c: &mut Conn, cwd: &Path) -> String {
-    let r = c.new_session(json!({"agentAlias": "tools", "cwd": cwd}));
-    r["sessionId"].as_str().expect("sessionId").to_owned()
+    common::tool_agent::new_session(c, "tools", cwd)
 }
 
 /// One turn in which the agent runs `command`; every message read before the answer with

@@ -9,29 +9,17 @@ use crate::common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Conn, Fake, TestDaemon, session_config};
+use common::{Conn, Fake, TestDaemon};
 use serde_json::json;
 use zeroclaw_checkpoint::Checkpoints;
 use zeroclaw_testkit::Scripted;
 
-/// An agent on the fake provider that runs its tools without asking.
-const AGENT: &str = r#"[agents.files]
-provider = "fake"
-tools = ["bash", "write_file"]
-autonomy = "full"
-max_tool_iterations = 5
-"#;
-
 fn start(fake: &Fake) -> TestDaemon {
-    let config = session_config(&fake.server.base_url(), AGENT);
-    TestDaemon::start_env(&[], &[], |dir| {
-        std::fs::write(dir.join("config.toml"), config).expect("config");
-    })
+    common::tool_agent::start(fake, "files")
 }
 
 fn new_session(c: &mut Conn, cwd: &Path) -> String {
-    let r = c.new_session(json!({"agentAlias": "files", "cwd": cwd}));
-    r["sessionId"].as_str().expect("sessionId").to_owned()
+    common::tool_agent::new_session(c, "files", cwd)
 }
 
 /// Runs one turn in which the agent runs `command` with its bash tool; returns the turn id.
