@@ -14,7 +14,17 @@ pub struct Scratch {
 impl Scratch {
     /// Makes a new directory; blocking (a `mkdir`), so call it off the async threads.
     pub fn make() -> std::io::Result<Scratch> {
-        let dir = tempfile::Builder::new().prefix("zeroclaw-tmp-").tempdir()?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("zeroclaw-tmp-");
+        // Without a mode tempfile leaves the directory to the umask (0755 under the usual
+        // 022): every local user could list it and read what the program wrote there with
+        // its own umask.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o700));
+        }
+        let dir = builder.tempdir()?;
         Ok(Scratch { dir: Some(dir) })
     }
 
@@ -45,5 +55,24 @@ impl Drop for Scratch {
             }
             Err(_) => drop(dir),
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_directory_is_the_owners_alone_and_goes_with_its_owner() {
+        let scratch = Scratch::make().expect("scratch");
+        let path = scratch.path().to_path_buf();
+        let mode = std::fs::metadata(&path)
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{path:?} has mode {mode:o}");
+        drop(scratch);
+        assert!(!path.exists(), "{path:?} is removed with its owner");
     }
 }
