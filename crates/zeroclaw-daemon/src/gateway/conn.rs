@@ -1,6 +1,7 @@
 //! One gateway connection (SPEC §20): reads HTTP/1.1 requests off the socket (keep-alive and
 //! pipelining: one head after another, in order) and answers each by its route — the
-//! dashboard's files, `/healthz`, `POST /rpc` — or hands the socket to the WebSocket
+//! dashboard's files, `/healthz`, `POST /rpc`, the REST routes under `/api/v1/` (SPEC
+//! §23.2: [`super::rest`]) — or hands the socket to the WebSocket
 //! transport when the request is an upgrade on `/` or `/rpc` (or to the ACP bridge on
 //! `/acp`, SPEC §25). A request whose `Host` does
 //! not name the gateway gets 421 first, whatever its route ([`super::host`]).
@@ -22,6 +23,7 @@ use super::assets;
 use super::http::{self, HeadError, RequestHead, Response};
 use super::peer::{Peer, Settings, WRITE_WITHIN};
 use super::post::{self, PostState};
+use super::rest;
 use super::upgrade;
 use crate::connection::INITIALIZE_WITHIN;
 use crate::state::Daemon;
@@ -158,6 +160,10 @@ where
         ),
         "/healthz" if read_only => Next::Answer(Response::text(200, "ok")),
         "/healthz" => Next::Answer(not_allowed()),
+        _ if rest::is_rest(head) => match rest::handle(daemon, stream, buf, head, state).await {
+            Some(response) => Next::Answer(response),
+            None => Next::Done,
+        },
         _ => match assets::lookup(path) {
             Some(asset) if read_only => Next::Answer(Response::new(
                 200,
