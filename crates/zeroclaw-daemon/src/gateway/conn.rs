@@ -112,7 +112,8 @@ pub(crate) async fn serve<S>(
         let next = route(&daemon, &mut stream, &mut buf, &head, &mut state).await;
         let Next::Answer(response) = next else { break };
         // A request whose body was not read leaves the stream unusable: close after it.
-        let body_left = !post::reads_body(&head) && head.body_length() != Ok(0);
+        let reads_body = post::reads_body(&head) || rest::reads_body(&head);
+        let body_left = !reads_body && head.body_length() != Ok(0);
         let keep = keep_alive && !response.close && !body_left && !daemon.shutdown.is_cancelled();
         if send(&mut stream, &response, keep, head_only).await.is_err() || !keep {
             break;

@@ -23,7 +23,7 @@ use zeroclaw_rpc::message::error_line;
 use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
 
 use super::http::{self, BodyError, RequestHead, Response};
-use super::rest::tap::Tap;
+use super::tap::Tap;
 
 use crate::auth::{AuthError, Presented};
 use crate::caller::{ConnectionContext, Handshake};
@@ -102,7 +102,7 @@ impl PostState {
 /// Whether this route reads the request's body (others close the connection after a
 /// request that has one).
 pub(crate) fn reads_body(head: &RequestHead) -> bool {
-    head.method == "POST" && (head.path() == "/rpc" || super::rest::is_rest(head))
+    head.method == "POST" && head.path() == "/rpc"
 }
 
 /// The token of `Authorization: Bearer TOKEN`.

@@ -12,8 +12,8 @@
 //! ([`super::post::authenticate`], [`super::post::run`]: the one request path); errors are
 //! `{error: {code, message, data}}` with the status of [`zeroclaw_protocol::rest::http_status`].
 
+mod call;
 pub(crate) mod sse;
-pub(crate) mod tap;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -22,13 +22,14 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use zeroclaw_protocol::rest::{self, PREFIX, ParamsFrom};
 use zeroclaw_protocol::{Method, SESSION_UPDATE};
-use zeroclaw_rpc::{ErrorObject, Inbound, Request};
+use zeroclaw_rpc::ErrorObject;
 
 use super::http::{RequestHead, Response};
 use super::post::{self, PostState};
 use crate::caller::ConnectionContext;
 use crate::request::{self, Call, Front};
 use crate::state::Daemon;
+use call::{error_response, outcome_of, request_of, run_call};
 
 /// How long `?wait=false` waits for its turn to start (a turn queued behind another
 /// starts when that one ends).
@@ -39,17 +40,15 @@ pub(crate) fn is_rest(head: &RequestHead) -> bool {
     head.path().starts_with(PREFIX)
 }
 
+/// Whether this route reads the request's body (a REST `POST` does).
+pub(crate) fn reads_body(head: &RequestHead) -> bool {
+    head.method == "POST" && is_rest(head)
+}
+
 /// The served OpenAPI document, built once.
 fn openapi() -> &'static [u8] {
     static DOC: OnceLock<Vec<u8>> = OnceLock::new();
     DOC.get_or_init(|| serde_json::to_vec(&rest::openapi()).unwrap_or_default())
-}
-
-/// A REST error: the body `{error}` with the status its code maps to.
-fn error_response(error: &ErrorObject) -> Response {
-    let status = rest::http_status(error.code);
-    let body = serde_json::to_vec(&json!({ "error": error })).unwrap_or_default();
-    Response::json(status, body)
 }
 
 fn bad_params(message: impl Into<String>) -> Response {
@@ -201,42 +200,6 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A JSON-RPC request for `name` with `params`, as the one request path takes it.
-fn request_of(name: &str, params: Map<String, Value>) -> Result<Request, ErrorObject> {
-    let frame = json!({"jsonrpc": "2.0", "id": 1, "method": name, "params": params});
-    match zeroclaw_rpc::message::classify_value(frame) {
-        Inbound::Request(request) => Ok(request),
-        Inbound::Reject { error, .. } => Err(error),
-        _ => Err(ErrorObject::internal("could not form the request")),
-    }
-}
-
-/// The result, or the error, of a JSON-RPC answer line.
-fn outcome_of(line: Option<Vec<u8>>) -> Result<Value, ErrorObject> {
-    let line = line.ok_or_else(|| ErrorObject::internal("the call was not answered"))?;
-    let mut answer: Value = serde_json::from_slice(&line)
-        .map_err(|_| ErrorObject::internal("the answer was not JSON"))?;
-    if let Some(error) = answer.get_mut("error").map(Value::take) {
-        return Err(serde_json::from_value(error)
-            .unwrap_or_else(|_| ErrorObject::internal("an unreadable error")));
-    }
-    Ok(answer
-        .get_mut("result")
-        .map(Value::take)
-        .unwrap_or(Value::Null))
-}
-
-/// Runs `name` through the one request path in `ctx`: 200 with its result, or its error.
-pub(crate) async fn run_call(
-    daemon: &Arc<Daemon>,
-    ctx: &Arc<ConnectionContext>,
-    name: &str,
-    params: Map<String, Value>,
-) -> Result<Value, ErrorObject> {
-    let request = request_of(name, params)?;
-    outcome_of(post::run(daemon, ctx, request).await)
 }
 
 async fn call(

@@ -22,7 +22,7 @@ use zeroclaw_rpc::ErrorObject;
 
 use super::super::http::{RequestHead, Response, SECURITY_HEADERS};
 use super::super::post::PostState;
-use super::{error_response, run_call};
+use super::call::{error_response, run_call};
 use crate::caller::ConnectionContext;
 use crate::state::Daemon;
 
