@@ -26,8 +26,13 @@ permission_profiles = ["remote"]
 
 /// A daemon on `fake` with the gateway on, and a pairing token of user alice.
 fn start(fake: &Fake) -> (TestDaemon, u16, String) {
+    start_with(fake, "")
+}
+
+/// [`start`] with `extra` configuration after the rest.
+fn start_with(fake: &Fake, extra: &str) -> (TestDaemon, u16, String) {
     let config = format!(
-        "{}{USERS}{WSS_SECTION}",
+        "{}{USERS}{WSS_SECTION}{extra}",
         session_config(&fake.server.base_url(), "")
     );
     let daemon = TestDaemon::start_with(&[], |dir| {
@@ -83,6 +88,18 @@ fn read_head(r: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
 }
 
 fn request(port: u16, method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> Reply {
+    request_headers(port, method, path, token, body, "")
+}
+
+/// [`request`] with `extra` header lines (each ending in CRLF).
+fn request_headers(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+    extra: &str,
+) -> Reply {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
@@ -96,7 +113,7 @@ fn request(port: u16, method: &str, path: &str, token: Option<&str>, body: Optio
     };
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}{length}Connection: close\r\n\r\n{body}"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}{length}{extra}Connection: close\r\n\r\n{body}"
     )
     .unwrap();
     let mut r = BufReader::new(s);
@@ -667,4 +684,71 @@ fn curl_reads_the_stream_and_the_subscription_goes_with_its_client() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn cross_origin_access_only_for_a_listed_origin() {
+    let fake = Fake::start();
+    let extra = "[gateway]\ncors_origins = [\"https://app.example\"]\n";
+    let (_daemon, port, token) = start_with(&fake, extra);
+    let listed = "Origin: https://app.example\r\n";
+    let other = "Origin: https://evil.example\r\n";
+    let r = request_headers(port, "GET", "/api/v1/sessions", Some(&token), None, listed);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let r = request_headers(port, "GET", "/api/v1/sessions", Some(&token), None, other);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        None,
+        "{:?}",
+        r.headers
+    );
+    // The preflight carries no bearer: answered before authentication.
+    let ask = format!("{listed}Access-Control-Request-Method: POST\r\n");
+    let r = request_headers(port, "OPTIONS", "/api/v1/session/list", None, None, &ask);
+    assert_eq!(r.status, 204);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    assert!(
+        r.header("access-control-allow-headers")
+            .unwrap_or_default()
+            .contains("Authorization")
+    );
+    let r = request_headers(port, "OPTIONS", "/api/v1/session/list", None, None, other);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    assert_eq!(r.header("access-control-allow-methods"), None);
+
+    // Without the setting, no origin is allowed.
+    let fake = Fake::start();
+    let (_daemon, port, token) = start(&fake);
+    let r = request_headers(port, "GET", "/api/v1/sessions", Some(&token), None, listed);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+}
+
+/// A stream with nothing to say still hears from the daemon every 15 s.
+#[test]
+fn a_quiet_stream_gets_a_keepalive_comment() {
+    let fake = Fake::start();
+    let (_daemon, port, token) = start(&fake);
+    let sid = new_session(port, &token);
+    let mut stream = Events::open(port, &token, &sid, None).expect("a stream");
+    let started = Instant::now();
+    let mut line = String::new();
+    stream
+        .reader
+        .read_line(&mut line)
+        .expect("a line within the read timeout");
+    assert_eq!(line, ": keepalive\n");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(14) && waited < Duration::from_secs(20),
+        "{waited:?}"
+    );
 }

@@ -13,6 +13,7 @@
 //! `{error: {code, message, data}}` with the status of [`zeroclaw_protocol::rest::http_status`].
 
 mod call;
+mod cors;
 pub(crate) mod sse;
 
 use std::sync::{Arc, OnceLock};
@@ -65,13 +66,33 @@ fn not_found(what: &str) -> Response {
 }
 
 /// Answers one REST request; `None` when the connection must close without (another)
-/// answer: the body did not arrive, or an event stream ran and ended.
+/// answer: the body did not arrive, or an event stream ran and ended. A listed origin's
+/// responses allow it ([`cors`]).
 pub(crate) async fn handle<S>(
     daemon: &Arc<Daemon>,
     stream: &mut S,
     buf: &mut Vec<u8>,
     head: &RequestHead,
     state: &mut PostState,
+) -> Option<Response>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let origin = cors::allowed(daemon, head);
+    if head.method == "OPTIONS" {
+        return Some(cors::preflight(origin.as_deref()));
+    }
+    let response = answer(daemon, stream, buf, head, state, origin.as_deref()).await;
+    response.map(|r| cors::apply(r, origin.as_deref()))
+}
+
+async fn answer<S>(
+    daemon: &Arc<Daemon>,
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    head: &RequestHead,
+    state: &mut PostState,
+    origin: Option<&str>,
 ) -> Option<Response>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
@@ -99,7 +120,7 @@ where
         && let Some(values) = rest::match_pattern(rest::EVENTS_PATH, path)
     {
         let session_id = values.first().copied().unwrap_or_default().to_owned();
-        return sse::serve(daemon, stream, head, state, &ctx, session_id).await;
+        return sse::serve(daemon, stream, head, state, &ctx, session_id, origin).await;
     }
     let mut params = match http {
         "POST" => match body_params(&body) {

@@ -52,6 +52,7 @@ pub(crate) async fn serve<S>(
     state: &PostState,
     ctx: &Arc<ConnectionContext>,
     session_id: String,
+    origin: Option<&str>,
 ) -> Option<Response>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
@@ -76,7 +77,7 @@ where
         tap.detach();
         return Some(error_response(&error).closing());
     }
-    let ended = pump(daemon, stream, ctx, events, &session_id).await;
+    let ended = pump(daemon, stream, ctx, events, &session_id, origin).await;
     tracing::debug!(conn = ctx.id, session = %session_id, "event stream ended: {ended}");
     tap.detach();
     // Unsubscribed now rather than when the session next prunes closed subscribers.
@@ -87,10 +88,15 @@ where
     None
 }
 
-fn stream_head() -> Vec<u8> {
+fn stream_head(origin: Option<&str>) -> Vec<u8> {
     let mut head = String::from("HTTP/1.1 200 OK\r\n");
     for (name, value) in SECURITY_HEADERS {
         head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(origin) = origin {
+        head.push_str(&format!(
+            "Access-Control-Allow-Origin: {origin}\r\nVary: Origin\r\n"
+        ));
     }
     head.push_str("Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n");
     head.push_str("Connection: close\r\n\r\n");
@@ -104,6 +110,7 @@ async fn pump<S>(
     ctx: &Arc<ConnectionContext>,
     mut events: mpsc::Receiver<Vec<Bytes>>,
     session_id: &str,
+    origin: Option<&str>,
 ) -> &'static str
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
@@ -112,7 +119,7 @@ where
     let out = &ctx.out;
     // A write waits at most as long as the outbound queue's stall rule lets a peer not read.
     let write_within = daemon.stall_timeout;
-    let mut text = stream_head();
+    let mut text = stream_head(origin);
     let mut keepalive =
         tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
     let mut scratch = [0u8; 512];
