@@ -752,3 +752,117 @@ fn a_quiet_stream_gets_a_keepalive_comment() {
         "{waited:?}"
     );
 }
+
+/// Events of one turn, first to last, seen by a WebSocket subscriber: (events, seconds).
+async fn ws_turn(
+    port: u16,
+    token: &str,
+    sid: &str,
+    ready: std::sync::mpsc::Sender<()>,
+) -> (usize, f64) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let mut ws = common::ws::connect(port).await;
+    for (id, method, params) in [
+        (
+            1,
+            "initialize",
+            json!({"protocolVersion": 1, "authToken": token}),
+        ),
+        (2, "session/subscribe", json!({"sessionId": sid})),
+    ] {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        ws.send(Message::Text(line.to_string().into()))
+            .await
+            .expect("send");
+        loop {
+            let Some(Ok(Message::Text(text))) = ws.next().await else {
+                continue;
+            };
+            let v: Value = serde_json::from_str(&text).expect("json");
+            if v["id"] == id {
+                assert!(v.get("result").is_some(), "{v}");
+                break;
+            }
+        }
+    }
+    ready.send(()).expect("ready");
+    let (mut n, mut first) = (0, None);
+    loop {
+        let Some(Ok(Message::Text(text))) = ws.next().await else {
+            continue;
+        };
+        let v: Value = serde_json::from_str(&text).expect("json");
+        if v["method"] != "session/update" {
+            continue;
+        }
+        n += 1;
+        let first = *first.get_or_insert_with(Instant::now);
+        if v["params"]["type"] == "turn_complete" {
+            return (n, first.elapsed().as_secs_f64());
+        }
+    }
+}
+
+/// The SSE delivery rate against a WebSocket subscriber on the same turn, for
+/// docs/BENCHMARKS.md: `cargo test -p zeroclaw-e2e --test e2e -- rest::sse_delivery_rate
+/// --ignored --nocapture` (the build profile of the binary is what is measured).
+#[test]
+#[ignore = "a measurement for docs/BENCHMARKS.md"]
+fn sse_delivery_rate_against_a_websocket_subscriber() {
+    let fake = Fake::start();
+    let (_daemon, port, token) = start(&fake);
+    let chunks = 20_000;
+    let mut ratios = Vec::new();
+    for round in 0..5 {
+        let sid = new_session(port, &token);
+        let (ready, wait) = std::sync::mpsc::channel();
+        let ws = {
+            let (token, sid) = (token.clone(), sid.clone());
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("rt");
+                rt.block_on(ws_turn(port, &token, &sid, ready))
+            })
+        };
+        wait.recv_timeout(Duration::from_secs(10))
+            .expect("the WebSocket subscribed");
+        let mut stream = Events::open(port, &token, &sid, None).expect("a stream");
+        fake.push(Scripted::Text {
+            chunks: (0..chunks).map(|i| format!("w{i} ")).collect(),
+            delay: Duration::ZERO,
+        });
+        let r = post(
+            port,
+            &format!("/api/v1/sessions/{sid}/prompt?wait=false"),
+            &token,
+            json!({"prompt": "go"}),
+        );
+        assert_eq!(r.status, 202);
+        let (mut n, mut first) = (0, None);
+        let sse = loop {
+            let e = stream.next().expect("an event");
+            n += 1;
+            let first = *first.get_or_insert_with(Instant::now);
+            if e.event.as_deref() == Some("turn_complete") {
+                break (n, first.elapsed().as_secs_f64());
+            }
+        };
+        let ws = ws.join().expect("the WebSocket reader");
+        assert_eq!(sse.0, ws.0, "both saw every event");
+        let (sse_rate, ws_rate) = (sse.0 as f64 / sse.1, ws.0 as f64 / ws.1);
+        let ratio = sse_rate / ws_rate;
+        println!(
+            "round {round}: {} events; SSE {sse_rate:.0}/s over {:.3} s, WebSocket {ws_rate:.0}/s over {:.3} s, ratio {ratio:.3}",
+            sse.0, sse.1, ws.1
+        );
+        ratios.push(ratio);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "median ratio {:.3} (min {:.3}, max {:.3})",
+        ratios[2], ratios[0], ratios[4]
+    );
+}
