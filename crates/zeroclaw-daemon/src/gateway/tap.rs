@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::transport::{BoxFuture, FrameSink};
 
 /// Batches of lines the channel holds before the writer waits.
-const BATCHES: usize = 16;
+const BATCHES: usize = 4;
 
 type Slot = Arc<Mutex<Option<mpsc::Sender<Vec<Bytes>>>>>;
 

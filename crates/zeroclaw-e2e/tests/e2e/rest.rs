@@ -866,3 +866,69 @@ fn sse_delivery_rate_against_a_websocket_subscriber() {
         ratios[2], ratios[0], ratios[4]
     );
 }
+
+/// The daemon's (peak, current) resident memory in KiB (`VmHWM`, `VmRSS`).
+fn rss_kib(daemon: &TestDaemon) -> (u64, u64) {
+    let pid = daemon.child.as_ref().expect("running").id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .expect(name)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// A stream reader that stops reading neither slows the turn nor makes the daemon hold
+/// what it does not read: its connection is closed by the outbound queue's slow-peer rule
+/// (the one a WebSocket subscriber is under) and the daemon's memory stays far below what
+/// the turn streamed.
+#[test]
+fn a_reader_that_stops_reading_is_cut_off_and_pins_little() {
+    let fake = Fake::start();
+    let (daemon, port, token) = start(&fake);
+    let sid = new_session(port, &token);
+    let mut stalled = Events::open(port, &token, &sid, None).expect("a stream");
+    assert_eq!(subscribers(port, &token, &sid), 1);
+    let (_, before) = rss_kib(&daemon);
+    let chunk = "x".repeat(8 * 1024);
+    let chunks = 16_000; // 128 MiB of text, each chunk one event
+    fake.push(Scripted::Text {
+        chunks: vec![chunk; chunks],
+        delay: Duration::ZERO,
+    });
+    let started = Instant::now();
+    let r = post(
+        port,
+        &format!("/api/v1/sessions/{sid}/prompt"),
+        &token,
+        json!({"prompt": "flood"}),
+    );
+    assert_eq!(r.status, 200, "the turn ends while the reader stalls");
+    let turn_took = started.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while subscribers(port, &token, &sid) != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the stalled reader was never cut off"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (peak, _) = rss_kib(&daemon);
+    let grew_mib = peak.saturating_sub(before) / 1024;
+    println!("turn {turn_took:?}; daemon peak RSS grew {grew_mib} MiB while 128 MiB streamed");
+    assert!(
+        grew_mib < 96,
+        "the daemon held {grew_mib} MiB for a reader that did not read"
+    );
+    // The stream ends: what was in flight (its last event cut short) is read, then
+    // end-of-file.
+    let end = Instant::now() + Duration::from_secs(30);
+    let mut scratch = vec![0u8; 64 * 1024];
+    while stalled.reader.read(&mut scratch).expect("read") > 0 {
+        assert!(Instant::now() < end, "the stream did not end");
+    }
+}
