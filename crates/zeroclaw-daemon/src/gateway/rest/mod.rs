@@ -252,6 +252,11 @@ async fn prompt_started(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    // A prompt queued behind another client's is told from it by its text.
+    let text = params
+        .get("prompt")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let request = match request_of(Method::SessionPrompt.name(), params) {
         Ok(request) => request,
         Err(error) => return error_response(&error),
@@ -271,7 +276,7 @@ async fn prompt_started(
     let started = async {
         while let Some(batch) = events.recv().await {
             for line in batch.iter().flat_map(|b| b.split(|&c| c == b'\n')) {
-                if let Some(turn) = started_turn(line, &session_id) {
+                if let Some(turn) = started_turn(line, &session_id, text.as_deref()) {
                     return Some(turn);
                 }
             }
@@ -303,14 +308,16 @@ async fn prompt_started(
     }
 }
 
-/// The turn a live `user_message` of `session_id` starts, if `line` is one.
-fn started_turn(line: &[u8], session_id: &str) -> Option<String> {
+/// The turn a live `user_message` of `session_id` (with `text`, when the prompt was
+/// plain text) starts, if `line` is one.
+fn started_turn(line: &[u8], session_id: &str, text: Option<&str>) -> Option<String> {
     let v: Value = serde_json::from_slice(line).ok()?;
     let p = v.get("params")?;
     let live_start = v.get("method")?.as_str()? == SESSION_UPDATE
         && p.get("sessionId")?.as_str()? == session_id
         && p.get("type")?.as_str()? == "user_message"
-        && p.get("replay").is_none();
+        && p.get("replay").is_none()
+        && text.is_none_or(|t| p.get("text").and_then(Value::as_str) == Some(t));
     live_start.then(|| p.get("turnId")?.as_str().map(str::to_owned))?
 }
 
