@@ -2,7 +2,10 @@
 //! responses checked against the OpenAPI document the daemon serves, the HTTP statuses of
 //! the error codes, a local-only method refused, and the event stream as Server-Sent
 //! Events — resumed with `Last-Event-ID` after cuts at random points of a turn without a
-//! gap or a duplicate, read by `curl -N`, and its subscription gone with its client.
+//! gap or a duplicate, read by `curl -N`, its subscription gone with its client, a
+//! keepalive comment on a quiet stream, and a reader that stops reading cut off without
+//! the daemon holding what it streamed. `gateway.cors_origins` allows only what it lists.
+//! One measurement (ignored by default) gives the SSE figure of docs/BENCHMARKS.md.
 
 use crate::common;
 
