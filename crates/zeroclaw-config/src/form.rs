@@ -237,6 +237,10 @@ const HELP: &[(&str, &str)] = &[
         "Host names the gateway answers besides loopback ones (admin-only; DNS rebinding).",
     ),
     (
+        "gateway.cors_origins",
+        "Browser origins (scheme://host[:port]) allowed to call the REST API across origins; none by default (admin-only).",
+    ),
+    (
         "hooks",
         "Commands run at points of every agent's turns, as the daemon's user (admin-only).",
     ),

@@ -366,7 +366,7 @@ permission_profiles = ["boss"]
     fn the_gateways_host_names_are_admin_only() {
         let mut p = Principal::holding_nothing("user:x".into());
         p.config_write_paths.push(WritePattern::parse("*").unwrap());
-        for prop in ["gateway", "gateway.hostnames"] {
+        for prop in ["gateway", "gateway.hostnames", "gateway.cors_origins"] {
             let prop = PropPath::parse(prop).unwrap();
             assert!(admin_only(&prop), "{prop:?}");
             assert!(!p.may_write(&prop), "{prop:?}");

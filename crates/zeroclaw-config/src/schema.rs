@@ -139,6 +139,7 @@ allowed_origins = []               # browser origins allowed to open a WebSocket
 # Host names the gateway answers besides loopback ones (admin-only; DNS rebinding):
 # [gateway]
 # hostnames = ["zeroclaw.example.org"]
+# cors_origins = ["https://app.example.org"]   # browser origins allowed to call /api/v1/
 "#;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -451,6 +452,9 @@ pub struct Wss {
 #[serde(deny_unknown_fields, default)]
 pub struct GatewaySettings {
     pub hostnames: Vec<String>,
+    /// Browser origins (`scheme://host[:port]`) allowed to call the REST API across
+    /// origins (SPEC §23.2); none by default.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for Wss {
@@ -697,6 +701,7 @@ impl Config {
         hook_violations(&self.hooks, &at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
         self.validate_gateway(&mut out);
+        self.validate_cors(&mut out);
         out
     }
 
@@ -721,6 +726,32 @@ impl Config {
                     prop: at(&["gateway", "hostnames"]),
                     message: format!(
                         "{shown:?} is not a host name or an IP address (no port, no scheme)"
+                    ),
+                });
+            }
+        }
+    }
+
+    /// Each of `gateway.cors_origins` is an origin: `http://` or `https://`, a host, an
+    /// optional port, and nothing after.
+    fn validate_cors(&self, out: &mut Vec<Violation>) {
+        for origin in &self.gateway.cors_origins {
+            let rest = origin
+                .strip_prefix("https://")
+                .or_else(|| origin.strip_prefix("http://"));
+            let ok = rest.is_some_and(|host| {
+                !host.is_empty()
+                    && host.len() <= 260
+                    && !host
+                        .chars()
+                        .any(|c| c.is_whitespace() || c.is_control() || "/@?#*".contains(c))
+            });
+            if !ok {
+                let shown: String = origin.chars().take(80).collect();
+                out.push(Violation {
+                    prop: at(&["gateway", "cors_origins"]),
+                    message: format!(
+                        "{shown:?} is not an origin (expected scheme://host[:port], no path)"
                     ),
                 });
             }
@@ -796,6 +827,27 @@ mod tests {
         let mut c = Config::default();
         c.gateway.hostnames = names.iter().map(|n| (*n).to_owned()).collect();
         c.validate().into_iter().map(|v| v.message).collect()
+    }
+
+    #[test]
+    fn cors_origins_are_origins() {
+        let mut c = Config::default();
+        c.gateway.cors_origins = ["https://a.example", "http://127.0.0.1:8080"]
+            .map(String::from)
+            .to_vec();
+        assert!(c.validate().is_empty());
+        for bad in [
+            "a.example",
+            "https://a.example/x",
+            "ftp://a",
+            "https://",
+            "*",
+        ] {
+            c.gateway.cors_origins = vec![bad.to_owned()];
+            let v = c.validate();
+            assert_eq!(v.len(), 1, "{bad:?}");
+            assert!(v[0].message.contains("not an origin"), "{v:?}");
+        }
     }
 
     #[test]

@@ -190,7 +190,13 @@ pub static ROOT: Shape = Shape::Struct(&[
             ("allowed_origins", Shape::StrList),
         ]),
     ),
-    ("gateway", Shape::Struct(&[("hostnames", Shape::StrList)])),
+    (
+        "gateway",
+        Shape::Struct(&[
+            ("hostnames", Shape::StrList),
+            ("cors_origins", Shape::StrList),
+        ]),
+    ),
     ("hooks", HOOKS),
 ]);
 

@@ -1,6 +1,7 @@
 //! One gateway connection (SPEC §20): reads HTTP/1.1 requests off the socket (keep-alive and
 //! pipelining: one head after another, in order) and answers each by its route — the
-//! dashboard's files, `/healthz`, `POST /rpc` — or hands the socket to the WebSocket
+//! dashboard's files, `/healthz`, `POST /rpc`, the REST routes under `/api/v1/` (SPEC
+//! §23.2: [`super::rest`]) — or hands the socket to the WebSocket
 //! transport when the request is an upgrade on `/` or `/rpc` (or to the ACP bridge on
 //! `/acp`, SPEC §25). A request whose `Host` does
 //! not name the gateway gets 421 first, whatever its route ([`super::host`]).
@@ -22,6 +23,7 @@ use super::assets;
 use super::http::{self, HeadError, RequestHead, Response};
 use super::peer::{Peer, Settings, WRITE_WITHIN};
 use super::post::{self, PostState};
+use super::rest;
 use super::upgrade;
 use crate::connection::INITIALIZE_WITHIN;
 use crate::state::Daemon;
@@ -110,7 +112,8 @@ pub(crate) async fn serve<S>(
         let next = route(&daemon, &mut stream, &mut buf, &head, &mut state).await;
         let Next::Answer(response) = next else { break };
         // A request whose body was not read leaves the stream unusable: close after it.
-        let body_left = !post::reads_body(&head) && head.body_length() != Ok(0);
+        let reads_body = post::reads_body(&head) || rest::reads_body(&head);
+        let body_left = !reads_body && head.body_length() != Ok(0);
         let keep = keep_alive && !response.close && !body_left && !daemon.shutdown.is_cancelled();
         if send(&mut stream, &response, keep, head_only).await.is_err() || !keep {
             break;
@@ -158,6 +161,10 @@ where
         ),
         "/healthz" if read_only => Next::Answer(Response::text(200, "ok")),
         "/healthz" => Next::Answer(not_allowed()),
+        _ if rest::is_rest(head) => match rest::handle(daemon, stream, buf, head, state).await {
+            Some(response) => Next::Answer(response),
+            None => Next::Done,
+        },
         _ => match assets::lookup(path) {
             Some(asset) if read_only => Next::Answer(Response::new(
                 200,

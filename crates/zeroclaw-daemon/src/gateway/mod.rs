@@ -8,6 +8,8 @@
 //!   bodies, responses) and [`peer`] (what an accepted connection carries);
 //! - [`acp`]: ACP over the WebSocket upgrade of `/acp` (SPEC §25);
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
+//!   [`rest`]: the REST routes and event streams under `/api/v1/` (SPEC §23.2), which
+//!   listen on a caller context's notifications through its [`tap`];
 //!   [`host`]: which `Host` names the gateway answers.
 //!
 //! Whether it runs (`gateway/start`, with the login store: [`crate::gateway_control`]) and
@@ -23,5 +25,7 @@ pub(crate) mod http;
 pub mod listener;
 pub(crate) mod peer;
 pub(crate) mod post;
+pub(crate) mod rest;
+pub(crate) mod tap;
 pub(crate) mod tls;
 pub(crate) mod upgrade;

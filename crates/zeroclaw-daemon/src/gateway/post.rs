@@ -9,14 +9,13 @@
 //! unauthenticated pool to the token's count, as a WebSocket's does at `initialize`); the
 //! call takes the same request path as every other ([`crate::request`]) and waits for its
 //! result (`session/prompt`: the turn's end). Notifications the call causes are
-//! written to nowhere: the context's queue is drained and dropped.
+//! written to nowhere — the context's queue is drained and dropped — unless a REST route
+//! listens on the context's [`Tap`] (SPEC §23.2).
 
-use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
@@ -24,6 +23,7 @@ use zeroclaw_rpc::message::error_line;
 use zeroclaw_rpc::{ErrorObject, Inbound, MAX_FRAME_BYTES, Request};
 
 use super::http::{self, BodyError, RequestHead, Response};
+use super::tap::Tap;
 
 use crate::auth::{AuthError, Presented};
 use crate::caller::{ConnectionContext, Handshake};
@@ -33,7 +33,7 @@ use crate::registry::Admission;
 use crate::request::{self, Call, Front};
 use crate::server::next_connection_id;
 use crate::state::Daemon;
-use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
+use crate::transport::{PeerIdentity, TransportKind};
 
 /// Time for a body to arrive once its head has.
 const BODY_WITHIN: Duration = Duration::from_secs(30);
@@ -50,6 +50,8 @@ pub(crate) struct PostState {
 struct Caller {
     token: String,
     ctx: Arc<ConnectionContext>,
+    /// Where the context's notifications go (nowhere unless a REST route listens).
+    tap: Tap,
     writer: JoinHandle<()>,
 }
 
@@ -65,6 +67,11 @@ impl PostState {
     /// Whether a bearer was accepted on this connection.
     pub fn is_authenticated(&self) -> bool {
         self.caller.is_some()
+    }
+
+    /// The caller context's tap, once a bearer was accepted.
+    pub fn tap(&self) -> Option<&Tap> {
+        self.caller.as_ref().map(|c| &c.tap)
     }
 
     /// The slot, for a WebSocket upgrade: only a connection that has not authenticated a
@@ -106,7 +113,7 @@ fn bearer(head: &RequestHead) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-fn unauthorized(why: &str) -> Response {
+pub(crate) fn unauthorized(why: &str) -> Response {
     Response::text(401, why)
         .with_header("WWW-Authenticate", "Bearer")
         .closing()
@@ -128,29 +135,9 @@ where
         Ok(ctx) => ctx,
         Err(response) => return Some(response),
     };
-    let len = match head.body_length() {
-        Ok(len) if len > MAX_FRAME_BYTES => {
-            let why = format!("the body exceeds {MAX_FRAME_BYTES} bytes");
-            return Some(Response::text(413, &why).closing());
-        }
-        Ok(len) => len,
-        Err(BodyError::Chunked) => {
-            return Some(Response::text(411, "send the body with a Content-Length").closing());
-        }
-        Err(BodyError::BadLength) => {
-            return Some(Response::text(400, "bad Content-Length").closing());
-        }
-    };
-    let body = match tokio::time::timeout(BODY_WITHIN, http::read_body(stream, buf, len)).await {
-        Ok(Ok(body)) => body,
-        Ok(Err(e)) => {
-            tracing::debug!(peer = %state.addr, "POST /rpc: {e}");
-            return None;
-        }
-        Err(_) => {
-            tracing::info!(peer = %state.addr, "POST /rpc: the body did not arrive in time");
-            return None;
-        }
+    let body = match read_body(stream, buf, head, state).await {
+        Ok(body) => body,
+        Err(response) => return response,
     };
     let line = match zeroclaw_rpc::classify(&body) {
         Inbound::Request(request) => run(daemon, &ctx, request).await,
@@ -171,9 +158,48 @@ where
     })
 }
 
+/// Reads a request's body within [`MAX_FRAME_BYTES`] and [`BODY_WITHIN`]: `Err` holds the
+/// response (`None`: close without one, the body did not arrive).
+pub(crate) async fn read_body<S>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    head: &RequestHead,
+    state: &PostState,
+) -> Result<Vec<u8>, Option<Response>>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let len = match head.body_length() {
+        Ok(len) if len > MAX_FRAME_BYTES => {
+            let why = format!("the body exceeds {MAX_FRAME_BYTES} bytes");
+            return Err(Some(Response::text(413, &why).closing()));
+        }
+        Ok(len) => len,
+        Err(BodyError::Chunked) => {
+            return Err(Some(
+                Response::text(411, "send the body with a Content-Length").closing(),
+            ));
+        }
+        Err(BodyError::BadLength) => {
+            return Err(Some(Response::text(400, "bad Content-Length").closing()));
+        }
+    };
+    match tokio::time::timeout(BODY_WITHIN, http::read_body(stream, buf, len)).await {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(e)) => {
+            tracing::debug!(peer = %state.addr, "{}: {e}", head.path());
+            Err(None)
+        }
+        Err(_) => {
+            tracing::info!(peer = %state.addr, "{}: the body did not arrive in time", head.path());
+            Err(None)
+        }
+    }
+}
+
 /// Checks the bearer (and the address's failed logins) and returns the caller context,
 /// made on the first accepted bearer of the connection.
-fn authenticate(
+pub(crate) fn authenticate(
     daemon: &Arc<Daemon>,
     head: &RequestHead,
     state: &mut PostState,
@@ -237,7 +263,8 @@ fn authenticate(
     };
     let (out, rx) = Outbound::new(daemon.stall_timeout);
     out.count_in(daemon.connections.principal_queue(&principal.id));
-    let writer = tokio::spawn(outbound::run_writer(Nowhere, rx, out.clone()));
+    let tap = Tap::default();
+    let writer = tokio::spawn(outbound::run_writer(tap.sink(), rx, out.clone()));
     let ctx = Arc::new(ConnectionContext::new(id, peer, out, admission));
     let handshake = Handshake {
         auth_token: Some(token.to_owned()),
@@ -248,6 +275,7 @@ fn authenticate(
     state.caller = Some(Caller {
         token: token.to_owned(),
         ctx: Arc::clone(&ctx),
+        tap,
         writer,
     });
     Ok(ctx)
@@ -255,7 +283,7 @@ fn authenticate(
 
 /// Runs one request in `ctx` through the one request path: its response line (none for
 /// a notification).
-async fn run(
+pub(crate) async fn run(
     daemon: &Arc<Daemon>,
     ctx: &Arc<ConnectionContext>,
     request: Request,
@@ -268,17 +296,4 @@ async fn run(
     };
     request::answer(daemon, ctx, Front::Post, Call::new(request), None, deliver).await;
     answer
-}
-
-/// A sink that drops what it is given: notifications are not delivered over `POST /rpc`.
-struct Nowhere;
-
-impl FrameSink for Nowhere {
-    fn send_lines<'a>(&'a mut self, _: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn shutdown(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
 }

@@ -55,6 +55,8 @@ mod providers_ollama;
 mod providers_recovery;
 mod providers_retry;
 mod request_path;
+// REST and its event stream (issue 47, SPEC §23.2).
+mod rest;
 mod sandbox;
 mod schema;
 mod sessions;
