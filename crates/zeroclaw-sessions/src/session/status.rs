@@ -9,7 +9,7 @@ use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::McpState;
 use zeroclaw_protocol::stream::{
-    InstructionsFile, McpServerStatus, SessionStatusResult, SessionUsage,
+    BackgroundShell, InstructionsFile, McpServerStatus, SessionStatusResult, SessionUsage,
 };
 use zeroclaw_store::Mode;
 
@@ -76,6 +76,19 @@ impl SessionManager {
                 .map(|(path, bytes)| InstructionsFile {
                     path: path.display().to_string(),
                     bytes,
+                })
+                .collect(),
+            shells: live
+                .shells
+                .list()
+                .into_iter()
+                .map(|s| BackgroundShell {
+                    shell_id: s.shell_id,
+                    command: s.command,
+                    started_at: s.started_at,
+                    pid: s.pid,
+                    running: s.running,
+                    exit_code: s.exit_code,
                 })
                 .collect(),
         })
