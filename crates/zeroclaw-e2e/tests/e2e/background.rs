@@ -112,11 +112,11 @@ fn appears(path: &Path) -> bool {
     within(|| path.exists())
 }
 
-/// A command that leaves a process group of several processes, one of them ignoring
-/// SIGTERM (so only the SIGKILL after the grace ends it), and says so in `ready`.
+/// A command that starts a process group of several processes, all of them ignoring
+/// SIGTERM (so only the SIGKILL after the grace ends them), and says so in `ready`.
 fn stubborn(ready: &Path) -> String {
     format!(
-        "sleep 1000 & (trap '' TERM; exec sleep 1001) & touch {}; wait",
+        "trap '' TERM; sleep 1000 & sleep 1001 & touch {}; wait",
         ready.display()
     )
 }
