@@ -183,6 +183,13 @@ fn output_is_read_in_pieces_across_turns() {
     };
     let r = read_until(&mut c, "one\n");
     assert_eq!(r["running"], true, "{r}");
+    // The dashboard reads too (everything kept so far) without taking from the agent.
+    let seen = c.result(
+        "session/shell_output",
+        json!({"sessionId": sid, "shellId": shell}),
+    );
+    assert_eq!(seen["output"], "one\n", "{seen}");
+    assert_eq!(seen["running"], true, "{seen}");
     std::fs::write(cwd.join("go1"), "").unwrap();
     let r = read_until(&mut c, "two\n");
     assert_eq!(r["running"], true, "{r}");
@@ -241,6 +248,22 @@ fn the_ring_keeps_the_newest_64_kib() {
     assert!(out.starts_with('a') && out.ends_with("a\nEND\n"));
     assert_eq!(r["droppedBytes"], 100_005 - 65_536, "{r}");
     assert!(r["note"].as_str().unwrap().contains("dropped"), "{r}");
+    // The dashboard's read: the whole ring, whatever the agent read before.
+    let seen = c.result(
+        "session/shell_output",
+        json!({"sessionId": sid, "shellId": shell}),
+    );
+    assert_eq!(seen["output"].as_str().unwrap(), out, "{seen}");
+    assert_eq!(seen["droppedBytes"], 100_005 - 65_536);
+    assert_eq!(seen["shellId"], shell.as_str());
+    assert_eq!(seen["running"], false);
+    assert_eq!(seen["exitCode"], 0);
+    let e = c.error(
+        "session/shell_output",
+        json!({"sessionId": sid, "shellId": "sh99"}),
+    );
+    assert_eq!(common::code(&e), -32602, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("shellId"), "{e}");
 }
 
 #[test]
@@ -404,4 +427,83 @@ fn the_sandbox_confines_a_background_process() {
     // Positive control: the cwd and its private TMPDIR are writable.
     assert!(text.contains("in=0") && text.contains("tmp=0"), "{text}");
     assert!(cwd.join("inside.txt").exists());
+}
+
+/// The dashboard (headless Chromium) lists a session's background processes and shows
+/// the picked one's output as it grows; the agent's own read position is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
+async fn the_dashboard_shows_the_processes_and_their_output() {
+    use crate::browser::{Browser, screenshot_dir};
+    use crate::dashboard_daily::{Daily, WAIT as PAGE_WAIT, config, login, no_page_problems};
+    use zeroclaw_testkit::FakeOpenAi;
+
+    let fake = FakeOpenAi::start().await.expect("fake openai");
+    let d = Daily::start(config(Some(&fake.base_url())));
+    let mut c = d.admin();
+    let r = c.new_session(json!({"agentAlias": "builder"}));
+    let sid = r["sessionId"].as_str().unwrap().to_owned();
+    let cwd = PathBuf::from(r["workspaceDir"].as_str().unwrap());
+    fake.push(Scripted::tool_call(
+        "bg1",
+        "bash",
+        json!({"command": "echo serving on port 8123; while [ ! -e go ]; do sleep 0.05; done; echo GET /index.html 200", "background": true}),
+    ));
+    fake.push(Scripted::text("Started."));
+    let (_, resp) = c.prompt(&sid, "start the server");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+
+    let browser = Browser::launch().await;
+    let page = browser.page(1440, 900).await;
+    login(&page, &d.login_url()).await;
+    page.eval(&format!(
+        "location.hash = {}",
+        json!(format!("#/session/{sid}"))
+    ))
+    .await;
+    page.wait_for(
+        "!!document.querySelector('details.shells:not([hidden]) button.shell')",
+        PAGE_WAIT,
+    )
+    .await;
+    let row = page.text("details.shells button.shell").await;
+    assert!(
+        row.contains("sh1") && row.contains("echo serving") && row.contains("running"),
+        "{row}"
+    );
+    page.click("details.shells button.shell").await;
+    page.wait_for(
+        "document.querySelector('pre.shell-output')?.textContent.includes('serving on port 8123')",
+        PAGE_WAIT,
+    )
+    .await;
+    std::fs::write(cwd.join("go"), "").unwrap();
+    page.wait_for(
+        "document.querySelector('pre.shell-output')?.textContent.includes('GET /index.html 200') && document.querySelector('details.shells button.shell')?.textContent.includes('exit 0')",
+        PAGE_WAIT,
+    )
+    .await;
+    page.screenshot(&screenshot_dir().join("background-desktop.png"))
+        .await;
+    no_page_problems(&page).await;
+    // The agent still gets everything on its first read.
+    fake.push(Scripted::tool_call(
+        "r1",
+        "bash_output",
+        json!({"shellId": "sh1"}),
+    ));
+    fake.push(Scripted::text("ok"));
+    let (_, resp) = c.prompt(&sid, "what did it say?");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    let reqs = fake.requests();
+    let got = reqs
+        .last()
+        .and_then(|r| r["messages"].as_array().cloned())
+        .and_then(|m| m.into_iter().rev().find(|m| m["role"] == "tool"))
+        .expect("a tool message");
+    let v: Value = serde_json::from_str(got["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        v["output"], "serving on port 8123\nGET /index.html 200\n",
+        "{v}"
+    );
 }
