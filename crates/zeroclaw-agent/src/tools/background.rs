@@ -94,6 +94,24 @@ impl Output {
     }
 }
 
+impl Output {
+    /// What the agent has not read yet, how many of those bytes were dropped, and its next
+    /// read position. While the process runs, a character cut at the end waits for its
+    /// rest (it goes with the next read), so a read never splits one.
+    fn take_new(&self) -> (Vec<u8>, u64, u64) {
+        let (mut bytes, dropped) = self.since(self.read);
+        let mut held = 0;
+        if self.ended.is_none()
+            && let Err(e) = std::str::from_utf8(&bytes)
+            && e.error_len().is_none()
+        {
+            held = bytes.len() - e.valid_up_to();
+        }
+        bytes.truncate(bytes.len() - held);
+        (bytes, dropped, self.total - held as u64)
+    }
+}
+
 struct Shell {
     id: String,
     command: String,
@@ -313,8 +331,8 @@ impl Shells {
             Err(e) => return e,
         };
         let mut out = shell.out();
-        let (bytes, dropped) = out.since(out.read);
-        out.read = out.total;
+        let (bytes, dropped, next) = out.take_new();
+        out.read = next;
         let ended = out.ended;
         drop(out);
         let mut m = shell.state_json(ended);
@@ -428,5 +446,27 @@ mod tests {
         assert_eq!(o.ring.len(), RING_BYTES);
         assert_eq!(o.total, 3 * RING_BYTES as u64 + 3);
         assert_eq!(o.since(o.total), (Vec::new(), 0));
+    }
+
+    #[test]
+    fn a_read_never_splits_a_character_while_it_runs() {
+        let mut o = Output::default();
+        let e = "é".as_bytes();
+        o.push(b"caf");
+        o.push(&e[..1]);
+        let (bytes, _, next) = o.take_new();
+        assert_eq!((bytes.as_slice(), next), (&b"caf"[..], 3));
+        o.read = next;
+        o.push(&e[1..]);
+        let (bytes, _, next) = o.take_new();
+        assert_eq!(
+            (String::from_utf8(bytes).unwrap(), next),
+            ("é".to_owned(), 5)
+        );
+        // Once it ended, what is there goes as it is.
+        o.read = next;
+        o.push(&e[..1]);
+        o.ended = Some(Ended::Code(0));
+        assert_eq!(o.take_new().0, e[..1].to_vec());
     }
 }
