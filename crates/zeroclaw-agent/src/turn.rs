@@ -118,6 +118,9 @@ pub struct AgentSpec {
     pub sandbox: SandboxSettings,
     /// The session's skills (SPEC §26); the `skill` tool is offered when there are any.
     pub skills: Arc<Vec<crate::tools::skill::Skill>>,
+    /// The session's background processes (SPEC §26); with `bash` offered, `bash_output`
+    /// and `bash_kill` are too. `None`: `background: true` is refused.
+    pub background: Option<Arc<crate::tools::background::Shells>>,
 }
 
 impl AgentSpec {
@@ -138,6 +141,7 @@ impl AgentSpec {
             hooks: None,
             sandbox: SandboxSettings::default(),
             skills: Arc::default(),
+            background: None,
         }
     }
 }
@@ -416,6 +420,9 @@ pub async fn run_turn(
     }
     if !spec.skills.is_empty() {
         offered.push(ToolName::Skill);
+    }
+    if spec.background.is_some() && offered.contains(&ToolName::Bash) {
+        offered.extend([ToolName::BashOutput, ToolName::BashKill]);
     }
     let mut turn = Turn {
         spec,
@@ -1073,6 +1080,19 @@ impl Turn<'_> {
                     Some(Plan::Confine(rules)) => Some(rules),
                     Some(Plan::Unconfined) | None => None,
                 };
+                if args.get("background").and_then(Value::as_bool) == Some(true) {
+                    return match &spec.background {
+                        // It gets a temporary directory of its own, living as long as it.
+                        Some(shells) => {
+                            shells
+                                .start(cmd, &spec.cwd, rules.as_ref(), &spec.sandbox.env)
+                                .await
+                        }
+                        None => "Error: background processes are not available here; run \
+                                 the command without `background`."
+                            .to_string(),
+                    };
+                }
                 let tmp = match &rules {
                     Some(_) => match self.scratch().await {
                         Ok(tmp) => Some(tmp.path()),
@@ -1126,6 +1146,11 @@ impl Turn<'_> {
                 Err(e) => format!("Error: {e}"),
             },
             ToolName::Skill => crate::tools::skill::run(&spec.skills, args).await,
+            ToolName::BashOutput | ToolName::BashKill => match &spec.background {
+                Some(shells) if tool == ToolName::BashOutput => shells.read(args),
+                Some(shells) => shells.kill(args),
+                None => "Error: background processes are not available here.".to_string(),
+            },
         }
     }
 }
@@ -1178,6 +1203,9 @@ pub fn summarize(tool: ToolName, args: &Value) -> String {
     match tool {
         // The command whole: a person approves what they can read (SPEC §22).
         ToolName::Bash => match args.get("command").and_then(Value::as_str) {
+            Some(c) if args.get("background").and_then(Value::as_bool) == Some(true) => {
+                format!("[background] {c}")
+            }
             Some(c) => c.to_string(),
             None => clip(&args.to_string()),
         },

@@ -101,6 +101,9 @@ pub(crate) async fn call(
         Method::SessionStatus => {
             now::<c::SessionStatus>(params, |q| configure::status(daemon, p, q))
         }
+        Method::SessionShellOutput => {
+            now::<c::SessionShellOutput>(params, |q| configure::shell_output(daemon, p, q))
+        }
         Method::SessionConfigure => {
             run::<c::SessionConfigure, _>(params, |q| configure::configure(daemon, p, q)).await
         }

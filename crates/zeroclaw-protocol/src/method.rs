@@ -36,6 +36,7 @@ use crate::stream::{
     ConfigureParams, ConfigureResult, SessionStatusResult, SubscribeParams, SubscribeResult,
     UnsubscribeResult,
 };
+use crate::stream::{ShellOutputParams, ShellOutputResult};
 use crate::system::{
     InitializeParams, InitializeResult, ModelsListParams, ModelsListResult, NoParams,
     ShutdownResult, StatusResult,
@@ -271,6 +272,9 @@ methods! {
     /// SPEC §26: the skills of the user and of a directory's repository.
     SkillsList = "skills/list" => grant("sessions", "read"),
         params SkillsListParams, result SkillsListResult, runs WAITS;
+    /// SPEC §26: a background process's kept output (the dashboard's view of it).
+    SessionShellOutput = "session/shell_output" => grant("sessions", "read"),
+        params ShellOutputParams, result ShellOutputResult, runs NOW.session();
     FileAttach = "file/attach" => grant("files", "create"),
         params AttachParams, result AttachResult, runs WAITS;
     FileUploadBegin = "file/upload/begin" => grant("files", "create"),
@@ -331,7 +335,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 34);
+        assert_eq!(Method::ALL.len(), 35);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

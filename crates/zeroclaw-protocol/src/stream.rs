@@ -101,6 +101,45 @@ pub struct InstructionsFile {
     pub bytes: u64,
 }
 
+/// One background process of a session (SPEC §26), as `session/status` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackgroundShell {
+    pub shell_id: String,
+    pub command: String,
+    /// Unix ms.
+    pub started_at: i64,
+    /// Its process (and process group) id.
+    pub pid: u32,
+    pub running: bool,
+    /// Once it exited (absent while it runs, or when a signal ended it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+/// `session/shell_output` params (SPEC §26): one background process of a live session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellOutputParams {
+    pub session_id: SessionId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    pub shell_id: String,
+}
+
+/// `session/shell_output` result: the process as `session/status` lists it and the
+/// output it keeps (its newest 64 KiB, stdout and stderr together). Reading it here does
+/// not move the agent's `bash_output` position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellOutputResult {
+    #[serde(flatten)]
+    pub shell: BackgroundShell,
+    pub output: String,
+    /// Bytes printed before the kept output.
+    pub dropped_bytes: u64,
+}
+
 /// `session/status` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -132,4 +171,7 @@ pub struct SessionStatusResult {
     /// first (SPEC §26).
     #[serde(default)]
     pub instructions: Vec<InstructionsFile>,
+    /// The background processes, oldest first (SPEC §26).
+    #[serde(default)]
+    pub shells: Vec<BackgroundShell>,
 }

@@ -99,7 +99,10 @@ async fn read_some<R: tokio::io::AsyncRead + Unpin>(
 }
 
 /// [`sandbox::prepare`] (it walks directories and opens paths) on the blocking pool.
-async fn prepare_off_thread(rules: &Rules, tmp: &Path) -> Result<sandbox::Prepared, String> {
+pub(crate) async fn prepare_off_thread(
+    rules: &Rules,
+    tmp: &Path,
+) -> Result<sandbox::Prepared, String> {
     let (rules, tmp) = (rules.clone(), tmp.to_path_buf());
     tokio::task::spawn_blocking(move || sandbox::prepare(&rules, &tmp))
         .await

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::provider::ToolSchema;
 
+pub mod background;
 pub mod bash;
 pub mod fs;
 pub mod live;
@@ -29,6 +30,11 @@ pub enum ToolName {
     /// Reads a skill (SPEC §26); offered only when the session has skills, so not in
     /// [`ToolName::ALL`] (an agent's `tools` cannot name it).
     Skill,
+    /// Reads a background process's new output (SPEC §26); offered with `bash` when the
+    /// session keeps background processes, so not in [`ToolName::ALL`].
+    BashOutput,
+    /// Stops a background process (SPEC §26); offered with [`ToolName::BashOutput`].
+    BashKill,
 }
 
 /// What the model is told about `bash` (the shell differs on Windows).
@@ -56,6 +62,8 @@ impl ToolName {
             ToolName::WriteFile => "write_file",
             ToolName::AskUser => "ask_user",
             ToolName::Skill => "skill",
+            ToolName::BashOutput => "bash_output",
+            ToolName::BashKill => "bash_kill",
         }
     }
 
@@ -72,7 +80,12 @@ impl ToolName {
                 json!({
                     "type": "object",
                     "properties": {
-                        "command": {"type": "string", "description": "The command line to run."}
+                        "command": {"type": "string", "description": "The command line to run."},
+                        "background": {"type": "boolean", "description":
+                            "Start it in the background and return at once with its `shellId` \
+                             (a dev server, a watcher); read its output with `bash_output`, stop \
+                             it with `bash_kill`. At most 8 run at a time; all are killed when \
+                             the session ends."}
                     },
                     "required": ["command"],
                 }),
@@ -114,6 +127,28 @@ impl ToolName {
                                      "description": "Whether several choices may be picked."}
                     },
                     "required": ["question"],
+                }),
+            ),
+            ToolName::BashOutput => (
+                "Read what a background process (started with `bash` and `background: true`) \
+                 printed since the last read, stdout and stderr together, and whether it still \
+                 runs (its exit code once it ended). Only its newest 64 KiB are kept.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "shellId": {"type": "string", "description": "The process's shellId."}
+                    },
+                    "required": ["shellId"],
+                }),
+            ),
+            ToolName::BashKill => (
+                "Stop a background process and everything it started (SIGTERM, then SIGKILL).",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "shellId": {"type": "string", "description": "The process's shellId."}
+                    },
+                    "required": ["shellId"],
                 }),
             ),
             ToolName::Skill => (

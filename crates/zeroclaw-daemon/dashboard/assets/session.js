@@ -10,6 +10,7 @@ import { rpc } from "./rpc.js";
 import { h, replace, errText } from "./dom.js";
 import { Transcript } from "./transcript.js";
 import { confirmRewind } from "./rewind.js";
+import { shellsPanel } from "./shells.js";
 
 const PAGE = 100;
 const TURN_TIMEOUT_MS = 3_600_000;
@@ -87,13 +88,14 @@ export function sessionView(box, sessionId) {
     menuButton.setAttribute("aria-expanded", String(next));
   }
 
+  const shells = shellsPanel(sessionId);
   replace(box,
     h("div.session-head", null,
       h("a.back", { href: "#/sessions", "aria-label": "All sessions" }, "‹"),
       title, badges,
       h("span.usage", null, meter, usageText),
       menuButton),
-    tools, error, t.el, composer);
+    tools, error, shells.el, t.el, composer);
   box.classList.add("session-view");
 
   const onKey = (ev) => {
@@ -468,6 +470,7 @@ export function sessionView(box, sessionId) {
     dispose() {
       disposed = true;
       t.dispose();
+      shells.dispose();
       rpc.removeEventListener("update", onUpdate);
       rpc.removeEventListener("ready", onReady);
       document.removeEventListener("keydown", onKey);

@@ -2,7 +2,9 @@
 //! [`SessionManager`](zeroclaw_sessions::session::SessionManager) called, a typed result out.
 
 use zeroclaw_protocol::session::SessionRef;
-use zeroclaw_protocol::stream::{ConfigureParams, ConfigureResult, SessionStatusResult};
+use zeroclaw_protocol::stream::{
+    ConfigureParams, ConfigureResult, SessionStatusResult, ShellOutputParams, ShellOutputResult,
+};
 use zeroclaw_rpc::ErrorObject;
 use zeroclaw_sessions::session::configure::ConfigureRequest;
 use zeroclaw_sessions::session::wire::configured_autonomy;
@@ -22,6 +24,18 @@ pub(crate) fn status(
     daemon
         .sessions
         .status(principal, &config, &p.session_id, mode(p.mode))
+        .map_err(wire_error::session)
+}
+
+/// `session/shell_output {sessionId, mode?, shellId}` (SPEC §26).
+pub(crate) fn shell_output(
+    daemon: &Daemon,
+    principal: &Principal,
+    p: ShellOutputParams,
+) -> Result<ShellOutputResult, ErrorObject> {
+    daemon
+        .sessions
+        .shell_output(principal, &p.session_id, mode(p.mode), &p.shell_id)
         .map_err(wire_error::session)
 }
 

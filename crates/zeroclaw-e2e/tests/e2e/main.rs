@@ -15,6 +15,8 @@ mod common;
 mod acp_now;
 // ACP updates outside the editor's own turns (issue 49, SPEC §25).
 mod acp_live;
+// Background processes (issue 50, SPEC §26).
+mod background;
 mod backpressure;
 mod config;
 mod daily_ask;

@@ -266,6 +266,8 @@ pub struct LiveSession {
     mcp: OnceLock<Arc<McpSet>>,
     /// When the session was last seen busy (SPEC §22 "Sessions rest").
     pub(crate) rest: super::rest_state::RestState,
+    /// The session's background processes (SPEC §26), all killed by [`LiveSession::close`].
+    pub(crate) shells: Arc<zeroclaw_agent::tools::background::Shells>,
 }
 
 impl LiveSession {
@@ -300,6 +302,7 @@ impl LiveSession {
             instructions: Mutex::new(Vec::new()),
             mcp: OnceLock::new(),
             rest: super::rest_state::RestState::new(),
+            shells: Arc::default(),
         });
         (session, rx)
     }
@@ -470,6 +473,7 @@ impl LiveSession {
         if let Some(mcp) = self.mcp.get() {
             mcp.shutdown();
         }
+        self.shells.kill_all();
     }
 
     /// Resolves once the worker has stopped (after [`LiveSession::close`]).

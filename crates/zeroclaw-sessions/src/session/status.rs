@@ -9,7 +9,8 @@ use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::McpState;
 use zeroclaw_protocol::stream::{
-    InstructionsFile, McpServerStatus, SessionStatusResult, SessionUsage,
+    BackgroundShell, InstructionsFile, McpServerStatus, SessionStatusResult, SessionUsage,
+    ShellOutputResult,
 };
 use zeroclaw_store::Mode;
 
@@ -78,7 +79,45 @@ impl SessionManager {
                     bytes,
                 })
                 .collect(),
+            shells: live.shells.list().into_iter().map(wire_shell).collect(),
         })
+    }
+
+    /// `session/shell_output` (SPEC §26): a background process of a live session the
+    /// caller may see, with the output it keeps; an unknown `shellId` is -32602.
+    pub fn shell_output(
+        &self,
+        principal: &Principal,
+        session_id: &str,
+        mode: Option<Mode>,
+        shell_id: &str,
+    ) -> Result<ShellOutputResult, SessionError> {
+        let key = self.resolve_key(session_id, mode);
+        let live = self
+            .get(&key)
+            .ok_or_else(|| SessionError::not_found(format!("no live session {session_id}")))?;
+        check_owner(principal, &live.owner, session_id)?;
+        let seen = live.shells.peek(shell_id).ok_or_else(|| {
+            SessionError::invalid(format!(
+                "shellId: no background process `{shell_id}` in session {session_id}"
+            ))
+        })?;
+        Ok(ShellOutputResult {
+            shell: wire_shell(seen.info),
+            output: seen.output,
+            dropped_bytes: seen.dropped,
+        })
+    }
+}
+
+fn wire_shell(s: zeroclaw_agent::tools::background::ShellInfo) -> BackgroundShell {
+    BackgroundShell {
+        shell_id: s.shell_id,
+        command: s.command,
+        started_at: s.started_at,
+        pid: s.pid,
+        running: s.running,
+        exit_code: s.exit_code,
     }
 }
 

@@ -161,6 +161,7 @@ impl Runner {
         agent.spec.system_prompt =
             instructions::append(&agent.spec.system_prompt, &skill::prompt_section(&skills));
         agent.spec.skills = Arc::new(skills);
+        agent.spec.background = Some(Arc::clone(&session.shells));
         if let Some(hooks) = &mut agent.spec.hooks {
             Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
         }
