@@ -29,6 +29,7 @@ pub mod history;
 pub mod ids;
 pub mod method;
 mod refusal;
+pub mod schedule;
 pub mod schema;
 pub mod session;
 pub mod skills;
