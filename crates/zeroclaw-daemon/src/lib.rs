@@ -163,7 +163,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     zeroclaw_config::sweep_config_temp_files(config.config_dir());
     files::workspace::sweep_partial_uploads(&config.current(), &dirs.config_dir);
     let sessions = open_sessions(&dirs).await?;
-    let (schedules, catch_up) = scheduling::open(&sessions).await?;
+    let (schedules, catch_up) = scheduling::open(&sessions).await.map_err(StartupError)?;
     // No program a session starts may read or write these (SPEC §17.2 "No way back in").
     zeroclaw_agent::sandbox::set_daemon_private(vec![
         dirs.config_file(),

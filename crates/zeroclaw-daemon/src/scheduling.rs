@@ -21,23 +21,21 @@ use zeroclaw_schedules::{Fire, Schedules, Target, Timestamp};
 use zeroclaw_sessions::session::SessionManager;
 
 use crate::caller::{ConnectionContext, Handshake, Scheduled};
+use crate::lineage::Lineage;
 use crate::outbound::{self, Outbound};
 use crate::request::{self, Call, Front};
 use crate::server::next_connection_id;
 use crate::state::Daemon;
 use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
-use crate::{StartupError, lineage};
 
 /// The longest the timer sleeps without looking again (the wall clock may have moved).
 const MAX_SLEEP: Duration = Duration::from_secs(30);
 
 /// Loads the schedules from the sessions' store; the runs to catch up come back too.
-pub(crate) async fn open(
-    sessions: &SessionManager,
-) -> Result<(Arc<Schedules>, Vec<Fire>), StartupError> {
+pub(crate) async fn open(sessions: &SessionManager) -> Result<(Arc<Schedules>, Vec<Fire>), String> {
     Schedules::open(sessions.store.clone(), Timestamp::now())
         .await
-        .map_err(|e| StartupError(format!("cannot load the schedules: {e}")))
+        .map_err(|e| format!("cannot load the schedules: {e}"))
 }
 
 /// Starts the runs caught up at start, then the timer, until the daemon stops.
@@ -57,7 +55,7 @@ pub(crate) fn start(daemon: &Arc<Daemon>, catch_up: Vec<Fire>) {
             tokio::select! {
                 biased;
                 () = stop.cancelled() => return,
-                () = schedules.changed() => continue,
+                () = schedules.changed() => {}
                 () = tokio::time::sleep(wait) => {}
             }
             let Some(daemon) = weak.upgrade() else { return };
@@ -75,7 +73,7 @@ fn until(due: Timestamp) -> Duration {
 }
 
 /// Runs `fire` as a turn on a task of its own, unless the daemon is stopping.
-pub(crate) fn spawn_run(daemon: &Arc<Daemon>, fire: Fire) {
+fn spawn_run(daemon: &Arc<Daemon>, fire: Fire) {
     let daemon = Arc::clone(daemon);
     tokio::spawn(async move {
         if daemon.shutdown.is_cancelled() {
@@ -141,7 +139,7 @@ impl Run {
             uid: None,
             kind: TransportKind::Local,
             ip: None,
-            lineage: lineage::Lineage::Outside,
+            lineage: Lineage::Outside,
         };
         let (out, rx) = Outbound::new(daemon.stall_timeout);
         out.count_in(daemon.connections.principal_queue(&fire.owner));

@@ -291,6 +291,9 @@ fn run_row(schedule_id: &str, scheduled_for: Timestamp, outcome: &str) -> Schedu
 pub struct Schedules {
     store: Store,
     entries: Mutex<BTreeMap<String, Entry>>,
+    /// Runs asked for with `schedule/run`, handed out by the next [`Schedules::take_due`]
+    /// (at most one per schedule: a schedule whose run is going skips).
+    asked: std::sync::Mutex<Vec<Fire>>,
     changed: Notify,
 }
 
@@ -325,12 +328,13 @@ impl Schedules {
         let service = Arc::new(Schedules {
             store,
             entries: Mutex::new(entries),
+            asked: std::sync::Mutex::new(Vec::new()),
             changed: Notify::new(),
         });
         Ok((service, fires))
     }
 
-    /// Resolves when a schedule was created, changed or deleted (the timer looks again).
+    /// Resolves when a schedule was created, changed or deleted (the timer looks again), or a run was asked for.
     pub async fn changed(&self) {
         self.changed.notified().await;
     }
@@ -497,23 +501,28 @@ impl Schedules {
     }
 
     /// `schedule/run`: a run now, unless one is still going (then `skipped_overlap` is
-    /// recorded and no run starts).
+    /// recorded and no run starts). The timer starts it at once.
     pub async fn run_now(
         &self,
         viewer: Viewer<'_>,
         schedule_id: &str,
         now: Timestamp,
-    ) -> Result<(ScheduleRunStarted, Option<Fire>), ScheduleError> {
+    ) -> Result<ScheduleRunStarted, ScheduleError> {
         let mut entries = self.entries.lock().await;
         let entry = visible(&mut entries, viewer, schedule_id)?;
         let (run, fire) = self.start_or_skip(entry, now, now).await?;
-        Ok((
-            ScheduleRunStarted {
-                run_id: run.run_id,
-                outcome: run.outcome,
-            },
-            fire,
-        ))
+        drop(entries);
+        if let Some(fire) = fire {
+            self.asked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(fire);
+            self.changed.notify_one();
+        }
+        Ok(ScheduleRunStarted {
+            run_id: run.run_id,
+            outcome: run.outcome,
+        })
     }
 
     /// `schedule/runs`: newest first.
@@ -543,9 +552,10 @@ impl Schedules {
 
     /// The runs due at `now`: each schedule due moves on to its next time after `now`; a
     /// schedule whose run is still going records `skipped_overlap` instead.
+    /// Runs asked for with `schedule/run` come first.
     pub async fn take_due(&self, now: Timestamp) -> Vec<Fire> {
+        let mut fires = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
         let mut entries = self.entries.lock().await;
-        let mut fires = Vec::new();
         for entry in entries.values_mut() {
             let Some(due) = entry.next.filter(|t| *t <= now) else {
                 continue;

@@ -1,8 +1,6 @@
 //! The `schedule/*` handlers (SPEC §24.1): each calls the schedules service with the
 //! caller as its viewer (non-admins see and touch only their own schedules); a run asked
-//! for now is started like one the timer fires ([`crate::scheduling`]).
-
-use std::sync::Arc;
+//! for now is handed to the daemon's timer, which starts it like one that came due.
 
 use serde_json::json;
 use zeroclaw_protocol::schedule::{
@@ -111,19 +109,15 @@ pub(crate) async fn delete(
 }
 
 pub(crate) async fn run(
-    daemon: &Arc<Daemon>,
+    daemon: &Daemon,
     p: &Principal,
     q: ScheduleIdParams,
 ) -> Result<ScheduleRunStarted, ErrorObject> {
-    let (started, fire) = daemon
+    daemon
         .schedules
         .run_now(viewer(p), &q.schedule_id, Timestamp::now())
         .await
-        .map_err(wire)?;
-    if let Some(fire) = fire {
-        crate::scheduling::spawn_run(daemon, fire);
-    }
-    Ok(started)
+        .map_err(wire)
 }
 
 pub(crate) async fn runs(

@@ -56,6 +56,7 @@ mod providers_recovery;
 mod providers_retry;
 mod request_path;
 mod sandbox;
+mod schedules;
 mod schema;
 mod sessions;
 mod sessions_compact;
