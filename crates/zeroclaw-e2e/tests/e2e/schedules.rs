@@ -482,3 +482,86 @@ fn lateness_of_50_at_runs() {
     );
     assert!(p(0.99) < 1000, "{late:?}");
 }
+
+fn zc(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(common::BIN)
+        .arg("--config-dir")
+        .arg(dir)
+        .args(args)
+        .env_remove("ZEROCLAW_SOCKET")
+        .env_remove("ZEROCLAW_CONFIG_DIR")
+        .env_remove("ZEROCLAW_DATA_DIR")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run zeroclaw")
+}
+
+fn stdout_of(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_cli_adds_lists_runs_and_removes_schedules() {
+    let fake = Fake::start();
+    fake.push(Scripted::text("nightly done"));
+    let daemon = start(&fake, "");
+    let dir = daemon.config_dir();
+    let added = stdout_of(&zc(
+        dir,
+        &[
+            "schedule",
+            "add",
+            "nightly",
+            "--prompt",
+            "tidy the notes",
+            "--cron",
+            "0 3 * * *",
+            "--tz",
+            "Europe/Berlin",
+            "--json",
+        ],
+    ));
+    let added: Value = serde_json::from_str(&added).unwrap();
+    let id = added["scheduleId"].as_str().unwrap().to_owned();
+    let list = stdout_of(&zc(dir, &["schedule", "list"]));
+    assert!(list.contains(&id) && list.contains("nightly"), "{list}");
+    assert!(list.contains("cron 0 3 * * * (Europe/Berlin)"), "{list}");
+    let ran = stdout_of(&zc(dir, &["schedule", "run", &id]));
+    assert!(
+        ran.starts_with("run ") && ran.trim_end().ends_with(": running"),
+        "{ran}"
+    );
+    let mut c = daemon.client();
+    let done = wait_runs(&mut c, &id, 1);
+    assert_eq!(done[0]["outcome"], "completed", "{done:?}");
+    let runs = stdout_of(&zc(dir, &["schedule", "runs", &id]));
+    assert!(
+        runs.contains("completed") && runs.contains(done[0]["sessionId"].as_str().unwrap()),
+        "{runs}"
+    );
+    let bad = zc(
+        dir,
+        &[
+            "schedule",
+            "add",
+            "x",
+            "--prompt",
+            "p",
+            "--cron",
+            "99 * * * *",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("cron"), "{err}");
+    let rm = stdout_of(&zc(dir, &["schedule", "rm", &id]));
+    assert_eq!(rm, "schedule deleted\n");
+    let list = stdout_of(&zc(dir, &["schedule", "list"]));
+    assert_eq!(list, "no schedules\n");
+}
