@@ -25,6 +25,7 @@ mod dashboard;
 mod dashboard_bench;
 mod dashboard_daily;
 mod dashboard_real;
+mod dashboard_schedules;
 mod durability;
 mod file_checkpoints;
 mod files;
