@@ -205,7 +205,7 @@ const HELP: &[(&str, &str)] = &[
     ),
     (
         "permission_profiles.*.grants",
-        "Resource (system, sessions, files, config) → verbs (create, read, update, delete, execute).",
+        "Resource (system, sessions, files, config, schedules) → verbs (create, read, update, delete, execute).",
     ),
     (
         "permission_profiles.*.grants.*",
