@@ -791,3 +791,129 @@ async fn catch_up(
     store.save_schedule(row).await?;
     Ok(fire)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().expect("a timestamp")
+    }
+
+    fn every(name: &str, period: &str, catch_up: &str) -> ScheduleFields {
+        ScheduleFields {
+            name: Some(name.into()),
+            agent_alias: Some("default".into()),
+            prompt: Some("p".into()),
+            every: Some(period.into()),
+            tz: Some("UTC".into()),
+            catch_up: Some(catch_up.into()),
+            ..Default::default()
+        }
+    }
+
+    const OP: Viewer<'static> = Viewer {
+        principal: "operator",
+        admin: true,
+    };
+
+    #[tokio::test]
+    async fn downtime_is_caught_up_by_policy_and_bounded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        let t0 = ts("2026-03-06T10:00:00Z");
+        let (skip, once, many) = {
+            let store = Store::open(&path).await.expect("store");
+            let (s, fires) = Schedules::open(store, t0).await.expect("open");
+            assert!(fires.is_empty());
+            let skip = s
+                .create("operator", every("skip", "15m", "skip"), 100, t0)
+                .await;
+            let once = s
+                .create("operator", every("once", "15m", "once"), 100, t0)
+                .await;
+            let many = s
+                .create("operator", every("many", "1m", "skip"), 100, t0)
+                .await;
+            (
+                skip.expect("skip").schedule_id,
+                once.expect("once").schedule_id,
+                many.expect("many").schedule_id,
+            )
+        };
+        // Down for two hours and five minutes.
+        let store = Store::open(&path).await.expect("store");
+        let later = ts("2026-03-06T12:05:00Z");
+        let (s, fires) = Schedules::open(store, later).await.expect("open");
+        assert_eq!(fires.len(), 1, "{fires:?}");
+        assert_eq!(fires[0].schedule_id, once);
+        assert_eq!(fires[0].scheduled_for, ts("2026-03-06T12:00:00Z"));
+        let outcomes = |runs: Vec<ScheduleRun>| -> Vec<(String, String)> {
+            runs.into_iter()
+                .map(|r| (r.scheduled_for, r.outcome))
+                .collect()
+        };
+        let missed = outcomes(s.runs(OP, &skip, None).await.expect("runs"));
+        let want: Vec<(String, String)> = [
+            "12:00", "11:45", "11:30", "11:15", "11:00", "10:45", "10:30", "10:15",
+        ]
+        .iter()
+        .map(|t| (format!("2026-03-06T{t}:00Z"), "missed".to_owned()))
+        .collect();
+        assert_eq!(missed, want);
+        let once_runs = outcomes(s.runs(OP, &once, None).await.expect("runs"));
+        assert_eq!(
+            once_runs[0],
+            ("2026-03-06T12:00:00Z".into(), "running".into())
+        );
+        assert!(
+            once_runs[1..].iter().all(|(_, o)| o == "missed"),
+            "{once_runs:?}"
+        );
+        assert_eq!(once_runs.len(), 8, "{once_runs:?}");
+        // A minute schedule missed 125 times records at most MAX_MISSED.
+        let many_runs = s.runs(OP, &many, Some(MAX_RUNS)).await.expect("runs");
+        assert_eq!(many_runs.len(), MAX_MISSED);
+        // Each moves on to its next time after the restart.
+        let listed = s.list(OP).await;
+        let next = |id: &str| {
+            listed
+                .iter()
+                .find(|l| l.schedule_id == id)
+                .and_then(|l| l.next_run_at.clone())
+        };
+        assert_eq!(next(&skip).as_deref(), Some("2026-03-06T12:15:00Z"));
+        assert_eq!(next(&once).as_deref(), Some("2026-03-06T12:15:00Z"));
+        assert_eq!(next(&many).as_deref(), Some("2026-03-06T12:06:00Z"));
+    }
+
+    #[tokio::test]
+    async fn a_due_schedule_whose_run_goes_on_records_skipped_overlap() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("s.db")).await.expect("store");
+        let t0 = ts("2026-03-06T10:00:00Z");
+        let (s, _) = Schedules::open(store, t0).await.expect("open");
+        let id = s
+            .create("operator", every("e", "1m", "skip"), 100, t0)
+            .await
+            .expect("create")
+            .schedule_id;
+        assert_eq!(s.next_due().await, Some(ts("2026-03-06T10:01:00Z")));
+        assert!(s.take_due(ts("2026-03-06T10:00:59Z")).await.is_empty());
+        let fires = s.take_due(ts("2026-03-06T10:01:00.004Z")).await;
+        assert_eq!(fires.len(), 1);
+        // Still going a minute later: recorded, not started.
+        assert!(s.take_due(ts("2026-03-06T10:02:00Z")).await.is_empty());
+        s.finished(&fires[0], Some("sid"), Some("t1"), "completed", None)
+            .await;
+        assert_eq!(s.take_due(ts("2026-03-06T10:03:00Z")).await.len(), 1);
+        let runs: Vec<String> = s
+            .runs(OP, &id, None)
+            .await
+            .expect("runs")
+            .into_iter()
+            .map(|r| r.outcome)
+            .collect();
+        assert_eq!(runs, ["running", "skipped_overlap", "completed"]);
+    }
+}
