@@ -182,6 +182,10 @@ const HELP: &[(&str, &str)] = &[
         "Seconds an unused live session stays loaded before it rests (ACP sessions come back on their next use).",
     ),
     (
+        "limits.schedules_per_principal",
+        "Schedules one principal may keep (SPEC §24.1).",
+    ),
+    (
         "agents.*.instructions_files",
         "Put the project's AGENTS.md (else CLAUDE.md) files in the system prompt.",
     ),
@@ -201,7 +205,7 @@ const HELP: &[(&str, &str)] = &[
     ),
     (
         "permission_profiles.*.grants",
-        "Resource (system, sessions, files, config) → verbs (create, read, update, delete, execute).",
+        "Resource (system, sessions, files, config, schedules) → verbs (create, read, update, delete, execute).",
     ),
     (
         "permission_profiles.*.grants.*",

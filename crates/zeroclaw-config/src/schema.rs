@@ -16,7 +16,7 @@ use crate::path::{PropPath, WritePattern};
 /// The verbs a grant may name (SPEC §4.1).
 pub const VERBS: &[&str] = &["create", "read", "update", "delete", "execute"];
 /// The resources a grant may name.
-pub const RESOURCES: &[&str] = &["system", "sessions", "files", "config"];
+pub const RESOURCES: &[&str] = &["system", "sessions", "files", "config", "schedules"];
 /// The tools an agent may list.
 pub const TOOLS: &[&str] = &["bash", "read_file", "write_file", "ask_user"];
 /// Provider kinds.
@@ -127,6 +127,7 @@ connections_total = 1024
 unauthenticated_ws = 64            # WebSocket peers not yet past initialize
 live_sessions_per_principal = 16   # non-admin principals only; the daemon-wide limit is 64
 session_idle_secs = 900            # an unused live session is unloaded after this (ACP ones come back)
+schedules_per_principal = 100      # schedules one principal may keep (SPEC §24.1)
 
 [wss]
 enabled = false
@@ -400,6 +401,8 @@ pub struct Limits {
     pub live_sessions_per_principal: u32,
     /// Seconds an idle live session stays loaded before it is unloaded (SPEC §22).
     pub session_idle_secs: u32,
+    /// Schedules one principal may keep (SPEC §24.1).
+    pub schedules_per_principal: u32,
 }
 
 impl Default for Limits {
@@ -410,6 +413,7 @@ impl Default for Limits {
             unauthenticated_ws: 64,
             live_sessions_per_principal: 16,
             session_idle_secs: DEFAULT_SESSION_IDLE_SECS,
+            schedules_per_principal: 100,
         }
     }
 }

@@ -169,6 +169,7 @@ pub static ROOT: Shape = Shape::Struct(&[
                     max: MAX_SESSION_IDLE_SECS as i64,
                 },
             ),
+            ("schedules_per_principal", POSITIVE_U32),
         ]),
     ),
     ("users", Shape::Map(&USER)),

@@ -77,6 +77,8 @@ pub(crate) enum Presented<'a> {
     Local { uid: Option<u32>, lineage: Lineage },
     /// A WebSocket peer: the pairing token it gave at `initialize`, if any.
     WebSocket { token: Option<&'a str> },
+    /// A schedule's run (SPEC §24.1): its creator, whoever the policy says that is now.
+    Schedule { owner: &'a str },
 }
 
 impl Presented<'_> {
@@ -105,6 +107,12 @@ pub(crate) fn credential(
             Err(AuthError::SessionProgram(lineage))
         }
         Presented::Local { uid, .. } => local_credential(uid),
+        Presented::Schedule { owner } => owner
+            .strip_prefix("user:")
+            .map(|user| Credential::Token {
+                user: user.to_owned(),
+            })
+            .ok_or(AuthError::NoPeerCredentials),
         Presented::WebSocket { token } => {
             let token = token.ok_or(AuthError::NoToken)?;
             if Logins::is_session_token(token) {
@@ -139,6 +147,14 @@ pub(crate) fn principal(
     daemon_uid: u32,
     presented: &Presented,
 ) -> Result<Principal, AuthError> {
+    if let Presented::Schedule {
+        owner: policy::OPERATOR,
+    } = presented
+    {
+        // The operator is the daemon's own uid, while the policy trusts it.
+        let cred = Credential::LocalUid(daemon_uid);
+        return Ok(policy::resolve(config, &cred, daemon_uid)?);
+    }
     let cred = credential(bearers, presented)?;
     Ok(policy::resolve(config, &cred, daemon_uid)?)
 }

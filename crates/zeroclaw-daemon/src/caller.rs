@@ -43,6 +43,18 @@ pub(crate) struct ConnectionContext {
     pub admission: std::sync::Mutex<Admission>,
     /// This connection's last prompt to each live session (what a cancel applies to).
     pub prompts: LastPrompts,
+    /// A schedule's run (SPEC §24.1): the calls are its creator's, and its prompts say
+    /// `schedule:NAME`.
+    pub scheduled: Option<Scheduled>,
+}
+
+/// Who a schedule's run acts as, and what its prompts say sent them.
+#[derive(Debug, Clone)]
+pub(crate) struct Scheduled {
+    /// The schedule creator's principal id.
+    pub owner: String,
+    /// `schedule:NAME`.
+    pub prompted_by: String,
 }
 
 impl ConnectionContext {
@@ -55,7 +67,21 @@ impl ConnectionContext {
             handshake: OnceLock::new(),
             admission: std::sync::Mutex::new(admission),
             prompts: LastPrompts::default(),
+            scheduled: None,
         }
+    }
+
+    /// The context a schedule's run calls in, as `scheduled.owner`.
+    pub fn scheduled(
+        id: u64,
+        peer: PeerIdentity,
+        out: Outbound,
+        admission: Admission,
+        scheduled: Scheduled,
+    ) -> Self {
+        let mut ctx = ConnectionContext::new(id, peer, out, admission);
+        ctx.scheduled = Some(scheduled);
+        ctx
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -69,7 +95,10 @@ impl ConnectionContext {
     }
 
     /// The credential this connection presents with `token` (the one `initialize` offers).
-    pub fn presenting<'a>(&self, token: Option<&'a str>) -> Presented<'a> {
+    pub fn presenting<'a>(&'a self, token: Option<&'a str>) -> Presented<'a> {
+        if let Some(s) = &self.scheduled {
+            return Presented::Schedule { owner: &s.owner };
+        }
         match self.peer.kind {
             TransportKind::Local => Presented::Local {
                 uid: self.peer.uid,

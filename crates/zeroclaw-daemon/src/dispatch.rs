@@ -18,8 +18,8 @@ use crate::answering::Answering;
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
-    config, config_schema, configure, diff, file, gateway, history, initialize, models, session,
-    skills, status,
+    config, config_schema, configure, diff, file, gateway, history, initialize, models, schedule,
+    session, skills, status,
 };
 use crate::params::{self, Params};
 use crate::state::Daemon;
@@ -133,6 +133,25 @@ pub(crate) async fn call(
         }
         Method::FileUploadCommit => {
             run::<c::FileUploadCommit, _>(params, |q| file::upload_commit(daemon, conn, q)).await
+        }
+        // SPEC §24.1.
+        Method::ScheduleCreate => {
+            run::<c::ScheduleCreate, _>(params, |q| schedule::create(daemon, p, q)).await
+        }
+        Method::ScheduleList => {
+            run::<c::ScheduleList, _>(params, |q| schedule::list(daemon, p, q)).await
+        }
+        Method::ScheduleUpdate => {
+            run::<c::ScheduleUpdate, _>(params, |q| schedule::update(daemon, p, q)).await
+        }
+        Method::ScheduleDelete => {
+            run::<c::ScheduleDelete, _>(params, |q| schedule::delete(daemon, p, q)).await
+        }
+        Method::ScheduleRun => {
+            run::<c::ScheduleRun, _>(params, |q| schedule::run(daemon, p, q)).await
+        }
+        Method::ScheduleRuns => {
+            run::<c::ScheduleRuns, _>(params, |q| schedule::runs(daemon, p, q)).await
         }
     }
 }

@@ -32,6 +32,9 @@ impl Harness {
         let dirs = Dirs::from_config_dir(config_dir).map_err(startup)?;
         let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
         let sessions = crate::open_sessions(&dirs).await?;
+        let (schedules, _) = crate::scheduling::open(&sessions)
+            .await
+            .map_err(crate::StartupError)?;
         let tokens = pairing::TokenStore::new(&dirs.data_dir);
         let daemon = Arc::new(Daemon {
             endpoint: dirs.config_dir.join("harness.sock"),
@@ -49,6 +52,7 @@ impl Harness {
             uploads: files::UploadManager::default(),
             gateway: crate::gateway_control::Gateway::default(),
             status_text: Default::default(),
+            schedules,
         });
         Ok(Harness { daemon })
     }

@@ -50,6 +50,7 @@ mod reaper;
 mod registry;
 mod request;
 mod resting;
+mod scheduling;
 mod server;
 mod state;
 mod status_text;
@@ -162,6 +163,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     zeroclaw_config::sweep_config_temp_files(config.config_dir());
     files::workspace::sweep_partial_uploads(&config.current(), &dirs.config_dir);
     let sessions = open_sessions(&dirs).await?;
+    let (schedules, catch_up) = scheduling::open(&sessions).await.map_err(StartupError)?;
     // No program a session starts may read or write these (SPEC §17.2 "No way back in").
     zeroclaw_agent::sandbox::set_daemon_private(vec![
         dirs.config_file(),
@@ -209,8 +211,11 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
             zeroclaw_sessions::logins::Logins::with_code_ttl(code_ttl),
         ),
         status_text: Default::default(),
+        schedules,
     });
     install_gateway_starter(&daemon);
+    // Schedules fire (SPEC §24.1), the runs caught up after downtime first.
+    scheduling::start(&daemon, catch_up);
     // Idle sessions rest (SPEC §22).
     resting::start(&daemon);
     tokio::spawn(signals.watch(Arc::clone(&daemon)));

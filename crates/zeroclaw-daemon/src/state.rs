@@ -44,6 +44,8 @@ pub struct Daemon {
     pub gateway: Gateway,
     /// What `status` answers that never changes, encoded at its first call.
     pub status_text: OnceLock<FixedText>,
+    /// Schedules (SPEC §24.1), kept in the sessions' store.
+    pub schedules: Arc<zeroclaw_schedules::Schedules>,
 }
 
 impl Daemon {

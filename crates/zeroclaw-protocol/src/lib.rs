@@ -30,6 +30,7 @@ pub mod ids;
 pub mod method;
 mod refusal;
 pub mod rest;
+pub mod schedule;
 pub mod schema;
 pub mod session;
 pub mod skills;

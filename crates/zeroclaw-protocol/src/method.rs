@@ -26,6 +26,11 @@ use crate::gateway::{DashboardLoginResult, GatewayInfo};
 use crate::history::{
     ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
 };
+use crate::schedule::{
+    Schedule, ScheduleCreated, ScheduleDeleted, ScheduleFields, ScheduleIdParams,
+    ScheduleListResult, ScheduleRunStarted, ScheduleRunsParams, ScheduleRunsResult,
+    ScheduleUpdateParams,
+};
 use crate::session::{
     ApproveParams, ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListParams,
     ListResult, MessagesParams, MessagesResult, SessionNewParams, SessionNewResult,
@@ -289,6 +294,24 @@ methods! {
     /// SPEC §20: a one-time code for the web dashboard (local only).
     DashboardLogin = "dashboard/login" => grant("system", "read"),
         params NoParams, result DashboardLoginResult, runs NOW.local();
+    /// SPEC §24.1: a schedule that runs a prompt as its creator.
+    ScheduleCreate = "schedule/create" => grant("schedules", "create"),
+        params ScheduleFields, result ScheduleCreated, runs WAITS;
+    /// SPEC §24.1: the caller's schedules (every one for an admin).
+    ScheduleList = "schedule/list" => grant("schedules", "read"),
+        params NoParams, result ScheduleListResult, runs WAITS;
+    /// SPEC §24.1: changes a schedule's fields.
+    ScheduleUpdate = "schedule/update" => grant("schedules", "update"),
+        params ScheduleUpdateParams, result Schedule, runs WAITS;
+    /// SPEC §24.1: deletes a schedule and its runs.
+    ScheduleDelete = "schedule/delete" => grant("schedules", "delete"),
+        params ScheduleIdParams, result ScheduleDeleted, runs WAITS;
+    /// SPEC §24.1: runs a schedule now.
+    ScheduleRun = "schedule/run" => grant("schedules", "update"),
+        params ScheduleIdParams, result ScheduleRunStarted, runs WAITS;
+    /// SPEC §24.1: a schedule's runs, newest first.
+    ScheduleRuns = "schedule/runs" => grant("schedules", "read"),
+        params ScheduleRunsParams, result ScheduleRunsResult, runs WAITS;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult, runs NOW;
@@ -335,7 +358,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 35);
+        assert_eq!(Method::ALL.len(), 41);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

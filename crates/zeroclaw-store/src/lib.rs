@@ -48,6 +48,7 @@ mod json;
 mod large_text;
 mod recovery;
 mod rewind;
+mod schedules;
 mod schema;
 mod sessions;
 mod settings;
@@ -69,6 +70,7 @@ pub use history::{char_floor, json_size as message_json_size};
 pub use json::{EncodeJson, SerdeJson, to_json_exact};
 pub use recovery::provider_safe;
 pub use rewind::ToMessages;
+pub use schedules::{RUNS_KEPT, ScheduleRow, ScheduleRunRow};
 pub use schema::SCHEMA_VERSION;
 pub use types::*;
 
@@ -550,6 +552,39 @@ impl Store {
     pub async fn context(&self, key: &SessionKey) -> Result<RestoredContext> {
         let key = key.clone();
         self.call(move |db| recovery::context(db, &key)).await
+    }
+
+    // ----- schedules (SPEC §24.1) --------------------------------------------------------
+
+    /// Saves a schedule (inserted, or replaced but for its creation time).
+    pub async fn save_schedule(&self, row: ScheduleRow) -> Result<()> {
+        self.call(move |db| schedules::save(db, row)).await
+    }
+
+    /// Deletes a schedule and its runs; `false` when there was none.
+    pub async fn delete_schedule(&self, schedule_id: &str) -> Result<bool> {
+        let id = schedule_id.to_owned();
+        self.call(move |db| schedules::delete(db, &id)).await
+    }
+
+    /// Every schedule, oldest first, each with its newest run.
+    pub async fn load_schedules(&self) -> Result<Vec<(ScheduleRow, Option<ScheduleRunRow>)>> {
+        self.call(schedules::load).await
+    }
+
+    /// Records a run (inserted, or its outcome updated), dropping runs past [`RUNS_KEPT`].
+    pub async fn save_schedule_run(&self, run: ScheduleRunRow) -> Result<()> {
+        self.call(move |db| schedules::save_run(db, run)).await
+    }
+
+    /// The newest `limit` runs of a schedule, newest first.
+    pub async fn schedule_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+    ) -> Result<Vec<ScheduleRunRow>> {
+        let id = schedule_id.to_owned();
+        self.call(move |db| schedules::runs(db, &id, limit)).await
     }
 
     // ----- recovery ---------------------------------------------------------------------

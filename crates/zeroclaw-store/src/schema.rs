@@ -241,6 +241,31 @@ BEGIN
         WHERE pk = NEW.session;
 END;
 "#,
+    // Schedules (SPEC §24.1): one row per schedule, its definition as JSON; its runs.
+    r#"
+CREATE TABLE schedules (
+    schedule_id   TEXT    PRIMARY KEY,
+    owner         TEXT    NOT NULL,
+    name          TEXT    NOT NULL,
+    definition    TEXT    NOT NULL,
+    next_run_at   INTEGER,
+    last_session  TEXT,
+    created_at    INTEGER NOT NULL
+);
+CREATE INDEX schedules_owner ON schedules (owner);
+CREATE TABLE schedule_runs (
+    pk            INTEGER PRIMARY KEY,
+    run_id        TEXT    NOT NULL UNIQUE,
+    schedule_id   TEXT    NOT NULL REFERENCES schedules (schedule_id) ON DELETE CASCADE,
+    scheduled_for INTEGER NOT NULL,
+    started_at    INTEGER,
+    session_id    TEXT,
+    turn_id       TEXT,
+    outcome       TEXT    NOT NULL,
+    error         TEXT
+);
+CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule_id, pk);
+"#,
 ];
 
 /// Schema version this build writes.

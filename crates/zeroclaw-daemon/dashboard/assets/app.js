@@ -1,6 +1,6 @@
 // The dashboard's entry: logs in (a one-time code from the address bar, a kept session
-// token, or a pasted pairing token), then routes `#/sessions`, `#/session/ID`, `#/config`
-// and `#/status` to their views. Each view gets a container and returns a `dispose()`.
+// token, or a pasted pairing token), then routes `#/sessions`, `#/session/ID`, `#/config`,
+// `#/schedules` and `#/status` to their views. Each view gets a container and returns a `dispose()`.
 import { rpc, AuthError } from "./rpc.js";
 import { h, replace, errText } from "./dom.js";
 import { loginView } from "./login.js";
@@ -9,6 +9,7 @@ import { sessionView } from "./session.js";
 import { sidebarView } from "./sidebar.js";
 import { configView } from "./config.js";
 import { statusView } from "./status.js";
+import { schedulesView } from "./schedules.js";
 import { installAsk } from "./ask.js";
 
 performance.mark("zeroclaw:modules-loaded");
@@ -40,6 +41,7 @@ function afterLogin() {
   nav.hidden = false;
   nav.querySelector('[data-view="config"]').hidden = !rpc.can("config/get");
   nav.querySelector('[data-view="status"]').hidden = !rpc.can("status");
+  nav.querySelector('[data-view="schedules"]').hidden = !rpc.can("schedule/list");
   if (!location.hash.startsWith("#/")) history.replaceState(null, "", "#/sessions");
   route();
 }
@@ -68,6 +70,7 @@ function route() {
   }
   else if (view === "config" && rpc.can("config/get")) current = configView(box);
   else if (view === "status") current = statusView(box);
+  else if (view === "schedules" && rpc.can("schedule/list")) current = schedulesView(box);
   else current = sessionsView(box);
 }
 

@@ -118,6 +118,7 @@ pub(crate) async fn prompt(
                 text: prompt,
                 text_len,
                 attachments: shown,
+                by: conn.scheduled.as_ref().map(|s| s.prompted_by.clone()),
             },
             answering,
         )

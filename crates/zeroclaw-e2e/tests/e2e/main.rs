@@ -27,6 +27,7 @@ mod dashboard;
 mod dashboard_bench;
 mod dashboard_daily;
 mod dashboard_real;
+mod dashboard_schedules;
 mod durability;
 mod file_checkpoints;
 mod files;
@@ -60,6 +61,7 @@ mod request_path;
 // REST and its event stream (issue 47, SPEC §23.2).
 mod rest;
 mod sandbox;
+mod schedules;
 mod schema;
 mod sessions;
 mod sessions_compact;

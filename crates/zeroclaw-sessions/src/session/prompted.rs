@@ -22,6 +22,9 @@ pub struct Incoming {
     /// Bytes of `text` that the sender wrote.
     pub text_len: usize,
     pub attachments: Vec<PromptAttachment>,
+    /// Who the `user_message` says sent it, when not the caller's principal: a
+    /// schedule's run says `schedule:NAME` (SPEC §24.1).
+    pub by: Option<String>,
 }
 
 /// What a prompt's `user_message` shows besides the prompt itself.

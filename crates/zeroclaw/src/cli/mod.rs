@@ -9,6 +9,7 @@ mod human;
 mod login_page;
 mod pair;
 mod rpc;
+mod schedule;
 mod schema;
 mod service;
 mod sessions;
@@ -98,6 +99,17 @@ enum Command {
         /// Show at most this many sessions (the most recently active).
         #[arg(long, default_value_t = 20, value_name = "N")]
         limit: usize,
+        /// Socket to connect to (default: the resolved endpoint).
+        #[arg(long, value_name = "PATH", global = true)]
+        socket: Option<PathBuf>,
+        /// Print the raw result as JSON.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Schedules that prompt an agent while you're away (SPEC §24.1).
+    Schedule {
+        #[command(subcommand)]
+        action: schedule::ScheduleAction,
         /// Socket to connect to (default: the resolved endpoint).
         #[arg(long, value_name = "PATH", global = true)]
         socket: Option<PathBuf>,
@@ -228,6 +240,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             socket,
             json,
         } => sessions::run(cli.config_dir, socket, action, limit, json).await,
+        Command::Schedule {
+            action,
+            socket,
+            json,
+        } => schedule::run(cli.config_dir, socket, action, json).await,
         Command::Stop {
             timeout,
             socket,

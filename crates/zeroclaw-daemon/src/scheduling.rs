@@ -1,0 +1,276 @@
+//! Schedules fire (SPEC §24.1): the daemon's one timer task that sleeps until the next
+//! schedule comes due (or until one is created, changed or deleted), takes what is due
+//! from the schedules service and starts each run as an ordinary turn.
+//!
+//! A run calls through the one request path ([`request::answer`], as `POST /rpc` does) in
+//! a context of its own that acts as the schedule's creator, with the grants the policy
+//! gives the creator at that moment, and whose prompts say `schedule:NAME`: `session/new`
+//! (and `session/set_title` "NAME · date" for a new session), `session/configure` when the
+//! schedule sets an autonomy, then `session/prompt`, whose answer is the turn's end. The
+//! service decides what is due; nothing here holds a lock across an await.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use zeroclaw_rpc::{ErrorObject, Id, Request};
+use zeroclaw_schedules::{Fire, Schedules, Target, Timestamp};
+use zeroclaw_sessions::session::SessionManager;
+
+use crate::caller::{ConnectionContext, Handshake, Scheduled};
+use crate::lineage::Lineage;
+use crate::outbound::{self, Outbound};
+use crate::request::{self, Call, Front};
+use crate::server::next_connection_id;
+use crate::state::Daemon;
+use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
+
+/// The longest the timer sleeps without looking again (the wall clock may have moved).
+const MAX_SLEEP: Duration = Duration::from_secs(30);
+
+/// Loads the schedules from the sessions' store; the runs to catch up come back too.
+pub(crate) async fn open(sessions: &SessionManager) -> Result<(Arc<Schedules>, Vec<Fire>), String> {
+    Schedules::open(sessions.store.clone(), Timestamp::now())
+        .await
+        .map_err(|e| format!("cannot load the schedules: {e}"))
+}
+
+/// Starts the runs caught up at start, then the timer, until the daemon stops.
+pub(crate) fn start(daemon: &Arc<Daemon>, catch_up: Vec<Fire>) {
+    for fire in catch_up {
+        spawn_run(daemon, fire);
+    }
+    let weak = Arc::downgrade(daemon);
+    let stop = daemon.shutdown.clone();
+    let schedules = Arc::clone(&daemon.schedules);
+    tokio::spawn(async move {
+        loop {
+            let wait = match schedules.next_due().await {
+                Some(due) => until(due),
+                None => MAX_SLEEP,
+            };
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => return,
+                () = schedules.changed() => {}
+                () = tokio::time::sleep(wait) => {}
+            }
+            let Some(daemon) = weak.upgrade() else { return };
+            for fire in schedules.take_due(Timestamp::now()).await {
+                spawn_run(&daemon, fire);
+            }
+        }
+    });
+}
+
+/// How long until `due`, at most [`MAX_SLEEP`].
+fn until(due: Timestamp) -> Duration {
+    let ms = due.as_millisecond() - Timestamp::now().as_millisecond();
+    Duration::from_millis(ms.max(0) as u64).min(MAX_SLEEP)
+}
+
+/// Runs `fire` as a turn on a task of its own, unless the daemon is stopping.
+fn spawn_run(daemon: &Arc<Daemon>, fire: Fire) {
+    let daemon = Arc::clone(daemon);
+    tokio::spawn(async move {
+        if daemon.shutdown.is_cancelled() {
+            let why = Some("the daemon was stopping".to_owned());
+            daemon
+                .schedules
+                .finished(&fire, None, None, "failed", why)
+                .await;
+            return;
+        }
+        tracing::info!(schedule = %fire.schedule_id, run = %fire.run_id, "schedule run starts");
+        let mut run = match Run::new(&daemon, &fire) {
+            Ok(run) => run,
+            Err(e) => {
+                let why = Some(e.message);
+                daemon
+                    .schedules
+                    .finished(&fire, None, None, "failed", why)
+                    .await;
+                return;
+            }
+        };
+        let (session, ended) = run.turn(&fire).await;
+        run.finish();
+        let (turn, outcome, error) = match ended {
+            Ok(result) => {
+                let outcome = result["outcome"].as_str().unwrap_or("failed").to_owned();
+                let error = (outcome == "failed")
+                    .then(|| result["content"].as_str().unwrap_or_default().to_owned());
+                let turn = result["turnId"].as_str().map(str::to_owned);
+                (turn, outcome, error)
+            }
+            Err(e) => (None, "failed".to_owned(), Some(e.message)),
+        };
+        tracing::info!(schedule = %fire.schedule_id, run = %fire.run_id, %outcome, "schedule run ended");
+        daemon
+            .schedules
+            .finished(&fire, session.as_deref(), turn.as_deref(), &outcome, error)
+            .await;
+    });
+}
+
+/// The calling context of one run.
+struct Run {
+    daemon: Arc<Daemon>,
+    ctx: Arc<ConnectionContext>,
+    writer: tokio::task::JoinHandle<()>,
+    next_id: AtomicU64,
+}
+
+impl Run {
+    fn new(daemon: &Arc<Daemon>, fire: &Fire) -> Result<Run, ErrorObject> {
+        let limits = daemon.config.current().limits.clone();
+        let key = format!("schedule:{}", fire.owner);
+        let admission = daemon.connections.admit(
+            Some(&key),
+            limits.connections_per_principal as usize,
+            limits.connections_total as usize,
+        )?;
+        let id = next_connection_id();
+        let peer = PeerIdentity {
+            label: format!("schedule:{}", fire.schedule_id),
+            uid: None,
+            kind: TransportKind::Local,
+            ip: None,
+            lineage: Lineage::Outside,
+        };
+        let (out, rx) = Outbound::new(daemon.stall_timeout);
+        out.count_in(daemon.connections.principal_queue(&fire.owner));
+        let writer = tokio::spawn(outbound::run_writer(Nowhere, rx, out.clone()));
+        let scheduled = Scheduled {
+            owner: fire.owner.clone(),
+            prompted_by: format!("schedule:{}", fire.name),
+        };
+        let ctx = Arc::new(ConnectionContext::scheduled(
+            id, peer, out, admission, scheduled,
+        ));
+        let _ = ctx.handshake.set(Handshake {
+            auth_token: None,
+            elicitation: false,
+            client: "schedule".to_owned(),
+        });
+        Ok(Run {
+            daemon: Arc::clone(daemon),
+            ctx,
+            writer,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// The session, then the turn: the session used (if one was) and the turn's result.
+    async fn turn(&mut self, fire: &Fire) -> (Option<String>, Result<Value, ErrorObject>) {
+        let session = match self.session(fire).await {
+            Ok(session) => session,
+            Err(e) => return (None, Err(e)),
+        };
+        self.daemon.schedules.session_chosen(fire, &session).await;
+        if let Some(autonomy) = fire.autonomy {
+            let params = json!({"sessionId": session, "autonomy": autonomy});
+            if let Err(e) = self.call("session/configure", params).await {
+                return (Some(session), Err(e));
+            }
+        }
+        let params = json!({"sessionId": session, "prompt": fire.prompt});
+        let ended = self.call("session/prompt", params).await;
+        (Some(session), ended)
+    }
+
+    /// The session `fire` prompts: made (and titled) or resumed.
+    async fn session(&self, fire: &Fire) -> Result<String, ErrorObject> {
+        let mut params = json!({"agentAlias": fire.agent_alias});
+        if let Some(cwd) = &fire.cwd {
+            params["cwd"] = json!(cwd);
+        }
+        let existing = match &fire.session {
+            Target::New | Target::Continue(None) => None,
+            Target::Continue(Some(id)) | Target::Fixed(id) => Some(id.clone()),
+        };
+        if let Some(id) = &existing {
+            let mut resume = params.clone();
+            resume["sessionId"] = json!(id);
+            match self.call("session/new", resume).await {
+                Ok(_) => return Ok(id.clone()),
+                // The last run's session is gone: a new one.
+                Err(_) if matches!(fire.session, Target::Continue(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let made = self.call("session/new", params).await?;
+        let id = made["sessionId"]
+            .as_str()
+            .ok_or_else(|| ErrorObject::internal("session/new answered no sessionId"))?
+            .to_owned();
+        let title = json!({"sessionId": id, "title": fire.title()});
+        if let Err(e) = self.call("session/set_title", title).await {
+            tracing::warn!(schedule = %fire.schedule_id, "cannot title the run's session: {}", e.message);
+        }
+        Ok(id)
+    }
+
+    /// One call through the one request path; its result or error.
+    async fn call(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let raw = serde_json::value::to_raw_value(&params)
+            .map_err(|e| ErrorObject::internal(format!("params: {e}")))?;
+        let request = Request {
+            id: Some(Id::from_value(&json!(n))),
+            method: method.to_owned(),
+            params: Some(raw),
+        };
+        let mut answer = None;
+        let deliver = |line| {
+            answer = Some(line);
+            std::future::ready(())
+        };
+        request::answer(
+            &self.daemon,
+            &self.ctx,
+            Front::Post,
+            Call::new(request),
+            None,
+            deliver,
+        )
+        .await;
+        let line = answer.ok_or_else(|| ErrorObject::internal("no answer"))?;
+        let mut reply: Value = serde_json::from_slice(&line)
+            .map_err(|e| ErrorObject::internal(format!("answer: {e}")))?;
+        if let Some(error) = reply.get("error") {
+            let code = error["code"].as_i64().unwrap_or(-32603);
+            let message = error["message"].as_str().unwrap_or_default();
+            return Err(ErrorObject::new(code, format!("{method}: {message}")));
+        }
+        Ok(reply["result"].take())
+    }
+
+    /// The context is gone: it stops counting.
+    fn finish(self) {
+        self.ctx.out.close();
+        self.ctx.pending.close();
+        self.ctx
+            .admission
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .release();
+        self.writer.abort();
+    }
+}
+
+/// Where a run's notifications go: nowhere (its subscribers see the turn).
+struct Nowhere;
+
+impl FrameSink for Nowhere {
+    fn send_lines<'a>(&'a mut self, _: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn shutdown(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
