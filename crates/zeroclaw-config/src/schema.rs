@@ -155,6 +155,8 @@ pub struct Config {
     pub gateway: GatewaySettings,
     /// Hooks run for every agent, before the agent's own (SPEC §21.1).
     pub hooks: crate::hooks::Hooks,
+    /// Notification channels by name (SPEC §24.3; admin-only).
+    pub notify: BTreeMap<String, crate::notify::NotifyChannel>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -697,6 +699,10 @@ impl Config {
         hook_violations(&self.hooks, &at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
         self.validate_gateway(&mut out);
+        for name in self.notify.keys() {
+            check_map_key("notify", name, &mut out);
+        }
+        crate::notify::validate(&self.notify, &mut out);
         out
     }
 

@@ -192,6 +192,8 @@ pub static ROOT: Shape = Shape::Struct(&[
     ),
     ("gateway", Shape::Struct(&[("hostnames", Shape::StrList)])),
     ("hooks", HOOKS),
+    // Notification channels (SPEC §24.3).
+    ("notify", Shape::Map(&crate::notify::CHANNEL_SHAPE)),
 ]);
 
 /// A problem at a property.

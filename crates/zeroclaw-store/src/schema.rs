@@ -241,6 +241,17 @@ BEGIN
         WHERE pk = NEW.session;
 END;
 "#,
+    // Web Push subscriptions per principal (SPEC §24.3).
+    r#"
+CREATE TABLE push_subscriptions (
+    endpoint    TEXT    PRIMARY KEY,
+    principal   TEXT    NOT NULL,
+    p256dh      TEXT    NOT NULL,
+    auth        TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX push_subscriptions_principal ON push_subscriptions (principal);
+"#,
 ];
 
 /// Schema version this build writes.
