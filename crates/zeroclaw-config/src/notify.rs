@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::path::PropPath;
-use crate::schema::Violation;
-use crate::shape::Shape;
 
 /// The events a channel may ask for (its `events` filter).
 pub const NOTIFY_EVENTS: &[&str] = &[
@@ -79,24 +77,6 @@ impl NotifyChannel {
     }
 }
 
-/// The shape of one channel (writes and the form).
-pub static CHANNEL_SHAPE: Shape = Shape::Struct(&[
-    ("kind", Shape::Enum(NOTIFY_KINDS)),
-    ("url", Shape::Str),
-    ("secret", Shape::Str),
-    ("command", Shape::Str),
-    ("events", Shape::StrList),
-    ("users", Shape::StrList),
-    ("priority", Shape::Int { min: 1, max: 5 }),
-    (
-        "timeout_secs",
-        Shape::Int {
-            min: 1,
-            max: MAX_COMMAND_SECS as i64,
-        },
-    ),
-]);
-
 fn at(name: &str, key: &str) -> PropPath {
     PropPath::from_segments(["notify", name, key])
         .or_else(|| PropPath::from_segments(["notify"]))
@@ -105,41 +85,40 @@ fn at(name: &str, key: &str) -> PropPath {
 
 /// What types cannot check: a URL for webhook and ntfy, a command for command, known
 /// events only.
-pub(crate) fn validate(channels: &BTreeMap<String, NotifyChannel>, out: &mut Vec<Violation>) {
+pub(crate) fn validate(
+    channels: &BTreeMap<String, NotifyChannel>,
+    out: &mut Vec<(PropPath, String)>,
+) {
     for (name, c) in channels {
         let needs_url = matches!(c.kind, NotifyKind::Webhook | NotifyKind::Ntfy);
         if needs_url && !(c.url.starts_with("http://") || c.url.starts_with("https://")) {
-            out.push(Violation {
-                prop: at(name, "url"),
-                message: "an http:// or https:// URL is required for a webhook or ntfy channel"
-                    .into(),
-            });
+            out.push((
+                at(name, "url"),
+                "an http:// or https:// URL is required for a webhook or ntfy channel".into(),
+            ));
         }
         if c.kind == NotifyKind::Command && c.command.trim().is_empty() {
-            out.push(Violation {
-                prop: at(name, "command"),
-                message: "a command channel needs its command".into(),
-            });
+            out.push((
+                at(name, "command"),
+                "a command channel needs its command".into(),
+            ));
         }
         for e in &c.events {
             if !NOTIFY_EVENTS.contains(&e.as_str()) {
-                out.push(Violation {
-                    prop: at(name, "events"),
-                    message: format!("unknown event {e:?} (one of {})", NOTIFY_EVENTS.join(", ")),
-                });
+                out.push((
+                    at(name, "events"),
+                    format!("unknown event {e:?} (one of {})", NOTIFY_EVENTS.join(", ")),
+                ));
             }
         }
         if !(1..=5).contains(&c.priority) {
-            out.push(Violation {
-                prop: at(name, "priority"),
-                message: "must be 1 to 5".into(),
-            });
+            out.push((at(name, "priority"), "must be 1 to 5".into()));
         }
         if c.timeout_secs == 0 || c.timeout_secs > MAX_COMMAND_SECS {
-            out.push(Violation {
-                prop: at(name, "timeout_secs"),
-                message: format!("must be 1 to {MAX_COMMAND_SECS}"),
-            });
+            out.push((
+                at(name, "timeout_secs"),
+                format!("must be 1 to {MAX_COMMAND_SECS}"),
+            ));
         }
     }
 }

@@ -702,7 +702,13 @@ impl Config {
         for name in self.notify.keys() {
             check_map_key("notify", name, &mut out);
         }
-        crate::notify::validate(&self.notify, &mut out);
+        let mut found = Vec::new();
+        crate::notify::validate(&self.notify, &mut found);
+        out.extend(
+            found
+                .into_iter()
+                .map(|(prop, message)| Violation { prop, message }),
+        );
         out
     }
 

@@ -43,6 +43,22 @@ pub(crate) struct ConnectionContext {
     pub admission: std::sync::Mutex<Admission>,
     /// This connection's last prompt to each live session (what a cancel applies to).
     pub prompts: LastPrompts,
+    /// When it last sent a request, in ms since [`activity_epoch`] (SPEC §24.3: a face
+    /// active lately is watching).
+    pub last_request: std::sync::atomic::AtomicU64,
+}
+
+/// The instant activity times count from.
+fn activity_epoch() -> std::time::Instant {
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+/// [`ConnectionContext::last_request`] once the peer hung up.
+const HUNG_UP: u64 = u64::MAX;
+
+fn activity_now() -> u64 {
+    u64::try_from(activity_epoch().elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 impl ConnectionContext {
@@ -55,7 +71,31 @@ impl ConnectionContext {
             handshake: OnceLock::new(),
             admission: std::sync::Mutex::new(admission),
             prompts: LastPrompts::default(),
+            last_request: std::sync::atomic::AtomicU64::new(activity_now()),
         }
+    }
+
+    /// Notes that a request came in now (unless the peer already hung up).
+    pub fn touch(&self) {
+        let now = activity_now();
+        let _ = self.last_request.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |last| (last != HUNG_UP).then_some(now),
+        );
+    }
+
+    /// The peer hung up (its requests still finish): it is no longer active.
+    pub fn hung_up(&self) {
+        self.last_request
+            .store(HUNG_UP, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a request came in within `window` (never after [`Self::hung_up`]).
+    pub fn active_within(&self, window: std::time::Duration) -> bool {
+        let last = self.last_request.load(std::sync::atomic::Ordering::Relaxed);
+        let window = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        last != HUNG_UP && activity_now().saturating_sub(last) <= window
     }
 
     pub fn is_initialized(&self) -> bool {

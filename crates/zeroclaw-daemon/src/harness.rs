@@ -49,6 +49,7 @@ impl Harness {
             uploads: files::UploadManager::default(),
             gateway: crate::gateway_control::Gateway::default(),
             status_text: Default::default(),
+            notifier: Default::default(),
         });
         Ok(Harness { daemon })
     }

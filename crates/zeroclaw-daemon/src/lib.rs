@@ -39,6 +39,7 @@ mod login_rate;
 mod malloc_tuning;
 pub use malloc_tuning::limit_malloc_arenas;
 mod methods;
+mod notify_glue;
 mod ordering;
 mod outbound;
 mod params;
@@ -209,10 +210,13 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
             zeroclaw_sessions::logins::Logins::with_code_ttl(code_ttl),
         ),
         status_text: Default::default(),
+        notifier: Default::default(),
     });
     install_gateway_starter(&daemon);
     // Idle sessions rest (SPEC §22).
     resting::start(&daemon);
+    // Notifications watch the sessions from here on (SPEC §24.3).
+    notify_glue::start(&daemon);
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
     #[cfg(target_os = "linux")]
     let reaping = tokio::spawn(reaper::run(daemon.shutdown.clone()));

@@ -44,6 +44,8 @@ pub struct Daemon {
     pub gateway: Gateway,
     /// What `status` answers that never changes, encoded at its first call.
     pub status_text: OnceLock<FixedText>,
+    /// Notifications (SPEC §24.3), once started.
+    pub notifier: OnceLock<Arc<zeroclaw_notify::Notifier>>,
 }
 
 impl Daemon {

@@ -39,15 +39,17 @@ const MAX_SESSIONS: usize = 4096;
 
 /// The channels in force (read at each notice: a config write takes effect at once).
 pub type Channels = Arc<dyn Fn() -> BTreeMap<String, NotifyChannel> + Send + Sync>;
+/// The dashboard's address (`http://127.0.0.1:9781`) while the gateway runs.
+pub type BaseUrl = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// What the notifier needs of the daemon.
 pub struct Settings {
     pub data_dir: PathBuf,
     pub store: Store,
     pub channels: Channels,
-    /// The dashboard's address (`https://host:port`), for links that leave the browser
-    /// (ntfy's `Click`, webhooks); `None`: links are relative (`/#/session/ID`).
-    pub base_url: Option<String>,
+    /// The dashboard's address, for links that leave the browser (ntfy's `Click`,
+    /// webhooks); `None`: links are relative (`/#/session/ID`).
+    pub base_url: BaseUrl,
     /// [`COALESCE`], shorter in tests.
     pub coalesce: Duration,
 }
@@ -261,7 +263,7 @@ async fn deliver(
     http: &reqwest::Client,
     notice: &Notice,
 ) {
-    let (json, url) = payload(notice, settings.base_url.as_deref());
+    let (json, url) = payload(notice, (settings.base_url)().as_deref());
     let urgency = if notice.request_id.is_some() {
         "high"
     } else {

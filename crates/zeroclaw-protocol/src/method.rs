@@ -26,6 +26,10 @@ use crate::gateway::{DashboardLoginResult, GatewayInfo};
 use crate::history::{
     ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
 };
+use crate::push::{
+    PushKeyResult, PushSubscribeParams, PushSubscribeResult, PushUnsubscribeParams,
+    PushUnsubscribeResult,
+};
 use crate::session::{
     ApproveParams, ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListParams,
     ListResult, MessagesParams, MessagesResult, SessionNewParams, SessionNewResult,
@@ -285,6 +289,14 @@ methods! {
     /// SPEC §20: a one-time code for the web dashboard (local only).
     DashboardLogin = "dashboard/login" => grant("system", "read"),
         params NoParams, result DashboardLoginResult, runs NOW.local();
+    /// SPEC §24.3: a browser's Web Push subscription, per principal.
+    PushSubscribe = "push/subscribe" => grant("system", "read"),
+        params PushSubscribeParams, result PushSubscribeResult, runs WAITS;
+    PushUnsubscribe = "push/unsubscribe" => grant("system", "read"),
+        params PushUnsubscribeParams, result PushUnsubscribeResult, runs WAITS;
+    /// SPEC §24.3: the VAPID public key browsers subscribe with.
+    PushKey = "push/key" => grant("system", "read"),
+        params NoParams, result PushKeyResult, runs WAITS;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult, runs NOW;
@@ -331,7 +343,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 34);
+        assert_eq!(Method::ALL.len(), 37);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

@@ -15,6 +15,7 @@ pub(crate) mod gateway;
 pub(crate) mod history;
 pub(crate) mod initialize;
 pub(crate) mod models;
+pub(crate) mod push;
 pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod status;
