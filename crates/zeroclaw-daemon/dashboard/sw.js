@@ -40,7 +40,8 @@ async function open(data) {
     if (new URL(client.url).origin !== url.origin) continue;
     // The page follows the hash itself (notify.js `followClicks`): no reload, no new login.
     client.postMessage({ type: "zeroclaw:open", hash: url.hash });
-    if ("focus" in client) await client.focus();
+    // Focusing needs the click's user activation; without it the window stays where it is.
+    if ("focus" in client) await client.focus().catch(() => {});
     return client;
   }
   return self.clients.openWindow(url.href);

@@ -24,6 +24,7 @@ mod daily_tools;
 mod dashboard;
 mod dashboard_bench;
 mod dashboard_daily;
+mod dashboard_notify;
 mod dashboard_real;
 mod durability;
 mod file_checkpoints;
