@@ -41,7 +41,10 @@ async fn the_app_installs_its_worker_and_a_notification_click_opens_the_waiting_
         .eval("navigator.serviceWorker.ready.then(r => [r.scope, r.active && r.active.scriptURL])")
         .await;
     let origin = format!("http://127.0.0.1:{}", d.port);
-    assert_eq!(worker, json!([format!("{origin}/"), format!("{origin}/sw.js")]));
+    assert_eq!(
+        worker,
+        json!([format!("{origin}/"), format!("{origin}/sw.js")])
+    );
     page.wait_for("navigator.serviceWorker.controller !== null", WAIT)
         .await;
     let offered = page
