@@ -12,7 +12,11 @@ use zeroclaw_sessions::session::tap::UpdateTap;
 
 use crate::state::Daemon;
 
-struct Tap(Arc<Notifier>);
+struct Tap {
+    notifier: Arc<Notifier>,
+    /// How recently a face must have been active to count as watching.
+    active: Duration,
+}
 
 impl UpdateTap for Tap {
     fn notable(&self, update: &UpdateKind) -> bool {
@@ -20,17 +24,17 @@ impl UpdateTap for Tap {
     }
 
     fn active_window(&self) -> Duration {
-        zeroclaw_notify::ACTIVE_WINDOW
+        self.active
     }
 
     fn update(&self, session_id: &str, owner: &str, watched: bool, update: &UpdateKind) {
         if let Some(offer) = Offer::from_update(session_id, owner, watched, update) {
-            self.0.offer(offer);
+            self.notifier.offer(offer);
         }
     }
 
     fn asked(&self, session_id: &str, owner: &str, watched: bool, request_id: &str, message: &str) {
-        self.0.offer(Offer {
+        self.notifier.offer(Offer {
             session_id: session_id.to_owned(),
             owner: owner.to_owned(),
             watched,
@@ -64,8 +68,12 @@ pub(crate) fn start(daemon: &Arc<Daemon>) {
         base_url,
         coalesce,
     });
-    daemon
-        .sessions
-        .set_tap(Arc::new(Tap(Arc::clone(&notifier))));
+    let active = zeroclaw_notify::ACTIVE_WINDOW;
+    #[cfg(feature = "test-hooks")]
+    let active = crate::test_hooks::notify_active_from_env().unwrap_or(active);
+    daemon.sessions.set_tap(Arc::new(Tap {
+        notifier: Arc::clone(&notifier),
+        active,
+    }));
     let _ = daemon.notifier.set(notifier);
 }

@@ -49,6 +49,11 @@ pub(crate) fn notify_coalesce_from_env() -> Option<Duration> {
     ms("ZEROCLAW_TEST_NOTIFY_COALESCE_MS")
 }
 
+/// How recently a face must have been active to count as watching (SPEC §24.3: 2 min).
+pub(crate) fn notify_active_from_env() -> Option<Duration> {
+    ms("ZEROCLAW_TEST_NOTIFY_ACTIVE_MS")
+}
+
 /// The dashboard login code lifetime override, if any.
 pub(crate) fn login_code_ttl_from_env() -> Option<Duration> {
     ms("ZEROCLAW_TEST_LOGIN_CODE_TTL_MS")

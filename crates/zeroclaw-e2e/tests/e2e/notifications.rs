@@ -395,3 +395,53 @@ fn push_subscribe_refuses_bad_input_naming_the_field() {
     let r = c.result("push/unsubscribe", json!({"endpoint": good["endpoint"]}));
     assert_eq!(r["unsubscribed"], false);
 }
+
+#[test]
+fn an_ask_user_question_to_an_idle_face_is_pushed_and_answered_there() {
+    let fake = Fake::start();
+    let push = Served::<FakePush>::start();
+    // A face counts as watching for 300 ms after its last request here (2 min in use).
+    let daemon = start(&fake, "", &[("ZEROCLAW_TEST_NOTIFY_ACTIVE_MS", "300")]);
+    let mut c = daemon.client();
+    let key = c.result("push/key", json!({}))["publicKey"]
+        .as_str()
+        .expect("publicKey")
+        .to_owned();
+    c.result("push/subscribe", push.server.subscription("/push/q"));
+    fake.push(Scripted::slow(
+        Duration::from_millis(800),
+        Scripted::tool_call("q1", "ask_user", json!({"question": "colour?"})),
+    ));
+    fake.push(Scripted::text("noted"));
+    let sid = new_session(&mut c);
+    // `ask_user` is offered only while a face can answer: one is subscribed, and has gone
+    // quiet by the time the question comes.
+    let mut face = daemon.eliciting_client();
+    face.result("session/subscribe", json!({"sessionId": sid}));
+    prompt_and_leave(&daemon, &sid);
+    let got = push.server.wait_requests("/push/q", 1, WAIT);
+    assert_eq!(got.len(), 1, "{}", daemon.log());
+    let body = opened(&push, &got[0], &key);
+    assert_eq!(body["event"], "ask_user", "{body}");
+    assert_eq!(body["text"], "colour?", "{body}");
+    assert_eq!(body["sessionId"], sid.as_str(), "{body}");
+
+    // The owner picks up that face: it was asked the same question.
+    let question = loop {
+        let m = face.recv();
+        if m["method"] == "elicitation/create" {
+            break m;
+        }
+    };
+    assert_eq!(
+        question["params"]["requestId"], body["requestId"],
+        "{question}"
+    );
+    face.send(
+        &json!({"jsonrpc": "2.0", "id": question["id"],
+                "result": {"action": "accept", "content": {"answer": "teal"}}})
+        .to_string(),
+    );
+    let resolved = until_update(&mut face, "ask_user_resolved");
+    assert_eq!(resolved["reason"], "answered", "{resolved}");
+}
