@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the dashboard's browser tests (SPEC §20, §22) in a real headless Chromium: the
-# `dashboard::`, `dashboard_daily::`, `dashboard_real::` and `dashboard_schedules::` modules of the e2e binary
+# `dashboard::`, `dashboard_daily::`, `dashboard_real::`, `dashboard_schedules::` and `dashboard_notify::` modules of the e2e binary
 # (crates/zeroclaw-e2e/tests/e2e/) and the one browser test of `daily_ask::`. Installs
 # Debian's `chromium` when it is missing, runs those tests with --ignored (a plain `cargo
 # test` ignores them because they need the browser) and fails when any fails or none ran.
@@ -42,7 +42,7 @@ status=0
 # build (crates/zeroclaw-e2e/src/lib.rs): build it, with the test hooks the tests use.
 cargo build -p zeroclaw --features test-hooks
 # One test at a time: each starts a daemon and a browser, and the machine may be small.
-cargo test -p zeroclaw-e2e --test e2e -- --ignored --test-threads=1 dashboard:: dashboard_daily:: dashboard_real:: dashboard_schedules:: \
+cargo test -p zeroclaw-e2e --test e2e -- --ignored --test-threads=1 dashboard:: dashboard_daily:: dashboard_real:: dashboard_schedules:: dashboard_notify:: \
   daily_ask::the_dashboards_form_goes_when_the_question_is_answered_elsewhere 2>&1 | tee "$log" || status=$?
 if ! grep -qE '^test result: ok\. [1-9][0-9]* passed; 0 failed' "$log"; then
   echo "browser-test: FAILED (or no test ran)" >&2

@@ -45,6 +45,7 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 CRATE_BOUNDARIES = {
     "zeroclaw-sessions": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon"},
     "zeroclaw-schedules": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon", "zeroclaw-sessions"},
+    "zeroclaw-notify": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon", "zeroclaw-sessions"},
 }
 
 DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")

@@ -29,6 +29,7 @@ pub const GROUPS: &[(&str, &str, &[&str])] = &[
         &["wss", "gateway", "limits"],
     ),
     ("hooks", "Hooks", &["hooks"]),
+    ("notify", "Notifications", &["notify"]),
 ];
 
 /// Help text by property pattern (`*` for any map key), from the types' doc comments and
@@ -266,6 +267,32 @@ const HELP: &[(&str, &str)] = &[
         "A regular expression over the whole tool name (tool events only); empty = every tool.",
     ),
     ("*.timeout_secs", "Longest run, in seconds."),
+    (
+        "notify",
+        "Where notifications go besides Web Push, by name (admin-only).",
+    ),
+    (
+        "notify.*.kind",
+        "webhook: POST JSON; ntfy: POST to an ntfy topic; command: run with the JSON on stdin.",
+    ),
+    ("notify.*.url", "Where webhook and ntfy channels post."),
+    (
+        "notify.*.secret",
+        "HMAC-SHA256 key for X-Zeroclaw-Signature (webhook; secret: never read back).",
+    ),
+    (
+        "notify.*.command",
+        "The command of a command channel, run by sh -c with the JSON on stdin.",
+    ),
+    (
+        "notify.*.events",
+        "Which events it gets (approval_request, ask_user, budget_request, turn_failed, turn_ended); empty = all.",
+    ),
+    (
+        "notify.*.users",
+        "Whose sessions it is told about (principal ids); empty = everyone's.",
+    ),
+    ("notify.*.priority", "ntfy priority, 1 (min) to 5 (max)."),
 ];
 
 /// The whole configuration's JSON Schema (see the module comment).
@@ -309,6 +336,7 @@ pub fn group_of(key: &str) -> Option<&'static str> {
 /// Whether the property at `path` is a secret (read back masked, so written only).
 fn is_secret(path: &[&str]) -> bool {
     matches!(path, ["providers", _, "api_key"])
+        || matches!(path, ["notify", _, "secret"])
         || matches!(path, ["agents", _, "mcp_servers", _, "env", _])
 }
 

@@ -20,6 +20,7 @@
 pub mod error;
 pub mod form;
 pub mod hooks;
+pub mod notify;
 pub mod path;
 pub mod schema;
 pub mod shape;

@@ -157,6 +157,8 @@ pub struct Config {
     pub gateway: GatewaySettings,
     /// Hooks run for every agent, before the agent's own (SPEC §21.1).
     pub hooks: crate::hooks::Hooks,
+    /// Notification channels by name (SPEC §24.3; admin-only).
+    pub notify: BTreeMap<String, crate::notify::NotifyChannel>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -706,6 +708,16 @@ impl Config {
         self.validate_wss(&mut out);
         self.validate_gateway(&mut out);
         self.validate_cors(&mut out);
+        for name in self.notify.keys() {
+            check_map_key("notify", name, &mut out);
+        }
+        let mut found = Vec::new();
+        crate::notify::validate(&self.notify, &mut found);
+        out.extend(
+            found
+                .into_iter()
+                .map(|(prop, message)| Violation { prop, message }),
+        );
         out
     }
 

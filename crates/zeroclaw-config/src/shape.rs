@@ -147,6 +147,24 @@ static PROFILE: Shape = Shape::Struct(&[
     ("config_write_paths", Shape::StrList),
 ]);
 
+/// The shape of one channel (writes and the form).
+static NOTIFY_CHANNEL: Shape = Shape::Struct(&[
+    ("kind", Shape::Enum(crate::notify::NOTIFY_KINDS)),
+    ("url", Shape::Str),
+    ("secret", Shape::Str),
+    ("command", Shape::Str),
+    ("events", Shape::StrList),
+    ("users", Shape::StrList),
+    ("priority", Shape::Int { min: 1, max: 5 }),
+    (
+        "timeout_secs",
+        Shape::Int {
+            min: 1,
+            max: crate::notify::MAX_COMMAND_SECS as i64,
+        },
+    ),
+]);
+
 /// The whole configuration.
 pub static ROOT: Shape = Shape::Struct(&[
     (
@@ -199,6 +217,8 @@ pub static ROOT: Shape = Shape::Struct(&[
         ]),
     ),
     ("hooks", HOOKS),
+    // Notification channels (SPEC §24.3).
+    ("notify", Shape::Map(&NOTIFY_CHANNEL)),
 ]);
 
 /// A problem at a property.

@@ -162,6 +162,14 @@ pub fn masked_json(config: &Config) -> Json {
             mask_url(url);
         }
     }
+    for channel in entries(&mut v, "notify") {
+        if let Some(secret) = channel.get_mut("secret") {
+            mask(secret);
+        }
+        if let Some(url) = channel.get_mut("url") {
+            mask_url(url);
+        }
+    }
     for agent in entries(&mut v, "agents") {
         for server in entries(agent, "mcp_servers") {
             if let Some(env) = server.get_mut("env").and_then(Json::as_object_mut) {

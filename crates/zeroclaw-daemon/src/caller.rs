@@ -46,6 +46,9 @@ pub(crate) struct ConnectionContext {
     /// A schedule's run (SPEC §24.1): the calls are its creator's, and its prompts say
     /// `schedule:NAME`.
     pub scheduled: Option<Scheduled>,
+    /// When it last sent a request, in ms since [`activity_epoch`] (SPEC §24.3: a face
+    /// active lately is watching).
+    pub last_request: std::sync::atomic::AtomicU64,
 }
 
 /// Who a schedule's run acts as, and what its prompts say sent them.
@@ -55,6 +58,19 @@ pub(crate) struct Scheduled {
     pub owner: String,
     /// `schedule:NAME`.
     pub prompted_by: String,
+}
+
+/// The instant activity times count from.
+fn activity_epoch() -> std::time::Instant {
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+/// [`ConnectionContext::last_request`] once the peer hung up.
+const HUNG_UP: u64 = u64::MAX;
+
+fn activity_now() -> u64 {
+    u64::try_from(activity_epoch().elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 impl ConnectionContext {
@@ -68,6 +84,7 @@ impl ConnectionContext {
             admission: std::sync::Mutex::new(admission),
             prompts: LastPrompts::default(),
             scheduled: None,
+            last_request: std::sync::atomic::AtomicU64::new(activity_now()),
         }
     }
 
@@ -82,6 +99,29 @@ impl ConnectionContext {
         let mut ctx = ConnectionContext::new(id, peer, out, admission);
         ctx.scheduled = Some(scheduled);
         ctx
+    }
+
+    /// Notes that a request came in now (unless the peer already hung up).
+    pub fn touch(&self) {
+        let now = activity_now();
+        let _ = self.last_request.fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |last| (last != HUNG_UP).then_some(now),
+        );
+    }
+
+    /// The peer hung up (its requests still finish): it is no longer active.
+    pub fn hung_up(&self) {
+        self.last_request
+            .store(HUNG_UP, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a request came in within `window` (never after [`Self::hung_up`]).
+    pub fn active_within(&self, window: std::time::Duration) -> bool {
+        let last = self.last_request.load(std::sync::atomic::Ordering::Relaxed);
+        let window = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        last != HUNG_UP && activity_now().saturating_sub(last) <= window
     }
 
     pub fn is_initialized(&self) -> bool {

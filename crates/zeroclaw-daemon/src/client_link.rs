@@ -31,6 +31,10 @@ impl ClientLink for ConnectionContext {
         self.handshake.get().is_some_and(|h| h.elicitation)
     }
 
+    fn active_within(&self, window: Duration) -> bool {
+        !self.out.is_closed() && ConnectionContext::active_within(self, window)
+    }
+
     fn client_name(&self) -> String {
         ConnectionContext::client_name(self).to_owned()
     }

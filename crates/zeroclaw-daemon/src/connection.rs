@@ -205,6 +205,8 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
             }
         }
     }
+    // The peer reads no more of its sessions from here on: it no longer watches them.
+    conn.hung_up();
     if !replies.is_empty() {
         let _ = tokio::time::timeout(FLUSH_ON_CLOSE, out.send(replies)).await;
     }

@@ -18,7 +18,7 @@ use crate::answering::Answering;
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
-    config, config_schema, configure, diff, file, gateway, history, initialize, models, schedule,
+    config, config_schema, configure, diff, file, gateway, history, initialize, models, push, schedule,
     session, skills, status,
 };
 use crate::params::{self, Params};
@@ -54,6 +54,13 @@ pub(crate) async fn call(
         }
         Method::ModelsList => run::<c::ModelsList, _>(params, |q| models::list(daemon, p, q)).await,
         Method::SkillsList => run::<c::SkillsList, _>(params, |q| skills::list(daemon, p, q)).await,
+        Method::PushSubscribe => {
+            run::<c::PushSubscribe, _>(params, |q| push::subscribe(daemon, p, q)).await
+        }
+        Method::PushUnsubscribe => {
+            run::<c::PushUnsubscribe, _>(params, |q| push::unsubscribe(daemon, p, q)).await
+        }
+        Method::PushKey => run::<c::PushKey, _>(params, |q| push::key(daemon, q)).await,
         Method::ConfigGet => now::<c::ConfigGet>(params, |q| config::get(daemon, q)),
         Method::ConfigSchema => now::<c::ConfigSchema>(params, config_schema::schema),
         Method::ConfigSet => run::<c::ConfigSet, _>(params, |q| config::set(daemon, conn, q)).await,

@@ -53,6 +53,7 @@ impl Harness {
             gateway: crate::gateway_control::Gateway::default(),
             status_text: Default::default(),
             schedules,
+            notifier: Default::default(),
         });
         Ok(Harness { daemon })
     }

@@ -39,6 +39,7 @@ mod login_rate;
 mod malloc_tuning;
 pub use malloc_tuning::limit_malloc_arenas;
 mod methods;
+mod notify_glue;
 mod ordering;
 mod outbound;
 mod params;
@@ -212,12 +213,15 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         ),
         status_text: Default::default(),
         schedules,
+        notifier: Default::default(),
     });
     install_gateway_starter(&daemon);
     // Schedules fire (SPEC §24.1), the runs caught up after downtime first.
     scheduling::start(&daemon, catch_up);
     // Idle sessions rest (SPEC §22).
     resting::start(&daemon);
+    // Notifications watch the sessions from here on (SPEC §24.3).
+    notify_glue::start(&daemon);
     tokio::spawn(signals.watch(Arc::clone(&daemon)));
     #[cfg(target_os = "linux")]
     let reaping = tokio::spawn(reaper::run(daemon.shutdown.clone()));

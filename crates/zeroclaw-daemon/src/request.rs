@@ -75,6 +75,7 @@ pub(crate) async fn answer<D, F>(
     D: FnOnce(Vec<u8>) -> F,
     F: Future<Output = ()>,
 {
+    conn.touch();
     let place = match ticket {
         Some(ticket) => ticket.wait().await,
         None => Place::none(),
@@ -143,6 +144,7 @@ pub(crate) async fn answer_in_place(
     call: Call,
     buf: &mut Vec<u8>,
 ) {
+    conn.touch();
     let Call { method, request } = call;
     let Request {
         id,

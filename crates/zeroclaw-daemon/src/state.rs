@@ -46,6 +46,8 @@ pub struct Daemon {
     pub status_text: OnceLock<FixedText>,
     /// Schedules (SPEC §24.1), kept in the sessions' store.
     pub schedules: Arc<zeroclaw_schedules::Schedules>,
+    /// Notifications (SPEC §24.3), once started.
+    pub notifier: OnceLock<Arc<zeroclaw_notify::Notifier>>,
 }
 
 impl Daemon {

@@ -44,6 +44,16 @@ pub(crate) fn stall_timeout_from_env() -> Option<Duration> {
     ms("ZEROCLAW_TEST_STALL_TIMEOUT_MS")
 }
 
+/// The notifications' coalescing window override, if any (SPEC §24.3: 10 s).
+pub(crate) fn notify_coalesce_from_env() -> Option<Duration> {
+    ms("ZEROCLAW_TEST_NOTIFY_COALESCE_MS")
+}
+
+/// How recently a face must have been active to count as watching (SPEC §24.3: 2 min).
+pub(crate) fn notify_active_from_env() -> Option<Duration> {
+    ms("ZEROCLAW_TEST_NOTIFY_ACTIVE_MS")
+}
+
 /// The dashboard login code lifetime override, if any.
 pub(crate) fn login_code_ttl_from_env() -> Option<Duration> {
     ms("ZEROCLAW_TEST_LOGIN_CODE_TTL_MS")

@@ -28,6 +28,7 @@ pub mod gateway;
 pub mod history;
 pub mod ids;
 pub mod method;
+pub mod push;
 mod refusal;
 pub mod rest;
 pub mod schedule;

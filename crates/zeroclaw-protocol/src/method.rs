@@ -30,6 +30,9 @@ use crate::schedule::{
     Schedule, ScheduleCreated, ScheduleDeleted, ScheduleFields, ScheduleIdParams,
     ScheduleListResult, ScheduleRunStarted, ScheduleRunsParams, ScheduleRunsResult,
     ScheduleUpdateParams,
+use crate::push::{
+    PushKeyResult, PushSubscribeParams, PushSubscribeResult, PushUnsubscribeParams,
+    PushUnsubscribeResult,
 };
 use crate::session::{
     ApproveParams, ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListParams,
@@ -312,6 +315,14 @@ methods! {
     /// SPEC §24.1: a schedule's runs, newest first.
     ScheduleRuns = "schedule/runs" => grant("schedules", "read"),
         params ScheduleRunsParams, result ScheduleRunsResult, runs WAITS;
+    /// SPEC §24.3: a browser's Web Push subscription, per principal.
+    PushSubscribe = "push/subscribe" => grant("system", "read"),
+        params PushSubscribeParams, result PushSubscribeResult, runs WAITS;
+    PushUnsubscribe = "push/unsubscribe" => grant("system", "read"),
+        params PushUnsubscribeParams, result PushUnsubscribeResult, runs WAITS;
+    /// SPEC §24.3: the VAPID public key browsers subscribe with.
+    PushKey = "push/key" => grant("system", "read"),
+        params NoParams, result PushKeyResult, runs WAITS;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult, runs NOW;
@@ -358,7 +369,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 41);
+        assert_eq!(Method::ALL.len(), 44);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

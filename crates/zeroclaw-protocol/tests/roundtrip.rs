@@ -118,6 +118,21 @@ fn handshake_and_daemon_methods() {
     );
     let _: ShutdownResult = result("daemon/shutdown", json!({"shuttingDown": true}));
     let _: ModelsListParams = params("models/list", json!({"agentAlias": "default"}));
+    let sub: zeroclaw_protocol::push::PushSubscribeParams = params(
+        "push/subscribe",
+        json!({"endpoint": "https://push.example/x", "keys": {"p256dh": "BCVx", "auth": "BTBZ"}}),
+    );
+    assert_eq!(sub.keys.auth, "BTBZ");
+    let _: zeroclaw_protocol::push::PushSubscribeResult =
+        result("push/subscribe", json!({"subscribed": true}));
+    let _: zeroclaw_protocol::push::PushUnsubscribeParams = params(
+        "push/unsubscribe",
+        json!({"endpoint": "https://push.example/x"}),
+    );
+    let _: zeroclaw_protocol::push::PushUnsubscribeResult =
+        result("push/unsubscribe", json!({"unsubscribed": false}));
+    let _: zeroclaw_protocol::push::PushKeyResult =
+        result("push/key", json!({"publicKey": "BP4z"}));
     let _: zeroclaw_protocol::skills::SkillsListParams =
         params("skills/list", json!({"cwd": "/repo"}));
     let _: zeroclaw_protocol::skills::SkillsListResult = result(

@@ -265,6 +265,16 @@ CREATE TABLE schedule_runs (
     error         TEXT
 );
 CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule_id, pk);
+    // Web Push subscriptions per principal (SPEC §24.3).
+    r#"
+CREATE TABLE push_subscriptions (
+    endpoint    TEXT    PRIMARY KEY,
+    principal   TEXT    NOT NULL,
+    p256dh      TEXT    NOT NULL,
+    auth        TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX push_subscriptions_principal ON push_subscriptions (principal);
 "#,
 ];
 

@@ -11,6 +11,7 @@ import { configView } from "./config.js";
 import { statusView } from "./status.js";
 import { schedulesView } from "./schedules.js";
 import { installAsk } from "./ask.js";
+import { notifyControl, focusRequest, followClicks } from "./notify.js";
 
 performance.mark("zeroclaw:modules-loaded");
 const app = document.getElementById("app");
@@ -26,6 +27,7 @@ rpc.addEventListener("state", (ev) => {
 rpc.addEventListener("loggedout", (ev) => showLogin(ev.detail));
 
 installAsk(rpc);
+followClicks();
 
 function showLogin(message) {
   dispose();
@@ -39,6 +41,7 @@ function showLogin(message) {
 
 function afterLogin() {
   nav.hidden = false;
+  if (!nav.querySelector(".notify")) nav.append(notifyControl(rpc));
   nav.querySelector('[data-view="config"]').hidden = !rpc.can("config/get");
   nav.querySelector('[data-view="status"]').hidden = !rpc.can("status");
   nav.querySelector('[data-view="schedules"]').hidden = !rpc.can("schedule/list");
@@ -61,8 +64,12 @@ function route() {
   app.dataset.view = view || "sessions";
   for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.view === app.dataset.view);
   if (view === "session" && arg) {
-    // On a desktop the session list sits beside the open session (sidebar.js).
-    const id = decodeURIComponent(arg);
+    // On a desktop the session list sits beside the open session (sidebar.js). A
+    // notification's link adds `?request=ID`: the card to open at (notify.js).
+    const [path, query] = arg.split("?");
+    const id = decodeURIComponent(path);
+    const request = new URLSearchParams(query || "").get("request");
+    if (request) focusRequest(app, request);
     const side = sidebarView(id);
     replace(app, h("div.layout", null, side.el, box));
     const session = sessionView(box, id);

@@ -391,6 +391,8 @@ export class Transcript {
   }
 
   fillApproval(b) {
+    // A notification's click opens the session at this card (notify.js).
+    b.el.dataset.request = b.requestId;
     const head = h("header", null, h("span.who", null, "Approval needed"), h("span.tool-name", null, b.tool || ""));
     const summary = h("pre.io", null, b.summary || "");
     let foot;

@@ -19,6 +19,10 @@ pub(crate) struct Asset {
 pub(crate) fn lookup(path: &str) -> Option<Asset> {
     let rel = match path {
         "/" | "/index.html" => "index.html",
+        // The service worker and the manifest at the root: the worker's scope is the
+        // directory it is served from, and it must cover the whole dashboard (SPEC §24.3).
+        "/sw.js" => "sw.js",
+        "/manifest.webmanifest" => "manifest.webmanifest",
         p if p.starts_with("/assets/") => &p[1..],
         _ => return None,
     };
@@ -50,6 +54,7 @@ fn content_type(name: &str) -> &'static str {
         "js" | "mjs" => "text/javascript; charset=utf-8",
         "css" => "text/css; charset=utf-8",
         "json" | "map" => "application/json",
+        "webmanifest" => "application/manifest+json",
         "svg" => "image/svg+xml",
         "png" => "image/png",
         "jpg" | "jpeg" => "image/jpeg",
@@ -92,6 +97,15 @@ mod tests {
         ] {
             assert!(lookup(path).is_none(), "{path}");
         }
+    }
+
+    #[test]
+    fn the_service_worker_and_manifest_are_at_the_root() {
+        let sw = lookup("/sw.js").expect("sw.js");
+        assert_eq!(sw.content_type, "text/javascript; charset=utf-8");
+        let m = lookup("/manifest.webmanifest").expect("manifest");
+        assert_eq!(m.content_type, "application/manifest+json");
+        assert!(lookup("/assets/icon-192.png").is_some());
     }
 
     #[test]

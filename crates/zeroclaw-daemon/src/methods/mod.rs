@@ -16,6 +16,7 @@ pub(crate) mod history;
 pub(crate) mod initialize;
 pub(crate) mod models;
 pub(crate) mod schedule;
+pub(crate) mod push;
 pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod status;

@@ -182,7 +182,14 @@ fn config_schema_answers_a_grouped_form_schema_without_secrets() {
         .collect();
     assert_eq!(
         groups,
-        ["providers", "agents", "permissions", "gateway", "hooks"]
+        [
+            "providers",
+            "agents",
+            "permissions",
+            "gateway",
+            "hooks",
+            "notify"
+        ]
     );
     for (key, prop) in s["properties"].as_object().expect("properties") {
         assert!(prop["x-group"].is_string(), "{key} has no section");
@@ -250,7 +257,8 @@ async fn the_settings_form_is_built_from_the_schema_at_both_sizes() {
                 "Agents",
                 "Permissions",
                 "Gateway and limits",
-                "Hooks"
+                "Hooks",
+                "Notifications"
             ])
         );
         // An enum is a select, a boolean a switch, a number a number box, each with help.

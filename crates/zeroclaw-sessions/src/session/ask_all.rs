@@ -74,6 +74,8 @@ pub async fn ask_everyone(
     deadline: tokio::time::Instant,
     settled: &mut Settled<'_>,
 ) -> Option<Value> {
+    let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+    session.stream.tap_asked(&settled.request_id, message);
     let mut asked: HashSet<u64> = HashSet::new();
     let mut waits = FuturesUnordered::new();
     loop {

@@ -39,6 +39,13 @@ pub trait ClientLink: Send + Sync {
     fn client_name(&self) -> String {
         "rpc".to_owned()
     }
+    /// Whether the client sent a request within `window` (SPEC §24.3: a face active that
+    /// recently is watching, so its owner is not notified). Open counts as active for a
+    /// link that does not know.
+    fn active_within(&self, window: Duration) -> bool {
+        let _ = window;
+        self.is_open()
+    }
     /// Sends a request to the client and waits (up to `timeout`) for its result.
     async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, AskError>;
     /// Records that prompt number `seq` of `session` came from this connection.

@@ -48,6 +48,8 @@ pub struct SessionManager {
     pub models: zeroclaw_agent::ModelCatalog,
     /// What else may hold a live session, so it does not rest (SPEC §22; set by the daemon).
     pub(crate) held: std::sync::OnceLock<HeldCheck>,
+    /// What watches every session's notable updates (SPEC §24.3; set by the daemon).
+    pub(crate) tap: std::sync::OnceLock<Arc<dyn super::tap::UpdateTap>>,
     /// ACP sessions that rested with their file-checkpoint index kept in memory, oldest
     /// first (a bounded number, see the sessions' `rest` module).
     pub(crate) rested_files: Mutex<std::collections::VecDeque<String>>,
@@ -70,8 +72,16 @@ impl SessionManager {
             next_generation: AtomicU64::new(1),
             models: zeroclaw_agent::ModelCatalog::default(),
             held: std::sync::OnceLock::new(),
+            tap: std::sync::OnceLock::new(),
             rested_files: Mutex::new(std::collections::VecDeque::new()),
         })
+    }
+
+    /// Lets `tap` watch every session that goes live from now on (set once, at start).
+    pub fn set_tap(&self, tap: Arc<dyn super::tap::UpdateTap>) {
+        if self.tap.set(tap).is_err() {
+            tracing::warn!("the sessions' update tap was already set");
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionKey, Arc<LiveSession>>> {

@@ -87,6 +87,7 @@ pub mod sandbox;
 pub mod status;
 pub mod stream;
 pub mod subscribe;
+pub mod tap;
 pub mod text;
 pub mod tuning;
 pub mod turn;

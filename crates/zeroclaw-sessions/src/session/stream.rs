@@ -153,6 +153,8 @@ pub struct SessionStream {
     inner: Mutex<Inner>,
     /// Woken whenever a subscription becomes active (ask-user waits for one).
     subscribed: Notify,
+    /// The daemon's observer of notable updates (SPEC §24.3), set once at start.
+    tap: std::sync::OnceLock<super::tap::SessionTap>,
 }
 
 /// What a line has before its params: `{"jsonrpc":"2.0","method":"session/update","params":`.
@@ -214,6 +216,7 @@ impl SessionStream {
             session_id: session_id.to_owned(),
             inner: Mutex::default(),
             subscribed: Notify::new(),
+            tap: std::sync::OnceLock::new(),
         }
     }
 
@@ -263,6 +266,42 @@ impl SessionStream {
     /// replaced by the envelope.
     pub fn emit_update(&self, update: &UpdateKind) {
         self.emit_typed(update, false);
+        self.show_tap(update);
+    }
+
+    /// Lets `sink` watch this session's notable updates, as the session of `owner`.
+    pub(crate) fn set_tap(&self, sink: Arc<dyn super::tap::UpdateTap>, owner: String) {
+        let _ = self.tap.set(super::tap::SessionTap { sink, owner });
+    }
+
+    /// Shows the tap a notable update (after its subscribers have it).
+    fn show_tap(&self, update: &UpdateKind) {
+        if let Some(tap) = self.tap.get()
+            && tap.sink.notable(update)
+        {
+            let watched = self.watched_by(&tap.owner, tap.sink.active_window());
+            tap.sink
+                .update(&self.session_id, &tap.owner, watched, update);
+        }
+    }
+
+    /// Shows the tap an `ask_user` question put to the owner's faces.
+    pub fn tap_asked(&self, request_id: &str, message: &str) {
+        if let Some(tap) = self.tap.get() {
+            let watched = self.watched_by(&tap.owner, tap.sink.active_window());
+            tap.sink
+                .asked(&self.session_id, &tap.owner, watched, request_id, message);
+        }
+    }
+
+    /// Whether one of `owner`'s subscribed connections is open and was active within
+    /// `window`.
+    fn watched_by(&self, owner: &str, window: std::time::Duration) -> bool {
+        let inner = self.lock();
+        inner
+            .subscribers
+            .iter()
+            .any(|s| s.principal == owner && s.held.is_none() && s.link.active_within(window))
     }
 
     /// [`emit_update`](Self::emit_update) of a note on the session rather than on a turn

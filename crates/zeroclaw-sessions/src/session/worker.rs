@@ -35,6 +35,11 @@ pub(crate) fn start(
         workspace,
         cwd,
     );
+    if let Some(tap) = manager.tap.get() {
+        session
+            .stream
+            .set_tap(Arc::clone(tap), session.owner.clone());
+    }
     let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context)
         .with_files(manager.files.clone())
         .with_user_dir(manager.config_dir.clone());
