@@ -30,6 +30,7 @@ use crate::schedule::{
     Schedule, ScheduleCreated, ScheduleDeleted, ScheduleFields, ScheduleIdParams,
     ScheduleListResult, ScheduleRunStarted, ScheduleRunsParams, ScheduleRunsResult,
     ScheduleUpdateParams,
+};
 use crate::push::{
     PushKeyResult, PushSubscribeParams, PushSubscribeResult, PushUnsubscribeParams,
     PushUnsubscribeResult,

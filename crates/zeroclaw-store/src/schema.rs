@@ -265,6 +265,7 @@ CREATE TABLE schedule_runs (
     error         TEXT
 );
 CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule_id, pk);
+"#,
     // Web Push subscriptions per principal (SPEC §24.3).
     r#"
 CREATE TABLE push_subscriptions (
