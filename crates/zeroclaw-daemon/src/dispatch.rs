@@ -19,7 +19,7 @@ use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
     config, config_schema, configure, diff, file, gateway, history, initialize, models, session,
-    skills, status,
+    skills, status, usage,
 };
 use crate::params::{self, Params};
 use crate::state::Daemon;
@@ -54,6 +54,9 @@ pub(crate) async fn call(
         }
         Method::ModelsList => run::<c::ModelsList, _>(params, |q| models::list(daemon, p, q)).await,
         Method::SkillsList => run::<c::SkillsList, _>(params, |q| skills::list(daemon, p, q)).await,
+        Method::UsageSummary => {
+            run::<c::UsageSummary, _>(params, |q| usage::summary(daemon, p, q)).await
+        }
         Method::ConfigGet => now::<c::ConfigGet>(params, |q| config::get(daemon, q)),
         Method::ConfigSchema => now::<c::ConfigSchema>(params, config_schema::schema),
         Method::ConfigSet => run::<c::ConfigSet, _>(params, |q| config::set(daemon, conn, q)).await,

@@ -40,6 +40,7 @@ use crate::system::{
     InitializeParams, InitializeResult, ModelsListParams, ModelsListResult, NoParams,
     ShutdownResult, StatusResult,
 };
+use crate::usage::{UsageSummaryParams, UsageSummaryResult};
 
 /// Daemon → client notification carrying one event of a session (`session/update`).
 pub const SESSION_UPDATE: &str = "session/update";
@@ -285,6 +286,9 @@ methods! {
     /// SPEC §20: a one-time code for the web dashboard (local only).
     DashboardLogin = "dashboard/login" => grant("system", "read"),
         params NoParams, result DashboardLoginResult, runs NOW.local();
+    /// SPEC §24.2: tokens and cost per day, agent and principal (non-admins: their own).
+    UsageSummary = "usage/summary" => grant("system", "read"),
+        params UsageSummaryParams, result UsageSummaryResult, runs WAITS;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult, runs NOW;
@@ -331,7 +335,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 34);
+        assert_eq!(Method::ALL.len(), 35);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

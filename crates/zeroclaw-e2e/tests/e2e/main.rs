@@ -16,6 +16,8 @@ mod acp_now;
 // ACP updates outside the editor's own turns (issue 49, SPEC §25).
 mod acp_live;
 mod backpressure;
+// Budgets (issue 48, SPEC §24.2).
+mod budgets;
 mod config;
 mod daily_ask;
 mod daily_chat;

@@ -255,6 +255,8 @@ pub struct LiveSession {
     closing: CancellationToken,
     stopped: CancellationToken,
     pub(crate) approvals: Approvals,
+    /// Budget requests a paused turn waits on (SPEC §24.2).
+    pub(crate) budgets: super::budget_requests::BudgetRequests,
     /// The session's updates: subscribers and the replay buffer (SPEC §14).
     pub(crate) stream: SessionStream,
     overrides: Arc<SharedOverrides>,
@@ -294,6 +296,7 @@ impl LiveSession {
             closing: CancellationToken::new(),
             stopped: CancellationToken::new(),
             approvals: Approvals::default(),
+            budgets: Default::default(),
             stream: SessionStream::new(&key_id),
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
@@ -534,7 +537,8 @@ impl LiveSession {
             let st = lock(&self.state);
             st.running.is_some() || st.waiting > 0
         };
-        let person = self.approvals.any_pending() || self.rest.asking();
+        let person =
+            self.approvals.any_pending() || self.budgets.any_pending() || self.rest.asking();
         (working || person, person)
     }
 
@@ -550,6 +554,7 @@ impl LiveSession {
             || st.running.is_some()
             || st.waiting > 0
             || self.approvals.any_pending()
+            || self.budgets.any_pending()
             || self.rest.asking()
             || self.stream.subscriber_count() > 0
         {
