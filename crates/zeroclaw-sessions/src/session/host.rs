@@ -186,6 +186,9 @@ impl TurnHost for SessionHost<'_> {
                         usage.cache_read_tokens,
                     )
                     .await;
+                if let Some(usd) = cost_usd {
+                    self.session.add_cost(usd);
+                }
                 self.update(UpdateKind::Usage {
                     input_tokens: usage.input_tokens,
                     output_tokens: usage.output_tokens,

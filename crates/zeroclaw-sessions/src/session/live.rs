@@ -261,6 +261,8 @@ pub struct LiveSession {
     pub(crate) stream: SessionStream,
     overrides: Arc<SharedOverrides>,
     usage: Mutex<UsageTotals>,
+    /// The cost of the priced calls since the session was loaded (SPEC §24.2).
+    cost_usd: Mutex<Option<f64>>,
     /// The instructions files as last read (session start, then each turn), with their
     /// bytes in the system prompt (SPEC §26).
     instructions: Mutex<Vec<(PathBuf, u64)>>,
@@ -300,6 +302,7 @@ impl LiveSession {
             stream: SessionStream::new(&key_id),
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
+            cost_usd: Mutex::new(None),
             instructions: Mutex::new(Vec::new()),
             mcp: OnceLock::new(),
             rest: super::rest_state::RestState::new(),
@@ -443,6 +446,17 @@ impl LiveSession {
 
     pub fn set_usage(&self, u: UsageTotals) {
         *lock(&self.usage) = u;
+    }
+
+    /// Adds a priced call's cost.
+    pub fn add_cost(&self, usd: f64) {
+        let mut c = lock(&self.cost_usd);
+        *c = Some(c.unwrap_or(0.0) + usd);
+    }
+
+    /// The cost of the priced calls since the session was loaded; `None` when none was.
+    pub fn cost_usd(&self) -> Option<f64> {
+        *lock(&self.cost_usd)
     }
 
     /// Adds one provider call; returns the new totals.
