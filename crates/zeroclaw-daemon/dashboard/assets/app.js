@@ -10,6 +10,7 @@ import { sidebarView } from "./sidebar.js";
 import { configView } from "./config.js";
 import { statusView } from "./status.js";
 import { installAsk } from "./ask.js";
+import { installBudget } from "./budget.js";
 
 performance.mark("zeroclaw:modules-loaded");
 const app = document.getElementById("app");
@@ -25,6 +26,7 @@ rpc.addEventListener("state", (ev) => {
 rpc.addEventListener("loggedout", (ev) => showLogin(ev.detail));
 
 installAsk(rpc);
+installBudget(rpc);
 
 function showLogin(message) {
   dispose();

@@ -303,3 +303,104 @@ fn a_daily_budget_holds_across_a_restart_and_a_non_admin_sees_only_its_own_usage
     assert_eq!(done["result"]["reason"], "budget", "{done}");
     assert_eq!(fake.server.request_count(), calls_before);
 }
+
+#[test]
+fn the_chat_shows_a_budget_request_and_answers_it_with_r_and_s() {
+    let fake = Fake::start();
+    script(&fake);
+    let daemon = start(&fake, 60, "");
+    let mut watcher = daemon.client();
+    let mut chat = zeroclaw_testkit::chat_window::ChatWindow::open(
+        daemon.config_dir(),
+        &["--agent", "capped", "--session", "chat-budget"],
+    );
+    chat.prompt();
+    watcher.result("session/subscribe", json!({"sessionId": "chat-budget"}));
+    chat.send("go\r");
+    chat.expect("budget turn_tokens: 15 used of 20");
+    chat.send("r 100\r");
+    chat.expect("all done");
+    chat.turn_end();
+    let resolved = wait_update(&mut watcher, "budget_resolved");
+    assert_eq!(resolved["decision"], "raise", "{resolved}");
+    assert_eq!(resolved["raisedBy"], json!(100.0), "{resolved}");
+    assert_eq!(resolved["decidedBy"]["client"], "chat", "{resolved}");
+
+    // The next turn: `s` stops it before its second call.
+    script(&fake);
+    chat.prompt();
+    chat.send("again\r");
+    chat.expect("budget turn_tokens: 15 used of 20");
+    let calls = fake.server.request_count();
+    chat.send("s\r");
+    let complete = wait_update(&mut watcher, "turn_complete");
+    let complete = if complete["outcome"] == "completed" {
+        wait_update(&mut watcher, "turn_complete")
+    } else {
+        complete
+    };
+    assert_eq!(complete["outcome"], "cancelled", "{complete}");
+    assert_eq!(complete["reason"], "budget", "{complete}");
+    assert_eq!(fake.server.request_count(), calls);
+    chat.prompt();
+    chat.leave();
+}
+
+/// The dashboard's budget card (SPEC §24.2) in a real headless Chromium at phone size:
+/// the request shows with what was used of which budget, Raise answers it (the turn goes
+/// on, `decidedBy` names the dashboard) and the card goes away. Screenshot:
+/// `target/dashboard-screenshots/budget-card-phone.png`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
+async fn the_dashboard_answers_a_budget_request_with_raise() {
+    use crate::browser::{Browser, screenshot_dir};
+    use crate::dashboard_daily::{
+        Daily, WAIT, click_text, config, login, new_session, no_page_problems, open_session,
+    };
+    use zeroclaw_testkit::FakeOpenAi;
+
+    let fake = FakeOpenAi::start().await.expect("fake openai");
+    fake.push(Scripted::tool_call(
+        "tc_1",
+        "bash",
+        json!({"command": "echo budgeted"}),
+    ));
+    fake.push(Scripted::text("all done"));
+    let mut cfg = config(Some(&fake.base_url()));
+    cfg.push_str(
+        "[agents.capped]\nprovider = \"fake\"\ntools = [\"bash\"]\nautonomy = \"full\"\n\
+         max_tool_iterations = 5\nmax_turn_tokens = 20\n",
+    );
+    let d = Daily::start(cfg);
+    let browser = Browser::launch().await;
+    let page = browser.page(390, 844).await;
+    login(&page, &d.login_url()).await;
+    let sid = new_session(&d, "capped");
+    open_session(&page, &sid).await;
+
+    let mut a = d.admin();
+    let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
+    page.wait_for("document.querySelector('form.budget')", WAIT)
+        .await;
+    let text = page.text("form.budget .question").await;
+    assert!(
+        text.contains("turn_tokens") && text.contains("15 tokens used of 20 tokens"),
+        "{text}"
+    );
+    page.screenshot(&screenshot_dir().join("budget-card-phone.png"))
+        .await;
+    page.eval("document.querySelector('form.budget input').value = '100'")
+        .await;
+    click_text(&page, "form.budget button", "Raise").await;
+    let (frames, done) = a.collect_until(&prompt);
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    let resolved = of_type(&frames, "budget_resolved");
+    assert_eq!(resolved[0]["raisedBy"], json!(100.0), "{resolved:?}");
+    assert_eq!(
+        resolved[0]["decidedBy"]["client"], "dashboard",
+        "{resolved:?}"
+    );
+    page.wait_for("!document.querySelector('form.budget')", WAIT)
+        .await;
+    no_page_problems(&page).await;
+}
