@@ -404,3 +404,61 @@ async fn the_dashboard_answers_a_budget_request_with_raise() {
         .await;
     no_page_problems(&page).await;
 }
+
+/// ACP (SPEC §25): a budget request on an editor's session is a permission request with
+/// "Raise by N" and "Stop the turn"; the editor's "raise" lets the turn go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_is_asked_raise_or_stop_as_a_permission_request() {
+    use crate::acp_now::{Owner, Setup, Way};
+
+    let setup = Setup::start(vec![
+        Scripted::tool_call("call_b", "bash", json!({"command": "echo acp-budget"})),
+        Scripted::text("ran it"),
+    ]);
+    let Owner::Local(mut owner) = setup.owner(Way::Stdio).await else {
+        panic!("a local owner");
+    };
+    for (prop, value) in [
+        ("agents.default.autonomy", json!("full")),
+        ("agents.default.max_turn_tokens", json!(20)),
+    ] {
+        owner.result("config/set", json!({"prop": prop, "value": value}));
+    }
+    let mut editor = setup.editor(Way::Stdio).await;
+    let (sid, _) = editor.new_session(&setup.workdir("budget")).await;
+    let prompt = editor
+        .start(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "run it"}]}),
+        )
+        .await;
+    let asked = editor
+        .wait_for("the permission request", |f| {
+            f["method"] == "session/request_permission"
+        })
+        .await;
+    let title = asked["params"]["toolCall"]["title"].as_str().unwrap_or("");
+    assert!(
+        title.contains("Budget turn_tokens: 15 used of 20"),
+        "{asked}"
+    );
+    assert_eq!(
+        asked["params"]["options"][0]["optionId"], "raise",
+        "{asked}"
+    );
+    assert_eq!(asked["params"]["options"][1]["optionId"], "stop", "{asked}");
+    // What the provider was asked before the pause (the turn's first call among them).
+    let before = setup.fake.server.request_count();
+    editor
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"],
+            "result": {"outcome": {"outcome": "selected", "optionId": "raise"}}}))
+        .await;
+    let done = editor.answer(prompt).await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(
+        setup.fake.server.request_count(),
+        before + 1,
+        "the raise let the second call go"
+    );
+    editor.close().await;
+}
