@@ -16,7 +16,7 @@ use crate::shape::{MAX_STRING_BYTES, ROOT, Shape};
 
 /// The sections of the form, in order: `(id, title, top-level keys)`.
 pub const GROUPS: &[(&str, &str, &[&str])] = &[
-    ("providers", "Providers", &["providers"]),
+    ("providers", "Providers", &["providers", "pricing"]),
     ("agents", "Agents", &["agents"]),
     (
         "permissions",
@@ -29,7 +29,6 @@ pub const GROUPS: &[(&str, &str, &[&str])] = &[
         &["wss", "gateway", "limits"],
     ),
     ("hooks", "Hooks", &["hooks"]),
-    ("budgets", "Budgets and prices", &["pricing"]),
 ];
 
 /// Help text by property pattern (`*` for any map key), from the types' doc comments and

@@ -462,3 +462,57 @@ async fn an_editor_is_asked_raise_or_stop_as_a_permission_request() {
     );
     editor.close().await;
 }
+
+#[test]
+fn session_and_cost_budgets_pause_too() {
+    let fake = Fake::start();
+    // max_session_tokens = 15: the second turn starts at its limit.
+    fake.push(Scripted::text("first"));
+    let daemon = start(&fake, 60, "max_session_tokens = 15\n");
+    let mut a = daemon.client();
+    let sid = new_session(&mut a, "capped");
+    let (_, done) = a.prompt(&sid, "one");
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "two"}));
+    let request = wait_update(&mut a, "budget_request");
+    assert_eq!(request["budget"], "session_tokens", "{request}");
+    assert_eq!(request["used"], json!(15.0), "{request}");
+    assert_eq!(request["limit"], json!(15.0), "{request}");
+    a.result(
+        "session/approve",
+        json!({"sessionId": sid, "requestId": request["requestId"], "decision": "stop"}),
+    );
+    let (_, done) = a.collect_until(&prompt);
+    assert_eq!(done["result"]["reason"], "budget", "{done}");
+
+    // max_turn_usd: each call costs $0.000075, so a second call would pass $0.0001.
+    let fake = Fake::start();
+    script(&fake);
+    let daemon = start(
+        &fake,
+        60,
+        "max_turn_usd = 0.0001\n\n[pricing.m]\ninput_per_mtok = 2.5\noutput_per_mtok = 10\n",
+    );
+    let mut a = daemon.client();
+    let sid = new_session(&mut a, "capped");
+    let prompt = a.send_call("session/prompt", json!({"sessionId": sid, "prompt": "go"}));
+    // max_turn_tokens = 20 comes first: raised out of the way.
+    let first = wait_update(&mut a, "budget_request");
+    assert_eq!(first["budget"], "turn_tokens", "{first}");
+    a.result(
+        "session/approve",
+        json!({"sessionId": sid, "requestId": first["requestId"], "decision": "raise", "raiseBy": 1000}),
+    );
+    let request = wait_update(&mut a, "budget_request");
+    assert_eq!(request["budget"], "turn_usd", "{request}");
+    assert_eq!(request["used"], json!(0.000075), "{request}");
+    assert_eq!(request["limit"], json!(0.0001), "{request}");
+    a.result(
+        "session/approve",
+        json!({"sessionId": sid, "requestId": request["requestId"], "decision": "raise", "raiseBy": 0.001}),
+    );
+    let (_, done) = a.collect_until(&prompt);
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    let status = a.result("session/status", json!({"sessionId": sid}));
+    assert_eq!(status["usage"]["costUsd"], json!(0.00015), "{status}");
+}
