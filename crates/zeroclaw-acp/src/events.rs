@@ -23,7 +23,7 @@ use zeroclaw_rpc::ErrorObject;
 use super::bridge::Bridge;
 use super::questions::{self, ELICITATION_TIMEOUT};
 use super::turns::{self, AskedTool};
-use super::{info, updates};
+use super::{budget, info, updates};
 
 /// The daemon's update type of a running tool's output (SPEC §25).
 const TOOL_OUTPUT_CHUNK: &str = "tool_output_chunk";
@@ -131,8 +131,27 @@ async fn on_update(bridge: &Arc<Bridge>, update: SessionUpdate) {
             info::told(bridge, &session_id, title.clone(), *updated_at).await;
             return;
         }
-        UpdateKind::ApprovalResolved { request_id, .. } => {
+        UpdateKind::ApprovalResolved { request_id, .. }
+        | UpdateKind::BudgetResolved { request_id, .. } => {
             turns::approval_resolved(bridge, &session_id, request_id).await;
+            return;
+        }
+        // A turn paused by a budget (SPEC §24.2): the editor is asked raise or stop.
+        UpdateKind::BudgetRequest {
+            request_id,
+            budget,
+            used,
+            limit,
+            timeout_secs,
+        } => {
+            let ask = budget::BudgetAsk {
+                request_id: request_id.clone(),
+                budget: budget.clone(),
+                used: *used,
+                limit: *limit,
+                timeout_secs: *timeout_secs,
+            };
+            budget::ask(bridge, session_id, ask);
             return;
         }
         UpdateKind::AskUserResolved { request_id, .. } => {

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod bridge;
+mod budget;
 mod daemon;
 mod events;
 mod info;

@@ -249,6 +249,7 @@ async fn approve(bridge: &Arc<Bridge>, session_id: &str, request_id: &str, decis
         request_id: request_id.to_owned(),
         decision,
         replacement: None,
+        raise_by: None,
         mode: None,
     };
     if let Err(e) = bridge.send::<call::SessionApprove>(&params).await {

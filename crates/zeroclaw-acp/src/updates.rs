@@ -296,6 +296,7 @@ mod tests {
             estimated: false,
             cache_read_tokens: None,
             cache_write_tokens: None,
+            cost_usd: None,
         };
         assert_eq!(
             wire(from_event(&usage).unwrap()),

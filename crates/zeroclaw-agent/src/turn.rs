@@ -312,6 +312,13 @@ pub trait TurnHost: Send + Sync {
         let _ = context;
         turn_start
     }
+
+    /// Called before every provider call of the turn, the first included (SPEC §24.2
+    /// budgets): `false` ends the turn `cancelled` without the call. The host may wait
+    /// here for a person.
+    async fn budget_allows(&self) -> bool {
+        true
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -568,6 +575,9 @@ impl Turn<'_> {
         loop {
             if calls_made > 0 || called {
                 self.start = self.host.before_call(self.context, self.start).await;
+            }
+            if !self.host.budget_allows().await {
+                return (TurnOutcome::Cancelled, String::new(), calls_made, rounds);
             }
             let mut tools = builtin.clone();
             if let Some(mcp) = &self.spec.mcp {

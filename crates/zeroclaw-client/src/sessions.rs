@@ -85,6 +85,30 @@ impl ClientHandle {
             request_id: request_id.to_owned(),
             decision,
             replacement: None,
+            raise_by: None,
+            mode: None,
+        })
+        .await
+    }
+
+    /// `session/approve` of a `budget_request` (SPEC §24.2): `Some(amount)` raises the
+    /// budget by it, `None` stops the turn.
+    pub async fn answer_budget(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        raise_by: Option<f64>,
+    ) -> Result<(), ClientError> {
+        self.approve_with(&ApproveParams {
+            session_id: session_id.into(),
+            request_id: request_id.to_owned(),
+            decision: if raise_by.is_some() {
+                Decision::Raise
+            } else {
+                Decision::Stop
+            },
+            replacement: None,
+            raise_by,
             mode: None,
         })
         .await

@@ -16,7 +16,7 @@ use crate::shape::{MAX_STRING_BYTES, ROOT, Shape};
 
 /// The sections of the form, in order: `(id, title, top-level keys)`.
 pub const GROUPS: &[(&str, &str, &[&str])] = &[
-    ("providers", "Providers", &["providers"]),
+    ("providers", "Providers", &["providers", "pricing"]),
     ("agents", "Agents", &["agents"]),
     (
         "permissions",
@@ -190,6 +190,22 @@ const HELP: &[(&str, &str)] = &[
         "agents.*.instructions_files",
         "Put the project's AGENTS.md (else CLAUDE.md) files in the system prompt.",
     ),
+    (
+        "agents.*.max_turn_tokens",
+        "Budget: most tokens of one turn; past it the turn pauses for raise or stop. 0 = no limit.",
+    ),
+    (
+        "agents.*.max_session_tokens",
+        "Budget: most tokens of one session; past it each turn pauses for raise or stop. 0 = no limit.",
+    ),
+    (
+        "agents.*.max_turn_usd",
+        "Budget: most cost of one turn in US dollars (needs a [pricing] entry for the model). 0 = no limit.",
+    ),
+    (
+        "agents.*.budget_wait_secs",
+        "How long a turn paused by a budget waits for raise or stop before it stops; 0 = 120 s, 3600 s for scheduled and webhook turns.",
+    ),
     ("users", "Local users and what they may do, by name."),
     (
         "users.*.uid",
@@ -219,6 +235,30 @@ const HELP: &[(&str, &str)] = &[
     (
         "permission_profiles.*.config_write_paths",
         "Properties the holder may write; \"*\" = all, \"a.*\" covers the subtree under a.",
+    ),
+    (
+        "permission_profiles.*.max_daily_tokens",
+        "Budget: most tokens a holder may spend per UTC day over all agents; 0 = no limit.",
+    ),
+    (
+        "permission_profiles.*.max_daily_usd",
+        "Budget: most cost a holder may spend per UTC day, in US dollars; 0 = no limit.",
+    ),
+    (
+        "pricing",
+        "Prices by model name, US dollars per million tokens: they add costUsd to usage (admin-only).",
+    ),
+    (
+        "pricing.*.input_per_mtok",
+        "Price of a million input tokens, in US dollars.",
+    ),
+    (
+        "pricing.*.output_per_mtok",
+        "Price of a million output tokens, in US dollars.",
+    ),
+    (
+        "pricing.*.cached_input_per_mtok",
+        "Price of a million input tokens read from the provider's cache; 0 = priced as other input.",
     ),
     (
         "wss",
@@ -360,6 +400,7 @@ fn entry_defaults(path: &[&str]) -> Option<Json> {
         ["users"] => serde_json::to_value(User::default()),
         ["permission_profiles"] => serde_json::to_value(Profile::default()),
         ["agents", "*", "mcp_servers"] => serde_json::to_value(McpServer::default()),
+        ["pricing"] => serde_json::to_value(crate::schema::Price::default()),
         _ => return None,
     };
     v.ok()
@@ -380,6 +421,10 @@ fn walk(shape: &Shape, path: &mut Vec<&'static str>, default: Option<&Json>) -> 
             s.insert("type".into(), json!("number"));
             s.insert("exclusiveMinimum".into(), json!(0));
             s.insert("maximum".into(), json!(1));
+        }
+        Shape::Amount => {
+            s.insert("type".into(), json!("number"));
+            s.insert("minimum".into(), json!(0));
         }
         Shape::Str => {
             s.insert("type".into(), json!("string"));
@@ -442,6 +487,7 @@ fn key_name(path: &[&str]) -> &'static str {
         Some(&"permission_profiles") => "profile",
         Some(&"mcp_servers") => "server",
         Some(&"grants") => "resource",
+        Some(&"pricing") => "model",
         _ => "name",
     }
 }

@@ -200,6 +200,10 @@ pub const AGENT_ADMIN_KEYS: &[&str] = &[
     "autonomy",
     "tools",
     "env",
+    // Budgets (SPEC §24.2): a fence on spending.
+    "max_turn_tokens",
+    "max_session_tokens",
+    "max_turn_usd",
 ];
 
 /// Whether an agent's key is admin-only: one of [`AGENT_ADMIN_KEYS`] or a `sandbox*` key.
@@ -211,7 +215,9 @@ pub fn agent_key_admin_only(key: &str) -> bool {
 /// agent (SPEC §21.1); `wss` and `gateway` decide who may reach the daemon from the
 /// network; `security` decides who the operator is (SPEC §17.2); `webhooks` and `notify`
 /// would reach hosts (none of them is built yet: the names are reserved).
-pub const ADMIN_SECTIONS: &[&str] = &["hooks", "wss", "gateway", "security", "webhooks", "notify"];
+pub const ADMIN_SECTIONS: &[&str] = &[
+    "hooks", "wss", "gateway", "security", "webhooks", "notify", "pricing",
+];
 
 /// Whether writing or deleting `prop` is admin-only whatever `config_write_paths` says: the
 /// `providers` section, a whole provider table, a provider's endpoint or key; anything at

@@ -159,6 +159,8 @@ pub struct Config {
     pub hooks: crate::hooks::Hooks,
     /// Notification channels by name (SPEC §24.3; admin-only).
     pub notify: BTreeMap<String, crate::notify::NotifyChannel>,
+    /// Prices by model name (SPEC §24.2). Admin-only.
+    pub pricing: BTreeMap<String, Price>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -323,6 +325,15 @@ pub struct Agent {
     /// Whether the `AGENTS.md` (else `CLAUDE.md`) files of the user and of the session's
     /// repository are added to the system prompt (SPEC §26).
     pub instructions_files: bool,
+    /// Budgets (SPEC §24.2): most tokens of one turn, of one session; 0 = no limit.
+    pub max_turn_tokens: u64,
+    pub max_session_tokens: u64,
+    /// Most cost of one turn in US dollars (needs a `[pricing]` entry for the model);
+    /// 0 = no limit.
+    pub max_turn_usd: f64,
+    /// How long a paused turn waits for `raise` or `stop`; 0 = 120 s for an interactive
+    /// turn, 3600 s for a scheduled or webhook one.
+    pub budget_wait_secs: u32,
 }
 
 /// `sandbox_deny_read` when not set (SPEC §17.2; `/etc/shadow` and `/etc/gshadow` from
@@ -388,6 +399,10 @@ impl Default for Agent {
                 .collect(),
             env: Vec::new(),
             instructions_files: true,
+            max_turn_tokens: 0,
+            max_session_tokens: 0,
+            max_turn_usd: 0.0,
+            budget_wait_secs: 0,
         }
     }
 }
@@ -439,6 +454,21 @@ pub struct Profile {
     pub allowed_agents: Vec<String>,
     /// Write-path patterns ([`WritePattern`]).
     pub config_write_paths: Vec<String>,
+    /// Most tokens a holder may spend per UTC day over all agents (SPEC §24.2); 0 = no
+    /// limit. With several profiles the smallest non-zero limit holds.
+    pub max_daily_tokens: u64,
+    /// Most cost per UTC day, in US dollars; 0 = no limit.
+    pub max_daily_usd: f64,
+}
+
+/// One model's prices (`[pricing."MODEL"]`, SPEC §24.2), US dollars per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Input tokens read from the provider's cache; 0 = priced as other input.
+    pub cached_input_per_mtok: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

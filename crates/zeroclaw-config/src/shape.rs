@@ -27,6 +27,8 @@ pub enum Shape {
     Str,
     /// A number in `(0, 1]` (an integer is accepted and stored as a float).
     Fraction,
+    /// A number ≥ 0, finite (an amount of money; an integer is accepted as a float).
+    Amount,
     /// A string from a fixed list.
     Enum(&'static [&'static str]),
     StrList,
@@ -108,6 +110,29 @@ static AGENT: Shape = Shape::Struct(&[
     ("env", Shape::StrList),
     // Instructions files in the system prompt (SPEC §26).
     ("instructions_files", Shape::Bool),
+    // Budgets (SPEC §24.2).
+    ("max_turn_tokens", U63),
+    ("max_session_tokens", U63),
+    ("max_turn_usd", Shape::Amount),
+    (
+        "budget_wait_secs",
+        Shape::Int {
+            min: 0,
+            max: 86_400,
+        },
+    ),
+]);
+
+/// A token count: 0..=i64::MAX (TOML integers are signed).
+const U63: Shape = Shape::Int {
+    min: 0,
+    max: i64::MAX,
+};
+
+static PRICE: Shape = Shape::Struct(&[
+    ("input_per_mtok", Shape::Amount),
+    ("output_per_mtok", Shape::Amount),
+    ("cached_input_per_mtok", Shape::Amount),
 ]);
 
 static HOOK: Shape = Shape::Struct(&[
@@ -145,6 +170,8 @@ static PROFILE: Shape = Shape::Struct(&[
     ("grants", Shape::Map(&Shape::StrList)),
     ("allowed_agents", Shape::StrList),
     ("config_write_paths", Shape::StrList),
+    ("max_daily_tokens", U63),
+    ("max_daily_usd", Shape::Amount),
 ]);
 
 /// The shape of one channel (writes and the form).
@@ -219,6 +246,7 @@ pub static ROOT: Shape = Shape::Struct(&[
     ("hooks", HOOKS),
     // Notification channels (SPEC §24.3).
     ("notify", Shape::Map(&NOTIFY_CHANNEL)),
+    ("pricing", Shape::Map(&PRICE)),
 ]);
 
 /// A problem at a property.
@@ -286,6 +314,7 @@ impl Shape {
             Shape::Bool => "boolean".into(),
             Shape::Int { .. } => "integer".into(),
             Shape::Fraction => "number in (0, 1]".into(),
+            Shape::Amount => "number >= 0".into(),
             Shape::Str => "string".into(),
             Shape::Enum(v) => format!(
                 "one of {}",
@@ -313,6 +342,13 @@ impl Shape {
         match x > 0.0 && x <= 1.0 {
             true => Ok(()),
             false => Err(format!("{x} is out of range (0, 1]")),
+        }
+    }
+
+    fn check_amount(x: f64) -> Result<(), String> {
+        match x.is_finite() && x >= 0.0 {
+            true => Ok(()),
+            false => Err(format!("{x} is out of range (a number >= 0)")),
         }
     }
 
@@ -380,6 +416,8 @@ impl Shape {
             (Shape::Int { .. }, Value::Integer(n)) => self.check_int(*n.value()),
             (Shape::Fraction, Value::Float(x)) => Shape::check_fraction(*x.value()),
             (Shape::Fraction, Value::Integer(n)) => Shape::check_fraction(*n.value() as f64),
+            (Shape::Amount, Value::Float(x)) => Shape::check_amount(*x.value()),
+            (Shape::Amount, Value::Integer(n)) => Shape::check_amount(*n.value() as f64),
             (Shape::Str, Value::String(s)) => check_len("a string", s.value()),
             (Shape::Enum(_), Value::String(s)) => self.check_enum(s.value()),
             (Shape::StrList, Value::Array(a)) => {
@@ -446,6 +484,16 @@ impl Shape {
                 };
                 let x = x.ok_or_else(|| err(format!("expected {}", self.describe())))?;
                 Shape::check_fraction(x).map_err(err)?;
+                toml_edit::value(x)
+            }
+            Shape::Amount => {
+                let x = match v {
+                    Json::Number(n) => n.as_f64(),
+                    Json::String(s) => s.trim().parse::<f64>().ok(),
+                    _ => return Err(mismatch()),
+                };
+                let x = x.ok_or_else(|| err(format!("expected {}", self.describe())))?;
+                Shape::check_amount(x).map_err(err)?;
                 toml_edit::value(x)
             }
             Shape::Str | Shape::Enum(_) => match v {

@@ -18,8 +18,8 @@ use crate::answering::Answering;
 use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
-    config, config_schema, configure, diff, file, gateway, history, initialize, models, push, schedule,
-    session, skills, status,
+    config, config_schema, configure, diff, file, gateway, history, initialize, models, push,
+    schedule, session, skills, status, usage,
 };
 use crate::params::{self, Params};
 use crate::state::Daemon;
@@ -61,6 +61,9 @@ pub(crate) async fn call(
             run::<c::PushUnsubscribe, _>(params, |q| push::unsubscribe(daemon, p, q)).await
         }
         Method::PushKey => run::<c::PushKey, _>(params, |q| push::key(daemon, q)).await,
+        Method::UsageSummary => {
+            run::<c::UsageSummary, _>(params, |q| usage::summary(daemon, p, q)).await
+        }
         Method::ConfigGet => now::<c::ConfigGet>(params, |q| config::get(daemon, q)),
         Method::ConfigSchema => now::<c::ConfigSchema>(params, config_schema::schema),
         Method::ConfigSet => run::<c::ConfigSet, _>(params, |q| config::set(daemon, conn, q)).await,

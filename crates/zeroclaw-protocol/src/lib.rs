@@ -40,6 +40,7 @@ pub mod system;
 pub mod types;
 mod unchecked;
 pub mod update;
+pub mod usage;
 pub mod validate;
 mod word;
 

@@ -26,14 +26,14 @@ use crate::gateway::{DashboardLoginResult, GatewayInfo};
 use crate::history::{
     ForkParams, ForkResult, RewindParams, RewindResult, SetTitleParams, SetTitleResult,
 };
+use crate::push::{
+    PushKeyResult, PushSubscribeParams, PushSubscribeResult, PushUnsubscribeParams,
+    PushUnsubscribeResult,
+};
 use crate::schedule::{
     Schedule, ScheduleCreated, ScheduleDeleted, ScheduleFields, ScheduleIdParams,
     ScheduleListResult, ScheduleRunStarted, ScheduleRunsParams, ScheduleRunsResult,
     ScheduleUpdateParams,
-};
-use crate::push::{
-    PushKeyResult, PushSubscribeParams, PushSubscribeResult, PushUnsubscribeParams,
-    PushUnsubscribeResult,
 };
 use crate::session::{
     ApproveParams, ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListParams,
@@ -50,6 +50,7 @@ use crate::system::{
     InitializeParams, InitializeResult, ModelsListParams, ModelsListResult, NoParams,
     ShutdownResult, StatusResult,
 };
+use crate::usage::{UsageSummaryParams, UsageSummaryResult};
 
 /// Daemon → client notification carrying one event of a session (`session/update`).
 pub const SESSION_UPDATE: &str = "session/update";
@@ -324,6 +325,9 @@ methods! {
     /// SPEC §24.3: the VAPID public key browsers subscribe with.
     PushKey = "push/key" => grant("system", "read"),
         params NoParams, result PushKeyResult, runs WAITS;
+    /// SPEC §24.2: tokens and cost per day, agent and principal (non-admins: their own).
+    UsageSummary = "usage/summary" => grant("system", "read"),
+        params UsageSummaryParams, result UsageSummaryResult, runs WAITS;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult, runs NOW;
@@ -370,7 +374,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 44);
+        assert_eq!(Method::ALL.len(), 45);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

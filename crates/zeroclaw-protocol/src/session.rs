@@ -196,6 +196,9 @@ pub struct TurnResult {
     pub truncated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TurnUsage>,
+    /// Why a cancelled turn ended, when not by `session/cancel`: `budget` (SPEC §24.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `session/cancel` result.
@@ -218,6 +221,10 @@ pub struct ApproveParams {
     /// With `reject_with_edit`: the arguments the tool runs with instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacement: Option<Value>,
+    /// With `raise` (SPEC §24.2): how much the budget grows, in its unit (tokens or US
+    /// dollars); required and > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raise_by: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
 }

@@ -71,12 +71,16 @@ pub struct ConfigureResult {
 }
 
 /// A session's token counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUsage {
     pub session_total_tokens: u64,
     pub context_tokens: u64,
     pub context_window: u64,
+    /// The cost of the session's priced calls since it was loaded, in US dollars (SPEC
+    /// §24.2); absent when none was priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// One MCP tool server of a session.
@@ -141,7 +145,7 @@ pub struct ShellOutputResult {
 }
 
 /// `session/status` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatusResult {
     pub session_id: SessionId,

@@ -83,9 +83,14 @@ wire_enum!(
         Reject = "reject",
         /// Refuse the call as proposed; with `replacement` arguments the tool runs with those.
         RejectWithEdit = "reject_with_edit",
+        /// Answers a `budget_request` (SPEC §24.2): the budget grows by `raiseBy`.
+        Raise = "raise",
+        /// Answers a `budget_request`: the turn ends `cancelled`, reason `budget`.
+        Stop = "stop",
     }
     unknown(d) => format!(
-        "decision {d:?}: expected allow_once, allow_always, reject or reject_with_edit"
+        "decision {d:?}: expected allow_once, allow_always, reject, reject_with_edit, raise \
+         or stop"
     )
 );
 
@@ -172,7 +177,7 @@ mod tests {
         let e = crate::decode_text::<Decision>(r#""may\"be""#).expect_err("unknown");
         assert_eq!(
             e.0,
-            r#"decision "may\"be": expected allow_once, allow_always, reject or reject_with_edit"#
+            r#"decision "may\"be": expected allow_once, allow_always, reject, reject_with_edit, raise or stop"#
         );
         // Read by plain serde, the same sentence, placed.
         let e = serde_json::from_str::<Autonomy>(r#""wild""#).expect_err("unknown");

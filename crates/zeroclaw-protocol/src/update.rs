@@ -154,6 +154,9 @@ update_kinds! {
         /// Input tokens written to the provider's prompt cache, when it reports them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_write_tokens: Option<u64>,
+        /// The call's cost in US dollars, when `[pricing]` names the model (SPEC §24.2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// A provider call failed before streaming and is tried again after `delaySecs`
     /// (SPEC §19).
@@ -182,6 +185,9 @@ update_kinds! {
         truncated: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<TurnUsage>,
+        /// Why a cancelled turn ended, when not by `session/cancel`: `budget` (SPEC §24.2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A replay could not start at the cursor: events before `firstEventSeq` are gone.
     ReplayGap = "replay_gap" { first_event_seq: u64 },
@@ -214,6 +220,28 @@ update_kinds! {
         request_id: String,
         reason: ResolvedReason,
         /// Who answered: absent when nobody did (timeout, cancel).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_by: Option<DecidedBy>,
+    },
+    /// The turn paused before a provider call that would pass a budget (SPEC §24.2): it
+    /// waits for `session/approve` with `raise` (and `raiseBy`) or `stop`, at most
+    /// `timeoutSecs`. `budget`: `turn_tokens`, `session_tokens`, `daily_tokens`,
+    /// `turn_usd` or `daily_usd`; `used` and `limit` in its unit.
+    BudgetRequest = "budget_request" {
+        request_id: String,
+        budget: String,
+        used: f64,
+        limit: f64,
+        timeout_secs: u64,
+    },
+    /// A budget request was settled: `raise` (with `raisedBy`) or `stop`, answered, timed
+    /// out (stopped) or cancelled with its turn.
+    BudgetResolved = "budget_resolved" {
+        request_id: String,
+        decision: Decision,
+        reason: ResolvedReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raised_by: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decided_by: Option<DecidedBy>,
     },
@@ -375,6 +403,7 @@ mod tests {
                 estimated: true,
                 cache_read_tokens: Some(6),
                 cache_write_tokens: None,
+                cost_usd: Some(0.25),
             },
             UpdateType::ProviderRetry => UpdateKind::ProviderRetry {
                 attempt: 1,
@@ -393,6 +422,7 @@ mod tests {
                 content: "done".into(),
                 truncated: false,
                 usage: None,
+                reason: None,
             },
             UpdateType::ReplayGap => UpdateKind::ReplayGap { first_event_seq: 3 },
             UpdateType::SessionRewound => UpdateKind::SessionRewound {
@@ -403,6 +433,23 @@ mod tests {
             UpdateType::SessionInfo => UpdateKind::SessionInfo {
                 title: "Fix the build".into(),
                 updated_at: 1_700_000_000_000,
+            },
+            UpdateType::BudgetRequest => UpdateKind::BudgetRequest {
+                request_id: "bud_0".into(),
+                budget: "turn_tokens".into(),
+                used: 900.0,
+                limit: 1000.0,
+                timeout_secs: 120,
+            },
+            UpdateType::BudgetResolved => UpdateKind::BudgetResolved {
+                request_id: "bud_0".into(),
+                decision: Decision::Raise,
+                reason: ResolvedReason::Answered,
+                raised_by: Some(5000.0),
+                decided_by: Some(DecidedBy {
+                    principal: "operator".into(),
+                    client: "chat".into(),
+                }),
             },
         }
     }

@@ -55,6 +55,7 @@ mod sessions;
 mod settings;
 mod turns;
 mod types;
+mod usage;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -75,6 +76,7 @@ pub use rewind::ToMessages;
 pub use schedules::{RUNS_KEPT, ScheduleRow, ScheduleRunRow};
 pub use schema::SCHEMA_VERSION;
 pub use types::*;
+pub use usage::UsageDay;
 
 use db::Db;
 
@@ -307,6 +309,32 @@ impl Store {
     ) -> Result<()> {
         let key = key.clone();
         self.call(move |db| settings::set_usage(db, &key, total_tokens, context_tokens))
+            .await
+    }
+
+    // ----- daily usage (SPEC §24.2) ------------------------------------------------
+
+    /// Adds one provider call's tokens and cost to its day, principal and agent.
+    pub async fn add_daily_usage(&self, row: UsageDay) -> Result<()> {
+        self.call(move |db| usage::add(db, &row)).await
+    }
+
+    /// A principal's tokens and cost on `day` (`YYYY-MM-DD`, UTC), over all agents.
+    pub async fn daily_usage(&self, day: &str, principal: &str) -> Result<(u64, f64)> {
+        let (day, principal) = (day.to_owned(), principal.to_owned());
+        self.call(move |db| usage::day_total(db, &day, &principal))
+            .await
+    }
+
+    /// Daily rows from `since` on, of one principal (`Some`) or all; at most `limit`.
+    pub async fn usage_summary(
+        &self,
+        since: &str,
+        principal: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<UsageDay>> {
+        let (since, principal) = (since.to_owned(), principal.map(str::to_owned));
+        self.call(move |db| usage::summary(db, &since, principal.as_deref(), limit))
             .await
     }
 

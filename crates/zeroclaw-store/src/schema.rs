@@ -277,6 +277,19 @@ CREATE TABLE push_subscriptions (
 );
 CREATE INDEX push_subscriptions_principal ON push_subscriptions (principal);
 "#,
+    // Budgets (SPEC §24.2): tokens and cost per UTC day, principal and agent, so a daily
+    // budget holds across a restart and `usage/summary` can answer.
+    r#"
+CREATE TABLE usage_daily (
+    day           TEXT    NOT NULL,
+    principal     TEXT    NOT NULL,
+    agent         TEXT    NOT NULL,
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd      REAL    NOT NULL DEFAULT 0,
+    PRIMARY KEY (day, principal, agent)
+);
+"#,
 ];
 
 /// Schema version this build writes.

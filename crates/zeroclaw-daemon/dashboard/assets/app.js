@@ -12,6 +12,7 @@ import { statusView } from "./status.js";
 import { schedulesView } from "./schedules.js";
 import { installAsk } from "./ask.js";
 import { notifyControl, focusRequest, followClicks } from "./notify.js";
+import { installBudget } from "./budget.js";
 
 performance.mark("zeroclaw:modules-loaded");
 const app = document.getElementById("app");
@@ -28,6 +29,7 @@ rpc.addEventListener("loggedout", (ev) => showLogin(ev.detail));
 
 installAsk(rpc);
 followClicks();
+installBudget(rpc);
 
 function showLogin(message) {
   dispose();

@@ -15,11 +15,12 @@ pub(crate) mod gateway;
 pub(crate) mod history;
 pub(crate) mod initialize;
 pub(crate) mod models;
-pub(crate) mod schedule;
 pub(crate) mod push;
+pub(crate) mod schedule;
 pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod status;
+pub(crate) mod usage;
 
 /// The wire's session mode as the store names it.
 pub(crate) fn mode(m: Option<zeroclaw_protocol::Mode>) -> Option<zeroclaw_store::Mode> {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use zeroclaw_protocol::Decision;
 use zeroclaw_protocol::compact::{CompactParams, CompactResult};
 use zeroclaw_protocol::session::{
     ApproveParams, ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListParams,
@@ -170,6 +171,9 @@ pub(crate) fn approve(
     principal: &Principal,
     p: ApproveParams,
 ) -> Result<ApproveResult, ErrorObject> {
+    if matches!(p.decision, Decision::Raise | Decision::Stop) {
+        return answer_budget(daemon, conn, principal, p);
+    }
     let decision = approval_decision(p.decision, p.replacement);
     daemon
         .sessions
@@ -180,6 +184,36 @@ pub(crate) fn approve(
             mode(p.mode),
             &p.request_id,
             decision,
+        )
+        .map_err(wire_error::session)
+}
+
+/// `session/approve` with `raise` (and `raiseBy` > 0) or `stop`: the answer to a
+/// `budget_request` (SPEC §24.2).
+fn answer_budget(
+    daemon: &Daemon,
+    conn: &ConnectionContext,
+    principal: &Principal,
+    p: ApproveParams,
+) -> Result<ApproveResult, ErrorObject> {
+    let raise_by = match (p.decision, p.raise_by) {
+        (Decision::Raise, Some(by)) if by.is_finite() && by > 0.0 => Some(by),
+        (Decision::Raise, _) => {
+            return Err(ErrorObject::invalid_params(
+                "raiseBy: required with decision raise, a number > 0",
+            ));
+        }
+        _ => None,
+    };
+    daemon
+        .sessions
+        .answer_budget(
+            principal,
+            conn.client_name(),
+            &p.session_id,
+            mode(p.mode),
+            &p.request_id,
+            raise_by,
         )
         .map_err(wire_error::session)
 }

@@ -18,6 +18,8 @@ mod acp_live;
 // Background processes (issue 50, SPEC §26).
 mod background;
 mod backpressure;
+// Budgets (issue 48, SPEC §24.2).
+mod budgets;
 mod config;
 mod daily_ask;
 mod daily_chat;

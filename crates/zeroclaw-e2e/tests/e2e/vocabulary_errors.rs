@@ -74,7 +74,7 @@ fn an_unknown_decision_is_refused_in_the_daemons_words() {
     assert_eq!(
         e,
         refused(
-            r#"decision "maybe": expected allow_once, allow_always, reject or reject_with_edit"#
+            r#"decision "maybe": expected allow_once, allow_always, reject, reject_with_edit, raise or stop"#
         )
     );
     let e = c.error(
@@ -85,7 +85,7 @@ fn an_unknown_decision_is_refused_in_the_daemons_words() {
     assert_eq!(
         e,
         refused(
-            r#"decision "ALLOW_ONCE": expected allow_once, allow_always, reject or reject_with_edit"#
+            r#"decision "ALLOW_ONCE": expected allow_once, allow_always, reject, reject_with_edit, raise or stop"#
         )
     );
 }

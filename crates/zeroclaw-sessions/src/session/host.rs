@@ -41,6 +41,8 @@ pub(crate) struct SessionHost<'a> {
     pub mid_turn: Option<MidTurn>,
     /// Provider calls of this turn tried again (a failed turn's `error` row, SPEC §22).
     pub retries: std::sync::atomic::AtomicU32,
+    /// The turn's budgets and the cost of its calls (SPEC §24.2).
+    pub budget: super::budget::Gate,
 }
 
 /// Milliseconds since the Unix epoch (`startedAt` of `tool_call`).
@@ -176,6 +178,17 @@ impl TurnHost for SessionHost<'_> {
                 let totals = self
                     .session
                     .add_usage(usage.input_tokens, usage.output_tokens);
+                let cost_usd = self
+                    .budget
+                    .record(
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_read_tokens,
+                    )
+                    .await;
+                if let Some(usd) = cost_usd {
+                    self.session.add_cost(usd);
+                }
                 self.update(UpdateKind::Usage {
                     input_tokens: usage.input_tokens,
                     output_tokens: usage.output_tokens,
@@ -185,6 +198,7 @@ impl TurnHost for SessionHost<'_> {
                     estimated: usage.estimated,
                     cache_read_tokens: usage.cache_read_tokens,
                     cache_write_tokens: usage.cache_write_tokens,
+                    cost_usd,
                 });
             }
             TurnEvent::ProviderRetry {
@@ -273,6 +287,10 @@ impl TurnHost for SessionHost<'_> {
             Some(m) => m.before_call(self.session, context, turn_start).await,
             None => turn_start,
         }
+    }
+
+    async fn budget_allows(&self) -> bool {
+        self.budget.allows(self.session).await
     }
 
     fn can_ask_user(&self) -> bool {

@@ -45,6 +45,8 @@ pub fn approval_decision(decision: Decision, replacement: Option<Value>) -> Appr
         Decision::AllowAlways => ApprovalDecision::AllowAlways,
         Decision::Reject => ApprovalDecision::Reject,
         Decision::RejectWithEdit => ApprovalDecision::RejectWithEdit(replacement),
+        // Budget answers never reach a tool approval: `answer_budget` takes them.
+        Decision::Raise | Decision::Stop => ApprovalDecision::Reject,
     }
 }
 
@@ -186,6 +188,38 @@ impl SessionManager {
         if !live.approvals.answer(request_id, decision, by) {
             return Err(SessionError::invalid(format!(
                 "no pending approval {request_id} in session {session_id}"
+            )));
+        }
+        Ok(ApproveResult {
+            session_id: session_id.into(),
+            request_id: request_id.to_owned(),
+            acknowledged: true,
+        })
+    }
+
+    /// `session/approve` of a `budget_request` (SPEC §24.2): `raise_by` raises the budget
+    /// (`Some`, > 0), `None` stops the turn. Only the owner may answer.
+    pub fn answer_budget(
+        &self,
+        principal: &Principal,
+        client: &str,
+        session_id: &str,
+        mode: Option<Mode>,
+        request_id: &str,
+        raise_by: Option<f64>,
+    ) -> Result<ApproveResult, SessionError> {
+        let key = self.resolve_key(session_id, mode);
+        let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
+        if principal.id != live.owner {
+            return Err(SessionError::not_owner(session_id));
+        }
+        let by = DecidedBy {
+            principal: principal.id.clone(),
+            client: client.to_owned(),
+        };
+        if !live.budgets.answer(request_id, raise_by, by) {
+            return Err(SessionError::invalid(format!(
+                "requestId: no pending budget request {request_id} in session {session_id}"
             )));
         }
         Ok(ApproveResult {

@@ -255,10 +255,14 @@ pub struct LiveSession {
     closing: CancellationToken,
     stopped: CancellationToken,
     pub(crate) approvals: Approvals,
+    /// Budget requests a paused turn waits on (SPEC §24.2).
+    pub(crate) budgets: super::budget_requests::BudgetRequests,
     /// The session's updates: subscribers and the replay buffer (SPEC §14).
     pub(crate) stream: SessionStream,
     overrides: Arc<SharedOverrides>,
     usage: Mutex<UsageTotals>,
+    /// The cost of the priced calls since the session was loaded (SPEC §24.2).
+    cost_usd: Mutex<Option<f64>>,
     /// The instructions files as last read (session start, then each turn), with their
     /// bytes in the system prompt (SPEC §26).
     instructions: Mutex<Vec<(PathBuf, u64)>>,
@@ -296,9 +300,11 @@ impl LiveSession {
             closing: CancellationToken::new(),
             stopped: CancellationToken::new(),
             approvals: Approvals::default(),
+            budgets: Default::default(),
             stream: SessionStream::new(&key_id),
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
+            cost_usd: Mutex::new(None),
             instructions: Mutex::new(Vec::new()),
             mcp: OnceLock::new(),
             rest: super::rest_state::RestState::new(),
@@ -445,6 +451,17 @@ impl LiveSession {
         *lock(&self.usage) = u;
     }
 
+    /// Adds a priced call's cost.
+    pub fn add_cost(&self, usd: f64) {
+        let mut c = lock(&self.cost_usd);
+        *c = Some(c.unwrap_or(0.0) + usd);
+    }
+
+    /// The cost of the priced calls since the session was loaded; `None` when none was.
+    pub fn cost_usd(&self) -> Option<f64> {
+        *lock(&self.cost_usd)
+    }
+
     /// Adds one provider call; returns the new totals.
     pub fn add_usage(&self, input: u64, output: u64) -> UsageTotals {
         let mut u = lock(&self.usage);
@@ -538,7 +555,8 @@ impl LiveSession {
             let st = lock(&self.state);
             st.running.is_some() || st.waiting > 0
         };
-        let person = self.approvals.any_pending() || self.rest.asking();
+        let person =
+            self.approvals.any_pending() || self.budgets.any_pending() || self.rest.asking();
         (working || person, person)
     }
 
@@ -554,6 +572,7 @@ impl LiveSession {
             || st.running.is_some()
             || st.waiting > 0
             || self.approvals.any_pending()
+            || self.budgets.any_pending()
             || self.rest.asking()
             || self.stream.subscriber_count() > 0
         {

@@ -52,6 +52,8 @@
 pub mod agent;
 pub mod answered;
 pub mod ask_all;
+pub mod budget;
+pub mod budget_requests;
 pub mod compact;
 pub mod compact_call;
 pub mod compaction;
@@ -91,6 +93,7 @@ pub mod tap;
 pub mod text;
 pub mod tuning;
 pub mod turn;
+pub mod usage;
 pub mod wire;
 pub mod worker;
 

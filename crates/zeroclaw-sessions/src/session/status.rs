@@ -65,6 +65,7 @@ impl SessionManager {
                 session_total_tokens: usage.session_total,
                 context_tokens: usage.context,
                 context_window: window as u64,
+                cost_usd: live.cost_usd(),
             },
             mcp_servers,
             replay_bytes: live.replay_bytes() as u64,

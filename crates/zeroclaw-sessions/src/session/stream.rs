@@ -984,6 +984,7 @@ mod tests {
                 input_tokens: 1,
                 output_tokens: 2,
             }),
+            reason: None,
         });
         // What the json! literals these updates replaced produced (the same text whether
         // or not serde_json keeps insertion order).

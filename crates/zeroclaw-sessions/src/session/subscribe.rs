@@ -62,7 +62,11 @@ impl SessionManager {
             subscribed: true,
             active_turn_id: live.running_turn().map(Into::into),
             last_transcript_seq: last_seq,
-            pending_approvals: live.approvals.pending_ids(),
+            pending_approvals: {
+                let mut ids = live.approvals.pending_ids();
+                ids.extend(live.budgets.pending_ids());
+                ids
+            },
         })
     }
 

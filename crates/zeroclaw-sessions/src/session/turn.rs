@@ -170,8 +170,8 @@ impl Runner {
         let context_before = self.context.len();
         // The turn takes the prompt; only the store gets a copy (SPEC §17: a prompt is not
         // multiplied in memory).
-        let prompt = match &mut job.kind {
-            JobKind::Prompt { prompt, .. } => std::mem::take(prompt),
+        let (prompt, prompted_by) = match &mut job.kind {
+            JobKind::Prompt { prompt, prompted } => (std::mem::take(prompt), prompted.by.clone()),
             _ => return Err(SessionError::failed("not a prompt")),
         };
         let chat_prompt = (!acp).then(|| prompt.clone());
@@ -249,6 +249,14 @@ impl Runner {
             context_window: agent.max_context_tokens as u64,
             mid_turn,
             retries: Default::default(),
+            budget: super::budget::Gate::new(
+                &job.config,
+                session,
+                &priced_model(&job.config, session, &agent.spec),
+                &prompted_by,
+                self.store.clone(),
+                cancel.clone(),
+            ),
         };
         let abandon = cancel.clone();
         let watch_begin = async move {
@@ -270,6 +278,8 @@ impl Runner {
             watch_begin
         );
         let retries = host.retries.load(Ordering::Relaxed);
+        let reason = (result.outcome == TurnOutcome::Cancelled && host.budget.stopped())
+            .then(|| "budget".to_owned());
         drop(host);
         // What the turn left, for a rewind to tell its changes from others' (SPEC §17.2).
         if acp && let Some(files) = &self.files {
@@ -376,6 +386,7 @@ impl Runner {
             content,
             truncated,
             usage: Some(usage),
+            reason: reason.clone(),
         };
         session.stream.emit_update(&complete);
         tracing::debug!(session = %key.session_id, turn = %turn_id, %outcome, "turn finished");
@@ -389,6 +400,7 @@ impl Runner {
             content,
             truncated,
             usage: Some(usage),
+            reason,
         };
         Ok(answer)
     }
@@ -435,5 +447,20 @@ impl Runner {
                 tracing::warn!(session = %session.key.session_id, "context snapshot not saved, no trim: {e}");
             }
         }
+    }
+}
+
+/// The model a turn's calls name, for its price (SPEC §24.2): the session's or agent's
+/// choice, else the provider's.
+fn priced_model(
+    config: &zeroclaw_config::Config,
+    session: &LiveSession,
+    spec: &zeroclaw_agent::AgentSpec,
+) -> String {
+    let chosen = compact::model_of(spec);
+    if chosen.is_empty() {
+        agent::effective_model(config, &session.agent_alias, None)
+    } else {
+        chosen
     }
 }

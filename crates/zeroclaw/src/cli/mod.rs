@@ -15,6 +15,7 @@ mod service;
 mod sessions;
 mod status;
 mod upload;
+mod usage;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,6 +72,18 @@ enum Command {
         socket: Option<PathBuf>,
         #[command(flatten)]
         place: chat::Place,
+    },
+    /// Tokens and cost per day, agent and principal (SPEC §24.2; non-admins: their own).
+    Usage {
+        /// First day to include, `YYYY-MM-DD` (UTC; default: 30 days ago).
+        #[arg(long, value_name = "DAY")]
+        since: Option<String>,
+        /// Socket to connect to (default: the resolved endpoint).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// Print the raw `usage/summary` result as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the daemon's status.
     Status {
@@ -229,6 +242,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             place,
         } => chat::run(cli.config_dir, socket, agent, session, place).await,
         Command::Status { socket, json } => status::run(cli.config_dir, socket, json).await,
+        Command::Usage {
+            since,
+            socket,
+            json,
+        } => usage::run(cli.config_dir, socket, since, json).await,
         Command::Config {
             action,
             socket,

@@ -76,11 +76,30 @@ pub fn settled_line(decision: Decision, by: Option<&DecidedBy>, timed_out: bool)
         Decision::AllowAlways => "always allowed",
         Decision::Reject => "rejected",
         Decision::RejectWithEdit => "rejected with an edit",
+        Decision::Raise => "budget raised",
+        Decision::Stop => "stopped",
     };
     match by {
         Some(by) => format!("{what} by {} from {}", by.principal, face(&by.client)),
         None if timed_out => format!("{what}: nobody answered in time"),
         None => format!("{what}: the turn ended"),
+    }
+}
+
+/// The answer a line gives a budget request (SPEC §24.2): `r`/`raise` raises by
+/// `default_by`, `r N` by N, `s`/`stop` (or an empty line) stops. `Some(None)` = stop;
+/// `None` = not an answer.
+pub fn budget_word(line: &str, default_by: f64) -> Option<Option<f64>> {
+    let line = line.trim().to_ascii_lowercase();
+    let mut words = line.split_whitespace();
+    match (words.next(), words.next(), words.next()) {
+        (None, ..) | (Some("s" | "stop"), None, _) => Some(None),
+        (Some("r" | "raise"), None, _) => Some(Some(default_by)),
+        (Some("r" | "raise"), Some(n), None) => match n.parse::<f64>() {
+            Ok(n) if n.is_finite() && n > 0.0 => Some(Some(n)),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -122,6 +141,16 @@ mod tests {
         );
         assert_eq!(ApprovePolicy::All.decide("bash"), Decision::AllowOnce);
         assert_eq!(ApprovePolicy::None.decide("read_file"), Decision::Reject);
+    }
+
+    #[test]
+    fn budget_answers() {
+        assert_eq!(budget_word("r", 100.0), Some(Some(100.0)));
+        assert_eq!(budget_word(" R 2500 ", 100.0), Some(Some(2500.0)));
+        assert_eq!(budget_word("s", 100.0), Some(None));
+        assert_eq!(budget_word("", 100.0), Some(None));
+        assert_eq!(budget_word("r -3", 100.0), None);
+        assert_eq!(budget_word("maybe", 100.0), None);
     }
 
     #[test]

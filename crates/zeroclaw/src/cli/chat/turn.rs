@@ -70,6 +70,18 @@ pub enum Question {
         summary: String,
     },
     Elicitation(ElicitationRequest),
+    /// A turn paused by a budget (SPEC §24.2), answered `r` (raise) or `s` (stop).
+    Budget {
+        request_id: String,
+        budget: String,
+        used: f64,
+        limit: f64,
+    },
+}
+
+/// What `r` alone raises a budget by: as much again as the limit (at least 1).
+fn default_raise(limit: f64) -> f64 {
+    limit.max(1.0)
 }
 
 pub struct Turn<'a> {
@@ -386,6 +398,25 @@ impl<'a> Turn<'a> {
                 tool: tool_name,
                 summary: arguments_summary,
             }),
+            UpdateKind::BudgetRequest {
+                request_id,
+                budget,
+                used,
+                limit,
+                ..
+            } => self.questions.push_back(Question::Budget {
+                request_id,
+                budget,
+                used,
+                limit,
+            }),
+            UpdateKind::BudgetResolved {
+                request_id,
+                decision,
+                reason,
+                decided_by,
+                ..
+            } => self.withdraw(&request_id, decision, reason, decided_by),
             UpdateKind::HistoryTrimmed {
                 dropped_messages, ..
             } => self.ui.note(&format!(
@@ -509,7 +540,7 @@ impl<'a> Turn<'a> {
             self.answered.remove(i);
             return;
         }
-        let settled = |q: &Question| matches!(q, Question::Approval { request_id: id, .. } if id == request_id);
+        let settled = |q: &Question| matches!(q, Question::Approval { request_id: id, .. } | Question::Budget { request_id: id, .. } if id == request_id);
         let queued = self.questions.iter().any(settled);
         self.questions.retain(|q| !settled(q));
         let shown = match self.asking.take() {
@@ -526,6 +557,7 @@ impl<'a> Turn<'a> {
             Some(Question::Approval { tool, summary, .. }) => {
                 format!("{tool} `{}`", super::ui::clip(summary, 60))
             }
+            Some(Question::Budget { budget, .. }) => format!("budget {budget}"),
             _ if queued => "an approval".to_string(),
             _ => return,
         };
@@ -612,6 +644,14 @@ impl<'a> Turn<'a> {
         match question {
             Question::Approval { tool, summary, .. } => self.ui.ask_approval(tool, summary),
             Question::Elicitation(req) => self.ui.ask_elicitation(req),
+            Question::Budget {
+                budget,
+                used,
+                limit,
+                ..
+            } => self
+                .ui
+                .ask_budget(budget, *used, *limit, default_raise(*limit)),
         }
         if !self.ui.interactive() {
             return;
@@ -699,6 +739,25 @@ impl<'a> Turn<'a> {
                 };
                 self.approve(request_id, decision);
             }
+            Question::Budget {
+                request_id,
+                budget,
+                used,
+                limit,
+            } => match approve::budget_word(&line, default_raise(limit)) {
+                Some(raise_by) => self.answer_budget(request_id, raise_by),
+                None => {
+                    self.ui.note("answer r, r N or s");
+                    let question = Question::Budget {
+                        request_id,
+                        budget,
+                        used,
+                        limit,
+                    };
+                    self.show(&question);
+                    self.asking = Some(question);
+                }
+            },
             Question::Elicitation(req) => match req.answer_from_input(&line) {
                 Ok(answer) => {
                     if answer == ElicitationAnswer::Decline {
@@ -733,6 +792,13 @@ impl<'a> Turn<'a> {
                 eprintln!("{}", approve::cannot_ask_line(&tool, &summary));
                 self.approve(request_id, Decision::Reject);
             }
+            Question::Budget {
+                request_id, budget, ..
+            } => {
+                self.ui
+                    .note(&format!("no input left: stopping at budget {budget}"));
+                self.answer_budget(request_id, None);
+            }
             Question::Elicitation(req) => {
                 self.ui.note("no input left: declining the question");
                 if let Some(id) = &req.request_id {
@@ -744,6 +810,25 @@ impl<'a> Turn<'a> {
                     .await;
             }
         }
+    }
+
+    /// Answers a budget request: raise by `raise_by`, or stop (`None`).
+    fn answer_budget(&mut self, request_id: String, raise_by: Option<f64>) {
+        self.answered.push(request_id.clone());
+        let handle = self.handle.clone();
+        let session_id = self.session_id.to_string();
+        tokio::spawn(async move {
+            if let Err(e) = handle
+                .answer_budget(&session_id, &request_id, raise_by)
+                .await
+            {
+                eprintln!(
+                    "zeroclaw: {} failed: {}",
+                    Method::SessionApprove,
+                    message(&e)
+                );
+            }
+        });
     }
 
     fn approve(&mut self, request_id: String, decision: Decision) {

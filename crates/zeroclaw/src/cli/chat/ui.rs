@@ -413,6 +413,16 @@ impl Ui {
         self.ask(&head, "[y]es/[n]o/[a]lways ");
     }
 
+    /// A turn paused by a budget (SPEC §24.2): `r` raises it by `raise_by` (or `r N` by
+    /// N), `s` stops the turn.
+    pub fn ask_budget(&mut self, budget: &str, used: f64, limit: f64, raise_by: f64) {
+        self.end_line();
+        let question = format!(
+            "budget {budget}: {used} used of {limit}; [r]aise by {raise_by} (r N: by N)/[s]top "
+        );
+        self.ask("", &question);
+    }
+
     pub fn ask_elicitation(&mut self, req: &ElicitationRequest) {
         self.end_line();
         let question = self.paint(YELLOW, &format!("? {}", req.message));
