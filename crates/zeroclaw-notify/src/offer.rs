@@ -62,6 +62,17 @@ impl Offer {
                 request_id: request_id.clone(),
                 text: format!("{tool_name}: {}", clip(arguments_summary, 400)),
             },
+            UpdateKind::BudgetRequest {
+                request_id,
+                budget,
+                used,
+                limit,
+                ..
+            } => Seen::Waiting {
+                event: "budget_request",
+                request_id: request_id.clone(),
+                text: format!("{budget}: {used} used of {limit}"),
+            },
             UpdateKind::TurnComplete {
                 outcome, content, ..
             } => Seen::Ended {
@@ -85,6 +96,7 @@ impl Offer {
             update,
             UpdateKind::UserMessage { .. }
                 | UpdateKind::ApprovalRequest { .. }
+                | UpdateKind::BudgetRequest { .. }
                 | UpdateKind::TurnComplete { .. }
         )
     }
@@ -208,6 +220,24 @@ mod tests {
             by: "operator".into(),
         }));
         assert_eq!(t.notice(&ended(true)).map(|n| n.event), Some("turn_failed"));
+    }
+
+    #[test]
+    fn a_budget_request_waits_for_a_person() {
+        let update = UpdateKind::BudgetRequest {
+            request_id: "bud_1".into(),
+            budget: "turn_tokens".into(),
+            used: 1200.0,
+            limit: 1000.0,
+            timeout_secs: 120,
+        };
+        assert!(Offer::notable(&update));
+        let offer = Offer::from_update("s1", "alice", false, &update).expect("an offer");
+        let n = Triggers::default().notice(&offer).expect("a notice");
+        assert_eq!(n.event, "budget_request");
+        assert_eq!(n.title, "Budget reached");
+        assert_eq!(n.request_id.as_deref(), Some("bud_1"));
+        assert_eq!(n.text, "turn_tokens: 1200 used of 1000");
     }
 
     #[test]
