@@ -217,6 +217,9 @@ update_kinds! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decided_by: Option<DecidedBy>,
     },
+    /// A plan-mode turn's proposed plan (SPEC §26), markdown: sent when the agent calls
+    /// `propose_plan`, before the turn ends; the transcript keeps it as a `plan` row.
+    Plan = "plan" { plan: String },
 }
 
 /// Which output of a tool a `tool_output_chunk` came from.
@@ -403,6 +406,9 @@ mod tests {
             UpdateType::SessionInfo => UpdateKind::SessionInfo {
                 title: "Fix the build".into(),
                 updated_at: 1_700_000_000_000,
+            },
+            UpdateType::Plan => UpdateKind::Plan {
+                plan: "1. Read `main.rs`\n2. Fix the bug".into(),
             },
         }
     }

@@ -16,6 +16,7 @@ use crate::provider::ToolSchema;
 pub mod bash;
 pub mod fs;
 pub mod live;
+pub mod plan;
 pub mod skill;
 
 /// A built-in tool.
@@ -29,6 +30,9 @@ pub enum ToolName {
     /// Reads a skill (SPEC §26); offered only when the session has skills, so not in
     /// [`ToolName::ALL`] (an agent's `tools` cannot name it).
     Skill,
+    /// Ends a plan-mode turn with a plan (SPEC §26); offered only in autonomy `plan`, so
+    /// not in [`ToolName::ALL`].
+    ProposePlan,
 }
 
 /// What the model is told about `bash` (the shell differs on Windows).
@@ -56,6 +60,7 @@ impl ToolName {
             ToolName::WriteFile => "write_file",
             ToolName::AskUser => "ask_user",
             ToolName::Skill => "skill",
+            ToolName::ProposePlan => "propose_plan",
         }
     }
 
@@ -125,6 +130,17 @@ impl ToolName {
                         "name": {"type": "string", "description": "The skill's name."}
                     },
                     "required": ["name"],
+                }),
+            ),
+            ToolName::ProposePlan => (
+                "Propose your plan (markdown: the steps, the files to change, how to check \
+                 the result) and end your turn; the user decides whether to implement it.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "plan": {"type": "string", "description": "The plan, in markdown."}
+                    },
+                    "required": ["plan"],
                 }),
             ),
         };

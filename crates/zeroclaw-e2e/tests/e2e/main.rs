@@ -47,6 +47,7 @@ mod lifecycle;
 mod long_history;
 mod mcp;
 mod models;
+mod plan_mode;
 mod project_knowledge;
 mod providers_anthropic;
 mod providers_gemini;

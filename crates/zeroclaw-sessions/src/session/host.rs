@@ -41,6 +41,8 @@ pub(crate) struct SessionHost<'a> {
     pub mid_turn: Option<MidTurn>,
     /// Provider calls of this turn tried again (a failed turn's `error` row, SPEC §22).
     pub retries: std::sync::atomic::AtomicU32,
+    /// The plan a plan-mode turn proposed (SPEC §26): its `plan` row, after the turn's.
+    pub plan: std::sync::Mutex<Option<String>>,
 }
 
 /// Milliseconds since the Unix epoch (`startedAt` of `tool_call`).
@@ -201,6 +203,13 @@ impl TurnHost for SessionHost<'_> {
                 })
             }
             TurnEvent::Hook { report } => self.update(super::hooks::update_of(report)),
+            TurnEvent::Plan { plan } => {
+                self.update_ref(&UpdateKind::Plan { plan: plan.clone() });
+                // Never poisoned: nothing panics while it is held.
+                if let Ok(mut slot) = self.plan.lock() {
+                    *slot = Some(plan);
+                }
+            }
         }
     }
 

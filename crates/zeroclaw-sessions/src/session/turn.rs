@@ -248,6 +248,7 @@ impl Runner {
             context_window: agent.max_context_tokens as u64,
             mid_turn,
             retries: Default::default(),
+            plan: Default::default(),
         };
         let abandon = cancel.clone();
         let watch_begin = async move {
@@ -269,6 +270,7 @@ impl Runner {
             watch_begin
         );
         let retries = host.retries.load(Ordering::Relaxed);
+        let plan = host.plan.lock().ok().and_then(|mut p| p.take());
         drop(host);
         // What the turn left, for a rewind to tell its changes from others' (SPEC §17.2).
         if acp && let Some(files) = &self.files {
@@ -303,6 +305,8 @@ impl Runner {
                 retries,
             })
         });
+        // A proposed plan keeps its own row (SPEC §26), also outside the model context.
+        let plan_row = plan.map(NewRow::plan);
         let written = if acp {
             let status = match result.outcome {
                 TurnOutcome::Completed => CheckpointStatus::Completed,
@@ -315,6 +319,7 @@ impl Runner {
             let (mut rows, from) = persist::lend_rows(&mut self.context[appended..]);
             // Last, so the lent rows keep their places for `give_back`.
             rows.extend(error_row);
+            rows.extend(plan_row);
             let (written, back) = self
                 .store
                 .finish_turn_lent(key, turn_id, status, rows)
@@ -327,6 +332,7 @@ impl Runner {
             let mut all = vec![NewRow::user(chat_prompt.unwrap_or_default())];
             all.extend(persist::visible_rows(&self.context[appended..]));
             all.extend(error_row);
+            all.extend(plan_row);
             self.store.append_rows(key, Some(turn_id), all).await
         };
         let seqs = match written {
