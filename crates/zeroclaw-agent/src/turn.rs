@@ -218,7 +218,8 @@ pub enum TurnEvent<'a> {
     Hook {
         report: HookReport,
     },
-    /// A `propose_plan` call's plan (SPEC §26); the turn ends after this round.
+    /// A `propose_plan` call's plan (SPEC §26), after the round's tool results; the turn
+    /// then ends.
     Plan {
         plan: String,
     },
@@ -396,8 +397,9 @@ struct Turn<'a> {
     scratch: tokio::sync::OnceCell<Scratch>,
     /// The text last returned by `steps` was cut to the host's `result_text_max`.
     shown_cut: bool,
-    /// A `propose_plan` call of this round succeeded: the turn ends after it.
-    proposed: bool,
+    /// The plan of a `propose_plan` call of this round: sent after the round's results,
+    /// and the turn ends.
+    proposed: Option<String>,
 }
 
 #[derive(Default)]
@@ -451,7 +453,7 @@ pub async fn run_turn(
         start,
         scratch: tokio::sync::OnceCell::new(),
         shown_cut: false,
-        proposed: false,
+        proposed: None,
     };
     let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
     TurnResult {
@@ -686,7 +688,8 @@ impl Turn<'_> {
                     }
                 }
             }
-            if self.proposed {
+            if let Some(plan) = self.proposed.take() {
+                self.host.emit(TurnEvent::Plan { plan }).await;
                 let shown = self.shown(&step.text);
                 return (TurnOutcome::Completed, shown, calls_made, rounds);
             }
@@ -970,8 +973,7 @@ impl Turn<'_> {
         if tool == ToolName::ProposePlan {
             return CallOutcome::Done(match crate::tools::plan::parse(&args) {
                 Ok(plan) => {
-                    self.host.emit(TurnEvent::Plan { plan }).await;
-                    self.proposed = true;
+                    self.proposed = Some(plan);
                     crate::tools::plan::PROPOSED.to_owned()
                 }
                 Err(e) => e,

@@ -299,3 +299,145 @@ fn plan_is_in_the_vocabulary_and_propose_plan_checks_its_argument() {
         "{last}"
     );
 }
+
+/// ACP (SPEC §25, §26): `plan` is a session mode; switching to it puts the session in plan
+/// mode, a write is refused and the plan reaches the editor as agent text; switching back
+/// to `supervised` leaves it. Both ways in (`zeroclaw acp`, the gateway's `/acp`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_offers_plan_as_a_session_mode() {
+    use crate::acp_now::{Setup, WAYS};
+    let setup = Setup::start(vec![]);
+    for way in WAYS {
+        let mut editor = setup.editor(way).await;
+        let cwd = setup.workdir(&format!("plan-{way:?}"));
+        let (sid, created) = editor.new_session(&cwd).await;
+        let modes: Vec<&str> = created["modes"]["availableModes"]
+            .as_array()
+            .map(|m| m.iter().filter_map(|m| m["id"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(modes.contains(&"plan"), "{way:?}: {created}");
+        let plan_option = created["configOptions"][0]["options"].to_string();
+        assert!(plan_option.contains("\"plan\""), "{way:?}: {plan_option}");
+
+        editor
+            .result(
+                "session/set_mode",
+                json!({"sessionId": sid, "modeId": "plan"}),
+            )
+            .await;
+        let mut owner = setup.owner(way).await;
+        let status = owner
+            .result("session/status", json!({"sessionId": sid}))
+            .await;
+        assert_eq!(status["autonomy"], "plan", "{way:?}: {status}");
+
+        setup.fake.push(Scripted::tool_calls(vec![FakeToolCall::new(
+            "w1",
+            "write_file",
+            json!({"path": "acp.txt", "content": "x"}),
+        )]));
+        setup.fake.push(Scripted::tool_call(
+            "p1",
+            "propose_plan",
+            json!({ "plan": PLAN }),
+        ));
+        let done = editor.prompt(&sid, "plan it").await;
+        assert_eq!(done["stopReason"], "end_turn", "{way:?}: {done}");
+        let text: String = editor
+            .updates("agent_message_chunk")
+            .iter()
+            .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
+            .collect();
+        assert!(text.contains(PLAN), "{way:?}: {text:?}");
+        let refused = editor
+            .updates("tool_call_update")
+            .iter()
+            .any(|u| u.to_string().contains("plan mode changes nothing"));
+        assert!(refused, "{way:?}: {:?}", editor.backlog);
+        assert!(!cwd.join("acp.txt").exists(), "{way:?}");
+
+        editor
+            .result(
+                "session/set_mode",
+                json!({"sessionId": sid, "modeId": "supervised"}),
+            )
+            .await;
+        let status = owner
+            .result("session/status", json!({"sessionId": sid}))
+            .await;
+        assert_eq!(status["autonomy"], "supervised", "{way:?}: {status}");
+        editor.close().await;
+    }
+}
+
+/// The chat on a pseudo-terminal (SPEC §26): `/plan PROMPT` puts the session in plan mode
+/// and sends the prompt; the write is refused and the plan is shown under its heading;
+/// `/implement` makes the session supervised and sends "Implement the plan.", whose write
+/// is approved with one key and lands on disk.
+#[test]
+fn chat_plan_then_implement_on_a_terminal() {
+    use zeroclaw_testkit::chat_window::ChatWindow;
+    let fake = Fake::start();
+    let daemon = start(&fake);
+    // The chat's session works in the directory it is started from (SPEC §22).
+    let project = tempfile::tempdir().expect("tempdir");
+    let dir = project.path().to_path_buf();
+
+    fake.push(Scripted::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "new.txt", "content": "hello"}),
+    ));
+    fake.push(Scripted::tool_call(
+        "p1",
+        "propose_plan",
+        json!({ "plan": PLAN }),
+    ));
+    let mut w = ChatWindow::open_in(daemon.config_dir(), Some(&dir), &["--session", "planner"]);
+    w.prompt();
+    w.send("/plan plan the greeting\r");
+    w.expect("autonomy plan");
+    w.expect("── proposed plan ──");
+    w.expect("/implement carries it out");
+    w.turn_end();
+    w.prompt();
+    assert!(!dir.join("new.txt").exists(), "plan mode wrote");
+    let screen = w.screen().join("\n");
+    assert!(
+        screen.contains("Write new.txt with the greeting")
+            || screen.contains("Write `new.txt` with the greeting"),
+        "{screen}"
+    );
+    assert!(screen.contains("plan mode changes nothing"), "{screen}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "propose_plan ended the turn");
+    assert!(system_of(&requests[0]).contains("## Plan mode"));
+
+    fake.push(Scripted::tool_call(
+        "w2",
+        "write_file",
+        json!({"path": "new.txt", "content": "hello"}),
+    ));
+    fake.push(Scripted::text("implemented"));
+    w.send("/implement\r");
+    w.expect("autonomy supervised");
+    w.expect("allow write_file ");
+    w.send("y");
+    w.expect("implemented");
+    w.turn_end();
+    w.prompt();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("new.txt")).expect("new.txt"),
+        "hello"
+    );
+    let last = fake.requests().pop().expect("request");
+    let messages = last["messages"].as_array().cloned().unwrap_or_default();
+    let prompts: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(prompts.last(), Some(&"Implement the plan."), "{last}");
+    eprintln!("the chat after /implement:\n{}", w.screen().join("\n"));
+    w.leave();
+}
