@@ -441,3 +441,118 @@ fn chat_plan_then_implement_on_a_terminal() {
     eprintln!("the chat after /implement:\n{}", w.screen().join("\n"));
     w.leave();
 }
+
+/// The dashboard (SPEC §26) in headless Chromium: a plan-mode turn's plan shows as a card
+/// with an Implement button; clicking it makes the session supervised and sends
+/// "Implement the plan.", whose write is approved on the page and lands on disk; after a
+/// reload the card comes back from the `plan` row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs headless Chromium: scripts/browser-test.sh installs it and runs these with --ignored"]
+async fn the_dashboards_implement_button_accepts_the_plan() {
+    use crate::browser::{Browser, screenshot_dir};
+    use crate::dashboard_daily::{Daily, WAIT, config, login, no_page_problems, open_session};
+    use zeroclaw_testkit::FakeOpenAi;
+
+    let fake = FakeOpenAi::start().await.expect("fake openai");
+    let d = Daily::start(config(Some(&fake.base_url())));
+    let r = d.admin().new_session(json!({"agentAlias": "tools"}));
+    let sid = r["sessionId"].as_str().expect("sid").to_owned();
+    let dir = PathBuf::from(r["workspaceDir"].as_str().expect("workspaceDir"));
+    d.admin().result(
+        "session/configure",
+        json!({"sessionId": sid, "autonomy": "plan"}),
+    );
+    fake.push(Scripted::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "new.txt", "content": "hello"}),
+    ));
+    fake.push(Scripted::tool_call(
+        "p1",
+        "propose_plan",
+        json!({ "plan": PLAN }),
+    ));
+    let (_, done) = d.admin().prompt(&sid, "plan the greeting");
+    assert_eq!(done["result"]["outcome"], "completed", "{done}");
+    assert!(!dir.join("new.txt").exists());
+
+    let browser = Browser::launch().await;
+    let desk = browser.page(1440, 900).await;
+    login(&desk, &d.login_url()).await;
+    open_session(&desk, &sid).await;
+    desk.wait_for(
+        "document.querySelector('.block.plan button.implement') && document.querySelector('.block.plan .md li')",
+        WAIT,
+    )
+    .await;
+    let card = desk.text(".block.plan").await;
+    assert!(
+        card.contains("Proposed plan") && card.contains("Write new.txt with the greeting"),
+        "{card}"
+    );
+    assert_eq!(
+        desk.eval("document.querySelector('select[aria-label=Autonomy]').value")
+            .await,
+        json!("plan")
+    );
+    desk.screenshot(&screenshot_dir().join("plan-card-desktop.png"))
+        .await;
+
+    fake.push(Scripted::tool_call(
+        "w2",
+        "write_file",
+        json!({"path": "new.txt", "content": "hello"}),
+    ));
+    fake.push(Scripted::text("implemented"));
+    desk.click(".block.plan button.implement").await;
+    desk.wait_for(
+        "document.querySelector('.block.approval .actions button')",
+        WAIT,
+    )
+    .await;
+    desk.click(".block.approval button[data-decision='allow_once']")
+        .await;
+    desk.wait_for(
+        "[...document.querySelectorAll('.block.assistant:not(.streaming)')].some(e => e.textContent.includes('implemented'))",
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("new.txt")).expect("new.txt"),
+        "hello"
+    );
+    let status = d
+        .admin()
+        .result("session/status", json!({"sessionId": sid}));
+    assert_eq!(status["autonomy"], "supervised", "{status}");
+    assert_eq!(
+        desk.eval("document.querySelector('select[aria-label=Autonomy]').value")
+            .await,
+        json!("supervised")
+    );
+    let last = fake.requests().pop().expect("request");
+    let prompts: Vec<String> = last["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "user")
+                .filter_map(|m| m["content"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        prompts.last().map(String::as_str),
+        Some("Implement the plan."),
+        "{last}"
+    );
+    assert!(desk.text(".block.plan").await.contains("Implementing"));
+
+    // Reloaded, the card comes from the transcript's `plan` row.
+    desk.eval("location.reload()").await;
+    desk.wait_for("document.querySelector('.block.plan .md li')", WAIT)
+        .await;
+    assert!(desk.text(".block.plan").await.contains("Check it with cat"));
+    desk.screenshot(&screenshot_dir().join("plan-implemented-desktop.png"))
+        .await;
+    no_page_problems(&desk).await;
+}
