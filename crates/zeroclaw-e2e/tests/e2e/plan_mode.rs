@@ -6,7 +6,7 @@
 //!   the disk holds none of their files. The model is told it is in plan mode and offered
 //!   `propose_plan`; its call ends the turn (no further provider call) with a `plan` update
 //!   and a `plan` transcript row after the turn's rows, and a client subscribing later gets
-//!   the update replayed.
+//!   the update replayed. An MCP tool annotated read-only runs, another is refused.
 //! - Accepting: `session/configure {autonomy: "supervised"}` plus "Implement the plan."
 //!   runs the writes (approved), with neither the plan-mode prompt nor `propose_plan`.
 //! - ACP offers `plan` as a session mode; switching to it puts the session in plan mode
@@ -556,4 +556,35 @@ async fn the_dashboards_implement_button_accepts_the_plan() {
     desk.screenshot(&screenshot_dir().join("plan-implemented-desktop.png"))
         .await;
     no_page_problems(&desk).await;
+}
+
+/// MCP tools in plan mode (SPEC §26): a tool annotated read-only runs, one that is not is
+/// refused with plan mode's refusal, neither asks.
+#[test]
+fn plan_mode_runs_read_only_mcp_tools_and_refuses_the_others() {
+    let fake = Fake::start();
+    let (daemon, _pidfile) = crate::mcp::start(&fake, 0.0);
+    let mut c = daemon.client();
+    let sid = crate::mcp::new_session(&mut c);
+    crate::mcp::wait_server(&mut c, &sid, "ready");
+    c.result(
+        "session/configure",
+        json!({"sessionId": sid, "autonomy": "plan"}),
+    );
+    fake.push(Scripted::tool_calls(vec![
+        FakeToolCall::new("c1", "kv__lookup", json!({"key": "gamma"})),
+        FakeToolCall::new("c2", "kv__store", json!({"value": "delta"})),
+    ]));
+    fake.push(Scripted::text("looked"));
+    let (msgs, answer) = c.prompt(&sid, "look it up");
+    assert_eq!(answer["result"]["outcome"], "completed", "{answer}");
+    assert!(!update_types(&msgs).contains(&"approval_request".to_owned()));
+    let res = results(&msgs);
+    assert_eq!(res[0], ("kv__lookup".to_owned(), "found:gamma".to_owned()));
+    assert_eq!(res[1].0, "kv__store");
+    assert!(
+        res[1].1.starts_with("Refused: plan mode changes nothing")
+            && res[1].1.contains("kv__store"),
+        "{res:?}"
+    );
 }
