@@ -34,6 +34,12 @@
 //!   be confined, and refuses it elsewhere), with a private temporary directory made on the
 //!   turn's first confined call and removed when the turn ends.
 //!
+//! * plan mode (autonomy `plan`, SPEC §26, [`crate::tools::plan`]): the calls `read_only`
+//!   runs run the same way, the others are refused as changing nothing (a hook's allow does
+//!   not lift that); the system prompt gains plan mode's section and `propose_plan` is
+//!   offered; a valid `propose_plan` call ends the turn after its round, with `Plan`
+//!   reported after the round's results.
+//!
 //! Cancellation (the token) is raced against every wait: the provider
 //! stream is dropped (closing the HTTP connection), a running `bash` is
 //! killed with its process group, a pending approval or question is
