@@ -25,7 +25,7 @@ pub(crate) fn encode<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObjec
 }
 
 /// The autonomy levels, offered as ACP session modes (the mode id is the wire spelling).
-pub(crate) const MODES: [(Autonomy, &str, &str); 3] = [
+pub(crate) const MODES: [(Autonomy, &str, &str); 4] = [
     (
         Autonomy::Supervised,
         "Supervised",
@@ -36,6 +36,11 @@ pub(crate) const MODES: [(Autonomy, &str, &str); 3] = [
         Autonomy::ReadOnly,
         "Read only",
         "bash and write_file are refused",
+    ),
+    (
+        Autonomy::Plan,
+        "Plan",
+        "nothing is changed; the agent investigates and proposes a plan (SPEC §26)",
     ),
 ];
 

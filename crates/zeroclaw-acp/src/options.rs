@@ -94,7 +94,7 @@ pub async fn set(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Value, E
         MODE => {
             let autonomy = Autonomy::parse(&value).ok_or_else(|| {
                 ErrorObject::invalid_params(format!(
-                    "{method}: value: unknown autonomy {value:?} (supervised, full, read_only)"
+                    "{method}: value: unknown autonomy {value:?} (supervised, full, read_only, plan)"
                 ))
             })?;
             configure.autonomy = Some(autonomy);

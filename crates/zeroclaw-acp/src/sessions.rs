@@ -269,7 +269,7 @@ pub async fn set_mode(bridge: &Arc<Bridge>, params: Option<Value>) -> Result<Val
     let mode = req.mode_id.0.to_string();
     let Some(autonomy) = Autonomy::parse(&mode) else {
         return Err(ErrorObject::invalid_params(format!(
-            "unknown mode {mode:?} (supervised, full, read_only)"
+            "unknown mode {mode:?} (supervised, full, read_only, plan)"
         )));
     };
     if !bridge.sessions().contains_key(&session_id) {

@@ -146,6 +146,11 @@ pub fn from_event(kind: &UpdateKind) -> Option<SessionUpdate> {
         UpdateKind::AgentThoughtChunk { text } => {
             Some(SessionUpdate::AgentThoughtChunk(text_chunk(text)))
         }
+        // A proposed plan (SPEC §26): markdown the editor shows as the agent's text; ACP's
+        // own `plan` update is a list of entries with statuses, not a document.
+        UpdateKind::Plan { plan } => Some(SessionUpdate::AgentMessageChunk(text_chunk(
+            &plan_text(plan),
+        ))),
         UpdateKind::ToolCall {
             tool_call_id,
             name,
@@ -168,6 +173,11 @@ pub fn from_event(kind: &UpdateKind) -> Option<SessionUpdate> {
         ))),
         _ => None,
     }
+}
+
+/// A proposed plan as the editor is shown it: a heading, then the plan.
+fn plan_text(plan: &str) -> String {
+    format!("\n\n**Proposed plan** (switch the mode to supervised to implement it)\n\n{plan}")
 }
 
 /// The updates that replay one transcript row (`session/messages` entry).
@@ -204,6 +214,10 @@ pub fn from_row(row: &Value) -> Option<SessionUpdate> {
         }
         // A rewind's note (SPEC §22): the editor's history is not rewritten by it.
         Role::Rewind => None,
+        // A proposed plan (SPEC §26) replays as it streamed: agent text.
+        Role::Plan => Some(SessionUpdate::AgentMessageChunk(text_chunk(&plan_text(
+            content,
+        )))),
         Role::ToolResult => {
             let result = parsed();
             let output = result.get("rawOutput").cloned().unwrap_or(Value::Null);

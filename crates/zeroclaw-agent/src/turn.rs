@@ -34,6 +34,12 @@
 //!   be confined, and refuses it elsewhere), with a private temporary directory made on the
 //!   turn's first confined call and removed when the turn ends.
 //!
+//! * plan mode (autonomy `plan`, SPEC §26, [`crate::tools::plan`]): the calls `read_only`
+//!   runs run the same way, the others are refused as changing nothing (a hook's allow does
+//!   not lift that); the system prompt gains plan mode's section and `propose_plan` is
+//!   offered; a valid `propose_plan` call ends the turn after its round, with `Plan`
+//!   reported after the round's results.
+//!
 //! Cancellation (the token) is raced against every wait: the provider
 //! stream is dropped (closing the HTTP connection), a running `bash` is
 //! killed with its process group, a pending approval or question is
@@ -83,6 +89,17 @@ pub enum Autonomy {
     /// `write_file` is refused without asking; `bash` runs confined to writing nowhere
     /// (SPEC §21.2), and is refused where it cannot be confined.
     ReadOnly,
+    /// Plan mode (SPEC §26, [`crate::tools::plan`]): what changes nothing runs as in
+    /// `ReadOnly`, the rest is refused as changing something, and `propose_plan` ends the
+    /// turn with a plan.
+    Plan,
+}
+
+impl Autonomy {
+    /// Nothing may be changed: `ReadOnly` and `Plan`.
+    pub fn reads_only(self) -> bool {
+        matches!(self, Autonomy::ReadOnly | Autonomy::Plan)
+    }
 }
 
 /// Settings a session may change while a turn runs; read before every provider call and
@@ -211,6 +228,11 @@ pub enum TurnEvent<'a> {
     Hook {
         report: HookReport,
     },
+    /// A `propose_plan` call's plan (SPEC §26), after the round's tool results; the turn
+    /// then ends.
+    Plan {
+        plan: String,
+    },
 }
 
 impl TurnEvent<'_> {
@@ -260,6 +282,7 @@ impl TurnEvent<'_> {
                 reason,
             },
             TurnEvent::Hook { report } => TurnEvent::Hook { report },
+            TurnEvent::Plan { plan } => TurnEvent::Plan { plan },
         }
     }
 }
@@ -391,6 +414,9 @@ struct Turn<'a> {
     scratch: tokio::sync::OnceCell<Scratch>,
     /// The text last returned by `steps` was cut to the host's `result_text_max`.
     shown_cut: bool,
+    /// The plan of a `propose_plan` call of this round: sent after the round's results,
+    /// and the turn ends.
+    proposed: Option<String>,
 }
 
 #[derive(Default)]
@@ -431,6 +457,10 @@ pub async fn run_turn(
     if spec.background.is_some() && offered.contains(&ToolName::Bash) {
         offered.extend([ToolName::BashOutput, ToolName::BashKill]);
     }
+    let autonomy = spec.live.as_ref().and_then(|l| l.autonomy());
+    if autonomy.unwrap_or(spec.autonomy) == Autonomy::Plan {
+        offered.push(ToolName::ProposePlan);
+    }
     let mut turn = Turn {
         spec,
         context,
@@ -443,6 +473,7 @@ pub async fn run_turn(
         start,
         scratch: tokio::sync::OnceCell::new(),
         shown_cut: false,
+        proposed: None,
     };
     let (outcome, content, provider_calls, tool_rounds) = turn.run(prompt).await;
     TurnResult {
@@ -589,7 +620,7 @@ impl Turn<'_> {
             let lent = Arc::new(std::mem::take(&mut *self.context));
             let req = ProviderRequest {
                 model: self.model(),
-                system_prompt: self.spec.system_prompt.clone(),
+                system_prompt: self.system_prompt(),
                 messages: Arc::clone(&lent),
                 tools,
             };
@@ -680,11 +711,31 @@ impl Turn<'_> {
                     }
                 }
             }
+            if let Some(plan) = self.proposed.take() {
+                self.host.emit(TurnEvent::Plan { plan }).await;
+                let shown = self.shown(&step.text);
+                return (TurnOutcome::Completed, shown, calls_made, rounds);
+            }
             if rounds >= max {
                 let shown = with_limit_note(&self.shown(&step.text), max);
                 return (TurnOutcome::Completed, shown, calls_made, rounds);
             }
         }
+    }
+
+    /// The agent's system prompt, with plan mode's instructions while in it (SPEC §26).
+    fn system_prompt(&self) -> String {
+        if self.autonomy() != Autonomy::Plan {
+            return self.spec.system_prompt.clone();
+        }
+        if self.spec.system_prompt.is_empty() {
+            return crate::tools::plan::PROMPT.to_owned();
+        }
+        format!(
+            "{}\n\n{}",
+            self.spec.system_prompt,
+            crate::tools::plan::PROMPT
+        )
     }
 
     /// What the result shows of a step's `text`: all of it, or its beginning when it is
@@ -739,7 +790,7 @@ impl Turn<'_> {
         let mut stream = loop {
             let attempt = first.take().unwrap_or_else(|| ProviderRequest {
                 model: model.clone(),
-                system_prompt: self.spec.system_prompt.clone(),
+                system_prompt: self.system_prompt(),
                 messages: Arc::clone(lent),
                 tools: tools.clone(),
             });
@@ -940,15 +991,27 @@ impl Turn<'_> {
         let mut note = None;
         let autonomy = self.autonomy();
         // How `bash` runs is settled with the autonomy it passed under (SPEC §21.2).
-        let plan = (tool == ToolName::Bash).then(|| {
-            sandbox::plan(
-                &self.spec.sandbox,
-                autonomy == Autonomy::ReadOnly,
-                &self.spec.cwd,
-            )
-        });
+        let plan = (tool == ToolName::Bash)
+            .then(|| sandbox::plan(&self.spec.sandbox, autonomy.reads_only(), &self.spec.cwd));
+        if tool == ToolName::ProposePlan {
+            return CallOutcome::Done(match crate::tools::plan::parse(&args) {
+                Ok(plan) => {
+                    self.proposed = Some(plan);
+                    crate::tools::plan::PROPOSED.to_owned()
+                }
+                Err(e) => e,
+            });
+        }
         if tool.is_mutating() {
             match autonomy {
+                Autonomy::Plan if matches!(plan, Some(Plan::Confine(_))) => {}
+                Autonomy::Plan => {
+                    let why = match &plan {
+                        Some(Plan::Refuse(why)) => Some(why.as_str()),
+                        _ => None,
+                    };
+                    return CallOutcome::Done(crate::tools::plan::refusal(tool.as_str(), why));
+                }
                 Autonomy::ReadOnly if matches!(plan, Some(Plan::Confine(_))) => {}
                 Autonomy::ReadOnly => {
                     if let Some(Plan::Refuse(why)) = plan {
@@ -1032,6 +1095,9 @@ impl Turn<'_> {
         let read_only = mcp.tool(&call.name).is_none_or(|t| t.read_only);
         if !read_only {
             match self.autonomy() {
+                Autonomy::Plan => {
+                    return CallOutcome::Done(crate::tools::plan::refusal(&call.name, None));
+                }
                 Autonomy::ReadOnly => {
                     return CallOutcome::Done(format!(
                         "Refused: the agent runs in read_only autonomy; `{}` is not annotated read-only.",
@@ -1161,6 +1227,8 @@ impl Turn<'_> {
                 Some(shells) => shells.kill(args),
                 None => "Error: background processes are not available here.".to_string(),
             },
+            // Answered by `dispatch_call`, which ends the turn after it.
+            ToolName::ProposePlan => crate::tools::plan::PROPOSED.to_owned(),
         }
     }
 }

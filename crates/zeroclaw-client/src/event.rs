@@ -140,7 +140,7 @@ mod tests {
     #[test]
     fn unknown_and_malformed_updates() {
         assert_eq!(
-            parse_update(&json!({"sessionId": "s1", "type": "plan"})),
+            parse_update(&json!({"sessionId": "s1", "type": "not_yet_known"})),
             Ok(None)
         );
         assert!(parse_update(&json!({"type": "agent_message_chunk", "text": "x"})).is_err());
@@ -177,7 +177,7 @@ mod tests {
             },
             ServerMessage::Notification {
                 method: SESSION_UPDATE.into(),
-                params: json!({"sessionId": "s1", "type": "plan"}),
+                params: json!({"sessionId": "s1", "type": "not_yet_known"}),
             },
             ServerMessage::Notification {
                 method: "x/y".into(),

@@ -84,7 +84,7 @@ const HELP: &[(&str, &str)] = &[
     ),
     (
         "agents.*.autonomy",
-        "supervised: bash and write_file need approval; full: nothing does; read_only: no writes.",
+        "supervised: bash and write_file need approval; full: nothing does; read_only: no writes; plan: no writes, the agent proposes a plan.",
     ),
     (
         "agents.*.max_context_tokens",
@@ -536,7 +536,7 @@ mod tests {
         let agent = &s["properties"]["agents"]["additionalProperties"]["properties"];
         assert_eq!(
             agent["autonomy"]["enum"],
-            json!(["supervised", "full", "read_only"])
+            json!(["supervised", "full", "read_only", "plan"])
         );
         assert_eq!(agent["autonomy"]["default"], json!("supervised"));
         assert_eq!(agent["auto_compact"]["type"], json!("boolean"));

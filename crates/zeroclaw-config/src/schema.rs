@@ -24,7 +24,7 @@ pub const PROVIDER_KINDS: &[&str] = &["echo", "openai", "anthropic", "ollama", "
 /// The smallest thinking budget the providers accept (Anthropic's minimum).
 pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// Agent autonomy levels.
-pub const AUTONOMY: &[&str] = &["supervised", "full", "read_only"];
+pub const AUTONOMY: &[&str] = &["supervised", "full", "read_only", "plan"];
 /// How long an idle live session stays loaded by default (SPEC §22).
 pub const DEFAULT_SESSION_IDLE_SECS: u32 = 900;
 /// The longest `limits.session_idle_secs`: a week.
@@ -76,7 +76,7 @@ provider = "echo"
 model = ""                         # empty = the provider's model
 system_prompt = "You are a helpful assistant."
 tools = ["bash", "read_file", "write_file", "ask_user"]
-autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only
+autonomy = "supervised"            # supervised: bash and write_file need approval; full; read_only; plan
 max_context_tokens = 32000
 max_output_tokens = 8192           # longest answer (anthropic, ollama, gemini; not openai)
 thinking_budget = 0                # tokens of thinking; 0 = off, else at least 1024
@@ -270,6 +270,8 @@ pub enum Autonomy {
     Supervised,
     Full,
     ReadOnly,
+    /// Plan mode (SPEC §26): reads only, and ends a turn with a proposed plan.
+    Plan,
 }
 
 /// `checkpoint_budget_mb` when not set (SPEC §18).

@@ -70,8 +70,8 @@ wire_enum!(
 
 wire_enum!(
     /// How freely an agent's tools run (`supervised`: `bash` and `write_file` ask first).
-    Autonomy { Supervised = "supervised", Full = "full", ReadOnly = "read_only" }
-    unknown(a) => format!("unknown autonomy {a:?}: expected supervised, full or read_only")
+    Autonomy { Supervised = "supervised", Full = "full", ReadOnly = "read_only", Plan = "plan" }
+    unknown(a) => format!("unknown autonomy {a:?}: expected supervised, full, read_only or plan")
 );
 
 wire_enum!(
@@ -136,6 +136,9 @@ wire_enum!(
         /// A failed turn's error (SPEC §22): content is JSON `{"message", "retries"}`;
         /// never sent to the provider.
         Error = "error",
+        /// A plan-mode turn's proposed plan (SPEC §26), markdown; never sent to the
+        /// provider from here.
+        Plan = "plan",
     }
 );
 
@@ -172,7 +175,7 @@ mod tests {
         let e = crate::decode_text::<Autonomy>(r#""wild""#).expect_err("unknown");
         assert_eq!(
             e.0,
-            r#"unknown autonomy "wild": expected supervised, full or read_only"#
+            r#"unknown autonomy "wild": expected supervised, full, read_only or plan"#
         );
         let e = crate::decode_text::<Decision>(r#""may\"be""#).expect_err("unknown");
         assert_eq!(
@@ -183,7 +186,7 @@ mod tests {
         let e = serde_json::from_str::<Autonomy>(r#""wild""#).expect_err("unknown");
         assert_eq!(
             e.to_string(),
-            r#"unknown autonomy "wild": expected supervised, full or read_only at line 1 column 6"#
+            r#"unknown autonomy "wild": expected supervised, full, read_only or plan at line 1 column 6"#
         );
         assert_eq!(
             serde_json::from_str::<Autonomy>(r#""read_only""#).ok(),
@@ -208,6 +211,8 @@ mod tests {
         Full,
         #[serde(rename = "read_only")]
         ReadOnly,
+        #[serde(rename = "plan")]
+        Plan,
     }
 
     #[test]

@@ -245,6 +245,9 @@ update_kinds! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decided_by: Option<DecidedBy>,
     },
+    /// A plan-mode turn's proposed plan (SPEC §26), markdown: sent when the agent calls
+    /// `propose_plan`, before the turn ends; the transcript keeps it as a `plan` row.
+    Plan = "plan" { plan: String },
 }
 
 /// Which output of a tool a `tool_output_chunk` came from.
@@ -450,6 +453,9 @@ mod tests {
                     principal: "operator".into(),
                     client: "chat".into(),
                 }),
+            },
+            UpdateType::Plan => UpdateKind::Plan {
+                plan: "1. Read `main.rs`\n2. Fix the bug".into(),
             },
         }
     }

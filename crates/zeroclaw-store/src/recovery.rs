@@ -143,7 +143,9 @@ pub fn provider_safe(rows: Vec<ContextRow>) -> Vec<ContextRow> {
     rows.into_iter()
         .enumerate()
         .filter(|(i, r)| match r.role {
-            Role::Interruption | Role::Compaction | Role::Rewind | Role::Error => false,
+            Role::Interruption | Role::Compaction | Role::Rewind | Role::Error | Role::Plan => {
+                false
+            }
             Role::ToolCall => call_id(r)
                 .and_then(|id| last_result.get(&id))
                 .is_some_and(|j| j > i),

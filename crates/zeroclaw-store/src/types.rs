@@ -91,6 +91,10 @@ str_enum!(
         /// A failed turn's error (SPEC §22): JSON `{"message", "retries"}` ([`TurnError`]).
         /// Visible to clients, never part of the model context.
         Error = "error",
+        /// A plan-mode turn's proposed plan (SPEC §26), markdown, after the turn's rows.
+        /// Visible to clients, never part of the model context (the `propose_plan` call
+        /// carries it there).
+        Plan = "plan",
     }
 );
 
@@ -279,6 +283,11 @@ impl NewRow {
     /// A failed turn's `error` row.
     pub fn error(error: &TurnError) -> Self {
         Self::new(Role::Error, error.to_content())
+    }
+
+    /// A plan-mode turn's `plan` row (SPEC §26).
+    pub fn plan(plan: impl Into<String>) -> Self {
+        Self::new(Role::Plan, plan)
     }
 }
 

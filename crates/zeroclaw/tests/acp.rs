@@ -354,7 +354,9 @@ fn a_whole_session_through_zeroclaw_acp_over(way: Way) {
                 let sid = new.session_id.clone();
                 let modes = new.modes.expect("modes");
                 assert_eq!(&*modes.current_mode_id.0, "supervised");
-                assert_eq!(modes.available_modes.len(), 3);
+                // supervised, full, read_only and plan (SPEC §26).
+                assert_eq!(modes.available_modes.len(), 4);
+                assert!(modes.available_modes.iter().any(|m| &*m.id.0 == "plan"));
 
                 // Allowed tool call.
                 let done = cx

@@ -17,6 +17,7 @@ pub mod background;
 pub mod bash;
 pub mod fs;
 pub mod live;
+pub mod plan;
 pub mod skill;
 
 /// A built-in tool.
@@ -35,6 +36,9 @@ pub enum ToolName {
     BashOutput,
     /// Stops a background process (SPEC §26); offered with [`ToolName::BashOutput`].
     BashKill,
+    /// Ends a plan-mode turn with a plan (SPEC §26); offered only in autonomy `plan`, so
+    /// not in [`ToolName::ALL`].
+    ProposePlan,
 }
 
 /// What the model is told about `bash` (the shell differs on Windows).
@@ -64,6 +68,7 @@ impl ToolName {
             ToolName::Skill => "skill",
             ToolName::BashOutput => "bash_output",
             ToolName::BashKill => "bash_kill",
+            ToolName::ProposePlan => "propose_plan",
         }
     }
 
@@ -160,6 +165,17 @@ impl ToolName {
                         "name": {"type": "string", "description": "The skill's name."}
                     },
                     "required": ["name"],
+                }),
+            ),
+            ToolName::ProposePlan => (
+                "Propose your plan (markdown: the steps, the files to change, how to check \
+                 the result) and end your turn; the user decides whether to implement it.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "plan": {"type": "string", "description": "The plan, in markdown."}
+                    },
+                    "required": ["plan"],
                 }),
             ),
         };

@@ -11,10 +11,11 @@ import { h, replace, errText } from "./dom.js";
 import { Transcript } from "./transcript.js";
 import { confirmRewind } from "./rewind.js";
 import { shellsPanel } from "./shells.js";
+import { IMPLEMENT_PROMPT } from "./plan.js";
 
 const PAGE = 100;
 const TURN_TIMEOUT_MS = 3_600_000;
-const AUTONOMY = ["supervised", "full", "read_only"];
+const AUTONOMY = ["supervised", "full", "read_only", "plan"];
 
 export function sessionView(box, sessionId) {
   let disposed = false;
@@ -36,6 +37,7 @@ export function sessionView(box, sessionId) {
     me: () => rpc.info?.principal?.id,
     approve,
     rewind,
+    implement: rpc.can("session/configure") && rpc.can("session/prompt") ? implement : null,
   });
 
   const title = h("h1.title", null, sessionId);
@@ -276,6 +278,9 @@ export function sessionView(box, sessionId) {
         drawUsage({ contextTokens: u.tokensAfter, contextWindow: Number(meter.dataset.window) || 0 });
         if (!u.replay) loadInfo();
         break;
+      case "plan":
+        t.plan(u.turnId, u.plan);
+        break;
       case "history_trimmed":
         t.note(`Older turns left the model's context (${u.droppedMessages} messages)`, null, u.turnId);
         break;
@@ -353,6 +358,24 @@ export function sessionView(box, sessionId) {
     } catch (e) {
       block.error = errText(e);
       t.mark(block);
+    }
+  }
+
+  /** Accepts a proposed plan (SPEC §26): supervised again, then "Implement the plan.". */
+  async function implement(block) {
+    error.textContent = "";
+    try {
+      await rpc.call("session/configure", { sessionId, autonomy: "supervised" });
+      autonomySelect.value = "supervised";
+      block.implemented = true;
+      block.error = "";
+      t.mark(block);
+      await rpc.call("session/prompt", { sessionId, prompt: IMPLEMENT_PROMPT }, TURN_TIMEOUT_MS);
+    } catch (e) {
+      if (e && e.code !== undefined) {
+        block.error = errText(e);
+        t.mark(block);
+      }
     }
   }
 

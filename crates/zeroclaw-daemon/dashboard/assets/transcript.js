@@ -7,6 +7,7 @@
 import { h, replace, markdown, ago } from "./dom.js";
 import { fillToolCard, addChunk, startTime } from "./toolcard.js";
 import { diffBlock } from "./diffview.js";
+import { planCard } from "./plan.js";
 
 /** Past this many characters a streaming answer is drawn as text until its turn ends. */
 const LIVE_MARKDOWN_MAX = 20_000;
@@ -19,7 +20,7 @@ const LIVE_MARKDOWN_MS = 120;
 
 export class Transcript {
   constructor(actions) {
-    this.actions = actions; // {approve(block, decision), rewind(turnId), canApprove, canRewind, me}
+    this.actions = actions; // {approve(block, decision), rewind(turnId), implement(block)?, canApprove, canRewind, me}
     this.el = h("div.transcript", { role: "log", "aria-live": "polite" });
     this.top = h("div.older");
     this.list = h("div.blocks");
@@ -117,6 +118,8 @@ export class Transcript {
         return { ...base, kind: "failure", ...failureOf(content) };
       case "rewind":
         return { ...base, kind: "note", ...rewindNote(content) };
+      case "plan":
+        return { ...base, kind: "plan", text: content };
       default:
         return { ...base, kind: "note", text: `${row.role}: ${content}` };
     }
@@ -210,6 +213,12 @@ export class Transcript {
     }
   }
 
+  /** A proposed plan (SPEC §26), once per turn (the row replaces it on reload). */
+  plan(turnId, text) {
+    if (this.blocks.some((b) => b.kind === "plan" && b.turnId === turnId && turnId)) return;
+    this.push({ kind: "plan", turnId, text: text || "", final: true });
+  }
+
   note(text, detail, turnId) {
     this.push({ kind: "note", text, detail, turnId, final: true });
   }
@@ -300,6 +309,7 @@ export class Transcript {
       case "approval": return this.fillApproval(b);
       case "failure": return this.fillFailure(b);
       case "diff": return replace(b.el, diffBlock(b.files));
+      case "plan": return replace(b.el, ...planCard(b, this.actions.implement || null));
       default: return this.fillNote(b);
     }
   }

@@ -198,7 +198,7 @@ fn config_schema_answers_a_grouped_form_schema_without_secrets() {
     let agent = &s["properties"]["agents"]["additionalProperties"]["properties"];
     assert_eq!(
         agent["autonomy"]["enum"],
-        json!(["supervised", "full", "read_only"])
+        json!(["supervised", "full", "read_only", "plan"])
     );
     assert_eq!(agent["auto_compact"]["type"], "boolean");
     assert_eq!(agent["max_tool_iterations"]["maximum"], 10_000);

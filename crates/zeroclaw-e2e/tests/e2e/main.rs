@@ -54,6 +54,7 @@ mod long_history;
 mod mcp;
 mod models;
 mod notifications;
+mod plan_mode;
 mod project_knowledge;
 mod providers_anthropic;
 mod providers_gemini;

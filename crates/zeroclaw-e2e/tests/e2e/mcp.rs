@@ -57,7 +57,7 @@ env = {{ MCP_PIDFILE = "{}", MCP_HELPER = "1" }}
 }
 
 /// A daemon whose agent `default` has the `kv` server; returns it with the pid file path.
-fn start(fake: &Fake, delay_secs: f64) -> (TestDaemon, PathBuf) {
+pub(crate) fn start(fake: &Fake, delay_secs: f64) -> (TestDaemon, PathBuf) {
     let pids = tempfile::tempdir().unwrap().keep();
     let pidfile = pids.join("kv.pid");
     // The server writes its pid file outside the session's cwd: the sandbox (SPEC §21.2)
@@ -75,7 +75,7 @@ fn start(fake: &Fake, delay_secs: f64) -> (TestDaemon, PathBuf) {
     (daemon, pidfile)
 }
 
-fn new_session(c: &mut Conn) -> String {
+pub(crate) fn new_session(c: &mut Conn) -> String {
     let r = c.new_session(json!({"agentAlias": "default"}));
     r["sessionId"].as_str().unwrap().to_string()
 }
@@ -83,7 +83,7 @@ fn new_session(c: &mut Conn) -> String {
 /// Polls `session/status` until the named server is in `state`, for as long as the daemon
 /// gives a server to be ready (30 s): on a loaded machine twenty servers starting at once
 /// took longer than 10 s once (`.ci/run`, stop 40), still "starting", not failed.
-fn wait_server(c: &mut Conn, sid: &str, state: &str) -> Value {
+pub(crate) fn wait_server(c: &mut Conn, sid: &str, state: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status = c.result("session/status", json!({"sessionId": sid}));

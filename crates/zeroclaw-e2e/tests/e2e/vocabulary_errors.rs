@@ -34,7 +34,7 @@ fn an_unknown_autonomy_is_refused_in_the_daemons_words() {
     );
     assert_eq!(
         e,
-        refused(r#"unknown autonomy "wild": expected supervised, full or read_only"#)
+        refused(r#"unknown autonomy "wild": expected supervised, full, read_only or plan"#)
     );
     // Either spelling of the session key, a session that does not exist, a word that needs
     // escaping: the autonomy is judged first, and quoted as Rust's `{:?}` quotes it.
@@ -44,7 +44,7 @@ fn an_unknown_autonomy_is_refused_in_the_daemons_words() {
     );
     assert_eq!(
         e,
-        refused(r#"unknown autonomy "Wi\"ld\n": expected supervised, full or read_only"#)
+        refused(r#"unknown autonomy "Wi\"ld\n": expected supervised, full, read_only or plan"#)
     );
     let e = c.error(
         "session/configure",
@@ -52,7 +52,7 @@ fn an_unknown_autonomy_is_refused_in_the_daemons_words() {
     );
     assert_eq!(
         e,
-        refused(r#"unknown autonomy "": expected supervised, full or read_only"#)
+        refused(r#"unknown autonomy "": expected supervised, full, read_only or plan"#)
     );
     // A known one still works.
     let ok = c.result(

@@ -139,6 +139,7 @@ pub(crate) fn build(
         zeroclaw_config::Autonomy::Supervised => Autonomy::Supervised,
         zeroclaw_config::Autonomy::Full => Autonomy::Full,
         zeroclaw_config::Autonomy::ReadOnly => Autonomy::ReadOnly,
+        zeroclaw_config::Autonomy::Plan => Autonomy::Plan,
     };
     spec.max_tool_iterations = agent.max_tool_iterations;
     spec.cwd = session.cwd.clone();

@@ -149,11 +149,11 @@ impl SessionManager {
     }
 }
 
-/// How much an autonomy lets the agent do without asking: `read_only` < `supervised` <
-/// `full`.
+/// How much an autonomy lets the agent do without asking: `read_only` = `plan` <
+/// `supervised` < `full`.
 fn latitude(a: zeroclaw_config::Autonomy) -> u8 {
     match a {
-        zeroclaw_config::Autonomy::ReadOnly => 0,
+        zeroclaw_config::Autonomy::ReadOnly | zeroclaw_config::Autonomy::Plan => 0,
         zeroclaw_config::Autonomy::Supervised => 1,
         zeroclaw_config::Autonomy::Full => 2,
     }

@@ -43,6 +43,8 @@ pub(crate) struct SessionHost<'a> {
     pub retries: std::sync::atomic::AtomicU32,
     /// The turn's budgets and the cost of its calls (SPEC §24.2).
     pub budget: super::budget::Gate,
+    /// The plan a plan-mode turn proposed (SPEC §26): its `plan` row, after the turn's.
+    pub plan: std::sync::Mutex<Option<String>>,
 }
 
 /// Milliseconds since the Unix epoch (`startedAt` of `tool_call`).
@@ -215,6 +217,13 @@ impl TurnHost for SessionHost<'_> {
                 })
             }
             TurnEvent::Hook { report } => self.update(super::hooks::update_of(report)),
+            TurnEvent::Plan { plan } => {
+                self.update_ref(&UpdateKind::Plan { plan: plan.clone() });
+                // Never poisoned: nothing panics while it is held.
+                if let Ok(mut slot) = self.plan.lock() {
+                    *slot = Some(plan);
+                }
+            }
         }
     }
 

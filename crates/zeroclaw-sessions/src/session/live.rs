@@ -145,6 +145,7 @@ impl zeroclaw_agent::LiveSettings for SharedOverrides {
             zeroclaw_config::Autonomy::Supervised => zeroclaw_agent::Autonomy::Supervised,
             zeroclaw_config::Autonomy::Full => zeroclaw_agent::Autonomy::Full,
             zeroclaw_config::Autonomy::ReadOnly => zeroclaw_agent::Autonomy::ReadOnly,
+            zeroclaw_config::Autonomy::Plan => zeroclaw_agent::Autonomy::Plan,
         })
     }
 }

@@ -67,8 +67,10 @@ pub fn servers_for(
         .get(alias)
         .map(|a| a.autonomy)
         .unwrap_or_default();
-    let read_only =
-        live.overrides().autonomy.unwrap_or(base) == zeroclaw_config::Autonomy::ReadOnly;
+    let read_only = matches!(
+        live.overrides().autonomy.unwrap_or(base),
+        zeroclaw_config::Autonomy::ReadOnly | zeroclaw_config::Autonomy::Plan
+    );
     let rules = super::sandbox::mcp_rules(config, alias, read_only, &live.cwd);
     let inherit = super::sandbox::settings(config, alias).env;
     if let Some(agent) = config.agents.get(alias) {

@@ -539,7 +539,7 @@ pub(crate) fn context_from(restored: &RestoredContext) -> Vec<ChatMessage> {
                     },
                 ));
             }
-            Role::Interruption | Role::Compaction | Role::Rewind | Role::Error => {}
+            Role::Interruption | Role::Compaction | Role::Rewind | Role::Error | Role::Plan => {}
         }
     }
     provider_safe(&out)

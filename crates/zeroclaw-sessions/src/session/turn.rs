@@ -257,6 +257,7 @@ impl Runner {
                 self.store.clone(),
                 cancel.clone(),
             ),
+            plan: Default::default(),
         };
         let abandon = cancel.clone();
         let watch_begin = async move {
@@ -280,6 +281,7 @@ impl Runner {
         let retries = host.retries.load(Ordering::Relaxed);
         let reason = (result.outcome == TurnOutcome::Cancelled && host.budget.stopped())
             .then(|| "budget".to_owned());
+        let plan = host.plan.lock().ok().and_then(|mut p| p.take());
         drop(host);
         // What the turn left, for a rewind to tell its changes from others' (SPEC §17.2).
         if acp && let Some(files) = &self.files {
@@ -314,6 +316,8 @@ impl Runner {
                 retries,
             })
         });
+        // A proposed plan keeps its own row (SPEC §26), also outside the model context.
+        let plan_row = plan.map(NewRow::plan);
         let written = if acp {
             let status = match result.outcome {
                 TurnOutcome::Completed => CheckpointStatus::Completed,
@@ -326,6 +330,7 @@ impl Runner {
             let (mut rows, from) = persist::lend_rows(&mut self.context[appended..]);
             // Last, so the lent rows keep their places for `give_back`.
             rows.extend(error_row);
+            rows.extend(plan_row);
             let (written, back) = self
                 .store
                 .finish_turn_lent(key, turn_id, status, rows)
@@ -338,6 +343,7 @@ impl Runner {
             let mut all = vec![NewRow::user(chat_prompt.unwrap_or_default())];
             all.extend(persist::visible_rows(&self.context[appended..]));
             all.extend(error_row);
+            all.extend(plan_row);
             self.store.append_rows(key, Some(turn_id), all).await
         };
         let seqs = match written {

@@ -32,6 +32,7 @@ pub fn role(role: zeroclaw_store::Role) -> zeroclaw_protocol::Role {
         zeroclaw_store::Role::Compaction => zeroclaw_protocol::Role::Compaction,
         zeroclaw_store::Role::Rewind => zeroclaw_protocol::Role::Rewind,
         zeroclaw_store::Role::Error => zeroclaw_protocol::Role::Error,
+        zeroclaw_store::Role::Plan => zeroclaw_protocol::Role::Plan,
     }
 }
 
@@ -54,6 +55,7 @@ pub fn autonomy(a: zeroclaw_config::Autonomy) -> zeroclaw_protocol::Autonomy {
         zeroclaw_config::Autonomy::Supervised => zeroclaw_protocol::Autonomy::Supervised,
         zeroclaw_config::Autonomy::Full => zeroclaw_protocol::Autonomy::Full,
         zeroclaw_config::Autonomy::ReadOnly => zeroclaw_protocol::Autonomy::ReadOnly,
+        zeroclaw_config::Autonomy::Plan => zeroclaw_protocol::Autonomy::Plan,
     }
 }
 
@@ -68,6 +70,7 @@ pub fn configured_autonomy(a: zeroclaw_protocol::Autonomy) -> zeroclaw_config::A
         zeroclaw_protocol::Autonomy::Supervised => zeroclaw_config::Autonomy::Supervised,
         zeroclaw_protocol::Autonomy::Full => zeroclaw_config::Autonomy::Full,
         zeroclaw_protocol::Autonomy::ReadOnly => zeroclaw_config::Autonomy::ReadOnly,
+        zeroclaw_protocol::Autonomy::Plan => zeroclaw_config::Autonomy::Plan,
     }
 }
 

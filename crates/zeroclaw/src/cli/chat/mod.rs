@@ -142,7 +142,7 @@ pub async fn run(
                 continue;
             }
         };
-        let line = match read {
+        let mut line = match read {
             Read::Line(line) => line,
             Read::End => {
                 ui.end_line();
@@ -154,6 +154,8 @@ pub async fn run(
             continue;
         }
         if let Some(command) = Slash::parse(&line) {
+            // `/plan PROMPT` and `/implement` go on to send a prompt (SPEC §26).
+            let mut then_send = None;
             match command {
                 Slash::Help => ui.print(slash::HELP),
                 Slash::Sessions => {
@@ -188,12 +190,27 @@ pub async fn run(
                 },
                 Slash::Model(name) => {
                     let model = (!name.is_empty()).then_some(name);
-                    configure(&handle, &session_id, &mut ui, model, None).await
+                    configure(&handle, &session_id, &mut ui, model, None).await;
                 }
                 Slash::Mode(word) => match autonomy(&word) {
-                    Ok(autonomy) => configure(&handle, &session_id, &mut ui, None, autonomy).await,
+                    Ok(autonomy) => {
+                        configure(&handle, &session_id, &mut ui, None, autonomy).await;
+                    }
                     Err(why) => ui.error(&why),
                 },
+                Slash::Plan(text) => {
+                    let plan = Some(Autonomy::Plan);
+                    if configure(&handle, &session_id, &mut ui, None, plan).await {
+                        ui.note("plan mode: the agent reads and proposes a plan; /implement carries it out");
+                        then_send = (!text.is_empty()).then_some(text);
+                    }
+                }
+                Slash::Implement => {
+                    let supervised = Some(Autonomy::Supervised);
+                    if configure(&handle, &session_id, &mut ui, None, supervised).await {
+                        then_send = Some(slash::IMPLEMENT_PROMPT.to_owned());
+                    }
+                }
                 Slash::Title(text) => commands::title(&handle, &session_id, &mut ui, &text).await,
                 Slash::Fork => {
                     if let Some(id) = commands::fork(&handle, &session_id, &mut ui).await {
@@ -235,7 +252,10 @@ pub async fn run(
                     "unknown command /{name}; /help lists the commands"
                 )),
             }
-            continue;
+            match then_send {
+                Some(text) => line = text,
+                None => continue,
+            }
         }
         let mut turn =
             Turn::new(&handle, &session_id, &me, &mut ui, &mut input).with_policy(policy);
@@ -310,14 +330,14 @@ fn autonomy(word: &str) -> Result<Option<Autonomy>, String> {
 }
 
 /// `/model` and `/mode`: `session/configure` for this session (SPEC §16); with nothing to
-/// change, shows the current settings.
+/// change, shows the current settings. Whether it succeeded.
 async fn configure(
     handle: &ClientHandle,
     session_id: &str,
     ui: &mut Ui,
     model: Option<String>,
     autonomy: Option<Autonomy>,
-) {
+) -> bool {
     let params = ConfigureParams {
         session_id: session_id.into(),
         mode: None,
@@ -325,8 +345,14 @@ async fn configure(
         model,
     };
     match handle.call_typed::<call::SessionConfigure>(&params).await {
-        Ok(r) => ui.note(&format!("model {} · autonomy {}", r.model, r.autonomy)),
-        Err(e) => ui.error(&message(&e)),
+        Ok(r) => {
+            ui.note(&format!("model {} · autonomy {}", r.model, r.autonomy));
+            true
+        }
+        Err(e) => {
+            ui.error(&message(&e));
+            false
+        }
     }
 }
 
@@ -424,7 +450,7 @@ mod tests {
         assert_eq!(
             autonomy("sometimes"),
             Err(
-                "unknown autonomy \"sometimes\": expected supervised, full or read_only (code -32602)"
+                "unknown autonomy \"sometimes\": expected supervised, full, read_only or plan (code -32602)"
                     .to_string()
             )
         );

@@ -11,7 +11,7 @@ pub enum Slash {
     Quit,
     /// `/model NAME`: this session's model from its next provider call (empty: show).
     Model(String),
-    /// `/mode supervised|full|read_only`: this session's autonomy.
+    /// `/mode supervised|full|read_only|plan`: this session's autonomy.
     Mode(String),
     /// `/compact [instructions]`: summarize the session's context now (SPEC §18).
     Compact(String),
@@ -25,6 +25,10 @@ pub enum Slash {
     Fork,
     /// `/title TEXT`: name the session (empty: say how).
     Title(String),
+    /// `/plan [PROMPT]`: plan mode for this session (SPEC §26), then PROMPT if any.
+    Plan(String),
+    /// `/implement`: supervised autonomy, then the prompt [`IMPLEMENT_PROMPT`].
+    Implement,
     Unknown(String),
 }
 
@@ -35,7 +39,7 @@ commands (not sent to the model):
   /new        start a new session with the same agent
   /cancel     cancel the turn running in this session
   /model NAME use model NAME in this session (from its next provider call)
-  /mode M     autonomy of this session: supervised, full or read_only
+  /mode M     autonomy of this session: supervised, full, read_only or plan
   /compact [INSTRUCTIONS]
               summarize this session's context now (the transcript stays whole)
   /rewind [N] go back N turns (default 1); the last rewound prompt returns to the line;
@@ -45,6 +49,9 @@ commands (not sent to the model):
   /diff [N]   the files this session changed (or the turn N prompts back changed)
   /fork       continue in a copy of this session (the original stays as it is)
   /title TEXT name this session
+  /plan [PROMPT]
+              plan mode: the agent only reads and proposes a plan (then sends PROMPT)
+  /implement  leave plan mode (supervised) and ask the agent to implement the plan
   /quit       leave the chat (also Ctrl-D)
 keys: ←/→ and Home/End move · ↑/↓ recall earlier prompts · Ctrl-R searches them
       Ctrl-C cancels a running turn (at the prompt it exits)";
@@ -73,6 +80,8 @@ impl Slash {
             }),
             "fork" => Slash::Fork,
             "title" => Slash::Title(arg),
+            "plan" => Slash::Plan(arg),
+            "implement" => Slash::Implement,
             "mode" => Slash::Mode(arg),
             "help" | "h" | "?" => Slash::Help,
             "sessions" => Slash::Sessions,
@@ -83,6 +92,9 @@ impl Slash {
         })
     }
 }
+
+/// What `/implement` sends once the session is supervised again (SPEC §26).
+pub const IMPLEMENT_PROMPT: &str = "Implement the plan.";
 
 /// A count of turns: empty is 1; `Err` holds what was typed instead.
 fn count(arg: &str) -> Result<u32, String> {
@@ -146,6 +158,12 @@ mod tests {
         assert_eq!(Slash::parse("/diff 2"), Some(Slash::Diff(Ok(Some(2)))));
         assert_eq!(Slash::parse("/diff x"), Some(Slash::Diff(Err("x".into()))));
         assert_eq!(Slash::parse("/fork"), Some(Slash::Fork));
+        assert_eq!(Slash::parse("/plan"), Some(Slash::Plan(String::new())));
+        assert_eq!(
+            Slash::parse("/plan fix  the build"),
+            Some(Slash::Plan("fix the build".into()))
+        );
+        assert_eq!(Slash::parse("/implement"), Some(Slash::Implement));
         assert_eq!(
             Slash::parse("/title  Big   refactor "),
             Some(Slash::Title("Big refactor".into()))

@@ -379,6 +379,7 @@ impl<'a> Turn<'a> {
                 self.ui.message(&text);
             }
             UpdateKind::AgentThoughtChunk { text } => self.ui.thought(&text),
+            UpdateKind::Plan { plan } => self.ui.plan(&plan),
             UpdateKind::ToolCall {
                 tool_call_id,
                 name,

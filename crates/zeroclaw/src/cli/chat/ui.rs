@@ -228,6 +228,8 @@ impl Ui {
                     let line = self.paint(DIM, &format!("[{}]", rewind_row(text)));
                     self.out(&format!("{line}\n"));
                 }
+                // A plan-mode turn's proposed plan (SPEC §26).
+                "plan" => self.plan(text),
                 // A failed turn's error row (SPEC §22): its message and the retries made.
                 "error" => {
                     let line = format!("[error] {}", clip(&error_row(text), LINE_CHARS));
@@ -314,6 +316,21 @@ impl Ui {
         } else {
             self.out(text);
         }
+    }
+
+    /// A proposed plan (SPEC §26): under a heading, rendered like an answer, with how to
+    /// accept it.
+    pub fn plan(&mut self, plan: &str) {
+        self.end_line();
+        let head = self.paint(BOLD, "── proposed plan ──");
+        self.out(&format!("{head}\n"));
+        self.message(plan);
+        self.end_line();
+        let foot = self.paint(
+            DIM,
+            "── /implement carries it out; or keep talking in plan mode ──",
+        );
+        self.out(&format!("{foot}\n"));
     }
 
     pub fn thought(&mut self, text: &str) {
