@@ -44,6 +44,7 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # Crate -> the crates it must not depend on (README "Layout").
 CRATE_BOUNDARIES = {
     "zeroclaw-sessions": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon"},
+    "zeroclaw-webhooks": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon"},
 }
 
 DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")

@@ -23,6 +23,7 @@ pub mod hooks;
 pub mod path;
 pub mod schema;
 pub mod shape;
+pub mod webhooks;
 
 pub use error::{ConfigError, PolicyError};
 pub use hooks::{HOOK_EVENTS, Hook, Hooks};
@@ -31,6 +32,7 @@ pub use schema::{
     Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, SandboxMode,
     Security, User, Wss,
 };
+pub use webhooks::Webhook;
 pub mod escalation;
 pub mod guard;
 pub mod policy;

@@ -155,6 +155,8 @@ pub struct Config {
     pub gateway: GatewaySettings,
     /// Hooks run for every agent, before the agent's own (SPEC §21.1).
     pub hooks: crate::hooks::Hooks,
+    /// Webhooks that start turns (SPEC §23.1), by name.
+    pub webhooks: BTreeMap<String, crate::webhooks::Webhook>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -697,6 +699,10 @@ impl Config {
         hook_violations(&self.hooks, &at(&["hooks"]), &mut out);
         self.validate_wss(&mut out);
         self.validate_gateway(&mut out);
+        for name in self.webhooks.keys() {
+            check_map_key("webhooks", name, &mut out);
+        }
+        crate::webhooks::violations(self, &mut out);
         out
     }
 

@@ -147,6 +147,27 @@ static PROFILE: Shape = Shape::Struct(&[
     ("config_write_paths", Shape::StrList),
 ]);
 
+/// One webhook (SPEC §23.1).
+static WEBHOOK: Shape = Shape::Struct(&[
+    ("agent", Shape::Str),
+    ("secret_env", Shape::Str),
+    ("secret", Shape::Str),
+    ("run_as", Shape::Str),
+    ("prompt", Shape::Str),
+    ("session", Shape::Str),
+    ("key", Shape::Str),
+    ("events", Shape::StrList),
+    ("cwd", Shape::Str),
+    ("autonomy", Shape::Enum(AUTONOMY)),
+    (
+        "rate_per_minute",
+        Shape::Int {
+            min: 1,
+            max: crate::webhooks::MAX_WEBHOOK_RATE as i64,
+        },
+    ),
+]);
+
 /// The whole configuration.
 pub static ROOT: Shape = Shape::Struct(&[
     (
@@ -192,6 +213,7 @@ pub static ROOT: Shape = Shape::Struct(&[
     ),
     ("gateway", Shape::Struct(&[("hostnames", Shape::StrList)])),
     ("hooks", HOOKS),
+    ("webhooks", Shape::Map(&WEBHOOK)),
 ]);
 
 /// A problem at a property.

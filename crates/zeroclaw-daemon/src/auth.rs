@@ -77,6 +77,9 @@ pub(crate) enum Presented<'a> {
     Local { uid: Option<u32>, lineage: Lineage },
     /// A WebSocket peer: the pairing token it gave at `initialize`, if any.
     WebSocket { token: Option<&'a str> },
+    /// An unattended turn's context (a webhook delivery, SPEC §23.1): the configured user
+    /// it runs as, or the daemon's owner (`None`), resolved under the policy in force.
+    RunAs { user: Option<&'a str> },
 }
 
 impl Presented<'_> {
@@ -105,6 +108,11 @@ pub(crate) fn credential(
             Err(AuthError::SessionProgram(lineage))
         }
         Presented::Local { uid, .. } => local_credential(uid),
+        Presented::RunAs { user: Some(user) } => Ok(Credential::Token {
+            user: user.to_owned(),
+        }),
+        // The daemon's owner: resolved in [`principal`], which knows the daemon's uid.
+        Presented::RunAs { user: None } => Err(AuthError::NoPeerCredentials),
         Presented::WebSocket { token } => {
             let token = token.ok_or(AuthError::NoToken)?;
             if Logins::is_session_token(token) {
@@ -131,6 +139,17 @@ fn local_credential(_uid: Option<u32>) -> Result<Credential, AuthError> {
     Ok(Credential::PipeClient)
 }
 
+/// The daemon's owner, as the local endpoint would know it.
+#[cfg(not(windows))]
+fn owner_credential(daemon_uid: u32) -> Credential {
+    Credential::LocalUid(daemon_uid)
+}
+
+#[cfg(windows)]
+fn owner_credential(_daemon_uid: u32) -> Credential {
+    Credential::PipeClient
+}
+
 /// The caller's principal under `config` (refused once its credential is revoked);
 /// `daemon_uid` is the daemon's own uid.
 pub(crate) fn principal(
@@ -139,7 +158,10 @@ pub(crate) fn principal(
     daemon_uid: u32,
     presented: &Presented,
 ) -> Result<Principal, AuthError> {
-    let cred = credential(bearers, presented)?;
+    let cred = match presented {
+        Presented::RunAs { user: None } => owner_credential(daemon_uid),
+        _ => credential(bearers, presented)?,
+    };
     Ok(policy::resolve(config, &cred, daemon_uid)?)
 }
 

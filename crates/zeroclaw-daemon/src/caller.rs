@@ -31,6 +31,18 @@ pub(crate) struct Handshake {
     pub client: String,
 }
 
+/// A context that is no connection: an unattended turn started for a source that is not a
+/// client (a webhook delivery, SPEC §23.1), run as a configured user.
+#[derive(Debug, Clone)]
+pub(crate) struct RunAs {
+    /// The user the calls run as; `None`: the daemon's owner (its own uid).
+    pub user: Option<String>,
+    /// What the turn's `user_message.promptedBy` names (`webhook:NAME`).
+    pub by: String,
+    /// The id the turn takes, chosen before it starts (the delivery answered it).
+    pub turn_id: String,
+}
+
 /// Everything handlers may know about the connection a call came on.
 pub(crate) struct ConnectionContext {
     pub id: u64,
@@ -43,6 +55,8 @@ pub(crate) struct ConnectionContext {
     pub admission: std::sync::Mutex<Admission>,
     /// This connection's last prompt to each live session (what a cancel applies to).
     pub prompts: LastPrompts,
+    /// Set for an unattended turn's context ([`RunAs`]); `None` for every connection.
+    pub run_as: Option<RunAs>,
 }
 
 impl ConnectionContext {
@@ -55,7 +69,14 @@ impl ConnectionContext {
             handshake: OnceLock::new(),
             admission: std::sync::Mutex::new(admission),
             prompts: LastPrompts::default(),
+            run_as: None,
         }
+    }
+
+    /// This context runs its calls as `run_as` rather than as a peer's credential.
+    pub fn running_as(mut self, run_as: RunAs) -> Self {
+        self.run_as = Some(run_as);
+        self
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -69,7 +90,12 @@ impl ConnectionContext {
     }
 
     /// The credential this connection presents with `token` (the one `initialize` offers).
-    pub fn presenting<'a>(&self, token: Option<&'a str>) -> Presented<'a> {
+    pub fn presenting<'a>(&'a self, token: Option<&'a str>) -> Presented<'a> {
+        if let Some(run_as) = &self.run_as {
+            return Presented::RunAs {
+                user: run_as.user.as_deref(),
+            };
+        }
         match self.peer.kind {
             TransportKind::Local => Presented::Local {
                 uid: self.peer.uid,

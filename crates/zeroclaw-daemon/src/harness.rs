@@ -33,6 +33,7 @@ impl Harness {
         let config = ConfigStore::open(&dirs.config_file()).map_err(startup)?;
         let sessions = crate::open_sessions(&dirs).await?;
         let tokens = pairing::TokenStore::new(&dirs.data_dir);
+        let sessions_store = sessions.store.clone();
         let daemon = Arc::new(Daemon {
             endpoint: dirs.config_dir.join("harness.sock"),
             dirs,
@@ -49,6 +50,7 @@ impl Harness {
             uploads: files::UploadManager::default(),
             gateway: crate::gateway_control::Gateway::default(),
             status_text: Default::default(),
+            webhooks: zeroclaw_webhooks::Webhooks::new(sessions_store),
         });
         Ok(Harness { daemon })
     }

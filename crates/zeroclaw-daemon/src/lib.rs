@@ -191,6 +191,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let code_ttl = zeroclaw_sessions::logins::CODE_TTL;
     #[cfg(feature = "test-hooks")]
     let code_ttl = test_hooks::login_code_ttl_from_env().unwrap_or(code_ttl);
+    let sessions_store = sessions.store.clone();
     let daemon = Arc::new(Daemon {
         dirs,
         endpoint,
@@ -209,6 +210,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
             zeroclaw_sessions::logins::Logins::with_code_ttl(code_ttl),
         ),
         status_text: Default::default(),
+        webhooks: zeroclaw_webhooks::Webhooks::new(sessions_store),
     });
     install_gateway_starter(&daemon);
     // Idle sessions rest (SPEC §22).

@@ -44,6 +44,8 @@ pub struct Daemon {
     pub gateway: Gateway,
     /// What `status` answers that never changes, encoded at its first call.
     pub status_text: OnceLock<FixedText>,
+    /// Webhook deliveries: rates and the idempotency record (SPEC §23.1).
+    pub webhooks: zeroclaw_webhooks::Webhooks,
 }
 
 impl Daemon {

@@ -38,6 +38,7 @@ pub mod types;
 mod unchecked;
 pub mod update;
 pub mod validate;
+pub mod webhook;
 mod word;
 
 pub use decode::{ParamsError, camel_case, decode, decode_text, decode_value, normalize_keys};

@@ -40,6 +40,7 @@ use crate::system::{
     InitializeParams, InitializeResult, ModelsListParams, ModelsListResult, NoParams,
     ShutdownResult, StatusResult,
 };
+use crate::webhook::{WebhookDeliveriesParams, WebhookDeliveriesResult, WebhookListResult};
 
 /// Daemon → client notification carrying one event of a session (`session/update`).
 pub const SESSION_UPDATE: &str = "session/update";
@@ -285,6 +286,12 @@ methods! {
     /// SPEC §20: a one-time code for the web dashboard (local only).
     DashboardLogin = "dashboard/login" => grant("system", "read"),
         params NoParams, result DashboardLoginResult, runs NOW.local();
+    /// SPEC §23.1: the configured webhooks.
+    WebhookList = "webhook/list" => grant("system", "read"),
+        params NoParams, result WebhookListResult, runs NOW;
+    /// SPEC §23.1: a webhook's recent deliveries.
+    WebhookDeliveries = "webhook/deliveries" => grant("system", "read"),
+        params WebhookDeliveriesParams, result WebhookDeliveriesResult, runs WAITS;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult, runs NOW;
@@ -331,7 +338,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 34);
+        assert_eq!(Method::ALL.len(), 36);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

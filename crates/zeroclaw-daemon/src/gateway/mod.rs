@@ -8,7 +8,8 @@
 //!   bodies, responses) and [`peer`] (what an accepted connection carries);
 //! - [`acp`]: ACP over the WebSocket upgrade of `/acp` (SPEC §25);
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
-//!   [`host`]: which `Host` names the gateway answers.
+//!   [`host`]: which `Host` names the gateway answers; [`webhook`]: `POST /webhooks/NAME`
+//!   (SPEC §23.1).
 //!
 //! Whether it runs (`gateway/start`, with the login store: [`crate::gateway_control`]) and
 //! the failed-login counts ([`crate::login_rate`]) sit below the
@@ -25,3 +26,4 @@ pub(crate) mod peer;
 pub(crate) mod post;
 pub(crate) mod tls;
 pub(crate) mod upgrade;
+pub(crate) mod webhook;

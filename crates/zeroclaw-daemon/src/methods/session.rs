@@ -118,6 +118,8 @@ pub(crate) async fn prompt(
                 text: prompt,
                 text_len,
                 attachments: shown,
+                by: conn.run_as.as_ref().map(|r| r.by.clone()),
+                turn_id: conn.run_as.as_ref().map(|r| r.turn_id.clone()),
             },
             answering,
         )

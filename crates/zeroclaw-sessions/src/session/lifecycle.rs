@@ -86,8 +86,13 @@ impl SessionManager {
         let (queued, answered) = super::answered::pair();
         let mut job = Job {
             kind: JobKind::Prompt {
-                prompted: Prompted::new(prompt.text_len, prompt.attachments, &principal.id),
+                prompted: Prompted::new(
+                    prompt.text_len,
+                    prompt.attachments,
+                    prompt.by.as_deref().unwrap_or(&principal.id),
+                ),
                 prompt: prompt.text,
+                turn_id: prompt.turn_id,
             },
             link: Arc::clone(&link),
             config: Arc::clone(&config),
