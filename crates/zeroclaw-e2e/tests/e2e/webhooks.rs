@@ -601,3 +601,84 @@ fn the_cli_adds_lists_tests_and_removes_a_webhook() {
     let (_, out, _) = cli(&daemon, &["webhook", "list"]);
     assert!(!out.contains("gh\t"), "{out}");
 }
+
+#[test]
+fn the_turn_runs_as_run_as_with_that_users_grants() {
+    let fake = Fake::start();
+    let users = r#"
+[permission_profiles.runner]
+grants = { sessions = ["create", "read", "update", "execute"] }
+allowed_agents = ["default"]
+[permission_profiles.reader]
+grants = { sessions = ["create", "read"] }
+allowed_agents = ["default"]
+[users.alice]
+permission_profiles = ["runner"]
+[users.bob]
+permission_profiles = ["reader"]
+[webhooks.alice]
+agent = "default"
+secret = "a-secret"
+run_as = "alice"
+[webhooks.bob]
+agent = "default"
+secret = "b-secret"
+run_as = "bob"
+[webhooks.owner]
+agent = "default"
+secret = "o-secret"
+"#;
+    let config = format!(
+        "{}{WSS_SECTION}{users}",
+        session_config(&fake.server.base_url(), "")
+    );
+    let daemon = TestDaemon::start_env(&[], &[], |dir| {
+        std::fs::write(dir.join("config.toml"), config).expect("config");
+    });
+    let port = listening_port(&daemon);
+    let mut c = daemon.client();
+
+    fake.push(Scripted::text("as alice"));
+    let r = github(port, "alice", "a-secret", "push", "a-1", &json!({}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    let alices = r.json();
+    assert_eq!(ended(&mut c, "alice", "a-1")["status"], "completed");
+    fake.push(Scripted::text("as the owner"));
+    let r = github(port, "owner", "o-secret", "push", "o-1", &json!({}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    let owners = r.json();
+    assert_eq!(ended(&mut c, "owner", "o-1")["status"], "completed");
+    // Bob may create sessions but not prompt them: his grants stop the turn.
+    let r = github(port, "bob", "b-secret", "push", "b-1", &json!({}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    let record = ended(&mut c, "bob", "b-1");
+    assert_eq!(record["status"], "failed", "{record}");
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("session/prompt"),
+        "{record}"
+    );
+    assert_eq!(fake.requests().len(), 2, "{:?}", fake.requests());
+
+    // Alice's own list has her webhook's session, not the owner's.
+    let token = common::ws::pair(daemon.config_dir(), "alice");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let listed = rt.block_on(async {
+        let mut alice = common::ws::WsClient::open(port, &token).await;
+        alice.call("session/list", json!({})).await
+    });
+    let ids: Vec<&str> = listed["result"]["sessions"]
+        .as_array()
+        .map(|s| s.iter().filter_map(|s| s["sessionId"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        ids.contains(&alices["sessionId"].as_str().expect("id")),
+        "{listed}"
+    );
+    assert!(
+        !ids.contains(&owners["sessionId"].as_str().expect("id")),
+        "{listed}"
+    );
+}
