@@ -46,6 +46,7 @@ CRATE_BOUNDARIES = {
     "zeroclaw-sessions": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon"},
     "zeroclaw-schedules": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon", "zeroclaw-sessions"},
     "zeroclaw-notify": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon", "zeroclaw-sessions"},
+    "zeroclaw-webhooks": {"zeroclaw-rpc", "zeroclaw-ipc", "zeroclaw-daemon"},
 }
 
 DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")

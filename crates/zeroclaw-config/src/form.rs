@@ -30,6 +30,7 @@ pub const GROUPS: &[(&str, &str, &[&str])] = &[
     ),
     ("hooks", "Hooks", &["hooks"]),
     ("notify", "Notifications", &["notify"]),
+    ("webhooks", "Webhooks", &["webhooks"]),
 ];
 
 /// Help text by property pattern (`*` for any map key), from the types' doc comments and
@@ -289,6 +290,54 @@ const HELP: &[(&str, &str)] = &[
         "hooks",
         "Commands run at points of every agent's turns, as the daemon's user (admin-only).",
     ),
+    (
+        "webhooks",
+        "HTTP endpoints POST /webhooks/NAME that start a turn per signed delivery (admin-only).",
+    ),
+    (
+        "webhooks.*.agent",
+        "The agent whose session each delivery prompts.",
+    ),
+    (
+        "webhooks.*.secret_env",
+        "Name of the environment variable holding the signing secret (HMAC-SHA256).",
+    ),
+    (
+        "webhooks.*.secret",
+        "The signing secret itself (secret: never read back; prefer secret_env).",
+    ),
+    (
+        "webhooks.*.run_as",
+        "The user the turn runs as, with that user's grants; empty = the daemon's owner.",
+    ),
+    (
+        "webhooks.*.prompt",
+        "The prompt template: {{event}}, {{delivery}}, {{json /pointer}}, {{payload}}; empty = the payload.",
+    ),
+    (
+        "webhooks.*.session",
+        "new (a session per delivery), per_key (one per value of key) or a fixed session id.",
+    ),
+    (
+        "webhooks.*.key",
+        "A JSON pointer into the payload naming the session for per_key (/pull_request/number).",
+    ),
+    (
+        "webhooks.*.events",
+        "The event header's values taken (X-GitHub-Event); empty = every event.",
+    ),
+    (
+        "webhooks.*.cwd",
+        "Where bash runs; empty = the agent's workspace.",
+    ),
+    (
+        "webhooks.*.autonomy",
+        "The turn's autonomy, at most the agent's; unset = the agent's.",
+    ),
+    (
+        "webhooks.*.rate_per_minute",
+        "Deliveries taken per minute; more are answered 429.",
+    ),
     ("*.session_start", "Run when a session starts."),
     (
         "*.user_prompt_submit",
@@ -377,6 +426,7 @@ pub fn group_of(key: &str) -> Option<&'static str> {
 fn is_secret(path: &[&str]) -> bool {
     matches!(path, ["providers", _, "api_key"])
         || matches!(path, ["notify", _, "secret"])
+        || matches!(path, ["webhooks", _, "secret"])
         || matches!(path, ["agents", _, "mcp_servers", _, "env", _])
 }
 
@@ -401,6 +451,7 @@ fn entry_defaults(path: &[&str]) -> Option<Json> {
         ["permission_profiles"] => serde_json::to_value(Profile::default()),
         ["agents", "*", "mcp_servers"] => serde_json::to_value(McpServer::default()),
         ["pricing"] => serde_json::to_value(crate::schema::Price::default()),
+        ["webhooks"] => serde_json::to_value(crate::webhooks::Webhook::default()),
         _ => return None,
     };
     v.ok()
@@ -486,6 +537,7 @@ fn key_name(path: &[&str]) -> &'static str {
         Some(&"users") => "user",
         Some(&"permission_profiles") => "profile",
         Some(&"mcp_servers") => "server",
+        Some(&"webhooks") => "webhook",
         Some(&"grants") => "resource",
         Some(&"pricing") => "model",
         _ => "name",

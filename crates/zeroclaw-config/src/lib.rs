@@ -24,6 +24,7 @@ pub mod notify;
 pub mod path;
 pub mod schema;
 pub mod shape;
+pub mod webhooks;
 
 pub use error::{ConfigError, PolicyError};
 pub use hooks::{HOOK_EVENTS, Hook, Hooks};
@@ -32,6 +33,7 @@ pub use schema::{
     Agent, Autonomy, Config, Limits, McpServer, Profile, Provider, ProviderKind, SandboxMode,
     Security, User, Wss,
 };
+pub use webhooks::Webhook;
 pub mod escalation;
 pub mod guard;
 pub mod policy;

@@ -161,6 +161,8 @@ pub struct Config {
     pub notify: BTreeMap<String, crate::notify::NotifyChannel>,
     /// Prices by model name (SPEC §24.2). Admin-only.
     pub pricing: BTreeMap<String, Price>,
+    /// Webhooks that start turns (SPEC §23.1), by name.
+    pub webhooks: BTreeMap<String, crate::webhooks::Webhook>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -272,6 +274,19 @@ pub enum Autonomy {
     ReadOnly,
     /// Plan mode (SPEC §26): reads only, and ends a turn with a proposed plan.
     Plan,
+}
+
+impl Autonomy {
+    /// How much it lets the agent do without asking, to compare two: `read_only` = `plan`
+    /// < `supervised` < `full` (SPEC §17.2: nobody but an admin raises a session past its
+    /// agent's; a webhook's is at most its agent's).
+    pub fn latitude(self) -> u8 {
+        match self {
+            Autonomy::ReadOnly | Autonomy::Plan => 0,
+            Autonomy::Supervised => 1,
+            Autonomy::Full => 2,
+        }
+    }
 }
 
 /// `checkpoint_budget_mb` when not set (SPEC §18).
@@ -750,6 +765,10 @@ impl Config {
                 .into_iter()
                 .map(|(prop, message)| Violation { prop, message }),
         );
+        for name in self.webhooks.keys() {
+            check_map_key("webhooks", name, &mut out);
+        }
+        crate::webhooks::violations(self, &mut out);
         out
     }
 

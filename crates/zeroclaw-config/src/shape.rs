@@ -192,6 +192,27 @@ static NOTIFY_CHANNEL: Shape = Shape::Struct(&[
     ),
 ]);
 
+/// One webhook (SPEC §23.1).
+static WEBHOOK: Shape = Shape::Struct(&[
+    ("agent", Shape::Str),
+    ("secret_env", Shape::Str),
+    ("secret", Shape::Str),
+    ("run_as", Shape::Str),
+    ("prompt", Shape::Str),
+    ("session", Shape::Str),
+    ("key", Shape::Str),
+    ("events", Shape::StrList),
+    ("cwd", Shape::Str),
+    ("autonomy", Shape::Enum(AUTONOMY)),
+    (
+        "rate_per_minute",
+        Shape::Int {
+            min: 1,
+            max: crate::webhooks::MAX_WEBHOOK_RATE as i64,
+        },
+    ),
+]);
+
 /// The whole configuration.
 pub static ROOT: Shape = Shape::Struct(&[
     (
@@ -247,6 +268,7 @@ pub static ROOT: Shape = Shape::Struct(&[
     // Notification channels (SPEC §24.3).
     ("notify", Shape::Map(&NOTIFY_CHANNEL)),
     ("pricing", Shape::Map(&PRICE)),
+    ("webhooks", Shape::Map(&WEBHOOK)),
 ]);
 
 /// A problem at a property.

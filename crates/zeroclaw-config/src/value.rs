@@ -170,6 +170,11 @@ pub fn masked_json(config: &Config) -> Json {
             mask_url(url);
         }
     }
+    for hook in entries(&mut v, "webhooks") {
+        if let Some(secret) = hook.get_mut("secret") {
+            mask(secret);
+        }
+    }
     for agent in entries(&mut v, "agents") {
         for server in entries(agent, "mcp_servers") {
             if let Some(env) = server.get_mut("env").and_then(Json::as_object_mut) {

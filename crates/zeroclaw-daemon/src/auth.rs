@@ -79,6 +79,9 @@ pub(crate) enum Presented<'a> {
     WebSocket { token: Option<&'a str> },
     /// A schedule's run (SPEC §24.1): its creator, whoever the policy says that is now.
     Schedule { owner: &'a str },
+    /// An unattended turn's context (a webhook delivery, SPEC §23.1): the configured user
+    /// it runs as, or the daemon's owner (`None`), resolved under the policy in force.
+    RunAs { user: Option<&'a str> },
 }
 
 impl Presented<'_> {
@@ -113,6 +116,11 @@ pub(crate) fn credential(
                 user: user.to_owned(),
             })
             .ok_or(AuthError::NoPeerCredentials),
+        Presented::RunAs { user: Some(user) } => Ok(Credential::Token {
+            user: user.to_owned(),
+        }),
+        // The daemon's owner: resolved in [`principal`], which knows the daemon's uid.
+        Presented::RunAs { user: None } => Err(AuthError::NoPeerCredentials),
         Presented::WebSocket { token } => {
             let token = token.ok_or(AuthError::NoToken)?;
             if Logins::is_session_token(token) {
@@ -139,6 +147,17 @@ fn local_credential(_uid: Option<u32>) -> Result<Credential, AuthError> {
     Ok(Credential::PipeClient)
 }
 
+/// The daemon's owner, as the local endpoint would know it.
+#[cfg(not(windows))]
+fn owner_credential(daemon_uid: u32) -> Credential {
+    Credential::LocalUid(daemon_uid)
+}
+
+#[cfg(windows)]
+fn owner_credential(_daemon_uid: u32) -> Credential {
+    Credential::PipeClient
+}
+
 /// The caller's principal under `config` (refused once its credential is revoked);
 /// `daemon_uid` is the daemon's own uid.
 pub(crate) fn principal(
@@ -147,15 +166,14 @@ pub(crate) fn principal(
     daemon_uid: u32,
     presented: &Presented,
 ) -> Result<Principal, AuthError> {
-    if let Presented::Schedule {
-        owner: policy::OPERATOR,
-    } = presented
-    {
-        // The operator is the daemon's own uid, while the policy trusts it.
-        let cred = Credential::LocalUid(daemon_uid);
-        return Ok(policy::resolve(config, &cred, daemon_uid)?);
-    }
-    let cred = credential(bearers, presented)?;
+    let cred = match presented {
+        // A webhook's turn run as the daemon's owner, and the operator's schedules.
+        Presented::RunAs { user: None }
+        | Presented::Schedule {
+            owner: policy::OPERATOR,
+        } => owner_credential(daemon_uid),
+        _ => credential(bearers, presented)?,
+    };
     Ok(policy::resolve(config, &cred, daemon_uid)?)
 }
 

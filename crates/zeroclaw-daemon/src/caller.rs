@@ -31,6 +31,18 @@ pub(crate) struct Handshake {
     pub client: String,
 }
 
+/// A context that is no connection: an unattended turn started for a source that is not a
+/// client (a webhook delivery, SPEC §23.1), run as a configured user.
+#[derive(Debug, Clone)]
+pub(crate) struct RunAs {
+    /// The user the calls run as; `None`: the daemon's owner (its own uid).
+    pub user: Option<String>,
+    /// What the turn's `user_message.promptedBy` names (`webhook:NAME`).
+    pub by: String,
+    /// The id the turn takes, chosen before it starts (the delivery answered it).
+    pub turn_id: String,
+}
+
 /// Everything handlers may know about the connection a call came on.
 pub(crate) struct ConnectionContext {
     pub id: u64,
@@ -49,6 +61,8 @@ pub(crate) struct ConnectionContext {
     /// When it last sent a request, in ms since [`activity_epoch`] (SPEC §24.3: a face
     /// active lately is watching).
     pub last_request: std::sync::atomic::AtomicU64,
+    /// Set for an unattended turn's context ([`RunAs`]); `None` for every connection.
+    pub run_as: Option<RunAs>,
 }
 
 /// Who a schedule's run acts as, and what its prompts say sent them.
@@ -85,6 +99,7 @@ impl ConnectionContext {
             prompts: LastPrompts::default(),
             scheduled: None,
             last_request: std::sync::atomic::AtomicU64::new(activity_now()),
+            run_as: None,
         }
     }
 
@@ -124,6 +139,12 @@ impl ConnectionContext {
         last != HUNG_UP && activity_now().saturating_sub(last) <= window
     }
 
+    /// This context runs its calls as `run_as` rather than as a peer's credential.
+    pub fn running_as(mut self, run_as: RunAs) -> Self {
+        self.run_as = Some(run_as);
+        self
+    }
+
     pub fn is_initialized(&self) -> bool {
         self.handshake.get().is_some()
     }
@@ -138,6 +159,11 @@ impl ConnectionContext {
     pub fn presenting<'a>(&'a self, token: Option<&'a str>) -> Presented<'a> {
         if let Some(s) = &self.scheduled {
             return Presented::Schedule { owner: &s.owner };
+        }
+        if let Some(run_as) = &self.run_as {
+            return Presented::RunAs {
+                user: run_as.user.as_deref(),
+            };
         }
         match self.peer.kind {
             TransportKind::Local => Presented::Local {

@@ -19,7 +19,7 @@ use crate::auth::{self, Principal};
 use crate::caller::ConnectionContext;
 use crate::methods::{
     config, config_schema, configure, diff, file, gateway, history, initialize, models, push,
-    schedule, session, skills, status, usage,
+    schedule, session, skills, status, usage, webhook,
 };
 use crate::params::{self, Params};
 use crate::state::Daemon;
@@ -132,6 +132,10 @@ pub(crate) async fn call(
                 .await
         }
         Method::SessionDiff => run::<c::SessionDiff, _>(params, |q| diff::diff(daemon, p, q)).await,
+        Method::WebhookList => now::<c::WebhookList>(params, |q| webhook::list(daemon, q)),
+        Method::WebhookDeliveries => {
+            run::<c::WebhookDeliveries, _>(params, |q| webhook::deliveries(daemon, q)).await
+        }
         Method::FileAttach => {
             run::<c::FileAttach, _>(params, |q| file::attach(daemon, conn, p, q)).await
         }

@@ -36,6 +36,7 @@ impl Harness {
             .await
             .map_err(crate::StartupError)?;
         let tokens = pairing::TokenStore::new(&dirs.data_dir);
+        let sessions_store = sessions.store.clone();
         let daemon = Arc::new(Daemon {
             endpoint: dirs.config_dir.join("harness.sock"),
             dirs,
@@ -54,6 +55,7 @@ impl Harness {
             status_text: Default::default(),
             schedules,
             notifier: Default::default(),
+            webhooks: zeroclaw_webhooks::Webhooks::new(sessions_store),
         });
         Ok(Harness { daemon })
     }

@@ -194,6 +194,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
     let code_ttl = zeroclaw_sessions::logins::CODE_TTL;
     #[cfg(feature = "test-hooks")]
     let code_ttl = test_hooks::login_code_ttl_from_env().unwrap_or(code_ttl);
+    let sessions_store = sessions.store.clone();
     let daemon = Arc::new(Daemon {
         dirs,
         endpoint,
@@ -214,6 +215,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), StartupError> {
         status_text: Default::default(),
         schedules,
         notifier: Default::default(),
+        webhooks: zeroclaw_webhooks::Webhooks::new(sessions_store),
     });
     install_gateway_starter(&daemon);
     // Schedules fire (SPEC §24.1), the runs caught up after downtime first.

@@ -48,6 +48,8 @@ pub struct Daemon {
     pub schedules: Arc<zeroclaw_schedules::Schedules>,
     /// Notifications (SPEC §24.3), once started.
     pub notifier: OnceLock<Arc<zeroclaw_notify::Notifier>>,
+    /// Webhook deliveries: rates and the idempotency record (SPEC §23.1).
+    pub webhooks: zeroclaw_webhooks::Webhooks,
 }
 
 impl Daemon {

@@ -42,6 +42,7 @@ mod unchecked;
 pub mod update;
 pub mod usage;
 pub mod validate;
+pub mod webhook;
 mod word;
 
 pub use decode::{ParamsError, camel_case, decode, decode_text, decode_value, normalize_keys};

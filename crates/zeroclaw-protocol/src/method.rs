@@ -51,6 +51,7 @@ use crate::system::{
     ShutdownResult, StatusResult,
 };
 use crate::usage::{UsageSummaryParams, UsageSummaryResult};
+use crate::webhook::{WebhookDeliveriesParams, WebhookDeliveriesResult, WebhookListResult};
 
 /// Daemon → client notification carrying one event of a session (`session/update`).
 pub const SESSION_UPDATE: &str = "session/update";
@@ -328,6 +329,12 @@ methods! {
     /// SPEC §24.2: tokens and cost per day, agent and principal (non-admins: their own).
     UsageSummary = "usage/summary" => grant("system", "read"),
         params UsageSummaryParams, result UsageSummaryResult, runs WAITS;
+    /// SPEC §23.1: the configured webhooks.
+    WebhookList = "webhook/list" => grant("system", "read"),
+        params NoParams, result WebhookListResult, runs NOW;
+    /// SPEC §23.1: a webhook's recent deliveries.
+    WebhookDeliveries = "webhook/deliveries" => grant("system", "read"),
+        params WebhookDeliveriesParams, result WebhookDeliveriesResult, runs WAITS;
     /// Graceful stop; admin principals only.
     DaemonShutdown = "daemon/shutdown" => Requirement::Admin,
         params NoParams, result ShutdownResult, runs NOW;
@@ -374,7 +381,7 @@ mod tests {
             assert_eq!(Method::from_name(m.name()), Some(*m));
             assert!(seen.insert(m.name()), "{m} twice");
         }
-        assert_eq!(Method::ALL.len(), 45);
+        assert_eq!(Method::ALL.len(), 47);
         assert_eq!(Method::from_name(SESSION_UPDATE), None);
         assert_eq!(Method::from_name(ELICITATION_CREATE), None);
         assert_eq!(Method::from_name("Status"), None);

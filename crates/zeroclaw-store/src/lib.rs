@@ -56,6 +56,7 @@ mod settings;
 mod turns;
 mod types;
 mod usage;
+mod webhooks;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -77,6 +78,7 @@ pub use schedules::{RUNS_KEPT, ScheduleRow, ScheduleRunRow};
 pub use schema::SCHEMA_VERSION;
 pub use types::*;
 pub use usage::UsageDay;
+pub use webhooks::{Claim, DELIVERY_TTL_MS, Delivery};
 
 use db::Db;
 
@@ -196,6 +198,36 @@ impl Store {
         let jobs = self.inner.jobs.as_ref().ok_or(StoreError::Closed)?;
         jobs.send(job).await.map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Claims a webhook delivery id (SPEC §23.1): records `delivery` unless its id was
+    /// seen in the last 24 h, in one transaction.
+    pub async fn claim_delivery(&self, delivery: Delivery) -> Result<Claim> {
+        self.call(move |db| webhooks::claim(db, delivery)).await
+    }
+
+    /// Sets what became of a recorded webhook delivery.
+    pub async fn finish_delivery(
+        &self,
+        webhook: &str,
+        delivery_id: &str,
+        status: &str,
+        error: Option<String>,
+    ) -> Result<()> {
+        let (webhook, delivery_id, status) = (
+            webhook.to_owned(),
+            delivery_id.to_owned(),
+            status.to_owned(),
+        );
+        self.call(move |db| webhooks::finish(db, &webhook, &delivery_id, &status, error.as_deref()))
+            .await
+    }
+
+    /// The last `limit` deliveries of `webhook`, newest first.
+    pub async fn deliveries(&self, webhook: &str, limit: u32) -> Result<Vec<Delivery>> {
+        let webhook = webhook.to_owned();
+        self.call(move |db| webhooks::list(db, &webhook, limit))
+            .await
     }
 
     /// Path of the database file.

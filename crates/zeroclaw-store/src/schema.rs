@@ -290,6 +290,21 @@ CREATE TABLE usage_daily (
     PRIMARY KEY (day, principal, agent)
 );
 "#,
+    // Webhook deliveries (SPEC §23.1): the idempotency record of each delivery id (kept
+    // 24 h) and what became of it.
+    r#"
+CREATE TABLE webhook_deliveries (
+    webhook     TEXT    NOT NULL,
+    delivery_id TEXT    NOT NULL,
+    received_at INTEGER NOT NULL,
+    status      TEXT    NOT NULL,
+    session_id  TEXT,
+    turn_id     TEXT,
+    error       TEXT,
+    PRIMARY KEY (webhook, delivery_id)
+);
+CREATE INDEX webhook_deliveries_by_time ON webhook_deliveries (webhook, received_at);
+"#,
 ];
 
 /// Schema version this build writes.

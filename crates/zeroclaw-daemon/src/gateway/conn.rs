@@ -1,7 +1,7 @@
 //! One gateway connection (SPEC §20): reads HTTP/1.1 requests off the socket (keep-alive and
 //! pipelining: one head after another, in order) and answers each by its route — the
 //! dashboard's files, `/healthz`, `POST /rpc`, the REST routes under `/api/v1/` (SPEC
-//! §23.2: [`super::rest`]) — or hands the socket to the WebSocket
+//! §23.2: [`super::rest`]), `POST /webhooks/NAME` (SPEC §23.1) — or hands the socket to the WebSocket
 //! transport when the request is an upgrade on `/` or `/rpc` (or to the ACP bridge on
 //! `/acp`, SPEC §25). A request whose `Host` does
 //! not name the gateway gets 421 first, whatever its route ([`super::host`]).
@@ -25,6 +25,7 @@ use super::peer::{Peer, Settings, WRITE_WITHIN};
 use super::post::{self, PostState};
 use super::rest;
 use super::upgrade;
+use super::webhook;
 use crate::connection::INITIALIZE_WITHIN;
 use crate::state::Daemon;
 
@@ -112,7 +113,8 @@ pub(crate) async fn serve<S>(
         let next = route(&daemon, &mut stream, &mut buf, &head, &mut state).await;
         let Next::Answer(response) = next else { break };
         // A request whose body was not read leaves the stream unusable: close after it.
-        let reads_body = post::reads_body(&head) || rest::reads_body(&head);
+        let reads_body =
+            post::reads_body(&head) || rest::reads_body(&head) || webhook::reads_body(&head);
         let body_left = !reads_body && head.body_length() != Ok(0);
         let keep = keep_alive && !response.close && !body_left && !daemon.shutdown.is_cancelled();
         if send(&mut stream, &response, keep, head_only).await.is_err() || !keep {
@@ -150,6 +152,12 @@ where
     let path = head.path();
     let method = head.method.as_str();
     let read_only = matches!(method, "GET" | "HEAD");
+    if let Some(name) = webhook::name_of(path) {
+        return match webhook::handle(daemon, stream, buf, head, name).await {
+            Some(response) => Next::Answer(response),
+            None => Next::Done,
+        };
+    }
     match path {
         "/rpc" if method == "POST" => match post::handle(daemon, stream, buf, head, state).await {
             Some(response) => Next::Answer(response),

@@ -302,6 +302,7 @@ pub(crate) fn switching_protocols(extra: &[(&str, &str)]) -> Vec<u8> {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        202 => "Accepted",
         204 => "No Content",
         400 => "Bad Request",
         401 => "Unauthorized",
@@ -311,6 +312,7 @@ fn reason(status: u16) -> &'static str {
         408 => "Request Timeout",
         411 => "Length Required",
         413 => "Content Too Large",
+        422 => "Unprocessable Content",
         421 => "Misdirected Request",
         426 => "Upgrade Required",
         429 => "Too Many Requests",

@@ -10,7 +10,8 @@
 //! - [`assets`]: the embedded files; [`upgrade`]: the WebSocket upgrade; [`post`]: `POST /rpc`;
 //!   [`rest`]: the REST routes and event streams under `/api/v1/` (SPEC §23.2), which
 //!   listen on a caller context's notifications through its [`tap`];
-//!   [`host`]: which `Host` names the gateway answers.
+//!   [`host`]: which `Host` names the gateway answers; [`webhook`]: `POST /webhooks/NAME`
+//!   (SPEC §23.1).
 //!
 //! Whether it runs (`gateway/start`, with the login store: [`crate::gateway_control`]) and
 //! the failed-login counts ([`crate::login_rate`]) sit below the
@@ -29,3 +30,4 @@ pub(crate) mod rest;
 pub(crate) mod tap;
 pub(crate) mod tls;
 pub(crate) mod upgrade;
+pub(crate) mod webhook;

@@ -21,6 +21,7 @@ pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod status;
 pub(crate) mod usage;
+pub(crate) mod webhook;
 
 /// The wire's session mode as the store names it.
 pub(crate) fn mode(m: Option<zeroclaw_protocol::Mode>) -> Option<zeroclaw_store::Mode> {

@@ -119,7 +119,12 @@ pub(crate) async fn prompt(
                 text: prompt,
                 text_len,
                 attachments: shown,
-                by: conn.scheduled.as_ref().map(|s| s.prompted_by.clone()),
+                by: conn
+                    .scheduled
+                    .as_ref()
+                    .map(|s| s.prompted_by.clone())
+                    .or_else(|| conn.run_as.as_ref().map(|r| r.by.clone())),
+                turn_id: conn.run_as.as_ref().map(|r| r.turn_id.clone()),
             },
             answering,
         )

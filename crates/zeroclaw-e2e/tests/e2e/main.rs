@@ -76,4 +76,6 @@ mod streams;
 mod user_message;
 mod vocabulary_errors;
 mod websocket;
+// Webhooks that start turns (issue 47, SPEC §23.1).
+mod webhooks;
 mod wire;

@@ -162,7 +162,7 @@ fn every_method_of_the_table_has_its_params_and_result_in_the_printed_schema() {
 #[test]
 fn the_printed_schema_validates_every_frame_of_a_real_session() {
     let doc = printed();
-    assert_eq!(doc["methods"].as_object().map(|m| m.len()), Some(45));
+    assert_eq!(doc["methods"].as_object().map(|m| m.len()), Some(47));
 
     let fake = Fake::start();
     // Turn 1 on the fake provider: a bash call that needs approval, then an ask_user

@@ -149,16 +149,6 @@ impl SessionManager {
     }
 }
 
-/// How much an autonomy lets the agent do without asking: `read_only` = `plan` <
-/// `supervised` < `full`.
-fn latitude(a: zeroclaw_config::Autonomy) -> u8 {
-    match a {
-        zeroclaw_config::Autonomy::ReadOnly | zeroclaw_config::Autonomy::Plan => 0,
-        zeroclaw_config::Autonomy::Supervised => 1,
-        zeroclaw_config::Autonomy::Full => 2,
-    }
-}
-
 /// SPEC §17.2: a non-admin may set a session's autonomy to its agent's or lower, never
 /// higher (the agent's autonomy is an admin-only fence). An admin may set any.
 fn check_not_raised(
@@ -175,7 +165,7 @@ fn check_not_raised(
         .get(agent)
         .map(|a| a.autonomy)
         .unwrap_or(zeroclaw_config::Autonomy::ReadOnly);
-    if latitude(requested) <= latitude(base) {
+    if requested.latitude() <= base.latitude() {
         return Ok(());
     }
     Err(SessionError::AutonomyRaised {

@@ -94,6 +94,7 @@ impl SessionManager {
                     prompt.by.as_deref().unwrap_or(&principal.id),
                 ),
                 prompt: prompt.text,
+                turn_id: prompt.turn_id,
             },
             link: Arc::clone(&link),
             config: Arc::clone(&config),

@@ -92,7 +92,12 @@ impl JobAnswer {
 /// What a queued [`Job`] does.
 pub(crate) enum JobKind {
     /// `session/prompt`: one turn; `prompted` is what its `user_message` shows (SPEC §18).
-    Prompt { prompt: String, prompted: Prompted },
+    /// `turn_id`: the id its sender chose in advance, if any.
+    Prompt {
+        prompt: String,
+        prompted: Prompted,
+        turn_id: Option<String>,
+    },
     /// `session/rewind` (SPEC §18): back to just before turn `turn_id`.
     /// With `force`, files someone else changed too (admin only, SPEC §17.2).
     Rewind {

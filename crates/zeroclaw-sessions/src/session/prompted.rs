@@ -22,9 +22,12 @@ pub struct Incoming {
     /// Bytes of `text` that the sender wrote.
     pub text_len: usize,
     pub attachments: Vec<PromptAttachment>,
-    /// Who the `user_message` says sent it, when not the caller's principal: a
-    /// schedule's run says `schedule:NAME` (SPEC §24.1).
+    /// Who the `user_message` names as the sender when it is not the principal: an
+    /// unattended turn's source (`webhook:NAME`, SPEC §23.1; `schedule:NAME`, §24.1).
     pub by: Option<String>,
+    /// The turn's id when its sender chose it in advance (a webhook answers it before the
+    /// turn starts, SPEC §23.1); else the worker makes one.
+    pub turn_id: Option<String>,
 }
 
 /// What a prompt's `user_message` shows besides the prompt itself.

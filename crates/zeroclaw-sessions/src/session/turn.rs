@@ -171,7 +171,9 @@ impl Runner {
         // The turn takes the prompt; only the store gets a copy (SPEC §17: a prompt is not
         // multiplied in memory).
         let (prompt, prompted_by) = match &mut job.kind {
-            JobKind::Prompt { prompt, prompted } => (std::mem::take(prompt), prompted.by.clone()),
+            JobKind::Prompt {
+                prompt, prompted, ..
+            } => (std::mem::take(prompt), prompted.by.clone()),
             _ => return Err(SessionError::failed("not a prompt")),
         };
         let chat_prompt = (!acp).then(|| prompt.clone());

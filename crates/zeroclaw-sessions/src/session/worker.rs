@@ -56,13 +56,21 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
             () = session.closing() => None,
         };
         let Some(mut job) = job else { break };
-        let turn_id = format!("turn_{}", uuid::Uuid::new_v4().simple());
+        let turn_id = match &job.kind {
+            JobKind::Prompt {
+                turn_id: Some(preset),
+                ..
+            } => preset.clone(),
+            _ => format!("turn_{}", uuid::Uuid::new_v4().simple()),
+        };
         let Some(cancel) = session.start_turn(&turn_id) else {
             let _ = job.reply.send(Err(session.closed_error()));
             continue;
         };
         let outcome = match &job.kind {
-            JobKind::Prompt { prompt, prompted } => {
+            JobKind::Prompt {
+                prompt, prompted, ..
+            } => {
                 // The turn's first event is its prompt, whoever sent it (SPEC §18).
                 session.stream.emit_update(&prompted.user_message(prompt));
                 runner

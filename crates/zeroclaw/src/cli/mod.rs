@@ -16,6 +16,7 @@ mod sessions;
 mod status;
 mod upload;
 mod usage;
+mod webhook;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -199,6 +200,17 @@ enum Command {
         #[command(subcommand)]
         action: service::ServiceAction,
     },
+    /// Webhooks that start turns (SPEC §23.1): add, list, rm, deliveries, test.
+    Webhook {
+        #[command(subcommand)]
+        action: webhook::WebhookAction,
+        /// Socket to connect to (default: the resolved endpoint).
+        #[arg(long, value_name = "PATH", global = true)]
+        socket: Option<PathBuf>,
+        /// Print the raw result as JSON.
+        #[arg(long, global = true)]
+        json: bool,
+    },
     /// Print the protocol's JSON Schema (methods, results, session updates).
     Schema,
     /// Be an Agent Client Protocol agent on stdin/stdout, for editors (Zed, JetBrains, …);
@@ -285,6 +297,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(connect::run(rpc::endpoint(cli.config_dir, socket)?).await?)
         }
         Command::Service { action } => service::run(cli.config_dir, action),
+        Command::Webhook {
+            action,
+            socket,
+            json,
+        } => webhook::run(cli.config_dir, socket, action, json).await,
         Command::Schema => Ok(schema::print()?),
         Command::Acp { agent, socket } => Ok(zeroclaw_acp::run(zeroclaw_acp::Options {
             endpoint: rpc::endpoint(cli.config_dir.clone(), socket.clone())?,
