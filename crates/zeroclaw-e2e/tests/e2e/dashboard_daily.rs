@@ -188,7 +188,8 @@ fn config_schema_answers_a_grouped_form_schema_without_secrets() {
             "permissions",
             "gateway",
             "hooks",
-            "notify"
+            "notify",
+            "webhooks"
         ]
     );
     for (key, prop) in s["properties"].as_object().expect("properties") {

@@ -131,7 +131,17 @@ fn a_streamed_answer_with_prompt_caching_and_cache_usage() {
             t["name"].as_str().unwrap()
         })
         .collect();
-    assert_eq!(tools, ["bash", "read_file", "write_file"]);
+    // `bash` brings the tools of its background processes (SPEC §26).
+    assert_eq!(
+        tools,
+        [
+            "bash",
+            "read_file",
+            "write_file",
+            "bash_output",
+            "bash_kill"
+        ]
+    );
 
     // usage: input = new + cache read + cache written (12 + 50 + 100)
     let usage = updates_typed(&msgs, "usage");
