@@ -259,7 +259,8 @@ async fn the_settings_form_is_built_from_the_schema_at_both_sizes() {
                 "Permissions",
                 "Gateway and limits",
                 "Hooks",
-                "Notifications"
+                "Notifications",
+                "Webhooks"
             ])
         );
         // An enum is a select, a boolean a switch, a number a number box, each with help.

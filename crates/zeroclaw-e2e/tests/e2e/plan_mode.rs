@@ -549,10 +549,17 @@ async fn the_dashboards_implement_button_accepts_the_plan() {
     assert!(desk.text(".block.plan").await.contains("Implementing"));
 
     // Reloaded, the card comes from the transcript's `plan` row.
-    desk.eval("location.reload()").await;
-    desk.wait_for("document.querySelector('.block.plan .md li')", WAIT)
+    // The old page is marked, so the wait below cannot be answered by it while the
+    // reload is still on its way.
+    desk.eval("window.beforeReload = true; location.reload()")
         .await;
-    assert!(desk.text(".block.plan").await.contains("Check it with cat"));
+    desk.wait_for(
+        "!window.beforeReload && document.querySelector('.block.plan .md li')",
+        WAIT,
+    )
+    .await;
+    let card = desk.text(".block.plan").await;
+    assert!(card.contains("Check it with cat"), "{card}");
     desk.screenshot(&screenshot_dir().join("plan-implemented-desktop.png"))
         .await;
     no_page_problems(&desk).await;

@@ -471,7 +471,7 @@ fn the_turn_is_prompted_by_the_webhook() {
 /// then the same deliveries again (signature and idempotency lookup, 200). The turns run
 /// on the offline `echo` agent meanwhile. Run with `--ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "a measurement for docs/BENCHMARKS.md: cargo test -p zeroclaw-e2e --test e2e -- webhooks::accept_latency --ignored --nocapture"]
 fn accept_latency() {
     let fake = Fake::start();
     let config = format!(
