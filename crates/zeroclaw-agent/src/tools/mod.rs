@@ -158,11 +158,13 @@ impl ToolName {
             ),
             ToolName::Skill => (
                 "Read a skill listed under Skills in the system prompt: returns its \
-                 instructions and the list of its other files. Changes nothing.",
+                 instructions and the list of its other files, or with `file` one of \
+                 those files. Changes nothing.",
                 json!({
                     "type": "object",
                     "properties": {
-                        "name": {"type": "string", "description": "The skill's name."}
+                        "name": {"type": "string", "description": "The skill's name."},
+                        "file": {"type": "string", "description": "One of the skill's other files, as listed (a path relative to the skill's directory)."}
                     },
                     "required": ["name"],
                 }),

@@ -2,7 +2,11 @@
 //! `description`, then the body), found in the user's `~/.zeroclaw/skills/` and the
 //! repository's `.zeroclaw/skills/`, `.claude/skills/` and `.agents/skills/`. This file
 //! owns finding them ([`discover`], blocking), the system prompt's list of them
-//! ([`prompt_section`]) and the read-only `skill` tool ([`run`]).
+//! ([`prompt_section`]) and the read-only `skill` tool ([`run`]): a skill's body and the
+//! list of its other files, or one of those files (`file`). The skill tool reads them
+//! itself because a skill may live outside the session's directory, where the file tools
+//! do not reach; it reads nothing outside the skill's own directory (no `..`, no absolute
+//! path, no symbolic link leading out).
 //!
 //! Reads are bounded: only regular files are read, opened non-blocking, never more than
 //! [`MAX_SKILL_MD`] bytes of one ([`MAX_FRONT_MATTER`] to list it); at most [`MAX_PER_DIR`] skills a directory and
@@ -112,7 +116,8 @@ pub fn prompt_section(skills: &[Skill]) -> String {
     s
 }
 
-/// The `skill` tool: the body of the skill `args.name` and the list of its other files.
+/// The `skill` tool: the body of the skill `args.name` and the list of its other files, or
+/// the file `args.file` of it.
 pub async fn run(skills: &[Skill], args: &Value) -> String {
     let Some(name) = args.get("name").and_then(Value::as_str) else {
         return "Error: skill needs a string argument `name`".to_string();
@@ -128,9 +133,17 @@ pub async fn run(skills: &[Skill], args: &Value) -> String {
             }
         );
     };
-    tokio::task::spawn_blocking(move || describe(&skill))
-        .await
-        .unwrap_or_else(|e| format!("Error: the skill could not be read: {e}"))
+    let file = match args.get("file") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(f)) => Some(f.clone()),
+        Some(_) => return "Error: `file` must be a string".to_string(),
+    };
+    tokio::task::spawn_blocking(move || match file {
+        Some(file) => read_skill_file(&skill, &file),
+        None => describe(&skill),
+    })
+    .await
+    .unwrap_or_else(|e| format!("Error: the skill could not be read: {e}"))
 }
 
 fn describe(skill: &Skill) -> String {
@@ -154,7 +167,7 @@ fn describe(skill: &Skill) -> String {
         out.push_str("\nThe skill has no other files.");
     } else {
         out.push_str(&format!(
-            "\nOther files of the skill (under {}):",
+            "\nOther files of the skill (under {}; read one with this tool's `file`):",
             skill.dir.display()
         ));
         for f in &others {
@@ -165,6 +178,35 @@ fn describe(skill: &Skill) -> String {
         }
     }
     out
+}
+
+/// The file `rel` of `skill` (at most [`MAX_SKILL_MD`] bytes): a relative path without
+/// `..` whose real location is inside the skill's directory.
+fn read_skill_file(skill: &Skill, rel: &str) -> String {
+    let path = Path::new(rel);
+    let plain = path
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if rel.is_empty() || !plain {
+        return format!("Error: `file` must be a path inside the skill, as listed (got `{rel}`)");
+    }
+    let inside = match (
+        skill.dir.canonicalize(),
+        skill.dir.join(path).canonicalize(),
+    ) {
+        (Ok(root), Ok(real)) => real.starts_with(&root).then_some(real),
+        _ => None,
+    };
+    let Some(real) = inside else {
+        return format!("Error: the skill `{}` has no file `{rel}`", skill.name);
+    };
+    match read_bounded(&real, MAX_SKILL_MD) {
+        Some(text) => format!("# {rel} (skill {})\n\n{text}", skill.name),
+        None => format!(
+            "Error: `{rel}` of the skill `{}` is not a readable file",
+            skill.name
+        ),
+    }
 }
 
 /// The files under `dir` (relative to `root`, 4 levels deep at most), but `SKILL.md`.
@@ -249,6 +291,42 @@ fn read_bounded(path: &Path, limit: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_skills_files_are_read_and_nothing_outside_it() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("pdf");
+        std::fs::create_dir_all(dir.join("scripts")).expect("mkdir");
+        std::fs::write(dir.join("SKILL.md"), "---\nname: pdf\n---\nUse fill.py\n").expect("write");
+        std::fs::write(dir.join("scripts/fill.py"), "print('filled')\n").expect("write");
+        std::fs::write(root.path().join("secret.txt"), "secret").expect("write");
+        std::os::unix::fs::symlink(root.path().join("secret.txt"), dir.join("link.txt"))
+            .expect("symlink");
+        let skill = Skill {
+            name: "pdf".into(),
+            description: String::new(),
+            dir: dir.clone(),
+            source: "user",
+        };
+        let listed = describe(&skill);
+        assert!(listed.contains("scripts/fill.py"), "{listed}");
+        let read = read_skill_file(&skill, "scripts/fill.py");
+        assert!(read.contains("print('filled')"), "{read}");
+        for bad in [
+            "../secret.txt",
+            "link.txt",
+            "/etc/passwd",
+            "",
+            "scripts/../../secret.txt",
+        ] {
+            let out = read_skill_file(&skill, bad);
+            assert!(
+                out.starts_with("Error:") && !out.contains("secret\n") && !out.ends_with("secret"),
+                "{bad}: {out}"
+            );
+        }
+    }
 
     #[test]
     fn front_matter_and_body() {

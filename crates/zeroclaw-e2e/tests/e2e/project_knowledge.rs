@@ -437,6 +437,62 @@ fn skills_of_the_four_directories_are_listed_and_read_with_the_skill_tool() {
     assert!(nope.starts_with("Error: no skill `nope`"), "{nope}");
 }
 
+/// A user's skill lives outside the session's directory, where `read_file` does not reach:
+/// the skill tool reads its other files itself, and nothing outside the skill.
+#[test]
+fn the_skill_tool_reads_a_skills_other_files_and_nothing_outside_it() {
+    let fake = Fake::start();
+    let daemon = start(&fake, None);
+    let (_outer, _repo, deeper) = tree();
+    let user_skills = daemon.config_dir().join("skills");
+    skill(
+        &user_skills,
+        "deploy",
+        "Ship a release",
+        "Run scripts/ship.sh",
+        &["scripts/ship.sh"],
+    );
+    for (id, file) in [
+        ("f1", "scripts/ship.sh"),
+        ("f2", "../../config.toml"),
+        ("f3", "/etc/passwd"),
+    ] {
+        fake.push(Scripted::tool_call(
+            id,
+            "skill",
+            json!({"name": "deploy", "file": file}),
+        ));
+    }
+    fake.push(Scripted::text("done"));
+    let mut c = daemon.client();
+    let sid = new_session(&mut c, "know", &deeper);
+    let (_, resp) = c.prompt(&sid, "ship it");
+    assert_eq!(resp["result"]["outcome"], "completed", "{resp}");
+    let reqs = fake.requests();
+    let result = |i: usize| -> String {
+        let m = reqs[i]["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(m["role"], "tool", "{m}");
+        m["content"].as_str().unwrap().to_owned()
+    };
+    let ship = result(1);
+    assert!(
+        ship.starts_with("# scripts/ship.sh (skill deploy)") && ship.ends_with('x'),
+        "{ship}"
+    );
+    for i in [2, 3] {
+        let out = result(i);
+        assert!(
+            out.starts_with("Error: `file` must be a path inside the skill"),
+            "{out}"
+        );
+    }
+}
+
 #[test]
 fn without_skills_there_is_no_skill_tool_and_no_list() {
     let fake = Fake::start();
