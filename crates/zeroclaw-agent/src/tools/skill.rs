@@ -39,23 +39,26 @@ pub struct Skill {
 }
 
 /// The skills directories for a session in `cwd`, in order, with their source names:
-/// `user_dir/skills`, then `<repo>/.zeroclaw/skills`, `.claude/skills`, `.agents/skills`
-/// (repo = the nearest ancestor of `cwd` holding `.git`, else `cwd`).
-pub fn skill_dirs(user_dir: &Path, cwd: &Path) -> Vec<(PathBuf, &'static str)> {
+/// `user_dir/skills` (when the session has a user dir), then `<repo>/.zeroclaw/skills`,
+/// `.claude/skills`, `.agents/skills` (repo = the nearest ancestor of `cwd` holding `.git`,
+/// else `cwd`).
+pub fn skill_dirs(user_dir: Option<&Path>, cwd: &Path) -> Vec<(PathBuf, &'static str)> {
     let root = cwd
         .ancestors()
         .find(|d| d.join(".git").exists())
         .unwrap_or(cwd);
-    vec![
-        (user_dir.join("skills"), "user"),
-        (root.join(".zeroclaw/skills"), ".zeroclaw"),
-        (root.join(".claude/skills"), ".claude"),
-        (root.join(".agents/skills"), ".agents"),
-    ]
+    let user = user_dir.map(|d| (d.join("skills"), "user"));
+    user.into_iter()
+        .chain([
+            (root.join(".zeroclaw/skills"), ".zeroclaw"),
+            (root.join(".claude/skills"), ".claude"),
+            (root.join(".agents/skills"), ".agents"),
+        ])
+        .collect()
 }
 
 /// Every skill of the directories of [`skill_dirs`]; the first of a name wins.
-pub fn discover(user_dir: &Path, cwd: &Path) -> Vec<Skill> {
+pub fn discover(user_dir: Option<&Path>, cwd: &Path) -> Vec<Skill> {
     discover_in(skill_dirs(user_dir, cwd))
 }
 

@@ -18,7 +18,9 @@ pub(crate) async fn list(
     principal: &Principal,
     p: SkillsListParams,
 ) -> Result<SkillsListResult, ErrorObject> {
-    let user_dir = daemon.dirs.config_dir.clone();
+    // The skills in the config dir are the operator's own (as in its sessions' prompts).
+    let user_dir =
+        (principal.id == zeroclaw_config::policy::OPERATOR).then(|| daemon.dirs.config_dir.clone());
     let cwd = match p.cwd {
         None => None,
         Some(cwd) => {
@@ -39,8 +41,10 @@ pub(crate) async fn list(
         }
     };
     let found = tokio::task::spawn_blocking(move || match cwd {
-        Some(cwd) => skill::discover(&user_dir, &cwd),
-        None => skill::discover_user(&user_dir),
+        Some(cwd) => skill::discover(user_dir.as_deref(), &cwd),
+        None => user_dir
+            .map(|d| skill::discover_user(&d))
+            .unwrap_or_default(),
     })
     .await
     .map_err(|e| ErrorObject::internal(format!("skills/list: {e}")))?;

@@ -676,3 +676,65 @@ fn skills_list_of_a_cwd_is_for_admins() {
         .result("skills/list", json!({"cwd": deeper}));
     assert_eq!(r["skills"][0]["name"], "review", "{r}");
 }
+
+/// The config dir's `AGENTS.md` and skills are the operator's own: a session of another
+/// principal does not get them (its model could repeat them), nor does its `skills/list`.
+/// The same uid is made a non-admin `user:me` by not trusting the daemon's uid.
+#[test]
+fn the_operators_own_instructions_and_skills_stay_out_of_other_principals_sessions() {
+    let fake = Fake::start();
+    let config = |as_user: bool| {
+        let mut extra = format!("[agents.know]\nprovider = \"fake\"\nsystem_prompt = \"{BASE}\"\n");
+        if as_user {
+            // SAFETY: getuid has no preconditions.
+            #[allow(unsafe_code)]
+            let uid = unsafe { libc::getuid() };
+            extra.push_str(&format!(
+                "[security]\ntrust_daemon_uid = false\n\
+                 [permission_profiles.dev]\nallowed_agents = [\"*\"]\n\
+                 grants = {{ sessions = [\"create\", \"execute\", \"read\", \"update\"] }}\n\
+                 [users.me]\nuid = {uid}\npermission_profiles = [\"dev\"]\n"
+            ));
+        }
+        session_config(&fake.server.base_url(), &extra)
+    };
+    let first = config(false);
+    let mut daemon = TestDaemon::start_with(&[], move |dir| {
+        std::fs::write(dir.join("config.toml"), first).expect("config");
+        std::fs::write(dir.join("AGENTS.md"), "OPERATOR-PRIVATE-NOTES").expect("AGENTS.md");
+    });
+    skill(
+        &daemon.config_dir().join("skills"),
+        "deploy",
+        "OPERATOR-SKILL",
+        "B",
+        &[],
+    );
+    // Positive control: the operator's session has both.
+    let mut op = daemon.client();
+    let sid = op.new_session(json!({"agentAlias": "know"}))["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let system = turn_system_prompt(&fake, &mut op, &sid);
+    assert!(system.contains("OPERATOR-PRIVATE-NOTES"), "{system}");
+    assert!(system.contains("OPERATOR-SKILL"), "{system}");
+    drop(op);
+
+    daemon.kill_hard();
+    std::fs::write(daemon.config_dir().join("config.toml"), config(true)).expect("config");
+    daemon.spawn(&[]);
+    let mut me = daemon.client();
+    let sid = me.new_session(json!({"agentAlias": "know"}))["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let system = turn_system_prompt(&fake, &mut me, &sid);
+    assert!(system.starts_with(BASE), "{system}");
+    assert!(!system.contains("OPERATOR-PRIVATE-NOTES"), "{system}");
+    assert!(!system.contains("OPERATOR-SKILL"), "{system}");
+    let status = me.result("session/status", json!({"sessionId": sid}));
+    assert_eq!(status["instructions"], json!([]), "{status}");
+    let listed = me.result("skills/list", json!({}));
+    assert_eq!(listed["skills"], json!([]), "{listed}");
+}

@@ -37,9 +37,14 @@ pub(crate) struct Instructions {
 }
 
 impl Instructions {
-    /// The instructions for a session in `cwd`, with `user_dir` the daemon's config dir;
-    /// `previous` is reused as is when no file changed since it was read.
-    pub(crate) fn load(user_dir: &Path, cwd: &Path, previous: Option<&Instructions>) -> Self {
+    /// The instructions for a session in `cwd`, with `user_dir` the daemon's config dir
+    /// for the operator's own sessions ([`user_dir_of`]); `previous` is reused as is when no
+    /// file changed since it was read.
+    pub(crate) fn load(
+        user_dir: Option<&Path>,
+        cwd: &Path,
+        previous: Option<&Instructions>,
+    ) -> Self {
         let seen = find(user_dir, cwd);
         if let Some(p) = previous
             && p.seen == seen
@@ -48,6 +53,13 @@ impl Instructions {
         }
         read_all(seen)
     }
+}
+
+/// The user-level directory of a session owned by `owner`: the daemon's config dir holds
+/// the operator's own `AGENTS.md` and skills, which are the operator's alone — another
+/// principal's session does not get them (it could ask the model to repeat them).
+pub(crate) fn user_dir_of(owner: &str, config_dir: &Path) -> Option<PathBuf> {
+    (owner == zeroclaw_config::policy::OPERATOR).then(|| config_dir.to_path_buf())
 }
 
 /// `system_prompt` with the instructions `text` after it.
@@ -61,7 +73,7 @@ pub(crate) fn append(system_prompt: &str, text: &str) -> String {
 
 /// The directories whose file counts, outermost first: the user's, then the repository
 /// root down to `cwd`.
-fn dirs(user_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
+fn dirs(user_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
     let root = cwd
         .ancestors()
         .find(|d| d.join(".git").exists())
@@ -72,7 +84,7 @@ fn dirs(user_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
         .map(Path::to_path_buf)
         .collect();
     chain.reverse();
-    let mut all = vec![user_dir.to_path_buf()];
+    let mut all: Vec<PathBuf> = user_dir.map(Path::to_path_buf).into_iter().collect();
     for d in chain {
         if !all.contains(&d) {
             all.push(d);
@@ -82,7 +94,7 @@ fn dirs(user_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// Each directory's file (regular files only), stat'ed.
-fn find(user_dir: &Path, cwd: &Path) -> Vec<Seen> {
+fn find(user_dir: Option<&Path>, cwd: &Path) -> Vec<Seen> {
     let mut seen = Vec::new();
     for dir in dirs(user_dir, cwd) {
         for name in NAMES {
@@ -180,7 +192,7 @@ mod tests {
         std::fs::write(repo.join("a/AGENTS.md"), "a").unwrap();
         std::fs::write(repo.join("a/CLAUDE.md"), "not read: AGENTS.md wins").unwrap();
         std::fs::write(cwd.join("AGENTS.md"), "b").unwrap();
-        let i = Instructions::load(&user, &cwd, None);
+        let i = Instructions::load(Some(&user), &cwd, None);
         let names: Vec<_> = i.files.iter().map(|(p, _)| p.clone()).collect();
         assert_eq!(
             names,
@@ -192,7 +204,7 @@ mod tests {
             ]
         );
         assert!(!i.text.contains("above the repo") && !i.text.contains("not read"));
-        let again = Instructions::load(&user, &cwd, Some(&i));
+        let again = Instructions::load(Some(&user), &cwd, Some(&i));
         assert_eq!(again.text, i.text);
     }
 
@@ -200,7 +212,7 @@ mod tests {
     fn the_budget_cuts_with_a_note() {
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("AGENTS.md"), "x".repeat(BUDGET + 10)).unwrap();
-        let i = Instructions::load(&t.path().join("nohome"), t.path(), None);
+        let i = Instructions::load(Some(&t.path().join("nohome")), t.path(), None);
         assert_eq!(i.files[0].1, BUDGET as u64);
         assert!(i.text.contains("[instructions cut"));
     }

@@ -140,8 +140,9 @@ impl SessionManager {
             .get(&live.agent_alias)
             .is_some_and(|a| a.instructions_files)
         {
-            let (user, cwd) = (self.config_dir.clone(), live.cwd.clone());
-            let load = move || super::instructions::Instructions::load(&user, &cwd, None);
+            let user = super::instructions::user_dir_of(&live.owner, &self.config_dir);
+            let cwd = live.cwd.clone();
+            let load = move || super::instructions::Instructions::load(user.as_deref(), &cwd, None);
             if let Ok(found) = tokio::task::spawn_blocking(load).await {
                 live.set_instructions(found.files);
             }

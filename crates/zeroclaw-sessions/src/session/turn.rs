@@ -55,7 +55,7 @@ pub(crate) struct Runner {
     pub(super) files: Option<FileCheckpoints>,
     /// Where the user's instructions file is (the daemon's config dir), and the files as
     /// last read (SPEC §26).
-    pub(super) instructions: (PathBuf, Option<Instructions>),
+    pub(super) instructions: (Option<PathBuf>, Option<Instructions>),
 }
 
 impl Runner {
@@ -67,12 +67,13 @@ impl Runner {
             needs_recover: false,
             providers: ProviderCache::default(),
             files: None,
-            instructions: (PathBuf::new(), None),
+            instructions: (None, None),
         }
     }
 
-    /// Looks for the user's instructions file in `dir`.
-    pub fn with_user_dir(mut self, dir: PathBuf) -> Runner {
+    /// Looks for the user's instructions file and skills in `dir` (none: the session's
+    /// owner has none, [`instructions::user_dir_of`]).
+    pub fn with_user_dir(mut self, dir: Option<PathBuf>) -> Runner {
         self.instructions.0 = dir;
         self
     }
@@ -89,7 +90,7 @@ impl Runner {
         let cwd = session.cwd.clone();
         let previous = self.instructions.1.take();
         let loaded = tokio::task::spawn_blocking(move || {
-            Instructions::load(&user_dir, &cwd, previous.as_ref())
+            Instructions::load(user_dir.as_deref(), &cwd, previous.as_ref())
         })
         .await
         .ok()?;
@@ -155,9 +156,10 @@ impl Runner {
         // Skills (SPEC §26): found again every turn; their names and descriptions end the
         // system prompt, their bodies are read with the `skill` tool.
         let (user_dir, cwd) = (self.instructions.0.clone(), session.cwd.clone());
-        let skills = tokio::task::spawn_blocking(move || skill::discover(&user_dir, &cwd))
-            .await
-            .unwrap_or_default();
+        let skills =
+            tokio::task::spawn_blocking(move || skill::discover(user_dir.as_deref(), &cwd))
+                .await
+                .unwrap_or_default();
         agent.spec.system_prompt =
             instructions::append(&agent.spec.system_prompt, &skill::prompt_section(&skills));
         agent.spec.skills = Arc::new(skills);

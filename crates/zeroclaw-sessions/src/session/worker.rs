@@ -42,7 +42,10 @@ pub(crate) fn start(
     }
     let runner = Runner::new(manager.store.clone(), manager.tuning.clone(), context)
         .with_files(manager.files.clone())
-        .with_user_dir(manager.config_dir.clone());
+        .with_user_dir(super::instructions::user_dir_of(
+            &session.owner,
+            &manager.config_dir,
+        ));
     tokio::spawn(run(Arc::clone(&session), rx, runner));
     session
 }
