@@ -13,6 +13,7 @@ mod checkpointed;
 mod common;
 
 mod acp_now;
+mod away;
 // ACP updates outside the editor's own turns (issue 49, SPEC §25).
 mod acp_live;
 // Background processes (issue 50, SPEC §26).

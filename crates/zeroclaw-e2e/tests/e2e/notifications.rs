@@ -265,7 +265,7 @@ fn a_410_drops_the_subscription() {
     assert_eq!(r["unsubscribed"], true, "{r}");
 }
 
-fn hmac_sha256(key: &[u8], msg: &[u8]) -> String {
+pub(crate) fn hmac_sha256(key: &[u8], msg: &[u8]) -> String {
     let mut k = [0u8; 64];
     k[..key.len()].copy_from_slice(key);
     let pad = |b: u8| k.iter().map(|x| x ^ b).collect::<Vec<u8>>();

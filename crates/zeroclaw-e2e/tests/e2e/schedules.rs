@@ -28,7 +28,7 @@ fn start(fake: &Fake, extra: &str) -> TestDaemon {
 }
 
 /// An RFC 3339 time `ms` milliseconds from now.
-fn in_ms(ms: i64) -> String {
+pub(crate) fn in_ms(ms: i64) -> String {
     let t = jiff::Timestamp::now().as_millisecond() + ms;
     jiff::Timestamp::from_millisecond(t).unwrap().to_string()
 }

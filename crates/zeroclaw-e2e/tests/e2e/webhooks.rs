@@ -102,13 +102,13 @@ fn now() -> i64 {
 // ---- raw HTTP ----------------------------------------------------------------------------
 
 #[derive(Debug)]
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     body: Vec<u8>,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
     }
@@ -143,7 +143,7 @@ fn read_reply(s: &mut TcpStream) -> Reply {
 }
 
 /// Posts `body` to `path` with `headers`, on a fresh connection.
-fn deliver(port: u16, path: &str, headers: &[(&str, String)], body: &[u8]) -> Reply {
+pub(crate) fn deliver(port: u16, path: &str, headers: &[(&str, String)], body: &[u8]) -> Reply {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
