@@ -366,6 +366,16 @@ fn push_subscribe_refuses_bad_input_naming_the_field() {
             json!({"endpoint": "ftp://127.0.0.1/p", "keys": good["keys"]}),
             "endpoint",
         ),
+        // Not a door to a private network or the cloud's metadata address (even in a
+        // test build, which admits only this machine besides public hosts).
+        (
+            json!({"endpoint": "https://10.0.0.1/p", "keys": good["keys"]}),
+            "endpoint",
+        ),
+        (
+            json!({"endpoint": "https://169.254.169.254/latest", "keys": good["keys"]}),
+            "endpoint",
+        ),
         (
             json!({"endpoint": good["endpoint"], "keys": {"p256dh": "AAAA", "auth": good["keys"]["auth"]}}),
             "keys.p256dh",
