@@ -17,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod autonomy;
 pub mod error;
 pub mod form;
 pub mod hooks;

@@ -265,29 +265,7 @@ impl Provider {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Autonomy {
-    #[default]
-    Supervised,
-    Full,
-    ReadOnly,
-    /// Plan mode (SPEC §26): reads only, and ends a turn with a proposed plan.
-    Plan,
-}
-
-impl Autonomy {
-    /// How much it lets the agent do without asking, to compare two: `read_only` = `plan`
-    /// < `supervised` < `full` (SPEC §17.2: nobody but an admin raises a session past its
-    /// agent's; a webhook's is at most its agent's).
-    pub fn latitude(self) -> u8 {
-        match self {
-            Autonomy::ReadOnly | Autonomy::Plan => 0,
-            Autonomy::Supervised => 1,
-            Autonomy::Full => 2,
-        }
-    }
-}
+pub use crate::autonomy::Autonomy;
 
 /// `checkpoint_budget_mb` when not set (SPEC §18).
 pub const DEFAULT_CHECKPOINT_BUDGET_MB: u32 = 512;
@@ -768,7 +746,13 @@ impl Config {
         for name in self.webhooks.keys() {
             check_map_key("webhooks", name, &mut out);
         }
-        crate::webhooks::violations(self, &mut out);
+        let agent_autonomy = |alias: &str| self.agents.get(alias).map(|a| a.autonomy);
+        let user_known = |user: &str| self.users.contains_key(user);
+        out.extend(
+            crate::webhooks::violations(&self.webhooks, &agent_autonomy, &user_known)
+                .into_iter()
+                .map(|(prop, message)| Violation { prop, message }),
+        );
         out
     }
 

@@ -7,10 +7,12 @@
 //! Writing any of them is admin-only ([`crate::policy::ADMIN_SECTIONS`]): a webhook starts
 //! turns as its `run_as` user for whoever holds its secret.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
+use crate::autonomy::Autonomy;
 use crate::path::PropPath;
-use crate::schema::{Autonomy, Config, Violation};
 
 /// `rate_per_minute` when not set.
 pub const DEFAULT_WEBHOOK_RATE: u32 = 60;
@@ -67,43 +69,44 @@ impl Default for Webhook {
     }
 }
 
-/// The problems of `[webhooks.*]` in `config`.
-pub(crate) fn violations(config: &Config, out: &mut Vec<Violation>) {
-    for (name, w) in &config.webhooks {
+/// The problems of `webhooks` (`[webhooks.*]`), each at its property: `agent_autonomy`
+/// says whether an agent exists and its autonomy, `user_known` whether a user does.
+pub(crate) fn violations(
+    webhooks: &BTreeMap<String, Webhook>,
+    agent_autonomy: &dyn Fn(&str) -> Option<Autonomy>,
+    user_known: &dyn Fn(&str) -> bool,
+) -> Vec<(PropPath, String)> {
+    let mut out = Vec::new();
+    for (name, w) in webhooks {
         let at = |key: &str| {
             PropPath::from_segments(["webhooks", name.as_str(), key])
                 .unwrap_or_else(|| PropPath::from_segments(["webhooks"]).expect("literal"))
         };
-        let mut bad = |key: &str, message: String| {
-            out.push(Violation {
-                prop: at(key),
-                message,
-            })
-        };
+        let mut bad = |key: &str, message: String| out.push((at(key), message));
         if w.secret.is_empty() && w.secret_env.is_empty() {
             bad(
                 "secret_env",
                 "a webhook needs a signing secret: set secret_env (or secret)".into(),
             );
         }
-        match config.agents.get(&w.agent) {
+        match agent_autonomy(&w.agent) {
             None if w.agent.is_empty() => bad("agent", "the agent to prompt is required".into()),
             None => bad("agent", format!("unknown agent {:?}", w.agent)),
-            Some(agent) => {
+            Some(allowed) => {
                 if let Some(a) = w.autonomy
-                    && a.latitude() > agent.autonomy.latitude()
+                    && a.latitude() > allowed.latitude()
                 {
                     bad(
                         "autonomy",
                         format!(
-                            "{a:?} is more than agent {:?} allows ({:?})",
-                            w.agent, agent.autonomy
+                            "{a:?} is more than agent {:?} allows ({allowed:?})",
+                            w.agent
                         ),
                     );
                 }
             }
         }
-        if !w.run_as.is_empty() && !config.users.contains_key(&w.run_as) {
+        if !w.run_as.is_empty() && !user_known(&w.run_as) {
             bad("run_as", format!("unknown user {:?}", w.run_as));
         }
         if w.session.is_empty() || w.session.len() > 256 || w.session.chars().any(char::is_control)
@@ -127,11 +130,12 @@ pub(crate) fn violations(config: &Config, out: &mut Vec<Violation>) {
             bad("rate_per_minute", "at least 1".into());
         }
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::schema::Config;
 
     fn messages(toml_text: &str) -> Vec<String> {
         let config: Config = toml_edit::de::from_str(toml_text).expect("parses");

@@ -18,13 +18,13 @@
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::{Rules, Scratch};
 
+mod ended;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
@@ -40,17 +40,7 @@ pub const MAX_RUNNING: usize = 8;
 pub const RING_BYTES: usize = 64 * 1024;
 /// Ended processes kept listed (with their output) besides the running ones.
 pub const KEEP_ENDED: usize = 8;
-/// Between SIGTERM and SIGKILL.
-pub const TERM_GRACE: Duration = Duration::from_secs(2);
-
-/// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    Code(i32),
-    Signal(i32),
-    /// Its status could not be had (it was killed while the daemon stopped).
-    Unknown,
-}
+pub use ended::{Ended, TERM_GRACE};
 
 /// One process as `session/status` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

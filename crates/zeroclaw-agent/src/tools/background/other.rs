@@ -5,7 +5,7 @@ use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Ended;
+use super::ended::Ended;
 use crate::sandbox::Prepared;
 
 /// Never made.

@@ -15,7 +15,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
-use super::{Ended, TERM_GRACE};
+use super::ended::{Ended, TERM_GRACE};
 use crate::sandbox::Prepared;
 use crate::spawned::Registered;
 
