@@ -348,7 +348,9 @@ fn streams_and_settings() {
                                "error": "exited", "pid": 4242}],
                "replayBytes": 2048, "sandbox": "landlock v7", "cwd": "/home/u/proj",
                "provider": "openai",
-               "instructions": [{"path": "/repo/AGENTS.md", "bytes": 120}]}),
+               "instructions": [{"path": "/repo/AGENTS.md", "bytes": 120}],
+               "shells": [{"shellId": "sh1", "command": "npm run dev", "startedAt": 1_765_000_000_000_i64,
+                           "pid": 4321, "running": false, "exitCode": 0}]}),
     );
     assert!(
         decode::<ConfigureParams>(Some(json!({"sessionId": "s", "autonomy": "wild"}))).is_err()
