@@ -165,8 +165,7 @@ mod tests {
     #[test]
     fn parents_found_outside_are_remembered_and_children_still_found() {
         let me = std::process::id();
-        // A made-up daemon pid that is no ancestor of this test (the `sleep` below, not yet
-        // started, cannot be one; pid u32::MAX never exists).
+        // A made-up daemon pid, ancestor of nothing (no process has pid u32::MAX).
         let daemon = u32::MAX;
         assert_eq!(vet(Some(me), daemon), Lineage::Outside);
         let parent = std::os::unix::process::parent_id();
