@@ -177,25 +177,13 @@ impl SessionManager {
         request_id: &str,
         decision: ApprovalDecision,
     ) -> Result<ApproveResult, SessionError> {
-        let key = self.resolve_key(session_id, mode);
-        let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
-        if principal.id != live.owner {
-            return Err(SessionError::not_owner(session_id));
-        }
-        let by = DecidedBy {
-            principal: principal.id.clone(),
-            client: client.to_owned(),
-        };
+        let (live, by) = self.owners_answer(principal, client, session_id, mode)?;
         if !live.approvals.answer(request_id, decision, by) {
             return Err(SessionError::invalid(format!(
                 "no pending approval {request_id} in session {session_id}"
             )));
         }
-        Ok(ApproveResult {
-            session_id: session_id.into(),
-            request_id: request_id.to_owned(),
-            acknowledged: true,
-        })
+        Ok(acknowledged(session_id, request_id))
     }
 
     /// `session/approve` of a `budget_request` (SPEC §24.2): `raise_by` raises the budget
@@ -209,6 +197,24 @@ impl SessionManager {
         request_id: &str,
         raise_by: Option<f64>,
     ) -> Result<ApproveResult, SessionError> {
+        let (live, by) = self.owners_answer(principal, client, session_id, mode)?;
+        if !live.budgets.answer(request_id, raise_by, by) {
+            return Err(SessionError::invalid(format!(
+                "requestId: no pending budget request {request_id} in session {session_id}"
+            )));
+        }
+        Ok(acknowledged(session_id, request_id))
+    }
+
+    /// The live session an answer (approval or budget) is for, and who decided it: only its
+    /// owner may answer.
+    fn owners_answer(
+        &self,
+        principal: &Principal,
+        client: &str,
+        session_id: &str,
+        mode: Option<Mode>,
+    ) -> Result<(Arc<LiveSession>, DecidedBy), SessionError> {
         let key = self.resolve_key(session_id, mode);
         let live = self.get(&key).ok_or_else(|| not_live(session_id))?;
         if principal.id != live.owner {
@@ -218,16 +224,7 @@ impl SessionManager {
             principal: principal.id.clone(),
             client: client.to_owned(),
         };
-        if !live.budgets.answer(request_id, raise_by, by) {
-            return Err(SessionError::invalid(format!(
-                "requestId: no pending budget request {request_id} in session {session_id}"
-            )));
-        }
-        Ok(ApproveResult {
-            session_id: session_id.into(),
-            request_id: request_id.to_owned(),
-            acknowledged: true,
-        })
+        Ok((live, by))
     }
 
     /// Unregisters and stops a live session, waiting for its cancelled turn to persist;
@@ -487,4 +484,13 @@ enum Removal {
     Kill,
     /// Remove it with its transcript and checkpoints.
     Delete,
+}
+
+/// The answer to an approval or budget request that was taken.
+fn acknowledged(session_id: &str, request_id: &str) -> ApproveResult {
+    ApproveResult {
+        session_id: session_id.into(),
+        request_id: request_id.to_owned(),
+        acknowledged: true,
+    }
 }
