@@ -188,7 +188,9 @@ async fn in_place(
     }
     // Answered in the loop, in receive order already: no place to hold.
     let answering = Answering::unordered();
-    let outcome = run(
+    // Boxed: the handlers' future (every method's, ~3 KiB) would otherwise sit inside each
+    // connection's own future for as long as the connection lives, used or not.
+    let outcome = Box::pin(run(
         daemon,
         conn,
         Front::Connection,
@@ -196,7 +198,7 @@ async fn in_place(
         name,
         params,
         &answering,
-    )
+    ))
     .await;
     if let Some(id) = id {
         push_response_line(buf, id, &outcome);
