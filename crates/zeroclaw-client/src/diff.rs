@@ -15,9 +15,9 @@ impl ClientHandle {
         turn_id: Option<&str>,
     ) -> Result<DiffResult, ClientError> {
         let params = DiffParams {
-            session_id: session_id.to_owned(),
+            session_id: session_id.into(),
             mode: None,
-            turn_id: turn_id.map(str::to_owned),
+            turn_id: turn_id.map(Into::into),
         };
         self.call_typed::<call::SessionDiff>(&params).await
     }

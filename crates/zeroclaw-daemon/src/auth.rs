@@ -77,11 +77,9 @@ pub(crate) enum Presented<'a> {
     Local { uid: Option<u32>, lineage: Lineage },
     /// A WebSocket peer: the pairing token it gave at `initialize`, if any.
     WebSocket { token: Option<&'a str> },
-    /// A schedule's run (SPEC §24.1): its creator, whoever the policy says that is now.
-    Schedule { owner: &'a str },
-    /// An unattended turn's context (a webhook delivery, SPEC §23.1): the configured user
-    /// it runs as, or the daemon's owner (`None`), resolved under the policy in force.
-    RunAs { user: Option<&'a str> },
+    /// An unattended turn's context (a webhook delivery, SPEC §23.1; a schedule's run,
+    /// §24.1): the principal id it acts as, whoever the policy says that is now.
+    Unattended { owner: &'a str },
 }
 
 impl Presented<'_> {
@@ -110,17 +108,13 @@ pub(crate) fn credential(
             Err(AuthError::SessionProgram(lineage))
         }
         Presented::Local { uid, .. } => local_credential(uid),
-        Presented::Schedule { owner } => owner
+        // The operator is resolved in [`principal`], which knows the daemon's uid.
+        Presented::Unattended { owner } => owner
             .strip_prefix("user:")
             .map(|user| Credential::Token {
                 user: user.to_owned(),
             })
             .ok_or(AuthError::NoPeerCredentials),
-        Presented::RunAs { user: Some(user) } => Ok(Credential::Token {
-            user: user.to_owned(),
-        }),
-        // The daemon's owner: resolved in [`principal`], which knows the daemon's uid.
-        Presented::RunAs { user: None } => Err(AuthError::NoPeerCredentials),
         Presented::WebSocket { token } => {
             let token = token.ok_or(AuthError::NoToken)?;
             if Logins::is_session_token(token) {
@@ -168,8 +162,7 @@ pub(crate) fn principal(
 ) -> Result<Principal, AuthError> {
     let cred = match presented {
         // A webhook's turn run as the daemon's owner, and the operator's schedules.
-        Presented::RunAs { user: None }
-        | Presented::Schedule {
+        Presented::Unattended {
             owner: policy::OPERATOR,
         } => owner_credential(daemon_uid),
         _ => credential(bearers, presented)?,

@@ -10,6 +10,7 @@
 
 use std::sync::OnceLock;
 
+use zeroclaw_protocol::TurnId;
 use zeroclaw_rpc::Pending;
 use zeroclaw_sessions::session::LiveId;
 
@@ -32,15 +33,17 @@ pub(crate) struct Handshake {
 }
 
 /// A context that is no connection: an unattended turn started for a source that is not a
-/// client (a webhook delivery, SPEC §23.1), run as a configured user.
+/// client (a webhook delivery, SPEC §23.1, or a schedule's run, §24.1), acting as a principal.
 #[derive(Debug, Clone)]
-pub(crate) struct RunAs {
-    /// The user the calls run as; `None`: the daemon's owner (its own uid).
-    pub user: Option<String>,
-    /// What the turn's `user_message.promptedBy` names (`webhook:NAME`).
+pub(crate) struct Unattended {
+    /// The principal id the calls act as (`operator` or `user:NAME`), resolved under the
+    /// policy in force at each call.
+    pub owner: String,
+    /// What the turn's `user_message.promptedBy` names (`webhook:NAME`, `schedule:NAME`).
     pub by: String,
-    /// The id the turn takes, chosen before it starts (the delivery answered it).
-    pub turn_id: String,
+    /// The id the turn takes, when it was chosen before the turn starts (a webhook
+    /// delivery's answer names it).
+    pub turn_id: Option<TurnId>,
 }
 
 /// Everything handlers may know about the connection a call came on.
@@ -55,23 +58,12 @@ pub(crate) struct ConnectionContext {
     pub admission: std::sync::Mutex<Admission>,
     /// This connection's last prompt to each live session (what a cancel applies to).
     pub prompts: LastPrompts,
-    /// A schedule's run (SPEC §24.1): the calls are its creator's, and its prompts say
-    /// `schedule:NAME`.
-    pub scheduled: Option<Scheduled>,
     /// When it last sent a request, in ms since [`activity_epoch`] (SPEC §24.3: a face
     /// active lately is watching).
     pub last_request: std::sync::atomic::AtomicU64,
-    /// Set for an unattended turn's context ([`RunAs`]); `None` for every connection.
-    pub run_as: Option<RunAs>,
-}
-
-/// Who a schedule's run acts as, and what its prompts say sent them.
-#[derive(Debug, Clone)]
-pub(crate) struct Scheduled {
-    /// The schedule creator's principal id.
-    pub owner: String,
-    /// `schedule:NAME`.
-    pub prompted_by: String,
+    /// Set for an unattended turn's context; `None` for every connection. Boxed: every
+    /// connection carries the field, few contexts fill it.
+    pub unattended: Option<Box<Unattended>>,
 }
 
 /// The instant activity times count from.
@@ -97,23 +89,9 @@ impl ConnectionContext {
             handshake: OnceLock::new(),
             admission: std::sync::Mutex::new(admission),
             prompts: LastPrompts::default(),
-            scheduled: None,
             last_request: std::sync::atomic::AtomicU64::new(activity_now()),
-            run_as: None,
+            unattended: None,
         }
-    }
-
-    /// The context a schedule's run calls in, as `scheduled.owner`.
-    pub fn scheduled(
-        id: u64,
-        peer: PeerIdentity,
-        out: Outbound,
-        admission: Admission,
-        scheduled: Scheduled,
-    ) -> Self {
-        let mut ctx = ConnectionContext::new(id, peer, out, admission);
-        ctx.scheduled = Some(scheduled);
-        ctx
     }
 
     /// Notes that a request came in now (unless the peer already hung up).
@@ -139,9 +117,9 @@ impl ConnectionContext {
         last != HUNG_UP && activity_now().saturating_sub(last) <= window
     }
 
-    /// This context runs its calls as `run_as` rather than as a peer's credential.
-    pub fn running_as(mut self, run_as: RunAs) -> Self {
-        self.run_as = Some(run_as);
+    /// This context makes its calls for `unattended` rather than with a peer's credential.
+    pub fn acting_for(mut self, unattended: Unattended) -> Self {
+        self.unattended = Some(Box::new(unattended));
         self
     }
 
@@ -157,13 +135,8 @@ impl ConnectionContext {
 
     /// The credential this connection presents with `token` (the one `initialize` offers).
     pub fn presenting<'a>(&'a self, token: Option<&'a str>) -> Presented<'a> {
-        if let Some(s) = &self.scheduled {
-            return Presented::Schedule { owner: &s.owner };
-        }
-        if let Some(run_as) = &self.run_as {
-            return Presented::RunAs {
-                user: run_as.user.as_deref(),
-            };
+        if let Some(u) = &self.unattended {
+            return Presented::Unattended { owner: &u.owner };
         }
         match self.peer.kind {
             TransportKind::Local => Presented::Local {

@@ -34,8 +34,9 @@ impl ClientLink for ConnectionContext {
     fn active_within(&self, window: Duration) -> bool {
         // A webhook's or a schedule's own context is nobody at a screen: its turn is the
         // unattended one its owner is to be told about (SPEC §24.3).
-        let unattended = self.run_as.is_some() || self.scheduled.is_some();
-        !unattended && !self.out.is_closed() && ConnectionContext::active_within(self, window)
+        self.unattended.is_none()
+            && !self.out.is_closed()
+            && ConnectionContext::active_within(self, window)
     }
 
     fn client_name(&self) -> String {

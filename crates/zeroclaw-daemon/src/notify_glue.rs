@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use zeroclaw_protocol::SessionId;
 
 use zeroclaw_notify::{Notifier, Offer, Seen, Settings};
 use zeroclaw_protocol::UpdateKind;
@@ -27,15 +28,22 @@ impl UpdateTap for Tap {
         self.active
     }
 
-    fn update(&self, session_id: &str, owner: &str, watched: bool, update: &UpdateKind) {
+    fn update(&self, session_id: &SessionId, owner: &str, watched: bool, update: &UpdateKind) {
         if let Some(offer) = Offer::from_update(session_id, owner, watched, update) {
             self.notifier.offer(offer);
         }
     }
 
-    fn asked(&self, session_id: &str, owner: &str, watched: bool, request_id: &str, message: &str) {
+    fn asked(
+        &self,
+        session_id: &SessionId,
+        owner: &str,
+        watched: bool,
+        request_id: &str,
+        message: &str,
+    ) {
         self.notifier.offer(Offer {
-            session_id: session_id.to_owned(),
+            session_id: session_id.clone(),
             owner: owner.to_owned(),
             watched,
             seen: Seen::Waiting {

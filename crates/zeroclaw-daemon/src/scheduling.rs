@@ -20,7 +20,7 @@ use zeroclaw_rpc::{ErrorObject, Id, Request};
 use zeroclaw_schedules::{Fire, Schedules, Target, Timestamp};
 use zeroclaw_sessions::session::SessionManager;
 
-use crate::caller::{ConnectionContext, Handshake, Scheduled};
+use crate::caller::{ConnectionContext, Handshake, Unattended};
 use crate::lineage::Lineage;
 use crate::outbound::{self, Outbound};
 use crate::request::{self, Call, Front};
@@ -144,12 +144,12 @@ impl Run {
         let (out, rx) = Outbound::new(daemon.stall_timeout);
         out.count_in(daemon.connections.principal_queue(&fire.owner));
         let writer = tokio::spawn(outbound::run_writer(Nowhere, rx, out.clone()));
-        let scheduled = Scheduled {
-            owner: fire.owner.clone(),
-            prompted_by: format!("schedule:{}", fire.name),
-        };
-        let ctx = Arc::new(ConnectionContext::scheduled(
-            id, peer, out, admission, scheduled,
+        let ctx = Arc::new(ConnectionContext::new(id, peer, out, admission).acting_for(
+            Unattended {
+                owner: fire.owner.clone(),
+                by: format!("schedule:{}", fire.name),
+                turn_id: None,
+            },
         ));
         let _ = ctx.handshake.set(Handshake {
             auth_token: None,

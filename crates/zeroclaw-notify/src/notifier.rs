@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use zeroclaw_protocol::SessionId;
 
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc};
@@ -118,9 +119,9 @@ struct Worker {
     http: reqwest::Client,
     triggers: Triggers,
     /// When each session's last notice went out.
-    last_sent: HashMap<String, Instant>,
+    last_sent: HashMap<SessionId, Instant>,
     /// The newest notice held back by the window, per session.
-    pending: HashMap<String, Notice>,
+    pending: HashMap<SessionId, Notice>,
     sending: Arc<Semaphore>,
 }
 
@@ -174,7 +175,7 @@ impl Worker {
     async fn flush_due(&mut self) {
         let now = Instant::now();
         let window = self.settings.coalesce;
-        let due: Vec<String> = self
+        let due: Vec<SessionId> = self
             .pending
             .keys()
             .filter(|s| {

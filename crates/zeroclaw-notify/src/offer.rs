@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::UpdateKind;
 use zeroclaw_protocol::types::Outcome;
 
@@ -33,7 +34,7 @@ pub enum Seen {
 /// One thing a session reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub owner: String,
     /// One of the owner's faces is subscribed to the session and was active lately.
     pub watched: bool,
@@ -43,7 +44,7 @@ pub struct Offer {
 impl Offer {
     /// The offer an update makes, if any.
     pub fn from_update(
-        session_id: &str,
+        session_id: &SessionId,
         owner: &str,
         watched: bool,
         update: &UpdateKind,
@@ -82,7 +83,7 @@ impl Offer {
             _ => return None,
         };
         Some(Offer {
-            session_id: session_id.to_owned(),
+            session_id: session_id.clone(),
             owner: owner.to_owned(),
             watched,
             seen,
@@ -107,7 +108,7 @@ impl Offer {
 pub struct Notice {
     /// `approval_request`, `ask_user`, `budget_request`, `turn_failed`, `turn_ended`.
     pub event: &'static str,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub owner: String,
     pub title: String,
     pub text: String,
@@ -126,7 +127,7 @@ pub fn clip(text: &str, max: usize) -> String {
 /// Turns offers into notices: remembers which sessions run an unattended turn.
 #[derive(Default)]
 pub struct Triggers {
-    unattended: HashMap<String, String>,
+    unattended: HashMap<SessionId, String>,
 }
 
 impl Triggers {
@@ -232,7 +233,7 @@ mod tests {
             timeout_secs: 120,
         };
         assert!(Offer::notable(&update));
-        let offer = Offer::from_update("s1", "alice", false, &update).expect("an offer");
+        let offer = Offer::from_update(&"s1".into(), "alice", false, &update).expect("an offer");
         let n = Triggers::default().notice(&offer).expect("a notice");
         assert_eq!(n.event, "budget_request");
         assert_eq!(n.title, "Budget reached");

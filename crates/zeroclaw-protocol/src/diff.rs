@@ -1,6 +1,7 @@
 //! `session/diff` (SPEC §22 "What a turn changed"): the files a turn, or the whole session
 //! so far, added, modified and deleted, read from the file checkpoints of §18.
 
+use crate::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -11,13 +12,13 @@ use crate::types::Mode;
 #[serde(rename_all = "camelCase")]
 pub struct DiffParams {
     #[serde(alias = "session_id")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// The turn (its start to its end); absent: the session's first turn start to its
     /// latest checkpoint.
     #[serde(default, alias = "turn_id", skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
 }
 
 /// What happened to a file.

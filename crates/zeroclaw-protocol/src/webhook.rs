@@ -1,6 +1,7 @@
 //! `webhook/list` and `webhook/deliveries {name, limit?}` (SPEC §23.1): the configured
 //! webhooks, and what became of each webhook's recent deliveries.
 
+use crate::{SessionId, TurnId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -49,9 +50,9 @@ pub struct WebhookDelivery {
     /// `accepted` (its turn runs), `completed`, `cancelled` or `failed`.
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

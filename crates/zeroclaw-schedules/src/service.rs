@@ -267,8 +267,8 @@ pub fn run_view(r: &ScheduleRunRow) -> ScheduleRun {
         run_id: r.run_id.clone(),
         scheduled_for: ms_text(r.scheduled_for),
         started_at: r.started_at.map(ms_text),
-        session_id: r.session_id.clone(),
-        turn_id: r.turn_id.clone(),
+        session_id: r.session_id.clone().map(Into::into),
+        turn_id: r.turn_id.clone().map(Into::into),
         outcome: r.outcome.clone(),
         error: r.error.clone(),
     }

@@ -8,7 +8,7 @@
 //! background through the daemon's one request path ([`crate::request::answer`]):
 //! `session/new` (resume or create its session), `session/configure` when the webhook sets
 //! an autonomy, then `session/prompt`, each as a call of a caller context that runs as
-//! the webhook's `run_as` ([`RunAs`]), with that principal's grants, the session order, the
+//! the webhook's `run_as` ([`Unattended`]), with that principal's grants, the session order, the
 //! in-flight limit and the panic guard of every other call. What became of the turn is
 //! recorded on the delivery (`webhook/deliveries`).
 
@@ -19,11 +19,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
+use zeroclaw_config::policy;
 use zeroclaw_rpc::{Id, Request};
 use zeroclaw_webhooks::{Accepted, MAX_BODY_BYTES, Verdict};
 
 use super::http::{self, BodyError, RequestHead, Response};
-use crate::caller::{ConnectionContext, Handshake, RunAs};
+use crate::caller::{ConnectionContext, Handshake, Unattended};
 use crate::outbound::{self, Outbound};
 use crate::request::{self, Call, Front};
 use crate::server::next_connection_id;
@@ -141,11 +142,15 @@ async fn turn(daemon: &Arc<Daemon>, a: &Accepted) -> Result<String, String> {
     };
     let (out, rx) = Outbound::new(daemon.stall_timeout);
     let writer = tokio::spawn(outbound::run_writer(Nowhere, rx, out.clone()));
+    let owner = a.run_as.as_ref().map_or_else(
+        || policy::OPERATOR.to_owned(),
+        |user| format!("user:{user}"),
+    );
     let ctx =
-        ConnectionContext::new(next_connection_id(), peer, out, admission).running_as(RunAs {
-            user: a.run_as.clone(),
+        ConnectionContext::new(next_connection_id(), peer, out, admission).acting_for(Unattended {
+            owner,
             by: key.clone(),
-            turn_id: a.turn_id.clone(),
+            turn_id: Some(a.turn_id.as_str().into()),
         });
     let _ = ctx.handshake.set(Handshake {
         auth_token: None,

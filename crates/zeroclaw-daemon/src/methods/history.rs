@@ -33,7 +33,7 @@ pub(crate) async fn rewind(
             daemon.config.current(),
             &p.session_id,
             mode(p.mode),
-            p.turn_id.into(),
+            p.turn_id,
             p.restore_files.unwrap_or(true),
             p.force.unwrap_or(false),
             answering,

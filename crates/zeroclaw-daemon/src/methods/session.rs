@@ -119,12 +119,8 @@ pub(crate) async fn prompt(
                 text: prompt,
                 text_len,
                 attachments: shown,
-                by: conn
-                    .scheduled
-                    .as_ref()
-                    .map(|s| s.prompted_by.clone())
-                    .or_else(|| conn.run_as.as_ref().map(|r| r.by.clone())),
-                turn_id: conn.run_as.as_ref().map(|r| r.turn_id.clone()),
+                by: conn.unattended.as_ref().map(|u| u.by.clone()),
+                turn_id: conn.unattended.as_ref().and_then(|u| u.turn_id.clone()),
             },
             answering,
         )

@@ -68,8 +68,8 @@ pub(crate) async fn deliveries(
             time: d.received_at,
             id: d.delivery_id,
             status: d.status,
-            session_id: d.session_id,
-            turn_id: d.turn_id,
+            session_id: d.session_id.map(Into::into),
+            turn_id: d.turn_id.map(Into::into),
             error: d.error,
         })
         .collect();

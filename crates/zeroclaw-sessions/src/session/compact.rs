@@ -13,6 +13,7 @@ use zeroclaw_agent::compact::{self as plan, SummaryError};
 use zeroclaw_agent::{ChatMessage, estimate_tokens};
 use zeroclaw_config::Config;
 use zeroclaw_protocol::Outcome;
+use zeroclaw_protocol::TurnId;
 use zeroclaw_protocol::compact::CompactResult;
 use zeroclaw_store::Mode;
 
@@ -47,7 +48,7 @@ impl Runner {
         session: &Arc<LiveSession>,
         config: &Config,
         instructions: Option<&str>,
-        turn_id: &str,
+        turn_id: &TurnId,
         cancel: CancellationToken,
     ) -> Result<CompactResult, SessionError> {
         if session.key.mode != Mode::Acp {
@@ -57,7 +58,7 @@ impl Runner {
         }
         let mut agent = agent::build(config, session, &mut self.providers)?;
         if let Some(hooks) = &mut agent.spec.hooks {
-            Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
+            Arc::make_mut(hooks).turn_id = Some(turn_id.to_string());
         }
         if self.needs_recover {
             self.reload(session).await?;
@@ -75,7 +76,7 @@ impl Runner {
         let result = |outcome, before: usize, after: usize, summarized: usize, error| {
             Ok(CompactResult {
                 session_id: session.key.session_id.clone().into(),
-                turn_id: turn_id.into(),
+                turn_id: turn_id.clone(),
                 outcome,
                 tokens_before: before as u64,
                 tokens_after: after as u64,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::compact::CompactResult;
 use zeroclaw_store::Mode;
 
@@ -28,7 +29,7 @@ impl SessionManager {
         principal: &Principal,
         link: Arc<dyn ClientLink>,
         config: Arc<Config>,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         instructions: Option<String>,
         on_answer: &dyn OnAnswer,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use zeroclaw_config::policy::Principal;
 use zeroclaw_config::{Config, ProviderKind};
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::stream::ConfigureResult;
 use zeroclaw_store::Mode;
 
@@ -67,7 +68,7 @@ impl SessionManager {
         self: &Arc<Self>,
         principal: &Principal,
         config: &Config,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         req: ConfigureRequest,
     ) -> Result<ConfigureResult, SessionError> {
@@ -100,7 +101,7 @@ impl SessionManager {
         live.set_overrides(next.clone());
         tracing::info!(session = %session_id, ?next, "session configured");
         Ok(ConfigureResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             autonomy: effective_autonomy(config, &live, &next),
             model: effective_model(config, &live.agent_alias, next.model.as_deref()),
         })

@@ -6,6 +6,7 @@
 //! checkpoint leaf; errors are [`SessionError`](super::error::SessionError).
 
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::diff::DiffResult;
 use zeroclaw_store::Mode;
 
@@ -19,7 +20,7 @@ impl SessionManager {
     pub async fn diff(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         turn_id: Option<&str>,
     ) -> Result<DiffResult, SessionError> {

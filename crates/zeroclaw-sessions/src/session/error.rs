@@ -3,6 +3,7 @@
 //! daemon's method handlers turn them into JSON-RPC errors through the one mapping in its
 //! `wire_error.rs` (`wire_error::session`).
 
+use zeroclaw_protocol::SessionId;
 use zeroclaw_store::StoreError;
 
 /// Why a sessions operation failed.
@@ -57,7 +58,7 @@ pub enum SessionError {
     /// The session has `limit` subscribers already; this one would be the `value`th.
     #[error("session {session_id} has {limit} subscribers already")]
     TooManySubscribers {
-        session_id: String,
+        session_id: SessionId,
         limit: usize,
         value: usize,
     },

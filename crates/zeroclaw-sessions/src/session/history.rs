@@ -14,6 +14,7 @@ use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::UpdateKind;
 use zeroclaw_protocol::history::{ForkResult, ForkedFrom, RewindResult, SetTitleResult};
+use zeroclaw_protocol::{SessionId, TurnId};
 use zeroclaw_store::{ForkRequest, MAX_TITLE_CHARS, Mode, SessionKey, StoreError, ToMessages};
 
 use super::error::SessionError;
@@ -76,9 +77,9 @@ impl SessionManager {
         principal: &Principal,
         link: Arc<dyn ClientLink>,
         config: Arc<Config>,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
-        turn_id: String,
+        turn_id: TurnId,
         restore_files: bool,
         force: bool,
         on_answer: &dyn OnAnswer,
@@ -128,7 +129,7 @@ impl SessionManager {
         self: &Arc<Self>,
         principal: &Principal,
         config: &Config,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         turn_id: Option<String>,
     ) -> Result<ForkResult, SessionError> {
@@ -195,7 +196,7 @@ impl SessionManager {
     pub async fn set_title(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         title: String,
     ) -> Result<SetTitleResult, SessionError> {
@@ -214,7 +215,7 @@ impl SessionManager {
             });
         }
         Ok(SetTitleResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             title,
         })
     }

@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use zeroclaw_agent::ApprovalDecision;
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::history::ForkedFrom;
 use zeroclaw_protocol::session::{
     ApproveResult, CancelResult, CloseResult, DeleteResult, KillResult, ListResult, MessagesResult,
@@ -59,7 +60,7 @@ impl SessionManager {
     fn live_owned(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<Arc<LiveSession>, SessionError> {
         let key = self.resolve_key(session_id, mode);
@@ -78,7 +79,7 @@ impl SessionManager {
         principal: &Principal,
         link: Arc<dyn ClientLink>,
         config: Arc<Config>,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         prompt: Incoming,
         on_answer: &dyn OnAnswer,
@@ -151,7 +152,7 @@ impl SessionManager {
         &self,
         principal: &Principal,
         link: &dyn ClientLink,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<CancelResult, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
@@ -161,7 +162,7 @@ impl SessionManager {
             )));
         }
         Ok(CancelResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             cancelled: true,
         })
     }
@@ -172,7 +173,7 @@ impl SessionManager {
         &self,
         principal: &Principal,
         client: &str,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         request_id: &str,
         decision: ApprovalDecision,
@@ -192,7 +193,7 @@ impl SessionManager {
         &self,
         principal: &Principal,
         client: &str,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         request_id: &str,
         raise_by: Option<f64>,
@@ -212,7 +213,7 @@ impl SessionManager {
         &self,
         principal: &Principal,
         client: &str,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<(Arc<LiveSession>, DecidedBy), SessionError> {
         let key = self.resolve_key(session_id, mode);
@@ -241,13 +242,13 @@ impl SessionManager {
     pub async fn close(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<CloseResult, SessionError> {
         let live = self.live_owned(principal, session_id, mode)?;
         self.unload(&live).await;
         Ok(CloseResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             closed: true,
         })
     }
@@ -257,7 +258,7 @@ impl SessionManager {
     async fn target(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<(SessionKey, Option<Arc<LiveSession>>), SessionError> {
         let key = self.resolve_key(session_id, mode);
@@ -275,7 +276,7 @@ impl SessionManager {
         &self,
         principal: &Principal,
         key: &SessionKey,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<SessionRow, SessionError> {
         let row =
             self.store.get_session(key).await?.ok_or_else(|| {
@@ -289,13 +290,13 @@ impl SessionManager {
     pub async fn kill(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<KillResult, SessionError> {
         self.kill_or_delete(principal, session_id, mode, Removal::Kill)
             .await?;
         Ok(KillResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             killed: true,
         })
     }
@@ -305,13 +306,13 @@ impl SessionManager {
     pub async fn delete(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<DeleteResult, SessionError> {
         self.kill_or_delete(principal, session_id, mode, Removal::Delete)
             .await?;
         Ok(DeleteResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             deleted: true,
         })
     }
@@ -322,7 +323,7 @@ impl SessionManager {
     async fn kill_or_delete(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         how: Removal,
     ) -> Result<(), SessionError> {
@@ -408,7 +409,7 @@ impl SessionManager {
                 message_count: wire::count(r.message_count),
                 live: live.is_some(),
                 interaction_surface: r.interaction_surface,
-                active_turn_id: live.as_ref().and_then(|l| l.running_turn()).map(Into::into),
+                active_turn_id: live.as_ref().and_then(|l| l.running_turn()),
                 subscribers: live.as_ref().map_or(0, |l| l.stream.subscriber_count()) as u32,
                 title: r.title,
                 forked_from: r.forked_from.map(|f| ForkedFrom {
@@ -440,7 +441,7 @@ impl SessionManager {
     pub async fn messages(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         limit: Option<u32>,
         before_seq: Option<i64>,
@@ -461,7 +462,7 @@ impl SessionManager {
             )
             .await?;
         Ok(MessagesResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             messages: page.rows.into_iter().map(wire::message).collect(),
             total: wire::count(page.total),
             has_more: Some(page.has_more),
@@ -487,9 +488,9 @@ enum Removal {
 }
 
 /// The answer to an approval or budget request that was taken.
-fn acknowledged(session_id: &str, request_id: &str) -> ApproveResult {
+fn acknowledged(session_id: &SessionId, request_id: &str) -> ApproveResult {
     ApproveResult {
-        session_id: session_id.into(),
+        session_id: session_id.clone(),
         request_id: request_id.to_owned(),
         acknowledged: true,
     }

@@ -31,6 +31,7 @@ use zeroclaw_protocol::DecidedBy;
 use zeroclaw_protocol::compact::CompactResult;
 use zeroclaw_protocol::history::RewindResult;
 use zeroclaw_protocol::session::TurnResult;
+use zeroclaw_protocol::{SessionId, TurnId};
 use zeroclaw_store::SessionKey;
 
 use super::answered::AnswerWait;
@@ -96,12 +97,12 @@ pub(crate) enum JobKind {
     Prompt {
         prompt: String,
         prompted: Prompted,
-        turn_id: Option<String>,
+        turn_id: Option<TurnId>,
     },
     /// `session/rewind` (SPEC §18): back to just before turn `turn_id`.
     /// With `force`, files someone else changed too (admin only, SPEC §17.2).
     Rewind {
-        turn_id: String,
+        turn_id: TurnId,
         restore_files: bool,
         force: bool,
     },
@@ -110,7 +111,7 @@ pub(crate) enum JobKind {
 }
 
 struct Running {
-    turn_id: String,
+    turn_id: TurnId,
     cancel: CancellationToken,
     /// Its prompt's place in submit order (1, 2, …).
     seq: u64,
@@ -307,7 +308,7 @@ impl LiveSession {
             stopped: CancellationToken::new(),
             approvals: Approvals::default(),
             budgets: Default::default(),
-            stream: SessionStream::new(&key_id),
+            stream: SessionStream::new(&SessionId::from(key_id.as_str())),
             overrides: Arc::default(),
             usage: Mutex::new(UsageTotals::default()),
             cost_usd: Mutex::new(None),
@@ -383,7 +384,7 @@ impl LiveSession {
     }
 
     /// The running turn's id.
-    pub fn running_turn(&self) -> Option<String> {
+    pub fn running_turn(&self) -> Option<TurnId> {
         lock(&self.state)
             .running
             .as_ref()
@@ -526,7 +527,7 @@ impl LiveSession {
     /// The worker takes its next prompt, whose turn will be `turn_id`: the turn's cancel
     /// token (already cancelled when a cancel was sent for this prompt before it started),
     /// or `None` when the session is closing (the prompt is answered as closed).
-    pub(crate) fn start_turn(&self, turn_id: &str) -> Option<CancellationToken> {
+    pub(crate) fn start_turn(&self, turn_id: &TurnId) -> Option<CancellationToken> {
         let mut st = lock(&self.state);
         st.waiting = st.waiting.saturating_sub(1);
         st.started += 1;
@@ -541,7 +542,7 @@ impl LiveSession {
             cancel.cancel();
         }
         st.running = Some(Running {
-            turn_id: turn_id.to_owned(),
+            turn_id: turn_id.clone(),
             cancel: cancel.clone(),
             seq,
         });

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use zeroclaw_protocol::SessionId;
 
 use zeroclaw_config::policy::Principal;
 use zeroclaw_store::{Mode, SessionKey, Store};
@@ -110,10 +111,10 @@ impl SessionManager {
 
     /// With `mode` that mode; without it the ACP session, never a chat session of the same
     /// id (SPEC §17.1: the mode-less calls of ACP clients must not reach another session).
-    pub fn resolve_key(&self, session_id: &str, mode: Option<Mode>) -> SessionKey {
+    pub fn resolve_key(&self, session_id: &SessionId, mode: Option<Mode>) -> SessionKey {
         SessionKey {
             mode: mode.unwrap_or(Mode::Acp),
-            session_id: session_id.to_owned(),
+            session_id: session_id.as_str().to_owned(),
         }
     }
 

@@ -17,6 +17,7 @@
 //! - [`plan_trim`]: which oldest whole turns leave the retained context.
 
 use std::time::Duration;
+use zeroclaw_protocol::TurnId;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -146,7 +147,7 @@ impl Persister {
     pub fn spawn(
         store: Store,
         key: SessionKey,
-        turn_id: String,
+        turn_id: TurnId,
         begin: Option<String>,
     ) -> (Persister, Option<Began>) {
         let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
@@ -175,7 +176,7 @@ impl Persister {
 struct Writer {
     store: Store,
     key: SessionKey,
-    turn_id: String,
+    turn_id: TurnId,
     segment: u32,
     /// The running provider call's text, shared with the turn (empty once it ended).
     text: StepText,
@@ -332,7 +333,7 @@ impl Writer {
 async fn run(
     store: Store,
     key: SessionKey,
-    turn_id: String,
+    turn_id: TurnId,
     begin: Option<(String, oneshot::Sender<Result<i64, StoreError>>)>,
     mut rx: mpsc::Receiver<Op>,
 ) {

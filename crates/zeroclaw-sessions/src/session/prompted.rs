@@ -9,6 +9,7 @@
 //!
 //! A leaf of the sessions service: it imports only [`text`].
 
+use zeroclaw_protocol::TurnId;
 use zeroclaw_protocol::UpdateKind;
 use zeroclaw_protocol::update::PromptAttachment;
 
@@ -27,7 +28,7 @@ pub struct Incoming {
     pub by: Option<String>,
     /// The turn's id when its sender chose it in advance (a webhook answers it before the
     /// turn starts, SPEC §23.1); else the worker makes one.
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
 }
 
 /// What a prompt's `user_message` shows besides the prompt itself.

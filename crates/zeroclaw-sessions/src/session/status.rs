@@ -8,6 +8,7 @@
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
 use zeroclaw_protocol::McpState;
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::stream::{
     BackgroundShell, InstructionsFile, McpServerStatus, SessionStatusResult, SessionUsage,
     ShellOutputResult,
@@ -25,7 +26,7 @@ impl SessionManager {
         &self,
         principal: &Principal,
         config: &Config,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<SessionStatusResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
@@ -53,12 +54,12 @@ impl SessionManager {
             })
             .collect();
         Ok(SessionStatusResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             mode: live.wire_mode(),
             agent_alias: live.agent_alias.clone(),
             autonomy: effective_autonomy(config, &live, &overrides),
             model: effective_model(config, &live.agent_alias, overrides.model.as_deref()),
-            active_turn_id: live.running_turn().map(Into::into),
+            active_turn_id: live.running_turn(),
             queued_prompts: live.queued_prompts() as u64,
             subscribers: live.subscribers() as u64,
             usage: SessionUsage {
@@ -89,7 +90,7 @@ impl SessionManager {
     pub fn shell_output(
         &self,
         principal: &Principal,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         shell_id: &str,
     ) -> Result<ShellOutputResult, SessionError> {

@@ -35,6 +35,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 use zeroclaw_protocol::update::REPLAY_GAP;
 use zeroclaw_protocol::{SESSION_UPDATE, UpdateKind, UpdateType};
+use zeroclaw_protocol::{SessionId, TurnId};
 
 use super::error::SessionError;
 use super::link::ClientLink;
@@ -108,7 +109,7 @@ impl LineBlocks {
 }
 
 struct TurnLog {
-    turn_id: String,
+    turn_id: TurnId,
     next_seq: u64,
     /// The oldest event still buffered (events before it were evicted).
     first_seq: u64,
@@ -149,7 +150,7 @@ struct Inner {
 
 /// The stream of one live session.
 pub struct SessionStream {
-    session_id: String,
+    session_id: SessionId,
     inner: Mutex<Inner>,
     /// Woken whenever a subscription becomes active (ask-user waits for one).
     subscribed: Notify,
@@ -211,9 +212,9 @@ fn end_line(line: &mut Vec<u8>) {
 }
 
 impl SessionStream {
-    pub fn new(session_id: &str) -> SessionStream {
+    pub fn new(session_id: &SessionId) -> SessionStream {
         SessionStream {
-            session_id: session_id.to_owned(),
+            session_id: session_id.clone(),
             inner: Mutex::default(),
             subscribed: Notify::new(),
             tap: std::sync::OnceLock::new(),
@@ -226,7 +227,7 @@ impl SessionStream {
     }
 
     /// Starts numbering a new turn; only the last completed turn is kept before it.
-    pub fn begin_turn(&self, turn_id: &str) {
+    pub fn begin_turn(&self, turn_id: &TurnId) {
         let mut inner = self.lock();
         // A turn that ended without `turn_complete` (its result could not be stored) is
         // over all the same.
@@ -317,7 +318,7 @@ impl SessionStream {
                 let Ok(serde_json::Value::Object(mut params)) = serde_json::to_value(update) else {
                     return;
                 };
-                params.insert("sessionId".into(), self.session_id.clone().into());
+                params.insert("sessionId".into(), self.session_id.as_str().into());
                 let line = json!({"jsonrpc": "2.0", "method": SESSION_UPDATE, "params": params});
                 let mut text = line.to_string();
                 text.push('\n');
@@ -789,7 +790,7 @@ mod tests {
 
     #[test]
     fn a_note_goes_live_before_any_turn_and_after_the_last_turn_is_replayed() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         let early = watching(&s, 1, &Cursor::default());
         let note = |title: &str| UpdateKind::SessionInfo {
             title: title.into(),
@@ -802,7 +803,7 @@ mod tests {
         assert_eq!(lines[0]["title"], "first");
         assert!(lines[0].get("turnId").is_none(), "{}", lines[0]);
 
-        s.begin_turn("t1");
+        s.begin_turn(&"t1".into());
         s.emit(
             "turn_complete",
             json!({"outcome": "completed", "content": ""}),
@@ -825,21 +826,21 @@ mod tests {
         let late = watching(&s, 3, &Cursor::default());
         assert!(seqs(&late).is_empty());
         // The next turn is numbered from 1 as ever.
-        s.begin_turn("t2");
+        s.begin_turn(&"t2".into());
         s.emit("agent_message_chunk", json!({"text": "x"}));
         assert_eq!(seqs(&early).last(), Some(&("t2".into(), 1, false)));
     }
 
     #[test]
     fn one_event_is_one_buffer_shared_by_every_subscriber() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         let probes: Vec<_> = (1..=4).map(probe).collect();
         for p in &probes {
             s.subscribe(p.clone(), "operator", false, &Cursor::default())
                 .expect("room");
             s.release(p.id);
         }
-        s.begin_turn("t1");
+        s.begin_turn(&"t1".into());
         s.emit("agent_message_chunk", json!({"text": "shared"}));
         let first = probes[0].buffers();
         assert_eq!(first.len(), 1);
@@ -850,8 +851,8 @@ mod tests {
 
     #[test]
     fn a_replay_to_many_subscribers_is_one_shared_copy() {
-        let s = SessionStream::new("s1");
-        s.begin_turn("t1");
+        let s = SessionStream::new(&"s1".into());
+        s.begin_turn(&"t1".into());
         let text = "x".repeat(256 * 1024);
         for _ in 0..8 {
             s.emit("agent_message_chunk", json!({"text": text}));
@@ -890,7 +891,7 @@ mod tests {
 
     #[test]
     fn admins_watch_beyond_sixteen_non_admins_up_to_twenty_in_all() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         for id in 1..=16 {
             s.subscribe(probe(id), "user:bob", false, &Cursor::default())
                 .expect("room");
@@ -922,10 +923,10 @@ mod tests {
 
     #[test]
     fn numbering_fan_out_and_replay_from_a_cursor() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         let a = probe(1);
         assert!(s.subscribe_prompter(&(a.clone() as Arc<dyn ClientLink>), "operator", false));
-        s.begin_turn("t1");
+        s.begin_turn(&"t1".into());
         for i in 0..3 {
             s.emit("agent_message_chunk", json!({"text": format!("w{i}")}));
         }
@@ -967,9 +968,9 @@ mod tests {
     fn a_typed_update_is_the_object_of_the_literal_it_replaced() {
         use zeroclaw_protocol::Outcome;
         use zeroclaw_protocol::session::TurnUsage;
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         let p = watching(&s, 1, &Cursor::default());
-        s.begin_turn("t1");
+        s.begin_turn(&"t1".into());
         s.emit_update(&UpdateKind::ToolCall {
             tool_call_id: "c1".into(),
             name: "bash".into(),
@@ -1037,9 +1038,9 @@ mod tests {
 
     #[test]
     fn the_buffer_keeps_each_events_members_not_the_line_it_was_sent_in() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         let p = watching(&s, 1, &Cursor::default());
-        s.begin_turn("t1");
+        s.begin_turn(&"t1".into());
         for i in 0..100 {
             s.emit("agent_message_chunk", json!({"text": format!("w{i}")}));
         }
@@ -1064,9 +1065,9 @@ mod tests {
     #[test]
     fn a_replayed_line_is_the_sent_line_marked_replay_byte_for_byte() {
         // Names that need escaping, and members of every kind of update.
-        let s = SessionStream::new("s\"1\u{e9}");
+        let s = SessionStream::new(&"s\"1\u{e9}".into());
         let live = watching(&s, 1, &Cursor::default());
-        s.begin_turn("t\\1");
+        s.begin_turn(&"t\\1".into());
         s.emit("agent_message_chunk", json!({"text": "a\"b\n"}));
         s.emit(
             "tool_call",
@@ -1109,9 +1110,9 @@ mod tests {
 
     #[test]
     fn a_long_line_keeps_its_own_buffer_and_the_next_lines_are_packed_again() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         let p = watching(&s, 1, &Cursor::default());
-        s.begin_turn("t1");
+        s.begin_turn(&"t1".into());
         s.emit("agent_message_chunk", json!({"text": "before"}));
         let long = "é\"x".repeat(100 * 1024);
         s.emit("agent_message_chunk", json!({ "text": long }));
@@ -1138,13 +1139,13 @@ mod tests {
 
     #[test]
     fn without_a_cursor_the_running_turn_is_replayed_and_a_finished_one_is_not() {
-        let s = SessionStream::new("s1");
-        s.begin_turn("t1");
+        let s = SessionStream::new(&"s1".into());
+        s.begin_turn(&"t1".into());
         s.emit("agent_message_chunk", json!({"text": "a"}));
         s.emit("turn_complete", json!({}));
         let late = watching(&s, 1, &Cursor::default());
         assert!(late.lines.lock().unwrap().is_empty());
-        s.begin_turn("t2");
+        s.begin_turn(&"t2".into());
         s.emit("agent_message_chunk", json!({"text": "b"}));
         let mid = watching(&s, 2, &Cursor::default());
         assert_eq!(seqs(&mid), vec![("t2".into(), 1, true)]);
@@ -1165,8 +1166,8 @@ mod tests {
 
     #[test]
     fn evicted_events_start_the_replay_with_a_gap_and_the_buffer_stays_capped() {
-        let s = SessionStream::new("s1");
-        s.begin_turn("t1");
+        let s = SessionStream::new(&"s1".into());
+        s.begin_turn(&"t1".into());
         let text = "x".repeat(64 * 1024);
         for _ in 0..200 {
             s.emit("agent_message_chunk", json!({"text": text}));
@@ -1198,8 +1199,8 @@ mod tests {
 
     #[test]
     fn a_finished_turn_hands_its_slots_back_as_the_next_turn_evicts_it() {
-        let s = SessionStream::new("s1");
-        s.begin_turn("t1");
+        let s = SessionStream::new(&"s1".into());
+        s.begin_turn(&"t1".into());
         let text = "x".repeat(100);
         let mut n = 0;
         while s.buffered_bytes() + 1000 < BUFFER_BYTES {
@@ -1217,7 +1218,7 @@ mod tests {
         };
         let first = slots(&s)[0];
         assert_eq!(first.0, n + 1);
-        s.begin_turn("t2");
+        s.begin_turn(&"t2".into());
         let mut most = 0;
         // A few more than the first turn had: its last event goes too.
         for i in 0..n + 50 {
@@ -1245,7 +1246,7 @@ mod tests {
 
     #[test]
     fn sixteen_subscribers_at_most_closed_ones_pruned_resubscribe_replaces() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         let probes: Vec<_> = (1..=16).map(probe).collect();
         for p in &probes {
             s.subscribe(p.clone(), "operator", false, &Cursor::default())
@@ -1277,7 +1278,7 @@ mod tests {
 
     #[test]
     fn the_owners_latest_eliciting_subscriber_is_asked() {
-        let s = SessionStream::new("s1");
+        let s = SessionStream::new(&"s1".into());
         for (id, who) in [(1, "operator"), (2, "user:bob"), (3, "operator")] {
             s.subscribe(probe(id), who, false, &Cursor::default())
                 .expect("room");

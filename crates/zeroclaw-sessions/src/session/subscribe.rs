@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use zeroclaw_config::Config;
 use zeroclaw_config::policy::Principal;
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::stream::{SubscribeResult, UnsubscribeResult};
 use zeroclaw_store::{MessagesQuery, Mode};
 
@@ -27,7 +28,7 @@ impl SessionManager {
         principal: &Principal,
         config: &Config,
         link: Arc<dyn ClientLink>,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
         cursor: Cursor,
         on_answer: &dyn OnAnswer,
@@ -58,9 +59,9 @@ impl SessionManager {
         let released = Arc::clone(&live);
         on_answer.after_answer(Box::new(move || released.stream.release(link_id)));
         Ok(SubscribeResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             subscribed: true,
-            active_turn_id: live.running_turn().map(Into::into),
+            active_turn_id: live.running_turn(),
             last_transcript_seq: last_seq,
             pending_approvals: {
                 let mut ids = live.approvals.pending_ids();
@@ -76,7 +77,7 @@ impl SessionManager {
         &self,
         principal: &Principal,
         link: &dyn ClientLink,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Option<Mode>,
     ) -> Result<UnsubscribeResult, SessionError> {
         let key = self.resolve_key(session_id, mode);
@@ -86,7 +87,7 @@ impl SessionManager {
         check_owner(principal, &live.owner, session_id)?;
         live.stream.unsubscribe(link.id());
         Ok(UnsubscribeResult {
-            session_id: session_id.into(),
+            session_id: session_id.clone(),
             subscribed: false,
         })
     }

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use zeroclaw_protocol::SessionId;
 use zeroclaw_protocol::UpdateKind;
 
 /// What watches every session's updates.
@@ -18,9 +19,16 @@ pub trait UpdateTap: Send + Sync {
     /// How recently a face must have been active to count as watching.
     fn active_window(&self) -> Duration;
     /// A notable update of `session_id`, owned by `owner`.
-    fn update(&self, session_id: &str, owner: &str, watched: bool, update: &UpdateKind);
+    fn update(&self, session_id: &SessionId, owner: &str, watched: bool, update: &UpdateKind);
     /// An `ask_user` question waits (it has no update of its own until settled).
-    fn asked(&self, session_id: &str, owner: &str, watched: bool, request_id: &str, message: &str);
+    fn asked(
+        &self,
+        session_id: &SessionId,
+        owner: &str,
+        watched: bool,
+        request_id: &str,
+        message: &str,
+    );
 }
 
 /// The tap as one session's stream holds it.

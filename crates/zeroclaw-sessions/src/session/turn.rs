@@ -25,6 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::CancellationToken;
 use zeroclaw_agent::{ChatMessage, TurnOutcome, run_turn};
+use zeroclaw_protocol::TurnId;
 use zeroclaw_protocol::session::{TurnResult, TurnUsage};
 use zeroclaw_protocol::{Outcome, UpdateKind};
 use zeroclaw_store::{CheckpointStatus, Mode, NewRow, RPC_SURFACE, Store, StoreError, TurnError};
@@ -118,7 +119,7 @@ impl Runner {
     async fn begin(
         &mut self,
         session: &LiveSession,
-        turn_id: &str,
+        turn_id: &TurnId,
         prompt: &str,
     ) -> Result<i64, SessionError> {
         if self.needs_recover {
@@ -141,7 +142,7 @@ impl Runner {
         &mut self,
         session: &Arc<LiveSession>,
         job: &mut Job,
-        turn_id: &str,
+        turn_id: &TurnId,
         cancel: CancellationToken,
     ) -> Result<TurnResult, SessionError> {
         let mut agent = agent::build(&job.config, session, &mut self.providers)?;
@@ -165,7 +166,7 @@ impl Runner {
         agent.spec.skills = Arc::new(skills);
         agent.spec.background = Some(Arc::clone(&session.shells));
         if let Some(hooks) = &mut agent.spec.hooks {
-            Arc::make_mut(hooks).turn_id = Some(turn_id.to_owned());
+            Arc::make_mut(hooks).turn_id = Some(turn_id.to_string());
         }
         let key = &session.key;
         let acp = key.mode == Mode::Acp;
@@ -240,7 +241,7 @@ impl Runner {
             model: compact::model_of(&agent.spec),
             settings: agent.compaction,
             max_context_tokens: agent.max_context_tokens,
-            turn_id: turn_id.to_owned(),
+            turn_id: turn_id.to_string(),
             cancel: cancel.clone(),
             prompt_seq: Arc::clone(&prompt_seq),
             hooks: agent.spec.hooks.clone(),
@@ -405,7 +406,7 @@ impl Runner {
         };
         let answer = TurnResult {
             session_id: key.session_id.clone().into(),
-            turn_id: turn_id.into(),
+            turn_id: turn_id.clone(),
             outcome,
             content,
             truncated,

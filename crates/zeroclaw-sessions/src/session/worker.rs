@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use zeroclaw_agent::ChatMessage;
+use zeroclaw_protocol::TurnId;
 use zeroclaw_store::SessionKey;
 
 use super::live::{Job, JobAnswer, JobKind, LiveSession};
@@ -64,7 +65,7 @@ async fn run(session: Arc<LiveSession>, mut rx: mpsc::UnboundedReceiver<Job>, mu
                 turn_id: Some(preset),
                 ..
             } => preset.clone(),
-            _ => format!("turn_{}", uuid::Uuid::new_v4().simple()),
+            _ => TurnId::from(format!("turn_{}", uuid::Uuid::new_v4().simple())),
         };
         let Some(cancel) = session.start_turn(&turn_id) else {
             let _ = job.reply.send(Err(session.closed_error()));
