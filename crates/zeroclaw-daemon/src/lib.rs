@@ -58,6 +58,7 @@ mod status_text;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;
 mod transport;
+mod unattended;
 mod wire_error;
 mod ws;
 

@@ -2,31 +2,25 @@
 //! schedule comes due (or until one is created, changed or deleted), takes what is due
 //! from the schedules service and starts each run as an ordinary turn.
 //!
-//! A run calls through the one request path ([`request::answer`], as `POST /rpc` does) in
+//! A run calls through the one request path ([`crate::unattended`], as `POST /rpc` calls) in
 //! a context of its own that acts as the schedule's creator, with the grants the policy
 //! gives the creator at that moment, and whose prompts say `schedule:NAME`: `session/new`
 //! (and `session/set_title` "NAME · date" for a new session), `session/configure` when the
 //! schedule sets an autonomy, then `session/prompt`, whose answer is the turn's end. The
 //! service decides what is due; nothing here holds a lock across an await.
 
-use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde_json::{Value, json};
-use zeroclaw_rpc::{ErrorObject, Id, Request};
+use zeroclaw_rpc::ErrorObject;
 use zeroclaw_schedules::{Fire, Schedules, Target, Timestamp};
 use zeroclaw_sessions::session::SessionManager;
 
-use crate::caller::{ConnectionContext, Handshake, Unattended};
-use crate::lineage::Lineage;
-use crate::outbound::{self, Outbound};
-use crate::request::{self, Call, Front};
-use crate::server::next_connection_id;
+use crate::caller::Unattended;
 use crate::state::Daemon;
-use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
+use crate::transport::TransportKind;
+use crate::unattended::{Opening, UnattendedCaller};
 
 /// The longest the timer sleeps without looking again (the wall clock may have moved).
 const MAX_SLEEP: Duration = Duration::from_secs(30);
@@ -116,51 +110,30 @@ fn spawn_run(daemon: &Arc<Daemon>, fire: Fire) {
     });
 }
 
-/// The calling context of one run.
+/// The calling context of one run: its creator, through the one request path.
 struct Run {
     daemon: Arc<Daemon>,
-    ctx: Arc<ConnectionContext>,
-    writer: tokio::task::JoinHandle<()>,
-    next_id: AtomicU64,
+    caller: UnattendedCaller,
 }
 
 impl Run {
     fn new(daemon: &Arc<Daemon>, fire: &Fire) -> Result<Run, ErrorObject> {
-        let limits = daemon.config.current().limits.clone();
-        let key = format!("schedule:{}", fire.owner);
-        let admission = daemon.connections.admit(
-            Some(&key),
-            limits.connections_per_principal as usize,
-            limits.connections_total as usize,
-        )?;
-        let id = next_connection_id();
-        let peer = PeerIdentity {
+        let opening = Opening {
+            limits_key: &format!("schedule:{}", fire.owner),
             label: format!("schedule:{}", fire.schedule_id),
-            uid: None,
             kind: TransportKind::Local,
-            ip: None,
-            lineage: Lineage::Outside,
-        };
-        let (out, rx) = Outbound::new(daemon.stall_timeout);
-        out.count_in(daemon.connections.principal_queue(&fire.owner));
-        let writer = tokio::spawn(outbound::run_writer(Nowhere, rx, out.clone()));
-        let ctx = Arc::new(ConnectionContext::new(id, peer, out, admission).acting_for(
-            Unattended {
-                owner: fire.owner.clone(),
-                by: format!("schedule:{}", fire.name),
-                turn_id: None,
-            },
-        ));
-        let _ = ctx.handshake.set(Handshake {
-            auth_token: None,
-            elicitation: false,
             client: "schedule".to_owned(),
-        });
+            queue_of: Some(&fire.owner),
+        };
+        let acting = Unattended {
+            owner: fire.owner.clone(),
+            by: format!("schedule:{}", fire.name),
+            turn_id: None,
+        };
+        let caller = UnattendedCaller::open(daemon, opening, acting)?;
         Ok(Run {
             daemon: Arc::clone(daemon),
-            ctx,
-            writer,
-            next_id: AtomicU64::new(1),
+            caller,
         })
     }
 
@@ -214,63 +187,11 @@ impl Run {
         Ok(id)
     }
 
-    /// One call through the one request path; its result or error.
     async fn call(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let raw = serde_json::value::to_raw_value(&params)
-            .map_err(|e| ErrorObject::internal(format!("params: {e}")))?;
-        let request = Request {
-            id: Some(Id::from_value(&json!(n))),
-            method: method.to_owned(),
-            params: Some(raw),
-        };
-        let mut answer = None;
-        let deliver = |line| {
-            answer = Some(line);
-            std::future::ready(())
-        };
-        request::answer(
-            &self.daemon,
-            &self.ctx,
-            Front::Post,
-            Call::new(request),
-            None,
-            deliver,
-        )
-        .await;
-        let line = answer.ok_or_else(|| ErrorObject::internal("no answer"))?;
-        let mut reply: Value = serde_json::from_slice(&line)
-            .map_err(|e| ErrorObject::internal(format!("answer: {e}")))?;
-        if let Some(error) = reply.get("error") {
-            let code = error["code"].as_i64().unwrap_or(-32603);
-            let message = error["message"].as_str().unwrap_or_default();
-            return Err(ErrorObject::new(code, format!("{method}: {message}")));
-        }
-        Ok(reply["result"].take())
+        self.caller.call(method, params).await
     }
 
-    /// The context is gone: it stops counting.
     fn finish(self) {
-        self.ctx.out.close();
-        self.ctx.pending.close();
-        self.ctx
-            .admission
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .release();
-        self.writer.abort();
-    }
-}
-
-/// Where a run's notifications go: nowhere (its subscribers see the turn).
-struct Nowhere;
-
-impl FrameSink for Nowhere {
-    fn send_lines<'a>(&'a mut self, _: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn shutdown(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
+        self.caller.close();
     }
 }

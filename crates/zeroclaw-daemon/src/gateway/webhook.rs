@@ -12,24 +12,20 @@
 //! in-flight limit and the panic guard of every other call. What became of the turn is
 //! recorded on the delivery (`webhook/deliveries`).
 
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use zeroclaw_config::policy;
-use zeroclaw_rpc::{Id, Request};
+use zeroclaw_rpc::ErrorObject;
 use zeroclaw_webhooks::{Accepted, MAX_BODY_BYTES, Verdict};
 
 use super::http::{self, BodyError, RequestHead, Response};
-use crate::caller::{ConnectionContext, Handshake, Unattended};
-use crate::outbound::{self, Outbound};
-use crate::request::{self, Call, Front};
-use crate::server::next_connection_id;
+use crate::caller::Unattended;
 use crate::state::Daemon;
-use crate::transport::{BoxFuture, FrameSink, PeerIdentity, TransportKind};
+use crate::transport::TransportKind;
+use crate::unattended::{Opening, UnattendedCaller};
 
 /// Time for a body to arrive once its head has.
 const BODY_WITHIN: Duration = Duration::from_secs(30);
@@ -123,115 +119,44 @@ async fn run(daemon: Arc<Daemon>, accepted: Accepted) {
 
 /// The turn of `a`, as `a.run_as`: its outcome (`completed`, `cancelled`, `failed`).
 async fn turn(daemon: &Arc<Daemon>, a: &Accepted) -> Result<String, String> {
-    let limits = daemon.config.current().limits.clone();
-    let key = format!("webhook:{}", a.webhook);
-    let admission = daemon
-        .connections
-        .admit(
-            Some(&key),
-            limits.connections_per_principal as usize,
-            limits.connections_total as usize,
-        )
-        .map_err(|e| e.message)?;
-    let peer = PeerIdentity {
-        label: key.clone(),
-        uid: None,
+    let by = format!("webhook:{}", a.webhook);
+    let opening = Opening {
+        limits_key: &by,
+        label: by.clone(),
         kind: TransportKind::WebSocket,
-        ip: None,
-        lineage: crate::lineage::Lineage::Outside,
+        client: by.clone(),
+        queue_of: None,
     };
-    let (out, rx) = Outbound::new(daemon.stall_timeout);
-    let writer = tokio::spawn(outbound::run_writer(Nowhere, rx, out.clone()));
     let owner = a.run_as.as_ref().map_or_else(
         || policy::OPERATOR.to_owned(),
         |user| format!("user:{user}"),
     );
-    let ctx =
-        ConnectionContext::new(next_connection_id(), peer, out, admission).acting_for(Unattended {
-            owner,
-            by: key.clone(),
-            turn_id: Some(a.turn_id.as_str().into()),
-        });
-    let _ = ctx.handshake.set(Handshake {
-        auth_token: None,
-        elicitation: false,
-        client: key,
-    });
-    let ctx = Arc::new(ctx);
-    let outcome = steps(daemon, &ctx, a).await;
-    ctx.out.close();
-    ctx.pending.close();
-    ctx.admission
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .release();
-    writer.abort();
+    let acting = Unattended {
+        owner,
+        by: by.clone(),
+        turn_id: Some(a.turn_id.as_str().into()),
+    };
+    let caller = UnattendedCaller::open(daemon, opening, acting).map_err(|e| e.message)?;
+    let outcome = steps(&caller, a).await.map_err(|e| e.message);
+    caller.close();
     outcome
 }
 
-async fn steps(
-    daemon: &Arc<Daemon>,
-    ctx: &Arc<ConnectionContext>,
-    a: &Accepted,
-) -> Result<String, String> {
+async fn steps(caller: &UnattendedCaller, a: &Accepted) -> Result<String, ErrorObject> {
     let mut new = json!({"agentAlias": a.agent, "sessionId": a.session_id, "mode": "chat"});
     if !a.cwd.is_empty() {
         new["cwd"] = json!(a.cwd);
     }
-    call(daemon, ctx, "session/new", new).await?;
+    caller.call("session/new", new).await?;
     if let Some(autonomy) = &a.autonomy {
         let configure = json!({"sessionId": a.session_id, "mode": "chat", "autonomy": autonomy});
-        call(daemon, ctx, "session/configure", configure).await?;
+        caller.call("session/configure", configure).await?;
     }
     let prompt = json!({"sessionId": a.session_id, "mode": "chat", "prompt": a.prompt});
-    let result = call(daemon, ctx, "session/prompt", prompt).await?;
+    let result = caller.call("session/prompt", prompt).await?;
     Ok(result
         .get("outcome")
         .and_then(Value::as_str)
         .unwrap_or("completed")
         .to_owned())
-}
-
-/// One call through the one request path: its result, or its error's message.
-async fn call(
-    daemon: &Arc<Daemon>,
-    ctx: &Arc<ConnectionContext>,
-    method: &str,
-    params: Value,
-) -> Result<Value, String> {
-    let params = serde_json::value::to_raw_value(&params).map_err(|e| e.to_string())?;
-    let request = Request {
-        id: Some(Id::from_value(&json!(1))),
-        method: method.to_owned(),
-        params: Some(params),
-    };
-    let mut line = None;
-    let deliver = |l| {
-        line = Some(l);
-        std::future::ready(())
-    };
-    request::answer(daemon, ctx, Front::Post, Call::new(request), None, deliver).await;
-    let line = line.ok_or_else(|| format!("{method}: no answer"))?;
-    let mut answer: Value = serde_json::from_slice(&line).map_err(|e| e.to_string())?;
-    if let Some(error) = answer.get("error") {
-        let message = error.get("message").and_then(Value::as_str).unwrap_or("");
-        return Err(format!("{method}: {message}"));
-    }
-    Ok(answer
-        .get_mut("result")
-        .map(Value::take)
-        .unwrap_or(Value::Null))
-}
-
-/// A sink that drops what it is given: an unattended turn has no client to show it to.
-struct Nowhere;
-
-impl FrameSink for Nowhere {
-    fn send_lines<'a>(&'a mut self, _: &'a [Bytes]) -> BoxFuture<'a, io::Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn shutdown(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
 }
