@@ -73,15 +73,10 @@ impl Notifier {
             vapid: Mutex::new(None),
             dropped: AtomicU64::new(0),
         });
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
         let worker = Worker {
             notifier: Arc::downgrade(&notifier),
             settings: Arc::new(settings),
-            http,
+            http: None,
             triggers: Triggers::default(),
             last_sent: HashMap::new(),
             pending: HashMap::new(),
@@ -113,10 +108,19 @@ impl Notifier {
     }
 }
 
+fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
+}
+
 struct Worker {
     notifier: std::sync::Weak<Notifier>,
     settings: Arc<Settings>,
-    http: reqwest::Client,
+    /// Made at the first notice sent: a daemon that never notifies never loads TLS.
+    http: Option<reqwest::Client>,
     triggers: Triggers,
     /// When each session's last notice went out.
     last_sent: HashMap<SessionId, Instant>,
@@ -207,7 +211,7 @@ impl Worker {
             return;
         };
         let settings = Arc::clone(&self.settings);
-        let http = self.http.clone();
+        let http = self.http.get_or_insert_with(http_client).clone();
         tokio::spawn(async move {
             deliver(&notifier, &settings, &http, &notice).await;
             drop(permit);
