@@ -48,8 +48,8 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 const MAX_OVERSIZE_FRAMES: u32 = 3;
 /// Replies gathered in place are queued at the latest when they reach this size.
 const REPLY_BATCH_BYTES: usize = 64 * 1024;
-/// The reply buffer is kept for the next replies up to this capacity (a `status` answer
-/// fits; the handshake's does not, so an idle connection holds none).
+/// A connection waiting for input keeps a reply buffer of at most this capacity (a
+/// `status` answer fits; the handshake's does not, so an idle connection holds none).
 const REPLY_BUFFER_KEPT: usize = 512;
 /// How long a closing connection may take to flush what it already queued.
 const FLUSH_ON_CLOSE: Duration = Duration::from_secs(2);
@@ -80,13 +80,21 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
     // Answers made right here (errors, the handshake, immediate methods), in the order of
     // their requests; queued as one write once no further input is already buffered.
     let mut replies: Vec<u8> = Vec::new();
+    // The size of the last batch sent: the next burst's buffer is made that size at once
+    // instead of growing (and copying) to it again.
+    let mut last_batch = 0usize;
 
     loop {
-        if !replies.is_empty()
-            && (!source.has_buffered() || replies.len() >= REPLY_BATCH_BYTES)
-            && send_replies(&daemon, &out, &mut replies).await.is_err()
-        {
-            break;
+        if !replies.is_empty() && (!source.has_buffered() || replies.len() >= REPLY_BATCH_BYTES) {
+            last_batch = replies.len();
+            if send_replies(&daemon, &out, &mut replies).await.is_err() {
+                break;
+            }
+        }
+        // A burst's buffer serves its next batches; a connection that waits holds none
+        // beyond a `status` answer's size.
+        if replies.is_empty() && replies.capacity() > REPLY_BUFFER_KEPT && !source.has_buffered() {
+            replies = Vec::new();
         }
         // With every slot taken, read nothing more until a request finishes.
         if in_flight.available_permits() == 0 {
@@ -173,6 +181,9 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 }
                 // Before the handshake, and for methods that never wait, answer in place.
                 if !conn.is_initialized() || call.method.is_some_and(Method::answers_in_place) {
+                    if replies.is_empty() {
+                        replies.reserve(last_batch);
+                    }
                     request::answer_in_place(&daemon, &conn, call, &mut replies).await;
                     if !full_frames && conn.is_initialized() {
                         source.lift_frame_limit();
@@ -238,8 +249,8 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
 }
 
 /// Sends the gathered `replies` and empties them: written at once from the buffer when
-/// nothing is queued before them (the buffer is then kept, if small, for the next ones),
-/// otherwise handed to the queue.
+/// nothing is queued before them (the buffer is then kept for the next ones), otherwise
+/// handed to the queue.
 async fn send_replies(
     daemon: &Daemon,
     out: &Outbound,
@@ -247,9 +258,6 @@ async fn send_replies(
 ) -> Result<(), outbound::Closed> {
     if out.try_write_now(replies) {
         replies.clear();
-        if replies.capacity() > REPLY_BUFFER_KEPT {
-            *replies = Vec::new();
-        }
         return Ok(());
     }
     send_unless_stopping(daemon, out, std::mem::take(replies)).await
