@@ -13,7 +13,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     // Before any thread exists: the daemon's long turns keep less memory in one arena.
     zeroclaw_daemon::limit_malloc_arenas();
-    let args = cli::Cli::parse();
+    // The daemon's plain command line skips the full grammar (see cli::daemon_args).
+    let invocation = match cli::recognize_daemon(std::env::args_os().skip(1)) {
+        Some(options) => Invocation::Daemon(options),
+        None => Invocation::Client(Box::new(cli::Cli::parse())),
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -33,7 +37,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(cli::run(args));
+    let outcome = runtime.block_on(async {
+        match invocation {
+            Invocation::Daemon(options) => cli::run_daemon(options).await,
+            Invocation::Client(args) => cli::run(*args).await,
+        }
+    });
     // Blocking work still running (a stuck file read, say) must not hold the exit.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match outcome {
@@ -43,4 +52,10 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit)
         }
     }
+}
+
+/// What the command line asks for.
+enum Invocation {
+    Daemon(zeroclaw_daemon::DaemonOptions),
+    Client(Box<cli::Cli>),
 }

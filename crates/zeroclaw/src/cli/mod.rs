@@ -3,6 +3,7 @@
 mod chat;
 mod config;
 mod connect;
+mod daemon_args;
 mod dashboard;
 mod error;
 mod human;
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+pub use daemon_args::recognize as recognize_daemon;
 pub use error::CliError;
 
 #[derive(Parser)]
@@ -231,16 +233,21 @@ enum Command {
     },
 }
 
+/// Runs the daemon in the foreground until it stops.
+pub async fn run_daemon(options: zeroclaw_daemon::DaemonOptions) -> Result<(), CliError> {
+    zeroclaw_daemon::run(options)
+        .await
+        .map_err(|e| CliError::failed(e.to_string()))
+}
+
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Daemon { ephemeral } => {
-            let options = zeroclaw_daemon::DaemonOptions {
+            run_daemon(zeroclaw_daemon::DaemonOptions {
                 config_dir: cli.config_dir,
                 ephemeral,
-            };
-            zeroclaw_daemon::run(options)
-                .await
-                .map_err(|e| CliError::failed(e.to_string()))
+            })
+            .await
         }
         Command::Rpc {
             method,
