@@ -10,6 +10,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Threads that run the daemon's (and a client command's) async tasks.
+const ASYNC_WORKERS: usize = 1;
+
 fn main() -> ExitCode {
     // Before any thread exists: the daemon's long turns keep less memory in one arena.
     zeroclaw_daemon::limit_malloc_arenas();
@@ -27,10 +30,16 @@ fn main() -> ExitCode {
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    // One async worker unless TOKIO_WORKER_THREADS says otherwise: nothing blocks it (the
+    // store, file reads, config writes and checkpoints have threads of their own), a call
+    // costs it a few microseconds, and a second worker on a small machine mostly takes
+    // cores from the daemon's own clients and moves shared state between caches
+    // (docs/BENCHMARKS.md, fan-out).
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        runtime.worker_threads(ASYNC_WORKERS);
+    }
+    let runtime = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
