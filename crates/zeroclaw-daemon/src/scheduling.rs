@@ -91,7 +91,7 @@ fn spawn_run(daemon: &Arc<Daemon>, fire: Fire) {
             }
         };
         let (session, ended) = run.turn(&fire).await;
-        run.finish();
+        run.caller.close();
         let (turn, outcome, error) = match ended {
             Ok(result) => {
                 let outcome = result["outcome"].as_str().unwrap_or("failed").to_owned();
@@ -146,12 +146,12 @@ impl Run {
         self.daemon.schedules.session_chosen(fire, &session).await;
         if let Some(autonomy) = fire.autonomy {
             let params = json!({"sessionId": session, "autonomy": autonomy});
-            if let Err(e) = self.call("session/configure", params).await {
+            if let Err(e) = self.caller.call("session/configure", params).await {
                 return (Some(session), Err(e));
             }
         }
         let params = json!({"sessionId": session, "prompt": fire.prompt});
-        let ended = self.call("session/prompt", params).await;
+        let ended = self.caller.call("session/prompt", params).await;
         (Some(session), ended)
     }
 
@@ -168,30 +168,22 @@ impl Run {
         if let Some(id) = &existing {
             let mut resume = params.clone();
             resume["sessionId"] = json!(id);
-            match self.call("session/new", resume).await {
+            match self.caller.call("session/new", resume).await {
                 Ok(_) => return Ok(id.clone()),
                 // The last run's session is gone: a new one.
                 Err(_) if matches!(fire.session, Target::Continue(_)) => {}
                 Err(e) => return Err(e),
             }
         }
-        let made = self.call("session/new", params).await?;
+        let made = self.caller.call("session/new", params).await?;
         let id = made["sessionId"]
             .as_str()
             .ok_or_else(|| ErrorObject::internal("session/new answered no sessionId"))?
             .to_owned();
         let title = json!({"sessionId": id, "title": fire.title()});
-        if let Err(e) = self.call("session/set_title", title).await {
+        if let Err(e) = self.caller.call("session/set_title", title).await {
             tracing::warn!(schedule = %fire.schedule_id, "cannot title the run's session: {}", e.message);
         }
         Ok(id)
-    }
-
-    async fn call(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        self.caller.call(method, params).await
-    }
-
-    fn finish(self) {
-        self.caller.close();
     }
 }
