@@ -10,8 +10,23 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Threads that run the daemon's (and a client command's) async tasks.
+/// Threads that run the daemon's (and a client command's) async tasks, unless
+/// [`WORKERS_VARIABLE`] says otherwise: nothing blocks them (the store, file reads, config
+/// writes and checkpoints have threads of their own), a call costs a few microseconds, and
+/// a second worker on a small machine mostly takes a core from the daemon's own clients
+/// (docs/BENCHMARKS.md, fan-out).
 const ASYNC_WORKERS: usize = 1;
+/// Tokio's own name for the setting, kept so that what its documentation says holds.
+const WORKERS_VARIABLE: &str = "TOKIO_WORKER_THREADS";
+
+/// The number of async workers; `None` when the variable is set to anything but a number
+/// of 1 or more (which tokio would answer with a panic).
+fn async_workers() -> Option<usize> {
+    match std::env::var_os(WORKERS_VARIABLE) {
+        None => Some(ASYNC_WORKERS),
+        Some(value) => value.to_str()?.trim().parse().ok().filter(|n| *n > 0),
+    }
+}
 
 fn main() -> ExitCode {
     // Before any thread exists: the daemon's long turns keep less memory in one arena.
@@ -30,16 +45,15 @@ fn main() -> ExitCode {
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    // One async worker unless TOKIO_WORKER_THREADS says otherwise: nothing blocks it (the
-    // store, file reads, config writes and checkpoints have threads of their own), a call
-    // costs it a few microseconds, and a second worker on a small machine mostly takes
-    // cores from the daemon's own clients and moves shared state between caches
-    // (docs/BENCHMARKS.md, fan-out).
-    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        runtime.worker_threads(ASYNC_WORKERS);
-    }
-    let runtime = match runtime.enable_all().build() {
+    let Some(workers) = async_workers() else {
+        eprintln!("error: {WORKERS_VARIABLE} must be a whole number of 1 or more");
+        return ExitCode::FAILURE;
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

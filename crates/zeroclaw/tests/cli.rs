@@ -195,6 +195,41 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// `TOKIO_WORKER_THREADS` sets the async workers; a value that is no count of 1 or more is
+/// refused in one line before anything starts (tokio itself would panic), and a good one
+/// (the positive control) runs the command.
+#[test]
+fn a_bad_worker_count_is_refused_in_one_line() {
+    let daemon = TestDaemon::start();
+    let dir = daemon.config_dir();
+    let with_workers = |value: &str, args: &[&str]| {
+        Command::new(BIN)
+            .arg("--config-dir")
+            .arg(dir)
+            .args(args)
+            .env_remove("ZEROCLAW_SOCKET")
+            .env_remove("ZEROCLAW_CONFIG_DIR")
+            .env_remove("ZEROCLAW_DATA_DIR")
+            .env("RUST_LOG", "warn")
+            .env("TOKIO_WORKER_THREADS", value)
+            .output()
+            .expect("run zeroclaw")
+    };
+    for value in ["", "0", "two", "-1", "1.5"] {
+        for args in [&["status"][..], &["daemon"]] {
+            let line = failed(with_workers(value, args), 1);
+            assert!(
+                line.contains("TOKIO_WORKER_THREADS"),
+                "{value:?} {args:?}: {line}"
+            );
+        }
+    }
+    for value in ["1", " 3 "] {
+        let text = ok(with_workers(value, &["status"]));
+        assert!(text.starts_with("zeroclaw "), "{value:?}: {text}");
+    }
+}
+
 #[test]
 fn daemon_not_running_exits_3_with_the_start_command() {
     let dir = tempfile::tempdir().unwrap();
