@@ -13,17 +13,22 @@ use serde_json::{Value, json};
 use common::{BIN, TestDaemon};
 
 /// `zeroclaw --config-dir DIR ARGS…` with no endpoint variables from the environment.
-fn zc(config_dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+fn zc_command(config_dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command
         .arg("--config-dir")
         .arg(config_dir)
         .args(args)
         .env_remove("ZEROCLAW_SOCKET")
         .env_remove("ZEROCLAW_CONFIG_DIR")
         .env_remove("ZEROCLAW_DATA_DIR")
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run zeroclaw")
+        .env("RUST_LOG", "warn");
+    command
+}
+
+/// [`zc_command`], run to its end.
+fn zc(config_dir: &Path, args: &[&str]) -> Output {
+    zc_command(config_dir, args).output().expect("run zeroclaw")
 }
 
 fn stdout(out: &Output) -> String {
@@ -203,14 +208,7 @@ fn a_bad_worker_count_is_refused_in_one_line() {
     let daemon = TestDaemon::start();
     let dir = daemon.config_dir();
     let with_workers = |value: &str, args: &[&str]| {
-        Command::new(BIN)
-            .arg("--config-dir")
-            .arg(dir)
-            .args(args)
-            .env_remove("ZEROCLAW_SOCKET")
-            .env_remove("ZEROCLAW_CONFIG_DIR")
-            .env_remove("ZEROCLAW_DATA_DIR")
-            .env("RUST_LOG", "warn")
+        zc_command(dir, args)
             .env("TOKIO_WORKER_THREADS", value)
             .output()
             .expect("run zeroclaw")
