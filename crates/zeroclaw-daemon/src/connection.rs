@@ -4,10 +4,11 @@
 //!
 //! Requests before a successful `initialize`, and methods that never wait (see
 //! [`Method::answers_in_place`]), are answered in place and in order — a pipelined
-//! `initialize` + `status` never races — and the answers to one burst of input leave in one
-//! write. Every other request runs in its own task; requests addressing one session keep
-//! their receive order through [`ordering`](crate::ordering) tickets. Valid notifications of known methods
-//! run like requests once initialized, and are never answered (SPEC §14).
+//! `initialize` + `status` never races — and the answers to a burst of input leave in few
+//! writes: before the loop waits for input, and mid-burst each time they fill a batch.
+//! Every other request runs in its own task; requests addressing one session keep their
+//! receive order through [`ordering`](crate::ordering) tickets. Valid notifications of
+//! known methods run like requests once initialized, and are never answered (SPEC §14).
 //!
 //! The loop creates and owns the connection's [`ConnectionContext`] (in [`crate::caller`],
 //! below dispatch and the handlers, so none of them imports this loop), bounds the
@@ -46,8 +47,11 @@ use crate::transport::{
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
 /// Oversize frames tolerated before the connection is closed (the last one is answered).
 const MAX_OVERSIZE_FRAMES: u32 = 3;
-/// Replies gathered in place are queued at the latest when they reach this size.
-const REPLY_BATCH_BYTES: usize = 64 * 1024;
+/// Replies gathered in place leave at the latest when they reach this size (about eleven
+/// `status` answers), so a peer that pipelines reads its first answers, and sends more,
+/// while the daemon answers the rest of its burst. 4 KiB measured best among 1-64 KiB
+/// (docs/BENCHMARKS.md, "Pipelined").
+const REPLY_BATCH_BYTES: usize = 4 * 1024;
 /// A connection waiting for input keeps a reply buffer of at most this capacity (a
 /// `status` answer fits; the handshake's does not, so an idle connection holds none).
 const REPLY_BUFFER_KEPT: usize = 512;
@@ -77,27 +81,17 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
     let mut oversize = 0u32;
     // Frames are capped lower until `initialize` succeeds (SPEC §17.1).
     let mut full_frames = false;
-    // Answers made right here (errors, the handshake, immediate methods), in the order of
-    // their requests; queued as one write once no further input is already buffered.
-    let mut replies: Vec<u8> = Vec::new();
-    // The size of the last batch sent: the next burst's buffer is made that size at once
-    // instead of growing (and copying) to it again.
-    let mut last_batch = 0usize;
+    let mut replies = Replies::default();
 
     loop {
-        if !replies.is_empty() && (!source.has_buffered() || replies.len() >= REPLY_BATCH_BYTES) {
-            last_batch = replies.len();
-            if send_replies(&daemon, &out, &mut replies).await.is_err() {
-                break;
-            }
-        }
-        // A burst's buffer serves its next batches; a connection that waits holds none
-        // beyond a `status` answer's size.
-        if replies.is_empty() && replies.capacity() > REPLY_BUFFER_KEPT && !source.has_buffered() {
-            replies = Vec::new();
+        if replies.full() && replies.send(&daemon, &out).await.is_err() {
+            break;
         }
         // With every slot taken, read nothing more until a request finishes.
         if in_flight.available_permits() == 0 {
+            if replies.send_before_wait(&daemon, &out).await.is_err() {
+                break;
+            }
             tokio::select! {
                 permit = in_flight.acquire() => drop(permit),
                 () = out.closed() => break,
@@ -116,16 +110,23 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
         };
         let frame = match buffered {
             Some(frame) => frame,
-            None => tokio::select! {
-                frame = source.next_frame() => frame,
-                () = out.closed() => break,
-                () = daemon.shutdown.cancelled() => break,
-                () = tokio::time::sleep_until(initialize_by), if !conn.is_initialized() => {
-                    tracing::info!(conn = id, "closing: no initialize within {INITIALIZE_WITHIN:?}");
-                    out.close();
+            None => {
+                // Nothing complete to read: what was answered leaves before the wait, even
+                // while the start of a frame is already buffered.
+                if replies.send_before_wait(&daemon, &out).await.is_err() {
                     break;
                 }
-            },
+                tokio::select! {
+                    frame = source.next_frame() => frame,
+                    () = out.closed() => break,
+                    () = daemon.shutdown.cancelled() => break,
+                    () = tokio::time::sleep_until(initialize_by), if !conn.is_initialized() => {
+                        tracing::info!(conn = id, "closing: no initialize within {INITIALIZE_WITHIN:?}");
+                        out.close();
+                        break;
+                    }
+                }
+            }
         };
         let line = match frame {
             Ok(Some(Incoming::Message(line))) => line,
@@ -133,7 +134,7 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 let error = ErrorObject::invalid_request(
                     "binary messages are not supported: send JSON-RPC as text",
                 );
-                replies.extend(error_line(&Value::Null, &error));
+                replies.buf.extend(error_line(&Value::Null, &error));
                 continue;
             }
             Ok(Some(Incoming::Oversize)) => {
@@ -144,7 +145,7 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                         "frame exceeds {PRE_INITIALIZE_FRAME_BYTES} bytes before initialize"
                     ),
                 });
-                replies.extend(error_line(&Value::Null, &error));
+                replies.buf.extend(error_line(&Value::Null, &error));
                 if oversize >= MAX_OVERSIZE_FRAMES {
                     tracing::info!(conn = id, "closing after {oversize} oversize frames");
                     break;
@@ -158,7 +159,7 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
             }
         };
         match zeroclaw_rpc::classify(&line) {
-            Inbound::Reject { id, error } => replies.extend(error_line(&id, &error)),
+            Inbound::Reject { id, error } => replies.buf.extend(error_line(&id, &error)),
             Inbound::DropInvalidResponse(why) => {
                 tracing::warn!(conn = id, "dropping an invalid response: {why}");
             }
@@ -181,17 +182,14 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
                 }
                 // Before the handshake, and for methods that never wait, answer in place.
                 if !conn.is_initialized() || call.method.is_some_and(Method::answers_in_place) {
-                    if replies.is_empty() {
-                        replies.reserve(last_batch);
-                    }
-                    request::answer_in_place(&daemon, &conn, call, &mut replies).await;
+                    request::answer_in_place(&daemon, &conn, call, replies.for_burst()).await;
                     if !full_frames && conn.is_initialized() {
                         source.lift_frame_limit();
                         full_frames = true;
                     }
                     continue;
                 }
-                if !replies.is_empty() && send_replies(&daemon, &out, &mut replies).await.is_err() {
+                if replies.send(&daemon, &out).await.is_err() {
                     break;
                 }
                 let permit = tokio::select! {
@@ -218,8 +216,8 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
     }
     // The peer reads no more of its sessions from here on: it no longer watches them.
     conn.hung_up();
-    if !replies.is_empty() {
-        let _ = tokio::time::timeout(FLUSH_ON_CLOSE, out.send(replies)).await;
+    if !replies.buf.is_empty() {
+        let _ = tokio::time::timeout(FLUSH_ON_CLOSE, out.send(replies.buf)).await;
     }
 
     // Let requests already running finish and their answers (or a final error, or the
@@ -246,6 +244,56 @@ pub(crate) async fn serve<S: FrameSource, K: FrameSink>(
         .unwrap_or_else(|p| p.into_inner())
         .release();
     tracing::debug!(conn = id, "connection closed");
+}
+
+/// Answers made right here (errors, the handshake, immediate methods), in the order of
+/// their requests: gathered into few writes, sent before the loop waits and mid-burst
+/// once they fill a batch.
+#[derive(Default)]
+struct Replies {
+    buf: Vec<u8>,
+    /// The size of the last batch sent: the next burst's buffer is made that size at once
+    /// instead of growing (and copying) to it again.
+    last_batch: usize,
+}
+
+impl Replies {
+    /// The buffer to answer into, sized for a whole batch when it starts one.
+    fn for_burst(&mut self) -> &mut Vec<u8> {
+        if self.buf.is_empty() {
+            self.buf.reserve(self.last_batch);
+        }
+        &mut self.buf
+    }
+
+    /// A batch is full: it leaves now, and the peer reads its first answers (and can send
+    /// more) while the rest of its burst is answered.
+    fn full(&self) -> bool {
+        self.buf.len() >= REPLY_BATCH_BYTES
+    }
+
+    /// Sends what was gathered, if anything.
+    async fn send(&mut self, daemon: &Daemon, out: &Outbound) -> Result<(), outbound::Closed> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.last_batch = self.buf.len();
+        send_replies(daemon, out, &mut self.buf).await
+    }
+
+    /// Before the loop waits: everything answered leaves, and a waiting connection keeps
+    /// no reply buffer beyond a `status` answer's size.
+    async fn send_before_wait(
+        &mut self,
+        daemon: &Daemon,
+        out: &Outbound,
+    ) -> Result<(), outbound::Closed> {
+        self.send(daemon, out).await?;
+        if self.buf.capacity() > REPLY_BUFFER_KEPT {
+            self.buf = Vec::new();
+        }
+        Ok(())
+    }
 }
 
 /// Sends the gathered `replies` and empties them: written at once from the buffer when

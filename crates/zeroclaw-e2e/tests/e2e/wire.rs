@@ -279,6 +279,26 @@ fn a_request_in_one_byte_writes() {
     assert!(r["result"]["serverPid"].is_number());
 }
 
+/// Answers leave before the daemon waits for input: a request followed in the same write
+/// by the start of another is answered at once, not once the second frame is complete.
+#[test]
+fn an_answer_is_not_held_behind_the_start_of_the_next_frame() {
+    let daemon = TestDaemon::start();
+    let mut c = daemon.client();
+    c.stream
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"status\",\"id\":2}\n{\"jsonrpc\":\"2.0\",\"method\":\"status\",\"id\":3",
+        )
+        .unwrap();
+    // Within the client's read timeout, with the second frame still unfinished.
+    assert_eq!(c.recv()["id"], 2);
+    // The rest of the second frame: its answer follows.
+    c.stream.write_all(b"}\n").unwrap();
+    let r = c.recv();
+    assert_eq!(r["id"], 3);
+    assert!(r["result"]["serverPid"].is_number());
+}
+
 #[test]
 fn pipelined_requests_are_all_answered() {
     let daemon = TestDaemon::start();
