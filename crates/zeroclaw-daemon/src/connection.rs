@@ -272,13 +272,19 @@ impl Replies {
         self.buf.len() >= REPLY_BATCH_BYTES
     }
 
-    /// Sends what was gathered, if anything.
+    /// Sends what was gathered, if anything: written at once from the buffer when nothing
+    /// is queued before it (the buffer is then kept for the next answers), otherwise handed
+    /// to the queue.
     async fn send(&mut self, daemon: &Daemon, out: &Outbound) -> Result<(), outbound::Closed> {
         if self.buf.is_empty() {
             return Ok(());
         }
         self.last_batch = self.buf.len();
-        send_replies(daemon, out, &mut self.buf).await
+        if out.try_write_now(&self.buf) {
+            self.buf.clear();
+            return Ok(());
+        }
+        send_unless_stopping(daemon, out, std::mem::take(&mut self.buf)).await
     }
 
     /// Before the loop waits: everything answered leaves, and a waiting connection keeps
@@ -294,21 +300,6 @@ impl Replies {
         }
         Ok(())
     }
-}
-
-/// Sends the gathered `replies` and empties them: written at once from the buffer when
-/// nothing is queued before them (the buffer is then kept for the next ones), otherwise
-/// handed to the queue.
-async fn send_replies(
-    daemon: &Daemon,
-    out: &Outbound,
-    replies: &mut Vec<u8>,
-) -> Result<(), outbound::Closed> {
-    if out.try_write_now(replies) {
-        replies.clear();
-        return Ok(());
-    }
-    send_unless_stopping(daemon, out, std::mem::take(replies)).await
 }
 
 /// Queues `bytes` unless the daemon starts to stop while the queue has no room for them.
