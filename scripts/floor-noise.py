@@ -10,31 +10,23 @@ usage: scripts/floor-noise.py [--rounds N]
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import tempfile
-import time
+
+from bench_servers import stop, wait_sockets, zcbench
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=100)
     args = ap.parse_args()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    zcb = os.path.join(cache, "zcbench-target", "release", "zcbench")
-    if not os.path.exists(zcb):
-        raise SystemExit(f"no {zcb}: run scripts/perf.py once to build zcbench")
+    zcb = zcbench()
     tmp = tempfile.mkdtemp(prefix="zc-floor-")
     socks = [os.path.join(tmp, "a.sock"), os.path.join(tmp, "b.sock")]
     procs = [subprocess.Popen([zcb + "-echo", "--socket", s, "--mode", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for s in socks]
     try:
-        for s in socks:
-            deadline = time.monotonic() + 10
-            while not os.path.exists(s):
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"no socket at {s}")
-                time.sleep(0.02)
+        wait_sockets(socks)
 
         def rate(sock):
             out = subprocess.run([zcb, "fanout", "--socket", sock, "--conns", "64", "--per-conn", "500"], capture_output=True, text=True).stdout
@@ -52,11 +44,7 @@ def main():
         print("medians of 5:", " ".join(f"{m:.2f}" for m in medians))
         print(f"medians below 0.9: {sum(m < 0.9 for m in medians)} of {len(medians)}")
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(5)
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop(procs, tmp)
 
 
 if __name__ == "__main__":

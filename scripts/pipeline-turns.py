@@ -13,11 +13,11 @@ usage: scripts/pipeline-turns.py BIN [BIN2] [--rounds N]
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import tempfile
-import time
+
+from bench_servers import stop, wait_sockets, zcbench
 
 LIMITS = "[limits]\nconnections_per_principal = 4096\nconnections_total = 4096\n"
 
@@ -39,10 +39,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=100_000)
     args = ap.parse_args()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    zcb = os.path.join(cache, "zcbench-target", "release", "zcbench")
-    if not os.path.exists(zcb):
-        raise SystemExit(f"no {zcb}: run scripts/perf.py once to build zcbench")
+    zcb = zcbench()
     tmp = tempfile.mkdtemp(prefix="zc-turns-")
     servers, procs = [], []
     try:
@@ -58,12 +55,7 @@ def main():
         sock = os.path.join(tmp, "e.sock")
         procs.append(subprocess.Popen([zcb + "-echo", "--socket", sock, "--mode", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         servers.append(("echo-json", sock, procs[-1].pid))
-        for _, sock, _ in servers:
-            deadline = time.monotonic() + 10
-            while not os.path.exists(sock):
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"no socket at {sock}")
-                time.sleep(0.02)
+        wait_sockets(sock for _, sock, _ in servers)
 
         def one_round(sock, pid):
             before = server_cpu_s(pid)
@@ -87,11 +79,7 @@ def main():
             ratio = statistics.median(a[0] / b[0] for a, b in zip(row, floor))
             print(f"{name}: {med[0]:.0f}, {med[1]:.3f}, {med[2]:.3f}, {med[3]:.3f}; {ratio:.2f}")
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(5)
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop(procs, tmp)
 
 
 if __name__ == "__main__":
