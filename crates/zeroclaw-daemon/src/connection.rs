@@ -20,7 +20,7 @@
 //! accepted is closed without a reply (SPEC §17); when the loop ends, the connection stops
 //! counting in the limits at once, whatever still holds its context.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -47,11 +47,20 @@ use crate::transport::{
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
 /// Oversize frames tolerated before the connection is closed (the last one is answered).
 const MAX_OVERSIZE_FRAMES: u32 = 3;
-/// Replies gathered in place leave at the latest when they reach this size (about eleven
-/// `status` answers), so a peer that pipelines reads its first answers, and sends more,
-/// while the daemon answers the rest of its burst. 4 KiB measured best among 1-64 KiB
-/// (docs/BENCHMARKS.md, "Pipelined").
-const REPLY_BATCH_BYTES: usize = 4 * 1024;
+/// Replies gathered in place leave at the latest when they reach this size. With another
+/// CPU to read them, a pipelining peer reads its first answers (and sends more) while the
+/// daemon answers the rest of its burst: 4 KiB, about eleven `status` answers, measured
+/// best among 1-64 KiB. Alone on one CPU, every write would wake the peer to take the CPU
+/// from the daemon, so a burst leaves whole, up to 64 KiB (docs/BENCHMARKS.md,
+/// "Pipelined").
+fn reply_batch_bytes() -> usize {
+    static BATCH: OnceLock<usize> = OnceLock::new();
+    *BATCH.get_or_init(|| match std::thread::available_parallelism() {
+        Ok(cpus) if cpus.get() > 1 => 4 * 1024,
+        _ => 64 * 1024,
+    })
+}
+
 /// A connection waiting for input keeps a reply buffer of at most this capacity (a
 /// `status` answer fits; the handshake's does not, so an idle connection holds none).
 const REPLY_BUFFER_KEPT: usize = 512;
@@ -269,7 +278,7 @@ impl Replies {
     /// A batch is full: it leaves now, and the peer reads its first answers (and can send
     /// more) while the rest of its burst is answered.
     fn full(&self) -> bool {
-        self.buf.len() >= REPLY_BATCH_BYTES
+        self.buf.len() >= reply_batch_bytes()
     }
 
     /// Sends what was gathered, if anything: written at once from the buffer when nothing
